@@ -1,0 +1,5 @@
+from django.urls import path
+
+from annotate import apis
+
+urlpatterns: list = []

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AnnotateConfig(AppConfig):
+    name = "annotate"
+    verbose_name = "Annotation"

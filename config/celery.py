@@ -1,0 +1,12 @@
+"""The Celery app. Queues: ``default`` (light work), ``ml`` (training, auto-labelling),
+``generation`` (generation runs). Routes and limits live in settings (``CELERY_*``)."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+
+app = Celery("counterpart")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

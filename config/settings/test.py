@@ -1,0 +1,16 @@
+"""Tests: SQLite (or DATABASE_URL), fast hashing, eager Celery for unit tests only.
+
+Integration tests (tests/integration/) switch eager off and talk to the real broker.
+"""
+
+from config.env import env
+
+from .base import *  # noqa: F403
+from .base import COUNTERPART, VAR_DIR
+
+SECRET_KEY = env("DJANGO_SECRET_KEY", "test-insecure")
+DEBUG = False
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+CELERY_TASK_ALWAYS_EAGER = True
+CELERY_TASK_EAGER_PROPAGATES = True
+COUNTERPART["EMBEDDING_CACHE_DIR"] = env("COUNTERPART_EMBEDDING_CACHE", str(VAR_DIR / "test-embeddings"))

@@ -1,0 +1,53 @@
+"""Plain records that every reader yields and every writer takes. No Django here: the
+benchmarks and the ML code read data files through these too."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class OriginalRecord:
+    """An original example (no counterfactual)."""
+
+    id: str
+    fields: dict[str, str]
+    label: str | None = None
+    image: str = ""
+    source: str = ""
+    split: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PairRecord:
+    """An original and one counterfactual of it (FORMATS.md §1)."""
+
+    id: str
+    original: OriginalRecord
+    cf_fields: dict[str, str]
+    group: str = ""
+    cf_label: str | None = None
+    target_label: str | None = None
+    generator: str = ""
+    perturbation: str = ""
+    label_source: str = ""  # human | auto | gold | imported | "" (unknown)
+    confidence: float | None = None
+    cf_image: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A row that could not be read: ``file:line: message``."""
+
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+Record = OriginalRecord | PairRecord | Problem

@@ -1,0 +1,5 @@
+from django.urls import path
+
+from generation import views
+
+urlpatterns: list = []

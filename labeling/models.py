@@ -1,0 +1,1 @@
+"""Pairwise classifiers (h) trained on human labels, and their results."""

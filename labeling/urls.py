@@ -1,0 +1,5 @@
+from django.urls import path
+
+from labeling import views
+
+urlpatterns: list = []
