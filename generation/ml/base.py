@@ -1,0 +1,51 @@
+"""The one small interface every generator implements.
+
+A generator takes originals and yields, per original, either candidates or a skip with a
+reason. It never touches the database: ``generation/services/runs.py`` writes what it yields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Original:
+    id: str  # the Example's external id (or any stable key)
+    fields: dict[str, str]
+    label: str | None
+    labels: tuple[str, ...]  # the project's ordered label set
+    task: str
+
+
+@dataclass(frozen=True)
+class GeneratedCandidate:
+    original_id: str
+    fields: dict[str, str]  # same field names as the original
+    generator: str
+    perturbation: str = ""  # control code (negation, quantifier, lexical, ...)
+    target_label: str | None = None  # None: untargeted (the pairwise classifier decides)
+    scores: dict[str, float] = field(default_factory=dict)
+    meta: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Skip:
+    original_id: str
+    reason: str
+
+
+class GeneratorConfigError(ValueError):
+    """The generator cannot run at all (bad options, a model path that does not exist):
+    the run fails at start with this message."""
+
+
+class Generator(Protocol):
+    name: str
+
+    def generate(self, originals: Sequence[Original]) -> Iterator[GeneratedCandidate | Skip]:
+        """Yield candidates and skips for a batch of originals (order free; every original
+        yields at least one candidate or one skip)."""
+        ...

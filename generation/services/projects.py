@@ -1,0 +1,53 @@
+"""Creating projects and their label sets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from generation.models import TASK_DEFAULTS, TASKS, Label, Project
+
+
+@transaction.atomic
+def project_create(
+    *,
+    name: str,
+    task: str,
+    labels: list[str] | None = None,
+    text_fields: list[str] | None = None,
+    human_budget: float = 0.10,
+    annotators_per_item: int = 3,
+    created_by: Any = None,
+    description: str = "",
+) -> Project:
+    if task not in TASKS:
+        raise ValidationError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+    labels = list(labels or TASK_DEFAULTS[task]["labels"])
+    text_fields = list(text_fields or TASK_DEFAULTS[task]["fields"])
+    if len(set(labels)) != len(labels) or not labels:
+        raise ValidationError("labels must be a non-empty list without repeats")
+    if not 0 <= human_budget <= 1:
+        raise ValidationError("human budget must be between 0 and 1")
+    project = Project.objects.create(
+        name=name,
+        task=task,
+        text_fields=text_fields,
+        human_budget=human_budget,
+        annotators_per_item=annotators_per_item,
+        created_by=created_by,
+        description=description,
+    )
+    Label.objects.bulk_create([Label(project=project, name=n, position=i) for i, n in enumerate(labels)])
+    return project
+
+
+def project_get_or_create(*, name: str, task: str, **kwargs: Any) -> tuple[Project, bool]:
+    """Return the project called ``name``; create it if missing. A task mismatch is an error."""
+    existing = Project.objects.filter(name=name).first()
+    if existing is not None:
+        if existing.task != task:
+            raise ValidationError(f"project {name!r} exists with task {existing.task!r}, not {task!r}")
+        return existing, False
+    return project_create(name=name, task=task, **kwargs), True
