@@ -10,3 +10,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 app = Celery("counterpart")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@app.task(name="counterpart.ping")
+def ping() -> str:
+    """Health check: ``celery -A config call counterpart.ping`` round-trips the broker."""
+    return "pong"

@@ -1,0 +1,14 @@
+# One obvious way to do each thing. See README.md.
+.PHONY: run test setup worker lint
+
+run:    ## set up, load the demo project, run web + Celery worker on embedded defaults
+	bash scripts/run.sh
+
+test:   ## set up and run the whole test suite
+	bash scripts/test.sh
+
+setup:  ## only set up (.venv, WordNet, database)
+	bash scripts/setup.sh --dev
+
+worker: ## a Celery worker on all queues (when running the web app yourself)
+	.venv/bin/celery -A config worker -Q default,ml,generation --loglevel INFO
