@@ -14,6 +14,8 @@ urlpatterns = [
     path("", project_views.home, name="home"),
     path("projects/", project_views.project_list, name="project-list"),
     path("projects/<int:pk>/", project_views.project_detail, name="project-detail"),
+    path("projects/<int:pk>/export/", project_views.project_export, name="project-export"),
+    path("projects/<int:pk>/import/", project_views.project_import, name="project-import"),
     path("", include("generation.urls")),
     path("annotate/", include("annotate.urls")),
     path("labeling/", include("labeling.urls")),

@@ -1,0 +1,98 @@
+import json
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from annotate import roles
+from generation.models import Candidate, Example
+from generation.services.projects import project_create
+
+
+def pair(i, label="positive", source="gold"):
+    return json.dumps({
+        "id": f"p{i}", "group": f"g{i}",
+        "original": {"fields": {"text": f"good film {i}"}, "label": "negative" if label == "positive" else "positive"},
+        "counterfactual": {"fields": {"text": f"bad film {i}"}, "label": label, "label_source": source},
+    })
+
+
+@pytest.fixture
+def researcher_client(client, db):
+    u = User.objects.create_user("res", password="pw-123456")
+    u.groups.add(Group.objects.get_or_create(name=roles.RESEARCHER)[0])
+    client.force_login(u)
+    return client
+
+
+@pytest.fixture
+def project(db):
+    return project_create(name="sent", task="sentiment")
+
+
+def upload(client, project, content: bytes, fmt="pairs-jsonl", name="pairs.jsonl"):
+    return client.post(f"/projects/{project.pk}/import/",
+                       {"format": fmt, "file": SimpleUploadedFile(name, content)})
+
+
+def test_upload_imports_and_reports(researcher_client, project):
+    body = "\n".join([pair(1), pair(2), '{"id": "broken"', pair(3, label="meh")]).encode()
+    resp = upload(researcher_client, project, body)
+    html = resp.content.decode()
+    assert resp.status_code == 200
+    assert "imported 2 originals, 2 pairs" in html
+    assert "pairs.jsonl:3:" in html and "pairs.jsonl:4:" in html  # bad rows named with file:line
+    assert Candidate.objects.filter(project=project).count() == 2
+    # a second upload of the same file adds nothing
+    upload(researcher_client, project, body)
+    assert Candidate.objects.filter(project=project).count() == 2
+
+
+def test_oversized_upload_is_refused_and_writes_nothing(researcher_client, project, settings):
+    settings.COUNTERPART = {**settings.COUNTERPART, "MAX_UPLOAD_BYTES": 200}
+    body = ("\n".join(pair(i) for i in range(20))).encode()
+    resp = upload(researcher_client, project, body)
+    assert resp.status_code == 413
+    assert b"over the 200-byte limit" in resp.content
+    assert Example.objects.filter(project=project).count() == 0
+
+
+def test_upload_without_csrf_token_is_refused(db, project):
+    from django.test import Client
+
+    u = User.objects.create_user("res2", password="pw-123456")
+    u.groups.add(Group.objects.get_or_create(name=roles.RESEARCHER)[0])
+    c = Client(enforce_csrf_checks=True)
+    c.force_login(u)
+    resp = upload(c, project, pair(1).encode())
+    assert resp.status_code == 403
+    assert Example.objects.filter(project=project).count() == 0
+
+
+def test_bad_utf8_upload_reports_line(researcher_client, project):
+    body = pair(1).encode() + b"\n" + b'{"id": "x\xff\xfe"}\n'
+    resp = upload(researcher_client, project, body)
+    assert b"pairs.jsonl:2:" in resp.content
+    assert Candidate.objects.filter(project=project).count() == 1
+
+
+def test_unknown_format_is_a_clear_400(researcher_client, project):
+    resp = upload(researcher_client, project, pair(1).encode(), fmt="xml")
+    assert resp.status_code == 400 and b"choose a file format" in resp.content
+
+
+def test_export_download_roundtrips(researcher_client, project):
+    upload(researcher_client, project, "\n".join([pair(1), pair(2)]).encode())
+    resp = researcher_client.get(f"/projects/{project.pk}/export/?format=pairs-jsonl")
+    assert resp.status_code == 200
+    assert resp["Content-Disposition"].startswith('attachment; filename="sent.jsonl"')
+    lines = b"".join(resp.streaming_content).decode().splitlines()
+    rows = [json.loads(x) for x in lines]
+    assert [r["id"] for r in rows] == ["p1", "p2"]
+    assert rows[0]["counterfactual"]["label"] == "positive"
+    assert rows[0]["counterfactual"]["label_source"] == "gold"
+
+
+def test_export_bad_filter_is_400(researcher_client, project):
+    resp = researcher_client.get(f"/projects/{project.pk}/export/?state=nonsense")
+    assert resp.status_code == 400 and b"unknown state" in resp.content
