@@ -1,0 +1,138 @@
+"""Generation-run pages: start a run from a project, the run page (progress polled by htmx
+every second, stopped with ``HttpResponseStopPolling`` once the run is finished), cancel."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseStopPolling
+
+from annotate import roles
+from generation.ml import registry
+from generation.models import GenerationRun, Project
+from generation.selectors import run_metrics_rows, run_progress, run_skip_summary, runs_of_project
+from generation.services.run_quality import FILTER_NAMES, default_band
+from generation.services.runs import run_cancel, run_start
+
+
+def researcher_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    @login_required
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not roles.is_researcher(request.user):
+            raise PermissionDenied("researchers only")
+        return view(request, *args, **kwargs)
+
+    wrapped.__name__ = view.__name__
+    wrapped.__doc__ = view.__doc__
+    return wrapped
+
+
+class RunStartForm(forms.Form):
+    generator = forms.ChoiceField(choices=())
+    limit = forms.IntegerField(required=False, min_value=1, help_text="at most this many originals")
+    max_per_original = forms.IntegerField(required=False, min_value=1)
+    seed = forms.IntegerField(required=False, initial=0)
+    similarity_band = forms.CharField(required=False, help_text="LO,HI — keep LO < similarity <= HI")
+    filters = forms.MultipleChoiceField(choices=[(f, f) for f in FILTER_NAMES], required=False,
+                                        widget=forms.CheckboxSelectMultiple, initial=list(FILTER_NAMES))
+    split = forms.CharField(required=False, help_text="only originals of this split")
+    generator_options = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
+                                        help_text='JSON object, e.g. {"codes": ["negation", "lexical"]}')
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["generator"].choices = [(n, n) for n in registry.names()]
+
+    def clean_generator_options(self) -> dict[str, Any]:
+        raw = (self.cleaned_data.get("generator_options") or "").strip()
+        if not raw:
+            return {}
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(f"not valid JSON: {exc}") from exc
+        if not isinstance(value, dict):
+            raise forms.ValidationError("must be a JSON object")
+        return value
+
+    def run_options(self) -> dict[str, Any]:
+        d = self.cleaned_data
+        options = {k: d.get(k) for k in ("limit", "max_per_original", "seed", "similarity_band", "split")}
+        options["filters"] = list(d.get("filters") or [])
+        options["generator_options"] = d.get("generator_options") or {}
+        return {k: v for k, v in options.items() if v not in (None, "")}
+
+
+@researcher_only
+def run_new(request: HttpRequest, project_id: int) -> HttpResponse:
+    """Start a run from a project: pick a generator and its options."""
+    project = get_object_or_404(Project, pk=project_id)
+    form = RunStartForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            run = run_start(project=project, generator=form.cleaned_data["generator"], options=form.run_options(),
+                            created_by=request.user)
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                form.add_error(field if field in form.fields else None, errors)
+        except Exception as exc:  # noqa: BLE001 - the broker is down: say so, never run in the request
+            messages.error(request, f"Could not enqueue the run: {exc}")
+            return redirect("run-list", project_id=project.pk)
+        else:
+            return redirect("run-detail", pk=run.pk)
+    band = default_band(project.task)
+    context = {"project": project, "form": form, "default_band": f"{band[0]},{band[1]}",
+               "generators": [(n, registry.entry(n).description) for n in registry.names()]}
+    return render(request, "generation/run_new.html", context, status=400 if form.errors else 200)
+
+
+@researcher_only
+def run_list(request: HttpRequest, project_id: int) -> HttpResponse:
+    project = get_object_or_404(Project, pk=project_id)
+    runs = runs_of_project(project=project)[:100]
+    return render(request, "generation/run_list.html", {"project": project, "runs": runs})
+
+
+def _run_context(run: GenerationRun) -> dict[str, Any]:
+    return {
+        "run": run,
+        "project": run.project,
+        "progress": run_progress(run=run),
+        "metrics_rows": run_metrics_rows(run=run),
+        "skip_summary": run_skip_summary(run=run),
+    }
+
+
+@researcher_only
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """The run page; an htmx poll gets only the progress fragment, and the poll stops
+    (HTTP 286) once the run is finished — with the final fragment, metrics included."""
+    run = get_object_or_404(GenerationRun.objects.select_related("project"), pk=pk)
+    context = _run_context(run)
+    if request.htmx:
+        if context["progress"].finished:
+            html = render_to_string("generation/run_detail.html#progress", context, request=request)
+            return HttpResponseStopPolling(html)
+        return render(request, "generation/run_detail.html#progress", context)
+    return render(request, "generation/run_detail.html", context)
+
+
+@researcher_only
+@require_POST
+def run_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_object_or_404(GenerationRun.objects.select_related("project"), pk=pk)
+    run = run_cancel(run=run)
+    if request.htmx:
+        return render(request, "generation/run_detail.html#progress", _run_context(run))
+    messages.info(request, f"Run {run.pk}: cancel requested ({run.status}).")
+    return redirect("run-detail", pk=run.pk)

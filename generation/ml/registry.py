@@ -1,0 +1,175 @@
+"""Generator name -> factory, with option checking. No Django imports.
+
+Every built-in generator lives in its own module and is imported only when a run asks
+for it, so a generator whose module (or model, or optional dependency) is missing fails
+that generator alone — with a :class:`GeneratorConfigError` at the start of the run —
+and never the others.
+
+A built-in generator module exposes a class whose ``name`` attribute is the registered
+name and which has a ``generate`` method (``generation.ml.base.Generator``). The registry
+builds it with keyword arguments taken from the run's generator options, filling
+model-path style parameters (``mlm_path``, ``causal_lm_path``, ``device``…) from the
+``context`` the caller passes (the service passes ``settings.COUNTERPART``, lower-cased).
+An option the constructor does not take is refused by name before anything is built.
+
+Tests (and plug-ins) add their own generators with :func:`register`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from generation.ml.base import Generator, GeneratorConfigError
+
+Factory = Callable[..., Generator]
+
+
+@dataclass(frozen=True)
+class GeneratorEntry:
+    name: str
+    module: str = ""  # dotted path imported lazily (built-ins)
+    factory: Factory | None = None  # a callable taking keyword options (plug-ins, tests)
+    description: str = ""
+
+
+_BUILTINS: tuple[GeneratorEntry, ...] = (
+    GeneratorEntry("rules", "generation.ml.rules",
+                   description="Control-code perturbations (WordNet, lexicons, POS tags); offline."),
+    GeneratorEntry("rationale-infill", "generation.ml.rationale_infill",
+                   description="Mask the words the base classifier relies on, infill for each other label."),
+    GeneratorEntry("llm-prompt", "generation.ml.llm_prompt",
+                   description="Masked-span prompting of a local language model with a teacher filter."),
+    GeneratorEntry("concept-constrained", "generation.ml.concept_constrained",
+                   description="Label-steered decoding constrained to keep the original's concepts."),
+)
+
+_registry: dict[str, GeneratorEntry] = {e.name: e for e in _BUILTINS}
+
+
+def register(name: str, *, factory: Factory | None = None, module: str = "", description: str = "") -> None:
+    """Add (or replace) a generator. Give either ``factory`` or ``module``."""
+    if bool(factory) == bool(module):
+        raise ValueError("register() takes exactly one of factory= or module=")
+    _registry[name] = GeneratorEntry(name=name, module=module, factory=factory, description=description)
+
+
+def unregister(name: str) -> None:
+    """Remove a generator added with :func:`register`; built-ins come back as they were."""
+    _registry.pop(name, None)
+    for entry in _BUILTINS:
+        if entry.name == name:
+            _registry[name] = entry
+
+
+def names() -> list[str]:
+    return sorted(_registry)
+
+
+def is_registered(name: str) -> bool:
+    return name in _registry
+
+
+def entry(name: str) -> GeneratorEntry:
+    try:
+        return _registry[name]
+    except KeyError:
+        raise GeneratorConfigError(
+            f"unknown generator {name!r}; choose one of {', '.join(names())}"
+        ) from None
+
+
+def _load_factory(e: GeneratorEntry) -> Factory:
+    if e.factory is not None:
+        return e.factory
+    try:
+        mod = importlib.import_module(e.module)
+    except ImportError as exc:  # the module, or one of its optional dependencies, is missing
+        raise GeneratorConfigError(f"generator {e.name!r} is not available: {exc}") from exc
+    for attr in vars(mod).values():
+        if (
+            inspect.isclass(attr)
+            and getattr(attr, "name", None) == e.name
+            and callable(getattr(attr, "generate", None))
+            and (attr.__module__ == mod.__name__ or attr.__module__.startswith(mod.__name__ + "."))
+        ):
+            return attr  # type: ignore[no-any-return]
+    raise GeneratorConfigError(f"generator {e.name!r}: module {e.module} defines no generator class named {e.name!r}")
+
+
+def _parameters(factory: Factory) -> tuple[dict[str, inspect.Parameter], bool]:
+    """Keyword parameters of the factory (its __init__ for a class) and whether it takes **kwargs."""
+    try:
+        sig = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return {}, True
+    params: dict[str, inspect.Parameter] = {}
+    var_kw = False
+    for p in sig.parameters.values():
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            var_kw = True
+        elif p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY):
+            params[p.name] = p
+    return params, var_kw
+
+
+def options_for(name: str) -> dict[str, Any]:
+    """The options a generator takes, with their defaults (``None`` where required or unknown).
+    Importing the generator's module is needed; a missing one gives ``{}``."""
+    try:
+        factory = _load_factory(entry(name))
+    except GeneratorConfigError:
+        return {}
+    params, _ = _parameters(factory)
+    return {
+        k: (None if p.default is inspect.Parameter.empty else p.default)
+        for k, p in params.items()
+    }
+
+
+def create(name: str, options: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
+           run_options: Mapping[str, Any] | None = None) -> Generator:
+    """Build generator ``name`` with ``options``.
+
+    ``context`` (model paths, device…) fills only parameters the factory names explicitly.
+    ``run_options`` (``seed``, ``max_per_original``) fill parameters it names, or go through
+    its ``**kwargs`` when it has them (retried without them if it refuses them there).
+
+    Raises :class:`GeneratorConfigError` with a message fit for a user when the generator
+    is unknown or unavailable, an option is not one it takes, or its constructor refuses
+    the configuration (a bad value, a model path that does not exist)."""
+    e = entry(name)
+    factory = _load_factory(e)
+    options = dict(options or {})
+    context = dict(context or {})
+    run_options = dict(run_options or {})
+    params, var_kw = _parameters(factory)
+    if not var_kw:
+        unknown = sorted(set(options) - set(params))
+        if unknown:
+            takes = ", ".join(sorted(params)) or "no options"
+            raise GeneratorConfigError(
+                f"generator {name!r} does not take option(s) {', '.join(unknown)}; it takes: {takes}"
+            )
+    kwargs = dict(options)
+    for key, value in context.items():
+        if key in params and key not in kwargs:
+            kwargs[key] = value
+    extras = {k: v for k, v in run_options.items() if k not in kwargs and (k in params or var_kw)}
+    try:
+        try:
+            generator = factory(**kwargs, **extras)
+        except TypeError as exc:
+            if not extras or not any(repr(k) in str(exc) for k in extras if k not in params):
+                raise
+            generator = factory(**kwargs, **{k: v for k, v in extras.items() if k in params})
+    except GeneratorConfigError:
+        raise
+    except (TypeError, ValueError, OSError, LookupError) as exc:
+        raise GeneratorConfigError(f"generator {name!r} is misconfigured: {exc}") from exc
+    if not callable(getattr(generator, "generate", None)):
+        raise GeneratorConfigError(f"generator {name!r}: the factory did not return a generator")
+    return generator

@@ -1,0 +1,308 @@
+"""What a run does with the candidates a generator yields: the run-time filters and the
+per-run metrics. Private to ``generation/services/runs.py``.
+
+Filters (each stores its score in ``Candidate.scores`` and its pass/fail in
+``Candidate.meta["filters"]``; a candidate is pooled only if it passes all of them):
+
+* ``similarity`` — ``filters.similarity_band``: MiniLM cosine between the original and the
+  candidate over what changed (``filters.comparison_texts``); kept when ``LO < sim <= HI``.
+* ``dedup`` — ``filters.dedupe`` over the siblings of one original (exact and near
+  duplicates, no-op edits), plus exact copies of a candidate another run made from the
+  same original.
+* ``artifacts`` — ``filters.artifacts``: the DISCO heuristics.
+
+The filter functions themselves live in ``generation/ml/filters.py``; the reasons a
+candidate was dropped go to ``Candidate.meta["filter_reasons"]``.
+
+The metrics follow ``generation.ml.metrics`` (its n-grams, self-BLEU, token edit
+distance and tokeniser), accumulated in a streaming way so memory does not grow with the
+number of originals.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from generation import states
+from generation.ml import filters as ml_filters
+from generation.ml import metrics as ml_metrics
+from generation.ml.rules.tokens import introduced_removed
+from generation.ml.rules.tokens import words as ml_words
+from generation.ml.base import GeneratedCandidate, Original
+
+FILTER_NAMES = ("similarity", "dedup", "artifacts")
+SELF_BLEU_SAMPLE = 500
+
+
+def default_band(task: str) -> tuple[float, float]:
+    return ml_filters.band_for(task)
+
+
+def parse_band(value: Any) -> tuple[float, float]:
+    """``"0.8,0.91"`` or ``[0.8, 0.91]`` -> ``(0.8, 0.91)``, with ``-1 <= LO < HI <= 1``."""
+    if isinstance(value, str):
+        parts: list[Any] = [p for p in value.replace(" ", "").split(",") if p]
+    elif isinstance(value, list | tuple):
+        parts = list(value)
+    else:
+        raise ValueError("similarity band must be 'LO,HI'")
+    if len(parts) != 2:
+        raise ValueError("similarity band must be two numbers 'LO,HI'")
+    try:
+        lo, hi = float(parts[0]), float(parts[1])
+    except (TypeError, ValueError):
+        raise ValueError("similarity band must be two numbers 'LO,HI'") from None
+    if not (-1.0 <= lo < hi <= 1.0):
+        raise ValueError("similarity band needs LO < HI, both within [-1, 1]")
+    return lo, hi
+
+
+@dataclass
+class Verdict:
+    scores: dict[str, float] = field(default_factory=dict)
+    passed: dict[str, bool] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def keep(self) -> bool:
+        return all(self.passed.values())
+
+    def add(self, name: str, result: ml_filters.FilterResult) -> None:
+        self.scores[name] = round(float(result.score), 6)
+        self.passed[name] = bool(result.keep)
+        self.reasons.extend(result.reasons)
+
+
+def _window(c: GeneratedCandidate) -> tuple[str, str] | None:
+    w = (c.meta or {}).get("window")
+    return (str(w[0]), str(w[1])) if isinstance(w, list | tuple) and len(w) == 2 else None
+
+
+def _joined(fields: dict[str, Any], names: Sequence[str]) -> str:
+    return "\n".join(str(fields.get(k, "")) for k in names)
+
+
+def apply_filters(
+    pairs: Sequence[tuple[Original, GeneratedCandidate]], *, filters: Iterable[str], band: tuple[float, float],
+    encoder: Any, existing: dict[str, set[str]] | None = None,
+) -> list[Verdict]:
+    """One verdict per (original, candidate) pair, in order, using ``generation.ml.filters``:
+    ``similarity`` (band on the compared texts, one batched encode), ``dedup`` (siblings of one
+    original, plus exact copies of a candidate another run made from the same original), and
+    ``artifacts`` (the DISCO heuristics). Each filter's score goes to ``scores[name]``."""
+    verdicts = [Verdict() for _ in pairs]
+    active = set(filters)
+    if "similarity" in active and pairs:
+        texts = [ml_filters.comparison_texts(o.fields, c.fields, c.meta) for o, c in pairs]
+        results = ml_filters.similarity_band(encoder, [a for a, _ in texts], [b for _, b in texts], band)
+        for v, r in zip(verdicts, results, strict=True):
+            v.add("similarity", r)
+    if "dedup" in active:
+        siblings: dict[str, list[int]] = {}
+        for i, (o, _) in enumerate(pairs):
+            siblings.setdefault(o.id, []).append(i)
+        for oid, idx in siblings.items():
+            o = pairs[idx[0]][0]
+            names = list(o.fields)
+            results = ml_filters.dedupe(
+                _joined(o.fields, names), [_joined(pairs[i][1].fields, names) for i in idx],
+                windows=[_window(pairs[i][1]) for i in idx],
+            )
+            seen_elsewhere = (existing or {}).get(oid, set())
+            for i, r in zip(idx, results, strict=True):
+                if r.keep and json.dumps(dict(pairs[i][1].fields), sort_keys=True) in seen_elsewhere:
+                    r = ml_filters.FilterResult(1.0, False, ("exact duplicate of an existing candidate of this original",))
+                verdicts[i].add("dedup", r)
+    if "artifacts" in active:
+        for (o, c), v in zip(pairs, verdicts, strict=True):
+            v.add("artifacts", ml_filters.artifacts(o.fields, c.fields, target_label=c.target_label))
+    return verdicts
+
+
+# ---------------------------------------------------------------------------------------
+# metrics
+# ---------------------------------------------------------------------------------------
+class _Stats:
+    """Streaming form of ``generation.ml.metrics.run_metrics`` (same definitions, same
+    tokeniser): n-gram sets and counters grow with the vocabulary, not with the run, and
+    self-BLEU is taken over a reservoir sample."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.uni: set[tuple[str, ...]] = set()
+        self.bi: set[tuple[str, ...]] = set()
+        self.n_uni = 0
+        self.n_bi = 0
+        self.introduced: Counter[str] = Counter()
+        self.edit_sum = 0
+        self.sim_sum = 0.0
+        self.sim_n = 0
+        self.n = 0
+        self.sample: list[str] = []
+        self._rng = random.Random(seed)
+
+    @staticmethod
+    def measure(before: str, after: str, introduced: Sequence[str] | None) -> tuple[list[str], list[str], int]:
+        """What ``add`` needs of one candidate: its tokens, introduced tokens, edit distance."""
+        toks = ml_words(after)
+        if introduced is None:
+            introduced = introduced_removed(before, after)[0]
+        intro = [t.lower() for t in introduced if any(ch.isalnum() for ch in t)]
+        return toks, intro, ml_metrics.token_edit_distance(ml_words(before), toks)
+
+    def add(self, after: str, measured: tuple[list[str], list[str], int], similarity: float | None) -> None:
+        toks, intro, edit = measured
+        self.n += 1
+        uni, bi = ml_metrics.ngrams(toks, 1), ml_metrics.ngrams(toks, 2)
+        self.uni.update(uni)
+        self.bi.update(bi)
+        self.n_uni += len(uni)
+        self.n_bi += len(bi)
+        self.introduced.update(intro)
+        self.edit_sum += edit
+        if similarity is not None:
+            self.sim_sum += similarity
+            self.sim_n += 1
+        if len(self.sample) < SELF_BLEU_SAMPLE:  # reservoir sample for self-BLEU
+            self.sample.append(after)
+        else:
+            j = self._rng.randrange(self.n)
+            if j < SELF_BLEU_SAMPLE:
+                self.sample[j] = after
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "candidates": self.n,
+            "distinct_1": _r(len(self.uni) / self.n_uni if self.n_uni else 0.0),
+            "distinct_2": _r(len(self.bi) / self.n_bi if self.n_bi else 0.0),
+            "self_bleu": _r(self_bleu_fast(self.sample)),
+            "mean_token_edit_distance": _r(self.edit_sum / self.n if self.n else 0.0),
+            "mean_similarity": _r(self.sim_sum / self.sim_n) if self.sim_n else None,
+        }
+        total = sum(self.introduced.values())
+        top = self.introduced.most_common(1)
+        out.update({
+            "introduced_tokens": total,
+            "introduced_distinct_1": _r(len(self.introduced) / total if total else 0.0),
+            "introduced_max_share": _r(top[0][1] / total if total else 0.0),
+            "introduced_top": top[0][0] if top else "",
+        })
+        return out
+
+
+def self_bleu_fast(texts: Sequence[str], max_n: int = 4) -> float:
+    """``generation.ml.metrics.self_bleu`` (same BLEU: uniform weights, epsilon smoothing,
+    brevity penalty against the closest reference length) in O(n-grams) instead of
+    O(texts^2 x n-grams): for every n-gram the two largest counts over all texts give the
+    largest count over "all texts but this one"."""
+    toks = [ml_words(t) for t in texts]
+    if len(toks) < 2:
+        return 0.0
+    counts = [[Counter(ml_metrics.ngrams(t, n)) for n in range(1, max_n + 1)] for t in toks]
+    top: list[dict[tuple[str, ...], tuple[int, int, int]]] = [{} for _ in range(max_n)]  # g -> (c1, j1, c2)
+    for j, per_n in enumerate(counts):
+        for n, cnt in enumerate(per_n):
+            best = top[n]
+            for g, c in cnt.items():
+                c1, j1, c2 = best.get(g, (0, -1, 0))
+                if c > c1:
+                    best[g] = (c, j, c1)
+                elif c > c2:
+                    best[g] = (c1, j1, c)
+    lengths = [len(t) for t in toks]
+    scores = []
+    for i, hyp in enumerate(toks):
+        if not hyp:
+            scores.append(0.0)
+            continue
+        log_p = 0.0
+        for n in range(max_n):
+            hyp_n = counts[i][n]
+            total = sum(hyp_n.values())
+            if total == 0:
+                log_p += math.log(1e-9)
+                continue
+            clipped = 0
+            for g, c in hyp_n.items():
+                c1, j1, c2 = top[n][g]
+                clipped += min(c, c2 if j1 == i else c1)
+            log_p += math.log(clipped / total if clipped else 0.1 / total)
+        hl = len(hyp)
+        rl = min((lengths[j] for j in range(len(toks)) if j != i), key=lambda x: (abs(x - hl), x))
+        bp = 1.0 if hl > rl else math.exp(1 - rl / hl)
+        scores.append(bp * math.exp(log_p / max_n))
+    return sum(scores) / len(scores)
+
+
+def _r(x: float) -> float:
+    return round(float(x), 4)
+
+
+def compute_run_metrics(*, run: Any) -> dict[str, Any]:
+    """Per-run metrics from the run's stored candidates (so they are right after a resume).
+    Top-level text statistics (distinct-n, self-BLEU, edit distance, similarity, introduced
+    tokens) are over the accepted (pooled) candidates; ``all_candidates`` has them over
+    every candidate, filtered ones included."""
+    from generation.models import Candidate
+
+    by_state: Counter[str] = Counter()
+    by_code_all: Counter[str] = Counter()
+    by_code_kept: Counter[str] = Counter()
+    filter_pass: Counter[str] = Counter()
+    filter_seen: Counter[str] = Counter()
+    originals_with_kept: set[int] = set()
+    stats_all, stats_kept = _Stats(seed=run.pk), _Stats(seed=run.pk)
+    qs = (
+        Candidate.objects.filter(generation_run=run)
+        .select_related("example")
+        .only("state", "perturbation", "fields", "scores", "meta", "example_id", "example__fields")
+        .order_by("pk")
+    )
+    for c in qs.iterator(chunk_size=500):
+        by_state[c.state] += 1
+        code = c.perturbation or "other"
+        by_code_all[code] += 1
+        meta = c.meta or {}
+        for name, ok in (meta.get("filters") or {}).items():
+            filter_seen[name] += 1
+            filter_pass[name] += bool(ok)
+        before, after = ml_filters.comparison_texts(c.example.fields or {}, c.fields or {}, meta)
+        sim = (c.scores or {}).get("similarity")
+        sim = float(sim) if isinstance(sim, int | float) else None
+        intro = meta.get("introduced")
+        intro = [str(t) for t in intro] if isinstance(intro, list) else None
+        measured = _Stats.measure(before, after, intro)
+        stats_all.add(after, measured, sim)
+        if c.state == states.POOLED:
+            stats_kept.add(after, measured, sim)
+            by_code_kept[code] += 1
+            originals_with_kept.add(c.example_id)
+    n = sum(by_state.values())
+    kept = by_state.get(states.POOLED, 0)
+    processed = max(run.done - run.skipped, 0)
+    out: dict[str, Any] = {
+        "originals": run.done,
+        "originals_skipped": run.skipped,
+        "candidates": n,
+        "accepted": kept,
+        "filtered_out": by_state.get(states.FILTERED_OUT, 0),
+        "candidates_per_original": _r(n / processed if processed else 0.0),
+        "accepted_per_original": _r(kept / processed if processed else 0.0),
+        "originals_with_accepted": _r(len(originals_with_kept) / run.done if run.done else 0.0),
+        "accepted_all_filters": _r(kept / n if n else 0.0),
+        "acceptance_by_filter": {k: _r(filter_pass[k] / filter_seen[k]) for k in sorted(filter_seen)},
+        "share_per_code": {k: _r(v / n) for k, v in sorted(by_code_all.items())} if n else {},
+        "accepted_share_per_code": {k: _r(v / kept) for k, v in sorted(by_code_kept.items())} if kept else {},
+        "similarity_band": list(run.options.get("similarity_band") or []),
+        "filters": list(run.options.get("filters") or []),
+    }
+    kept_stats = stats_kept.summary()
+    kept_stats.pop("candidates")
+    out.update(kept_stats)
+    out["all_candidates"] = stats_all.summary()
+    return out

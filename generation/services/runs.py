@@ -1,0 +1,505 @@
+"""Generation runs: create, execute (resumably), cancel.
+
+How a run is written, and why it survives a killed worker
+---------------------------------------------------------
+``run_execute`` walks the project's originals in primary-key order (keyset pagination,
+``GENERATION_BATCH_SIZE`` originals at a time, so memory stays flat in the number of
+originals). For each batch it asks the generator for candidates, applies the run's
+filters, and then writes **in one transaction**:
+
+* the batch's candidates, with deterministic external ids ``"{run}:{original}:{n}"``,
+* ``run.done`` / ``run.skipped`` / ``run.skips`` for the batch, and
+* the progress marker ``run.metrics["cursor"]`` (the last original's primary key).
+
+The transaction locks the run row and checks that ``done`` is still what this executor
+last saw, so two executors of the same run (a redelivered message while the first one
+still runs) can never both write a batch. A worker killed between two batches loses only
+the uncommitted batch; when the message is redelivered (``acks_late`` +
+``reject_on_worker_lost`` on the task) ``run_execute`` sees ``status == "running"`` and
+continues after the cursor — no candidate is written twice (the ids would collide with
+the unique ``(project, external_id)`` constraint anyway) and every original is covered.
+
+Candidate states: candidates are inserted as ``generated`` and, in the same transaction,
+moved to ``pooled`` or ``filtered_out`` through ``candidates_transition`` (the only way a
+state changes), so no other reader ever sees them half-filtered.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from generation import states
+from generation.ml import registry
+from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip
+from generation.models import Candidate, Example, GenerationRun, Label, Project
+from generation.services.candidates import candidates_transition
+from generation.services.run_quality import (
+    FILTER_NAMES,
+    apply_filters,
+    compute_run_metrics,
+    default_band,
+    parse_band,
+)
+
+logger = logging.getLogger(__name__)
+
+ACTIVE = ("queued", "running")
+FINISHED = ("succeeded", "failed", "cancelled")
+RUN_OPTION_KEYS = (
+    "limit", "max_per_original", "seed", "similarity_band", "filters", "batch_size", "split",
+    "generator_options",
+)
+
+
+class RunSuperseded(RuntimeError):
+    """Another executor of the same run wrote the batch first; this one stops quietly."""
+
+
+def _cfg(key: str) -> Any:
+    return settings.COUNTERPART[key]
+
+
+# ---------------------------------------------------------------------------------------
+# options
+# ---------------------------------------------------------------------------------------
+def _positive_int(value: Any, name: str, errors: dict[str, str], maximum: int | None = None) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        n = int(value)
+        if isinstance(value, float) and value != n:
+            raise ValueError
+    except (TypeError, ValueError):
+        errors[name] = f"{name} must be a whole number"
+        return None
+    if n < 1 or (maximum is not None and n > maximum):
+        errors[name] = f"{name} must be between 1 and {maximum}" if maximum else f"{name} must be at least 1"
+        return None
+    return n
+
+
+def run_options_clean(*, project: Project, options: dict[str, Any] | None) -> dict[str, Any]:
+    """Check and normalise a run's options. Raises ``ValidationError`` with a message per
+    option (the API turns it into a 400). Generator-specific options are passed through
+    under ``generator_options``; the generator checks them when the run starts."""
+    options = dict(options or {})
+    errors: dict[str, str] = {}
+    unknown = sorted(set(options) - set(RUN_OPTION_KEYS))
+    if unknown:
+        errors["options"] = f"unknown option(s) {', '.join(unknown)}; run options are {', '.join(RUN_OPTION_KEYS)}"
+    clean: dict[str, Any] = {}
+    clean["limit"] = _positive_int(options.get("limit"), "limit", errors)
+    clean["max_per_original"] = _positive_int(options.get("max_per_original"), "max_per_original", errors)
+    clean["batch_size"] = _positive_int(options.get("batch_size"), "batch_size", errors, maximum=1000) or int(
+        _cfg("GENERATION_BATCH_SIZE")
+    )
+    seed = options.get("seed")
+    if seed is None or seed == "":
+        clean["seed"] = 0
+    else:
+        try:
+            clean["seed"] = int(seed)
+        except (TypeError, ValueError):
+            errors["seed"] = "seed must be a whole number"
+    band = options.get("similarity_band")
+    try:
+        clean["similarity_band"] = list(parse_band(band) if band not in (None, "") else default_band(project.task))
+    except ValueError as exc:
+        errors["similarity_band"] = str(exc)
+    filters = options.get("filters")
+    if filters is None:
+        names = list(FILTER_NAMES)
+    elif isinstance(filters, str):
+        names = [] if filters.strip().lower() in ("", "none") else [f.strip() for f in filters.split(",") if f.strip()]
+    elif isinstance(filters, list | tuple):
+        names = [str(f) for f in filters]
+    else:
+        names = []
+        errors["filters"] = "filters must be a list or a comma-separated string"
+    bad = [f for f in names if f not in FILTER_NAMES]
+    if bad:
+        errors["filters"] = f"unknown filter(s) {', '.join(bad)}; choose from {', '.join(FILTER_NAMES)} or none"
+    clean["filters"] = [f for f in FILTER_NAMES if f in names]  # canonical order, no repeats
+    clean["split"] = str(options.get("split") or "")
+    gen_opts = options.get("generator_options") or {}
+    if not isinstance(gen_opts, dict):
+        errors["generator_options"] = "generator_options must be an object"
+        gen_opts = {}
+    try:
+        json.dumps(gen_opts)
+    except (TypeError, ValueError):
+        errors["generator_options"] = "generator_options must be JSON"
+    clean["generator_options"] = gen_opts
+    if errors:
+        raise ValidationError(errors)
+    return clean
+
+
+# ---------------------------------------------------------------------------------------
+# create / start / cancel
+# ---------------------------------------------------------------------------------------
+@transaction.atomic
+def run_create(
+    *, project: Project, generator: str, options: dict[str, Any] | None = None, created_by: Any = None
+) -> GenerationRun:
+    """A queued run. Unknown generator or bad run options: ``ValidationError``."""
+    if not registry.is_registered(generator):
+        raise ValidationError({"generator": f"unknown generator {generator!r}; choose one of {', '.join(registry.names())}"})
+    clean = run_options_clean(project=project, options=options)
+    return GenerationRun.objects.create(
+        project=project, generator=generator, options=clean, status="queued", created_by=created_by
+    )
+
+
+def _enqueue(run_id: int) -> None:
+    from generation.tasks import generation_run_execute
+
+    try:
+        generation_run_execute.delay(run_id)
+    except Exception as exc:  # broker down: fail loudly, never run inside the request
+        GenerationRun.objects.filter(pk=run_id, status="queued").update(
+            status="failed", error=f"could not enqueue the run: {exc}", finished_at=timezone.now()
+        )
+        raise
+
+
+def run_start(
+    *, project: Project, generator: str, options: dict[str, Any] | None = None, created_by: Any = None
+) -> GenerationRun:
+    """Create a run and enqueue its task once the run is committed."""
+    with transaction.atomic():
+        run = run_create(project=project, generator=generator, options=options, created_by=created_by)
+        run_id = run.pk
+        transaction.on_commit(lambda: _enqueue(run_id))
+    return run
+
+
+def run_cancel(*, run: GenerationRun) -> GenerationRun:
+    """Ask a run to stop. A queued run is cancelled at once; a running one stops at its
+    next batch (the worker sets ``cancelled``). A finished run is left as it is."""
+    now = timezone.now()
+    with transaction.atomic():
+        GenerationRun.objects.filter(pk=run.pk, status="queued").update(
+            cancel_requested=True, status="cancelled", finished_at=now
+        )
+        GenerationRun.objects.filter(pk=run.pk, status="running").update(cancel_requested=True)
+    run.refresh_from_db()
+    return run
+
+
+# ---------------------------------------------------------------------------------------
+# execute
+# ---------------------------------------------------------------------------------------
+@dataclass
+class _BatchOutcome:
+    rows: list[Candidate] = field(default_factory=list)
+    kept_ids: list[str] = field(default_factory=list)
+    dropped_ids: list[str] = field(default_factory=list)
+    skips: list[dict[str, str]] = field(default_factory=list)
+
+
+def _examples(run: GenerationRun, after_pk: int, size: int) -> list[Example]:
+    qs = Example.objects.filter(project_id=run.project_id, pk__gt=after_pk)
+    if run.options.get("split"):
+        qs = qs.filter(split=run.options["split"])
+    return list(qs.order_by("pk")[:size])
+
+
+def _count_examples(run: GenerationRun) -> int:
+    qs = Example.objects.filter(project_id=run.project_id)
+    if run.options.get("split"):
+        qs = qs.filter(split=run.options["split"])
+    n = qs.count()
+    limit = run.options.get("limit")
+    return min(n, int(limit)) if limit else n
+
+
+def _to_original(ex: Example, project: Project, label_names: dict[int, str], labels: tuple[str, ...]) -> Original | Skip:
+    fields = ex.fields if isinstance(ex.fields, dict) else {}
+    out: dict[str, str] = {}
+    for name in project.text_fields:
+        value = fields.get(name)
+        if value is None:
+            return Skip(ex.external_id, f"missing field {name!r}")
+        if not isinstance(value, str) or not value.strip():
+            return Skip(ex.external_id, f"empty field {name!r}")
+        out[name] = value
+    return Original(
+        id=ex.external_id, fields=out, label=label_names.get(ex.label_id) if ex.label_id else None,
+        labels=labels, task=project.task,
+    )
+
+
+def _generate(generator: Any, originals: Sequence[Original]) -> Iterable[GeneratedCandidate | Skip]:
+    """The generator's output for a batch; if the batch raises, each original is retried
+    alone so one bad original becomes a skip instead of failing the run."""
+    try:
+        return list(generator.generate(originals))
+    except Exception:  # noqa: BLE001 - isolated below, per original
+        if len(originals) == 1:
+            raise
+    out: list[GeneratedCandidate | Skip] = []
+    for o in originals:
+        try:
+            out.extend(generator.generate([o]))
+        except Exception as exc:  # noqa: BLE001 - a per-original skip with the reason
+            out.append(Skip(o.id, f"generator error: {type(exc).__name__}: {exc}"[:500]))
+    return out
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # NaN/inf are not JSON (PostgreSQL's jsonb refuses them)
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _jsonable(value: dict[str, Any]) -> dict[str, Any]:
+    """Plain JSON: numpy scalars and other objects via ``str``/``float``, NaN/inf as null."""
+    def default(o: Any) -> Any:
+        try:
+            return float(o)
+        except (TypeError, ValueError):
+            return str(o)
+
+    return _finite(json.loads(json.dumps(_finite(value), default=default)))  # type: ignore[no-any-return]
+
+
+def _external_id(run_id: int, original_id: str, n: int) -> str:
+    ext = f"{run_id}:{original_id}:{n}"
+    if len(ext) <= 200:
+        return ext
+    import hashlib
+
+    return f"{run_id}:{hashlib.sha1(original_id.encode()).hexdigest()}:{n}"
+
+
+def _process_batch(
+    *, run: GenerationRun, generator: Any, examples: list[Example], project: Project,
+    label_names: dict[int, str], label_ids: dict[str, int], labels: tuple[str, ...], encoder: Any,
+) -> _BatchOutcome:
+    outcome = _BatchOutcome()
+    by_id: dict[str, Example] = {}
+    originals: list[Original] = []
+    for ex in examples:
+        o = _to_original(ex, project, label_names, labels)
+        if isinstance(o, Skip):
+            outcome.skips.append({"example": o.original_id, "reason": o.reason})
+        else:
+            by_id[o.id] = ex
+            originals.append(o)
+    per_original: dict[str, list[GeneratedCandidate]] = {o.id: [] for o in originals}
+    skipped: dict[str, str] = {}
+    if originals:
+        for item in _generate(generator, originals):
+            if isinstance(item, Skip):
+                if item.original_id in per_original:
+                    skipped.setdefault(item.original_id, item.reason)
+            elif item.original_id in per_original:
+                per_original[item.original_id].append(item)
+    cap = run.options.get("max_per_original")
+    for oid, cands in per_original.items():
+        if cap:
+            del cands[int(cap):]
+        if not cands:
+            outcome.skips.append({"example": oid, "reason": skipped.get(oid, "the generator produced no candidate")})
+    pairs = [(o, c) for o in originals for c in per_original[o.id]]
+    existing: dict[int, set[str]] = {}
+    if "dedup" in run.options["filters"] and pairs:
+        for ex_id, fields in Candidate.objects.filter(example__in=list(by_id.values())).exclude(
+            generation_run=run
+        ).values_list("example_id", "fields"):
+            existing.setdefault(ex_id, set()).add(json.dumps(fields, sort_keys=True))
+    verdicts = apply_filters(
+        pairs, filters=run.options["filters"], band=tuple(run.options["similarity_band"]), encoder=encoder,
+        existing={oid: existing.get(by_id[oid].pk, set()) for oid in by_id},
+    )
+    counters: dict[str, int] = {}
+    for (o, c), verdict in zip(pairs, verdicts, strict=True):
+        n = counters.get(o.id, 0)
+        counters[o.id] = n + 1
+        ext = _external_id(run.pk, o.id, n)
+        ex = by_id[o.id]
+        meta = _jsonable(dict(c.meta))
+        meta["filters"] = verdict.passed
+        if verdict.reasons:
+            meta["filter_reasons"] = verdict.reasons
+        target = label_ids.get(c.target_label) if c.target_label else None
+        if c.target_label and target is None:
+            meta["target_label_unknown"] = c.target_label
+        outcome.rows.append(Candidate(
+            project_id=run.project_id, external_id=ext, example=ex, group=ex.external_id,
+            fields=_jsonable(dict(c.fields)), image=str(c.meta.get("image", "")) if c.meta else "",
+            generator=c.generator or run.generator, perturbation=c.perturbation or "",
+            target_label_id=target, scores=_jsonable({**c.scores, **verdict.scores}),
+            state=states.GENERATED, generation_run=run, meta=meta,
+        ))
+        (outcome.kept_ids if verdict.keep else outcome.dropped_ids).append(ext)
+    return outcome
+
+
+def _write_batch(*, run: GenerationRun, outcome: _BatchOutcome, n_originals: int, cursor: int, max_skips: int) -> None:
+    """One transaction: candidates, their state moves, progress and the cursor."""
+    with transaction.atomic():
+        locked = GenerationRun.objects.select_for_update().get(pk=run.pk)
+        if locked.done != run.done or locked.status != "running":
+            raise RunSuperseded(f"run {run.pk} moved on (done {locked.done}, status {locked.status})")
+        Candidate.objects.bulk_create(outcome.rows)
+        mine = Candidate.objects.filter(project_id=run.project_id, generation_run=run)
+        if outcome.kept_ids:
+            candidates_transition(candidates=mine.filter(external_id__in=outcome.kept_ids), to=states.POOLED)
+        if outcome.dropped_ids:
+            candidates_transition(candidates=mine.filter(external_id__in=outcome.dropped_ids), to=states.FILTERED_OUT)
+        skips = list(locked.skips or [])
+        room = max(0, max_skips - len(skips))
+        skips.extend(outcome.skips[:room])
+        metrics = dict(locked.metrics or {})
+        metrics["cursor"] = cursor
+        GenerationRun.objects.filter(pk=run.pk).update(
+            done=F("done") + n_originals, skipped=F("skipped") + len(outcome.skips), skips=skips, metrics=metrics,
+        )
+    run.done += n_originals
+    run.skipped += len(outcome.skips)
+    run.metrics = metrics
+    run.skips = skips
+
+
+def _finish(run: GenerationRun, status: str, error: str = "") -> GenerationRun:
+    metrics: dict[str, Any] = {}
+    if status != "failed" or run.done:
+        try:
+            metrics = compute_run_metrics(run=run)
+        except Exception as exc:  # noqa: BLE001 - metrics must not hide the run's outcome
+            logger.exception("metrics for run %s failed", run.pk)
+            metrics = {"error": f"metrics failed: {exc}"}
+    metrics["cursor"] = (run.metrics or {}).get("cursor", 0)
+    GenerationRun.objects.filter(pk=run.pk).update(
+        status=status, error=error[:5000], metrics=metrics, finished_at=timezone.now()
+    )
+    run.refresh_from_db()
+    return run
+
+
+def _fail(run: GenerationRun, message: str) -> GenerationRun:
+    logger.warning("generation run %s failed: %s", run.pk, message)
+    return _finish(run, "failed", message)
+
+
+def _context(run: GenerationRun) -> dict[str, Any]:
+    """Settings a generator may name as parameters (``mlm_path``, ``device``, ...)."""
+    ctx: dict[str, Any] = {k.lower(): v for k, v in settings.COUNTERPART.items() if isinstance(v, str | int | float)}
+    ctx["task"] = run.project.task
+    return ctx
+
+
+def _run_extras(run: GenerationRun) -> dict[str, Any]:
+    """Run options a generator may take too (``seed``, ``max_per_original``)."""
+    extras: dict[str, Any] = {"seed": run.options.get("seed", 0)}
+    if run.options.get("max_per_original"):
+        extras["max_per_original"] = run.options["max_per_original"]
+    return extras
+
+
+def _shared_encoder() -> Any:
+    from pathlib import Path
+
+    from generation.ml.embeddings import shared_encoder
+
+    path = _cfg("MINILM_PATH")
+    if path and not Path(path).is_dir():  # say so before importing torch
+        raise FileNotFoundError(f"MiniLM model directory not found: {path}")
+    return shared_encoder(model_path=_cfg("MINILM_PATH") or None, cache_dir=_cfg("EMBEDDING_CACHE_DIR") or None)
+
+
+def run_execute(
+    *, run_id: int, encoder: Any = None, on_progress: Callable[[GenerationRun], None] | None = None
+) -> GenerationRun:
+    """Execute (or resume) a run. Safe to call again for the same run: a finished run is
+    returned as is, a running one continues after its cursor."""
+    run = GenerationRun.objects.select_related("project").get(pk=run_id)
+    if run.status in FINISHED:
+        return run
+    if run.cancel_requested:
+        return _finish(run, "cancelled")
+    project = run.project
+    # Misconfiguration fails the run at start, before any original is touched.
+    try:
+        generator = registry.create(run.generator, run.options.get("generator_options") or {}, _context(run),
+                                    run_options=_run_extras(run))
+    except GeneratorConfigError as exc:
+        _mark_started(run)
+        return _fail(run, str(exc))
+    if "similarity" in run.options.get("filters", []) and encoder is None:
+        try:
+            encoder = _shared_encoder()
+            encoder.encode(["warm up"])
+        except Exception as exc:  # noqa: BLE001 - a clear message instead of a traceback
+            _mark_started(run)
+            return _fail(run, f"the similarity filter needs MiniLM, which could not be loaded: {exc}")
+    resumed = run.status == "running"
+    _mark_started(run)
+    if resumed:
+        logger.info("resuming generation run %s at %s/%s", run.pk, run.done, run.total)
+    labels_qs = list(Label.objects.filter(project=project).order_by("position").values_list("pk", "name"))
+    label_names = dict(labels_qs)
+    label_ids = {name: pk for pk, name in labels_qs}
+    labels = tuple(name for _, name in labels_qs)
+    batch_size = int(run.options.get("batch_size") or _cfg("GENERATION_BATCH_SIZE"))
+    max_skips = int(_cfg("GENERATION_MAX_SKIPS"))
+    try:
+        while run.done < run.total:
+            if GenerationRun.objects.filter(pk=run.pk, cancel_requested=True).exists():
+                return _finish(run, "cancelled")
+            cursor = int((run.metrics or {}).get("cursor", 0))
+            examples = _examples(run, cursor, min(batch_size, run.total - run.done))
+            if not examples:
+                break  # fewer originals than counted at start (deleted meanwhile)
+            outcome = _process_batch(
+                run=run, generator=generator, examples=examples, project=project, label_names=label_names,
+                label_ids=label_ids, labels=labels, encoder=encoder,
+            )
+            _write_batch(run=run, outcome=outcome, n_originals=len(examples), cursor=examples[-1].pk,
+                         max_skips=max_skips)
+            if on_progress is not None:
+                on_progress(run)
+    except RunSuperseded as exc:
+        logger.warning("%s; stopping this executor", exc)
+        run.refresh_from_db()
+        return run
+    except Exception as exc:  # noqa: BLE001 - recorded on the run, then re-raised for the task log
+        _fail(run, f"{type(exc).__name__}: {exc}")
+        raise
+    if GenerationRun.objects.filter(pk=run.pk, cancel_requested=True).exists():
+        return _finish(run, "cancelled")
+    return _finish(run, "succeeded")
+
+
+def _mark_started(run: GenerationRun) -> None:
+    """queued -> running (once), with the total fixed at start."""
+    if run.status == "queued":
+        total = _count_examples(run)
+        now = timezone.now()
+        GenerationRun.objects.filter(pk=run.pk, status="queued").update(
+            status="running", started_at=now, total=total, metrics={"cursor": 0}
+        )
+    run.refresh_from_db()
+
+
+__all__ = [
+    "RunSuperseded", "run_cancel", "run_create", "run_execute", "run_options_clean", "run_start",
+]
+

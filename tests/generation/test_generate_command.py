@@ -1,0 +1,103 @@
+"""The ``generate`` management command: foreground with a progress bar, --async, errors."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from generation.ml import registry
+from generation.models import Candidate, GenerationRun
+from tests.generation.run_fixtures import EchoGenerator, make_project, register_test_generators
+
+
+@pytest.fixture(autouse=True)
+def _generators():
+    register_test_generators()
+    EchoGenerator.crashed.clear()
+    yield
+    registry.unregister("test-echo")
+
+
+@pytest.fixture
+def project(db):
+    return make_project(name="cmd", n=6)
+
+
+def _call(*args):
+    out, err = StringIO(), StringIO()
+    call_command("generate", *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def test_foreground_run_with_options_and_progress_bar(project):
+    out, err = _call("--project", "cmd", "--generator", "test-echo", "--limit", "4", "--max-per-original", "2",
+                     "--seed", "7", "--filters", "dedup,artifacts", "--batch-size", "2", "--option", "per_original=3")
+    run = GenerationRun.objects.get()
+    assert run.status == "succeeded" and (run.done, run.total) == (4, 4)
+    assert run.options["seed"] == 7 and run.options["generator_options"] == {"per_original": 3}
+    assert Candidate.objects.count() == 8
+    assert f"run {run.pk} succeeded: 4/4 originals, 0 skipped, 8 candidates, 8 accepted" in out
+    assert "acceptance by filter: artifacts 100%, dedup 100%" in out
+    assert "4/4" in err  # the tqdm bar
+
+
+def test_similarity_band_option_is_parsed(project):
+    _call("--project", "cmd", "--generator", "test-echo", "--similarity-band", "0.2,0.95", "--filters", "none",
+          "--no-progress")
+    run = GenerationRun.objects.get()
+    assert run.options["similarity_band"] == [0.2, 0.95] and run.options["filters"] == []
+
+
+def test_async_enqueues_and_prints_the_run_id(project, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        out, _ = _call("--project", "cmd", "--generator", "test-echo", "--filters", "none", "--async")
+    run = GenerationRun.objects.get()
+    assert len(callbacks) == 1
+    assert out.strip().splitlines()[-1] == str(run.pk)
+    run.refresh_from_db()
+    assert run.status == "succeeded"  # eager Celery in unit tests ran the task on commit
+
+
+def test_async_with_broker_down_fails_loudly(transactional_db, monkeypatch):
+    from generation import tasks
+
+    make_project(name="cmd", n=2)
+
+    def down(*a, **k):
+        raise ConnectionError("broker unreachable")
+
+    monkeypatch.setattr(tasks.generation_run_execute, "delay", down)
+    with pytest.raises(CommandError, match="broker unreachable"):  # autocommit: on_commit runs at once
+        _call("--project", "cmd", "--generator", "test-echo", "--async")
+    run = GenerationRun.objects.get()
+    assert run.status == "failed" and "could not enqueue" in run.error
+    assert not Candidate.objects.exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--project", "nope", "--generator", "test-echo"], "no project named 'nope'"),
+    (["--project", "cmd", "--generator", "nope"], "unknown generator 'nope'"),
+    (["--project", "cmd", "--generator", "test-echo", "--similarity-band", "0.9,0.1"], "similarity_band"),
+    (["--project", "cmd", "--generator", "test-echo", "--option", "colour=red", "--filters", "none"],
+     "does not take option(s) colour"),
+    (["--generator", "test-echo"], "--project and --generator are required"),
+])
+def test_errors_are_command_errors(project, args, message):
+    with pytest.raises(CommandError) as exc:
+        _call(*args)
+    assert message in str(exc.value)
+
+
+def test_resume_an_interrupted_run(project):
+    with pytest.raises(SystemExit):
+        _call("--project", "cmd", "--generator", "test-echo", "--filters", "none", "--batch-size", "2",
+              "--option", "crash_at=ex-003", "--no-progress")
+    run = GenerationRun.objects.get()
+    assert run.status == "running" and run.done == 2
+    out, _ = _call("--resume", str(run.pk), "--no-progress")
+    run.refresh_from_db()
+    assert run.status == "succeeded" and Candidate.objects.count() == 18
+    assert len(set(Candidate.objects.values_list("external_id", flat=True))) == 18

@@ -1,0 +1,137 @@
+"""Run pages: start a run, the run page with its htmx progress fragment (polled every
+second, stopped with HTTP 286 once finished), cancel, metrics and skip reasons."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group, User
+
+from annotate import roles
+from generation.ml import registry
+from generation.models import GenerationRun
+from generation.services.runs import run_create, run_execute
+from tests.generation.run_fixtures import make_project, register_test_generators
+
+
+@pytest.fixture(autouse=True)
+def _generators():
+    register_test_generators()
+    yield
+    registry.unregister("test-echo")
+
+
+@pytest.fixture
+def researcher(db):
+    u = User.objects.create_user("res", password="pw-123456")
+    u.groups.add(Group.objects.get_or_create(name=roles.RESEARCHER)[0])
+    return u
+
+
+@pytest.fixture
+def annotator(db):
+    u = User.objects.create_user("ann", password="pw-123456")
+    u.groups.add(Group.objects.get_or_create(name=roles.ANNOTATOR)[0])
+    return u
+
+
+@pytest.fixture
+def project(db):
+    return make_project(name="views", n=5)
+
+
+@pytest.fixture
+def rclient(client, researcher):
+    client.force_login(researcher)
+    return client
+
+
+def test_pages_are_for_researchers_only(client, annotator, project):
+    run = run_create(project=project, generator="test-echo", options={})
+    assert client.get(f"/runs/{run.pk}/").status_code == 302  # login first
+    client.force_login(annotator)
+    assert client.get(f"/runs/{run.pk}/").status_code == 403
+    assert client.get(f"/projects/{project.pk}/runs/new/").status_code == 403
+    assert client.post(f"/runs/{run.pk}/cancel/").status_code == 403
+
+
+def test_start_page_lists_generators_and_starts_a_run(rclient, project, django_capture_on_commit_callbacks):
+    html = rclient.get(f"/projects/{project.pk}/runs/new/").content.decode()
+    for name in ("rules", "rationale-infill", "llm-prompt", "concept-constrained", "test-echo"):
+        assert f'value="{name}"' in html
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = rclient.post(f"/projects/{project.pk}/runs/new/", {
+            "generator": "test-echo", "limit": "3", "seed": "1", "filters": ["dedup", "artifacts"],
+            "generator_options": '{"per_original": 2}',
+        })
+    run = GenerationRun.objects.get()
+    assert resp.status_code == 302 and resp["Location"] == f"/runs/{run.pk}/"
+    run.refresh_from_db()  # eager Celery ran the task once the run committed
+    assert run.status == "succeeded" and run.done == 3
+    assert run.options["generator_options"] == {"per_original": 2}
+    assert run.options["filters"] == ["dedup", "artifacts"]
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"generator": "test-echo", "similarity_band": "0.9,0.2"}, "LO &lt; HI"),
+    ({"generator": "test-echo", "generator_options": "[1]"}, "must be a JSON object"),
+    ({"generator": "nope"}, "Select a valid choice"),
+])
+def test_start_page_shows_errors(rclient, project, data, message):
+    resp = rclient.post(f"/projects/{project.pk}/runs/new/", data)
+    assert resp.status_code == 400
+    assert message in resp.content.decode()
+    assert not GenerationRun.objects.exists()
+
+
+def test_running_run_page_polls_every_second_with_a_cancel_button(rclient, project):
+    run = run_create(project=project, generator="test-echo", options={})
+    html = rclient.get(f"/runs/{run.pk}/").content.decode()
+    assert 'hx-trigger="every 1s"' in html and f'hx-get="/runs/{run.pk}/"' in html
+    assert "Cancel run" in html and f'hx-post="/runs/{run.pk}/cancel/"' in html
+    frag = rclient.get(f"/runs/{run.pk}/", HTTP_HX_REQUEST="true")
+    assert frag.status_code == 200
+    body = frag.content.decode()
+    assert body.lstrip().startswith('<section class="card" id="run-progress"') and "<html" not in body
+    assert 'hx-trigger="every 1s"' in body
+
+
+def test_finished_run_stops_polling_and_shows_metrics_and_skips(rclient, project):
+    ex = project.examples.order_by("pk").first()
+    ex.fields = {"premise": "only"}
+    ex.save()
+    run = run_execute(run_id=run_create(project=project, generator="test-echo",
+                                        options={"filters": "dedup,artifacts"}).pk)
+    frag = rclient.get(f"/runs/{run.pk}/", HTTP_HX_REQUEST="true")
+    assert frag.status_code == 286  # HttpResponseStopPolling
+    body = frag.content.decode()
+    assert "every 1s" not in body and "Cancel run" not in body
+    assert 'data-status="succeeded"' in body
+    assert 'id="run-metrics"' in body
+    for label in ("candidates per original", "acceptance by filter: dedup", "distinct-1", "distinct-2",
+                  "self-BLEU", "mean token edit distance", "mean similarity", "share of code negation"):
+        assert label in body
+    assert "missing field &#x27;hypothesis&#x27;" in body
+    page = rclient.get(f"/runs/{run.pk}/").content.decode()
+    assert 'id="run-metrics"' in page and "every 1s" not in page
+
+
+def test_cancel_from_the_page(rclient, project):
+    run = run_create(project=project, generator="test-echo", options={})
+    frag = rclient.post(f"/runs/{run.pk}/cancel/", HTTP_HX_REQUEST="true")
+    assert frag.status_code == 200 and 'data-status="cancelled"' in frag.content.decode()
+    run.refresh_from_db()
+    assert run.status == "cancelled" and run.cancel_requested
+    assert rclient.get(f"/runs/{run.pk}/cancel/").status_code == 405
+
+
+def test_failed_run_shows_its_error(rclient, project):
+    run = run_execute(run_id=run_create(project=project, generator="test-echo",
+                                        options={"generator_options": {"colour": "red"}}).pk)
+    body = rclient.get(f"/runs/{run.pk}/").content.decode()
+    assert 'role="alert"' in body and "does not take option(s) colour" in body
+
+
+def test_run_list(rclient, project):
+    run = run_create(project=project, generator="test-echo", options={})
+    html = rclient.get(f"/projects/{project.pk}/runs/").content.decode()
+    assert f'href="/runs/{run.pk}/"' in html and "test-echo" in html
