@@ -113,15 +113,25 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
             for chunk in upload.chunks():
                 fh.write(chunk)
         try:
-            report = data_import(project=project, format=fmt, paths=[path], split=request.POST.get("split", ""))
+            report = data_import(
+                project=project,
+                format=fmt,
+                paths=[path],
+                split=request.POST.get("split", ""),
+                strict=not request.POST.get("skip_bad_rows"),
+            )
         except ImportRefused as exc:
-            return _import_error(request, project, str(exc).replace(path, upload.name or "upload"), 400)
+            name = upload.name or "upload"
+            return _import_error(request, project, str(exc).replace(path, name), 400,
+                                 [p.replace(path, name) for p in exc.problems[:200]])
     problems = [p.replace(path, upload.name or "upload") for p in report.problems[:200]]
     return render(request, "generation/project_import.html",
                   {"project": project, "formats": FORMATS, "limit": limit, "report": report, "problems": problems})
 
 
-def _import_error(request: HttpRequest, project: Project, message: str, status: int) -> HttpResponse:
+def _import_error(
+    request: HttpRequest, project: Project, message: str, status: int, problems: list[str] | None = None
+) -> HttpResponse:
     return render(request, "generation/project_import.html",
                   {"project": project, "formats": FORMATS, "limit": settings.COUNTERPART["MAX_UPLOAD_BYTES"],
-                   "error": message}, status=status)
+                   "error": message, "problems": problems or []}, status=status)

@@ -36,6 +36,10 @@ class PairRecord:
     confidence: float | None = None
     cf_image: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    # Added for lossless round trips (FORMATS.md §1 extended with optional keys): a known
+    # answer kept beside a different final label, and the filter scores.
+    gold_label: str | None = None
+    scores: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

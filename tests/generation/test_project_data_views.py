@@ -30,21 +30,33 @@ def project(db):
     return project_create(name="sent", task="sentiment")
 
 
-def upload(client, project, content: bytes, fmt="pairs-jsonl", name="pairs.jsonl"):
-    return client.post(f"/projects/{project.pk}/import/",
-                       {"format": fmt, "file": SimpleUploadedFile(name, content)})
+def upload(client, project, content: bytes, fmt="pairs-jsonl", name="pairs.jsonl", skip_bad_rows=False):
+    data = {"format": fmt, "file": SimpleUploadedFile(name, content)}
+    if skip_bad_rows:
+        data["skip_bad_rows"] = "1"
+    return client.post(f"/projects/{project.pk}/import/", data)
 
 
-def test_upload_imports_and_reports(researcher_client, project):
+def test_malformed_upload_is_refused_whole_with_line_numbers(researcher_client, project):
     body = "\n".join([pair(1), pair(2), '{"id": "broken"', pair(3, label="meh")]).encode()
     resp = upload(researcher_client, project, body)
+    html = resp.content.decode()
+    assert resp.status_code == 400
+    assert "nothing was imported" in html
+    assert "pairs.jsonl:3:" in html and "pairs.jsonl:4:" in html
+    assert Example.objects.filter(project=project).count() == 0
+
+
+def test_upload_skipping_bad_rows_imports_and_reports(researcher_client, project):
+    body = "\n".join([pair(1), pair(2), '{"id": "broken"', pair(3, label="meh")]).encode()
+    resp = upload(researcher_client, project, body, skip_bad_rows=True)
     html = resp.content.decode()
     assert resp.status_code == 200
     assert "imported 2 originals, 2 pairs" in html
     assert "pairs.jsonl:3:" in html and "pairs.jsonl:4:" in html  # bad rows named with file:line
     assert Candidate.objects.filter(project=project).count() == 2
     # a second upload of the same file adds nothing
-    upload(researcher_client, project, body)
+    upload(researcher_client, project, body, skip_bad_rows=True)
     assert Candidate.objects.filter(project=project).count() == 2
 
 
@@ -72,8 +84,8 @@ def test_upload_without_csrf_token_is_refused(db, project):
 def test_bad_utf8_upload_reports_line(researcher_client, project):
     body = pair(1).encode() + b"\n" + b'{"id": "x\xff\xfe"}\n'
     resp = upload(researcher_client, project, body)
-    assert b"pairs.jsonl:2:" in resp.content
-    assert Candidate.objects.filter(project=project).count() == 1
+    assert resp.status_code == 400 and b"pairs.jsonl:2:" in resp.content
+    assert Candidate.objects.filter(project=project).count() == 0
 
 
 def test_unknown_format_is_a_clear_400(researcher_client, project):

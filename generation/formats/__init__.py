@@ -1,0 +1,146 @@
+"""Reading and writing data files. Pure Python (no Django): benchmarks and ML code read
+data through :func:`read` too.
+
+    from generation.formats import read, PairRecord
+    for rec in read("cad-nli", ["../shared/data/cad"], task="nli", split="dev"):
+        ...  # OriginalRecord | PairRecord | Problem
+
+Formats (``FORMATS``):
+
+- ``cad-nli``: each original as an ``OriginalRecord``, then its four ``PairRecord``\\ s (which
+  embed the same original). See :mod:`generation.formats.cad`.
+- ``cad-sentiment``: one ``PairRecord`` per ``batch_id`` (original embedded).
+- ``pairs-jsonl``: FORMATS.md §1, one ``PairRecord`` per line. See :mod:`.pairs`.
+- ``csv``: pairs or originals with a header. See :mod:`.tabular`.
+- ``coco-captions``: ``<imageid>_<n> \\t caption`` -> ``OriginalRecord``\\ s. See :mod:`.coco`.
+- ``coco-cf``: COCO-Counterfactuals ``metadata.jsonl`` + an image folder -> ``PairRecord``\\ s.
+
+A row that cannot be read is yielded as a :class:`Problem` (``file:line: what is wrong``) and
+reading goes on; an input that cannot be read at all raises :class:`FormatError` before
+anything of that file is yielded.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from generation.formats import cad, coco, pairs, tabular
+from generation.formats.reading import DEFAULT_MAX_LINE_BYTES, TASK_FIELDS, TASK_LABELS, FormatError, check_file
+from generation.formats.records import OriginalRecord, PairRecord, Problem, Record
+from generation.formats.pairs import pair_to_json, write_pairs_jsonl
+from generation.formats.tabular import write_csv
+
+FORMATS = ["cad-nli", "cad-sentiment", "pairs-jsonl", "csv", "coco-captions", "coco-cf"]
+
+# The task each data-set-specific format belongs to (generic formats take any task).
+FORMAT_TASKS = {
+    "cad-nli": "nli",
+    "cad-sentiment": "sentiment",
+    "coco-captions": "image-caption",
+    "coco-cf": "image-caption",
+}
+
+__all__ = [
+    "FORMATS",
+    "FORMAT_TASKS",
+    "FormatError",
+    "OriginalRecord",
+    "PairRecord",
+    "Problem",
+    "Record",
+    "TASK_FIELDS",
+    "TASK_LABELS",
+    "check_inputs",
+    "input_files",
+    "pair_to_json",
+    "read",
+    "write_csv",
+    "write_pairs_jsonl",
+]
+
+
+def _check_format(format: str, task: str) -> None:
+    if format not in FORMATS:
+        raise FormatError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
+    if task not in TASK_LABELS:
+        raise FormatError(f"unknown task {task!r}; choose one of {', '.join(TASK_LABELS)}")
+    wanted = FORMAT_TASKS.get(format)
+    if wanted is not None and wanted != task:
+        raise FormatError(f"format {format} holds {wanted} data, not {task}")
+
+
+def read(
+    format: str,
+    paths: list[str],
+    *,
+    task: str,
+    split: str = "",
+    labels: list[str] | None = None,
+    text_fields: list[str] | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+) -> Iterator[OriginalRecord | PairRecord | Problem]:
+    """Stream the records of ``paths`` in ``format``.
+
+    ``labels``: the project's label names; labels in the file are matched to them
+    case-insensitively and an unknown one is a Problem (``None``: the task's default set for
+    the CAD formats, anything for the generic ones). ``text_fields``: the project's text field
+    names; a record with other fields is a Problem (``None``: the format's own / anything).
+    ``split`` is required for the CAD formats and is the default split of originals elsewhere.
+    """
+    _check_format(format, task)
+    if not paths:
+        raise FormatError("no input path given")
+    paths = [str(p) for p in paths]
+    kwargs = {"split": split, "labels": labels, "text_fields": text_fields, "max_line_bytes": max_line_bytes}
+    if format == "cad-nli":
+        return cad.read_nli(paths, **kwargs)  # type: ignore[arg-type]
+    if format == "cad-sentiment":
+        return cad.read_sentiment(paths, **kwargs)  # type: ignore[arg-type]
+    if format == "pairs-jsonl":
+        return pairs.read_pairs_jsonl(paths, **kwargs)  # type: ignore[arg-type]
+    if format == "csv":
+        return tabular.read_csv(paths, **kwargs)  # type: ignore[arg-type]
+    if format == "coco-captions":
+        return coco.read_captions(paths, **kwargs)  # type: ignore[arg-type]
+    return coco.read_cf(paths, **kwargs)  # type: ignore[arg-type]
+
+
+def input_files(format: str, paths: list[str], *, split: str = "") -> list[str]:
+    """The data files ``read`` would open (the CAD directories resolved to their files;
+    image folders left out). Raises :class:`FormatError` for a missing one."""
+    if format not in FORMATS:
+        raise FormatError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
+    paths = [str(p) for p in paths]
+    if format == "coco-cf":
+        return coco.cf_split_paths(paths)[0]
+    if format == "coco-captions":  # a directory there is the image folder
+        return [p for p in paths if not os.path.isdir(p)]
+    out: list[str] = []
+    for path in paths:
+        if format == "cad-nli":
+            out.extend(cad.nli_files(path, split).values())
+        elif format == "cad-sentiment":
+            out.append(cad.sentiment_file(path, split))
+        else:
+            out.append(path)
+    return out
+
+
+def check_inputs(
+    format: str,
+    paths: list[str],
+    *,
+    split: str = "",
+    max_file_bytes: int | None,
+    max_line_bytes: int | None,
+) -> list[str]:
+    """Refuse inputs that cannot be imported at all, before anything is read into the
+    database: missing files, files over ``max_file_bytes``, lines over ``max_line_bytes``.
+    Returns the data files; raises :class:`FormatError`."""
+    files = input_files(format, paths, split=split)
+    for fname in files:
+        check_file(fname, max_file_bytes=max_file_bytes, max_line_bytes=None)
+    for fname in files:  # sizes first (cheap), then the line scan
+        check_file(fname, max_file_bytes=None, max_line_bytes=max_line_bytes)
+    return files

@@ -1,0 +1,228 @@
+"""``pairs-jsonl``: FORMATS.md §1, one JSON object per line.
+
+Compatible extensions (optional keys, written by the exporter so that an export re-imports
+to the same data): ``original.id`` (the original's own id; when absent the original's id is
+``group``, else the pair's ``id``), ``original.split``, ``original.source``,
+``original.meta``, ``counterfactual.gold_label`` (a known answer kept beside a different final
+label) and ``counterfactual.scores`` (filter scores).
+
+Relative image paths are resolved against the directory of the file that names them and
+stored as absolute paths; a missing image file is a per-row problem.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
+
+from generation.formats import reading as r
+from generation.formats.records import OriginalRecord, PairRecord, Problem, Record
+
+
+class RowError(ValueError):
+    pass
+
+
+def _str(obj: dict[str, Any], key: str, where: str, *, limit: int | None = None) -> str:
+    value = obj.get(key)
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise RowError(f"{where}{key} must be a string, not {type(value).__name__}")
+    text = str(value)
+    if limit is not None and (msg := r.too_long(where + key, text, limit)):
+        raise RowError(msg)
+    return text
+
+
+def _dict(obj: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = obj.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise RowError(f"{where}{key} must be an object, not {type(value).__name__}")
+    return value
+
+
+def _fields(obj: dict[str, Any], where: str) -> dict[str, str]:
+    if "fields" not in obj:
+        raise RowError(f"{where}fields is missing")
+    value = obj["fields"]
+    if not isinstance(value, dict) or not value:
+        raise RowError(f"{where}fields must be a non-empty object of text fields")
+    for name, text in value.items():
+        if not isinstance(text, str):
+            raise RowError(f"{where}fields.{name} must be a string, not {type(text).__name__}")
+    return dict(value)
+
+
+def _label(value: Any, key: str, label_of: r.LabelMap) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise RowError(f"{key} must be a string or null, not {type(value).__name__}")
+    try:
+        return label_of(value)
+    except ValueError as exc:
+        raise RowError(f"{key}: {exc}") from None
+
+
+def _image(obj: dict[str, Any], where: str, base_dir: str) -> str:
+    value = _str(obj, "image", where, limit=r.MAX_IMAGE)
+    if not value:
+        return ""
+    path = value if os.path.isabs(value) else os.path.abspath(os.path.join(base_dir, value))
+    if not os.path.isfile(path):
+        raise RowError(f"{where}image not found: {path}")
+    if msg := r.too_long(where + "image", path, r.MAX_IMAGE):
+        raise RowError(msg)
+    return path
+
+
+def pair_from_json(
+    obj: Any,
+    *,
+    split: str,
+    label_of: r.LabelMap,
+    text_fields: list[str] | None,
+    base_dir: str,
+) -> PairRecord:
+    """Validate one decoded line and build its :class:`PairRecord` (raises :class:`RowError`)."""
+    if not isinstance(obj, dict):
+        raise RowError(f"a line must be a JSON object, not {type(obj).__name__}")
+    pair_id = _str(obj, "id", "", limit=r.MAX_ID)
+    if not pair_id:
+        raise RowError("id is missing")
+    group = _str(obj, "group", "", limit=r.MAX_GROUP)
+    original = obj.get("original")
+    if not isinstance(original, dict):
+        raise RowError("original is missing (an object with fields and label)")
+    cf = obj.get("counterfactual")
+    if not isinstance(cf, dict):
+        raise RowError("counterfactual is missing (an object with fields)")
+    o_fields = _fields(original, "original.")
+    c_fields = _fields(cf, "counterfactual.")
+    if msg := r.check_text_fields(list(o_fields), text_fields):
+        raise RowError(f"original.fields: {msg}")
+    if set(c_fields) != set(o_fields):
+        raise RowError(
+            f"counterfactual.fields ({', '.join(c_fields)}) must have the same names as original.fields "
+            f"({', '.join(o_fields)})"
+        )
+    if "label" not in original:
+        raise RowError("original.label is missing (use null when unknown)")
+    orig_id = _str(original, "id", "original.", limit=r.MAX_ID) or group or pair_id
+    orig = OriginalRecord(
+        id=orig_id,
+        fields=o_fields,
+        label=_label(original["label"], "original.label", label_of),
+        image=_image(original, "original.", base_dir),
+        source=_str(original, "source", "original.", limit=r.MAX_SOURCE),
+        split=_str(original, "split", "original.", limit=r.MAX_SPLIT) or split,
+        meta=_dict(original, "meta", "original."),
+    )
+    label_source = _str(cf, "label_source", "counterfactual.")
+    if label_source and label_source not in r.LABEL_SOURCES:
+        raise RowError(
+            f"counterfactual.label_source {label_source!r} is not one of {', '.join(r.LABEL_SOURCES)}"
+        )
+    cf_label = _label(cf.get("label"), "counterfactual.label", label_of)
+    if label_source and label_source != "gold" and cf_label is None:
+        raise RowError(f"counterfactual.label_source is {label_source!r} but there is no counterfactual.label")
+    confidence = cf.get("confidence")
+    if confidence is not None:
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 <= confidence <= 1:
+            raise RowError(f"counterfactual.confidence must be a number between 0 and 1, not {confidence!r}")
+        confidence = float(confidence)
+    scores = _dict(cf, "scores", "counterfactual.")
+    return PairRecord(
+        id=pair_id,
+        original=orig,
+        cf_fields=c_fields,
+        group=group,
+        cf_label=cf_label,
+        target_label=_label(cf.get("target_label"), "counterfactual.target_label", label_of),
+        generator=_str(cf, "generator", "counterfactual.", limit=r.MAX_GENERATOR),
+        perturbation=_str(cf, "perturbation", "counterfactual.", limit=r.MAX_PERTURBATION),
+        label_source=label_source,
+        confidence=confidence,
+        cf_image=_image(cf, "counterfactual.", base_dir),
+        meta=_dict(obj, "meta", ""),
+        gold_label=_label(cf.get("gold_label"), "counterfactual.gold_label", label_of),
+        scores=scores,
+    )
+
+
+def read_pairs_jsonl(
+    paths: list[str],
+    *,
+    split: str = "",
+    labels: list[str] | None = None,
+    text_fields: list[str] | None = None,
+    max_line_bytes: int = r.DEFAULT_MAX_LINE_BYTES,
+) -> Iterator[Record]:
+    label_of = r.LabelMap(labels)
+    for path in paths:
+        if not os.path.isfile(path):
+            raise r.FormatError(f"{path}: file not found")
+        base_dir = os.path.dirname(os.path.abspath(path))
+        for lineno, text in r.iter_lines(path, max_line_bytes=max_line_bytes):
+            if isinstance(text, Problem):
+                yield text
+                continue
+            if not text.strip():
+                continue
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                hint = " (truncated line?)" if exc.pos >= len(text.rstrip()) - 1 else ""
+                yield Problem(path, lineno, f"not valid JSON: {exc.msg} at column {exc.colno}{hint}")
+                continue
+            try:
+                yield pair_from_json(obj, split=split, label_of=label_of, text_fields=text_fields, base_dir=base_dir)
+            except RowError as exc:
+                yield Problem(path, lineno, str(exc))
+
+
+def pair_to_json(rec: PairRecord) -> dict[str, Any]:
+    """The FORMATS.md §1 object for ``rec`` (empty optional keys left out)."""
+    o = rec.original
+    original: dict[str, Any] = {"id": o.id, "fields": o.fields, "label": o.label}
+    for key, value in (("image", o.image), ("split", o.split), ("source", o.source), ("meta", o.meta)):
+        if value:
+            original[key] = value
+    cf: dict[str, Any] = {"fields": rec.cf_fields}
+    optional: tuple[tuple[str, Any], ...] = (
+        ("label", rec.cf_label),
+        ("target_label", rec.target_label),
+        ("generator", rec.generator),
+        ("perturbation", rec.perturbation),
+        ("label_source", rec.label_source),
+        ("confidence", rec.confidence),
+        ("gold_label", rec.gold_label),
+        ("image", rec.cf_image),
+        ("scores", rec.scores),
+    )
+    for key, value in optional:
+        if value is not None and value != "" and value != {}:
+            cf[key] = value
+    out: dict[str, Any] = {"id": rec.id}
+    if rec.group:
+        out["group"] = rec.group
+    out["original"] = original
+    out["counterfactual"] = cf
+    if rec.meta:
+        out["meta"] = rec.meta
+    return out
+
+
+def write_pairs_jsonl(records: Iterable[PairRecord], fh: IO[str]) -> int:
+    """Write one line per pair to the text stream ``fh``; returns how many were written."""
+    n = 0
+    for rec in records:
+        fh.write(json.dumps(pair_to_json(rec), ensure_ascii=False, separators=(", ", ": ")))
+        fh.write("\n")
+        n += 1
+    return n

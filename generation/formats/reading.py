@@ -1,0 +1,155 @@
+"""Shared pieces of every reader: line-by-line decoding with line numbers, label
+normalisation, the per-task defaults and the limits the database imposes. Pure Python."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from generation.formats.records import Problem
+
+# Per-task defaults (the same as generation.models.TASK_DEFAULTS, repeated here because this
+# package must not import Django).
+TASK_LABELS: dict[str, list[str]] = {
+    "sentiment": ["negative", "positive"],
+    "nli": ["entailment", "neutral", "contradiction"],
+    "paraphrase": ["not_paraphrase", "paraphrase"],
+    "boolean-qa": ["false", "true"],
+    "image-caption": ["caption_a", "caption_b", "both", "neither"],
+}
+TASK_FIELDS: dict[str, list[str]] = {
+    "sentiment": ["text"],
+    "nli": ["premise", "hypothesis"],
+    "paraphrase": ["sentence1", "sentence2"],
+    "boolean-qa": ["passage", "question"],
+    "image-caption": ["caption"],
+}
+LABEL_SOURCES = ("human", "auto", "gold", "imported")
+
+# Column sizes in generation.models; a longer value is a per-row problem, not a crash.
+MAX_ID = 200
+MAX_GROUP = 200
+MAX_IMAGE = 500
+MAX_GENERATOR = 64
+MAX_PERTURBATION = 32
+MAX_SOURCE = 200
+MAX_SPLIT = 32
+
+DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+
+
+class FormatError(ValueError):
+    """The input cannot be read at all (missing file, wrong header, unknown format, a file
+    or line over the limits). Raised before any record of the offending file is yielded."""
+
+
+@dataclass
+class LabelMap:
+    """Maps a label as written in a file to the project's label name, case-insensitively
+    (``Positive`` -> ``positive``). ``labels=None`` accepts any non-empty label as written."""
+
+    labels: list[str] | None
+
+    def __post_init__(self) -> None:
+        self._by_fold = {name.casefold(): name for name in (self.labels or [])}
+
+    def __call__(self, raw: str) -> str:
+        """The project's name for ``raw``; raises ``ValueError`` with a clear message."""
+        value = raw.strip()
+        if not value:
+            raise ValueError("empty label")
+        if self.labels is None:
+            return value
+        try:
+            return self._by_fold[value.casefold()]
+        except KeyError:
+            raise ValueError(f"unknown label {raw!r} (expected one of {', '.join(self.labels)})") from None
+
+
+def iter_lines(path: str, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[tuple[int, str | Problem]]:
+    """Yield ``(line_number, text)`` for each line of ``path`` (1-based, newline kept), or
+    ``(line_number, Problem)`` for a line that is not UTF-8 or is longer than
+    ``max_line_bytes``. Reads with a bounded buffer: memory stays flat whatever the file."""
+    with open(path, "rb") as fh:
+        lineno = 0
+        while True:
+            raw = fh.readline(max_line_bytes + 1)
+            if not raw:
+                return
+            lineno += 1
+            if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
+                # Skip the rest of the over-long line without holding it in memory.
+                while raw and not raw.endswith(b"\n"):
+                    raw = fh.readline(1024 * 1024)
+                yield lineno, Problem(path, lineno, f"line is longer than {max_line_bytes} bytes")
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                bad = raw[exc.start : exc.start + 1]
+                yield lineno, Problem(
+                    path, lineno, f"not valid UTF-8 (byte {bad!r} at column {exc.start + 1}); save the file as UTF-8"
+                )
+                continue
+            if lineno == 1 and text.startswith("\ufeff"):
+                text = text[1:]
+            yield lineno, text
+
+
+def check_file(path: str, *, max_file_bytes: int | None, max_line_bytes: int | None) -> None:
+    """Refuse a file that is missing, larger than ``max_file_bytes`` or has a line longer
+    than ``max_line_bytes`` (raises :class:`FormatError`). Checks the size with ``stat``
+    first, so a 2 GB file is refused without being read."""
+    if not os.path.isfile(path):
+        raise FormatError(f"{path}: file not found")
+    size = os.path.getsize(path)
+    if max_file_bytes is not None and size > max_file_bytes:
+        raise FormatError(
+            f"{path}: file is {_human(size)}, larger than the limit of {_human(max_file_bytes)} "
+            "(COUNTERPART_MAX_UPLOAD_BYTES); nothing was imported"
+        )
+    if max_line_bytes is None:
+        return
+    with open(path, "rb") as fh:
+        lineno = 0
+        while True:
+            raw = fh.readline(max_line_bytes + 1)
+            if not raw:
+                return
+            lineno += 1
+            if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
+                raise FormatError(
+                    f"{path}:{lineno}: line is longer than {_human(max_line_bytes)} "
+                    "(COUNTERPART_MAX_LINE_BYTES); nothing was imported"
+                )
+
+
+def _human(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def check_text_fields(found: list[str] | set[str], expected: list[str] | None) -> str | None:
+    """``None`` when the record's field names are the project's; else what is wrong."""
+    if expected is None:
+        return None
+    missing = [f for f in expected if f not in found]
+    extra = sorted(set(found) - set(expected))
+    parts = []
+    if missing:
+        parts.append(f"missing field(s) {', '.join(missing)}")
+    if extra:
+        parts.append(f"unexpected field(s) {', '.join(extra)}")
+    if parts:
+        return "; ".join(parts) + f" (the project's text fields are {', '.join(expected)})"
+    return None
+
+
+def too_long(name: str, value: str, limit: int) -> str | None:
+    if len(value) > limit:
+        return f"{name} is {len(value)} characters long (at most {limit})"
+    return None

@@ -1,0 +1,218 @@
+"""``csv``: comma-separated (tab-separated when the file name ends in ``.tsv``), UTF-8, with a
+header row. Two shapes, told apart by the header:
+
+**Pairs** (any column starts with ``counterfactual.``) — the columns mirror the JSON keys of
+``pairs-jsonl`` (see :mod:`generation.formats.pairs`), dotted::
+
+    id, group, original.id, original.<field>…, original.label, original.image,
+    original.split, original.source, original.meta,
+    counterfactual.<field>…, counterfactual.label, counterfactual.target_label,
+    counterfactual.generator, counterfactual.perturbation, counterfactual.label_source,
+    counterfactual.confidence, counterfactual.gold_label, counterfactual.image,
+    counterfactual.scores, meta
+
+``<field>`` are the project's text fields (e.g. ``original.premise``); ``*.meta`` and
+``counterfactual.scores`` hold JSON objects; an empty cell is an absent value. Required:
+``id``, ``original.<field>``, ``counterfactual.<field>``; the others may be left out.
+This is what ``export --format csv`` writes, and it re-imports to the same data.
+
+**Originals** (no ``counterfactual.`` column) — ``id, <field>…, label, image, split, source,
+meta``; yields :class:`OriginalRecord`\\ s (e.g. to generate counterfactuals for).
+
+Every row must have as many cells as the header; a row that does not is a problem.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
+
+from generation.formats import reading as r
+from generation.formats.cad import csv_rows
+from generation.formats.pairs import RowError, _dict, _image, _label, _str, pair_from_json, pair_to_json
+from generation.formats.records import OriginalRecord, PairRecord, Problem, Record
+
+ORIGINAL_KEYS = ["id", "label", "image", "split", "source", "meta"]
+CF_KEYS = ["label", "target_label", "generator", "perturbation", "label_source", "confidence", "gold_label", "image", "scores"]
+JSON_COLUMNS = {"original.meta", "counterfactual.scores", "meta"}
+
+
+def pair_columns(text_fields: list[str]) -> list[str]:
+    return [
+        "id",
+        "group",
+        "original.id",
+        *[f"original.{f}" for f in text_fields],
+        "original.label",
+        "original.image",
+        "original.split",
+        "original.source",
+        "original.meta",
+        *[f"counterfactual.{f}" for f in text_fields],
+        *[f"counterfactual.{k}" for k in CF_KEYS],
+        "meta",
+    ]
+
+
+def _delimiter(path: str) -> str:
+    return "\t" if path.lower().endswith(".tsv") else ","
+
+
+def _json_cell(value: str, column: str) -> Any:
+    try:
+        obj = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise RowError(f"{column} must be a JSON object ({exc.msg})") from None
+    return obj
+
+
+def read_csv(
+    paths: list[str],
+    *,
+    split: str = "",
+    labels: list[str] | None = None,
+    text_fields: list[str] | None = None,
+    max_line_bytes: int = r.DEFAULT_MAX_LINE_BYTES,
+) -> Iterator[Record]:
+    label_of = r.LabelMap(labels)
+    for path in paths:
+        if not os.path.isfile(path):
+            raise r.FormatError(f"{path}: file not found")
+        rows = csv_rows(path, max_line_bytes=max_line_bytes, delimiter=_delimiter(path))
+        first = next(rows, None)
+        if first is None:
+            raise r.FormatError(f"{path}: file is empty (expected a header row)")
+        if isinstance(first, Problem):
+            raise r.FormatError(f"{first} (in the header row)")
+        header = [c.strip() for c in first[1]]
+        if "id" not in header:
+            raise r.FormatError(f"{path}:1: the header has no id column (found {', '.join(header)})")
+        if len(set(header)) != len(header):
+            raise r.FormatError(f"{path}:1: the header repeats a column name")
+        is_pairs = any(c.startswith("counterfactual.") for c in header)
+        if is_pairs:
+            found = [c.split(".", 1)[1] for c in header if c.startswith("original.") and c.split(".", 1)[1] not in ORIGINAL_KEYS]
+        else:
+            found = [c for c in header if c not in ORIGINAL_KEYS]
+        if msg := r.check_text_fields(found, text_fields):
+            raise r.FormatError(f"{path}:1: text columns: {msg}")
+        if not found:
+            raise r.FormatError(f"{path}:1: the header names no text field column")
+        base_dir = os.path.dirname(os.path.abspath(path))
+        for row in rows:
+            if isinstance(row, Problem):
+                yield row
+                continue
+            lineno, cells = row
+            if len(cells) == 1 and not cells[0].strip() and len(header) > 1:
+                continue  # blank line
+            if len(cells) != len(header):
+                yield Problem(path, lineno, f"expected {len(header)} columns (as in the header), found {len(cells)}")
+                continue
+            values = dict(zip(header, cells))
+            try:
+                if is_pairs:
+                    yield pair_from_json(
+                        _nest(values, found),
+                        split=split,
+                        label_of=label_of,
+                        text_fields=text_fields,
+                        base_dir=base_dir,
+                    )
+                else:
+                    yield _original(values, found, split=split, label_of=label_of, base_dir=base_dir)
+            except RowError as exc:
+                yield Problem(path, lineno, str(exc))
+
+
+def _nest(values: dict[str, str], fields: list[str]) -> dict[str, Any]:
+    """A CSV row as the nested object ``pair_from_json`` validates."""
+    obj: dict[str, Any] = {"original": {"fields": {}}, "counterfactual": {"fields": {}}}
+    for column, cell in values.items():
+        if column in JSON_COLUMNS:
+            value: Any = _json_cell(cell, column) if cell != "" else None
+        elif column == "counterfactual.confidence" and cell != "":
+            try:
+                value = float(cell)
+            except ValueError:
+                raise RowError(f"counterfactual.confidence must be a number between 0 and 1, not {cell!r}") from None
+        else:
+            value = cell if cell != "" else None
+        if "." not in column:
+            if value is not None:
+                obj[column] = value
+            continue
+        side, key = column.split(".", 1)
+        if side not in ("original", "counterfactual"):
+            continue  # an unknown column: ignored
+        if key in fields:
+            obj[side]["fields"][key] = cell
+        elif value is not None:
+            obj[side][key] = value
+    obj["original"].setdefault("label", None)
+    for side in ("original", "counterfactual"):
+        if not obj[side]["fields"]:
+            del obj[side]["fields"]
+    return obj
+
+
+def _original(
+    values: dict[str, str], fields: list[str], *, split: str, label_of: r.LabelMap, base_dir: str
+) -> OriginalRecord:
+    """An originals-shape CSV row as an :class:`OriginalRecord` (raises :class:`RowError`)."""
+    oid = values["id"].strip()
+    if not oid:
+        raise RowError("id is empty")
+    if msg := r.too_long("id", oid, r.MAX_ID):
+        raise RowError(msg)
+    obj: dict[str, Any] = {k: values[k] for k in ("image", "split", "source") if values.get(k)}
+    if values.get("meta"):
+        obj["meta"] = _json_cell(values["meta"], "meta")
+    return OriginalRecord(
+        id=oid,
+        fields={f: values[f] for f in fields},
+        label=_label(values.get("label") or None, "label", label_of),
+        image=_image(obj, "", base_dir),
+        source=_str(obj, "source", "", limit=r.MAX_SOURCE),
+        split=_str(obj, "split", "", limit=r.MAX_SPLIT) or split,
+        meta=_dict(obj, "meta", ""),
+    )
+
+
+def write_csv(records: Iterable[PairRecord], fh: IO[str], *, text_fields: list[str] | None = None) -> int:
+    """Write pairs as CSV (the pairs shape above) to the text stream ``fh`` (open it with
+    ``newline=""``). ``text_fields`` fixes the field columns; by default, the first
+    record's. Returns how many rows were written."""
+    writer = csv.writer(fh, lineterminator="\n")
+    header: list[str] | None = None
+    n = 0
+    for rec in records:
+        if header is None:
+            fields = list(text_fields or rec.original.fields)
+            header = pair_columns(fields)
+            writer.writerow(header)
+        obj = pair_to_json(rec)
+        row: list[str] = []
+        for column in header:
+            if "." not in column:
+                value = obj.get(column)
+            else:
+                side, key = column.split(".", 1)
+                part = obj[side]
+                value = part["fields"].get(key) if key in fields else part.get(key)
+            if value is None:
+                row.append("")
+            elif isinstance(value, dict):
+                row.append(json.dumps(value, ensure_ascii=False, sort_keys=True))
+            elif isinstance(value, float):
+                row.append(repr(value))
+            else:
+                row.append(str(value))
+        writer.writerow(row)
+        n += 1
+    if header is None and text_fields:
+        writer.writerow(pair_columns(list(text_fields)))
+    return n

@@ -1,0 +1,93 @@
+"""``python manage.py demo [--password P] [--no-data]``
+
+Creates the ``researcher`` and ``annotator`` groups, a researcher account and an annotator
+account, and a demo project: CAD NLI dev (200 originals, 800 human-written counterfactuals)
+from ``COUNTERPART["SHARED_DATA_DIR"]`` when it is there, else the 40-pair excerpt shipped in
+``generation/fixtures/demo_nli_pairs.jsonl``. The annotator becomes a member of the demo
+project, and the project's human budget (10%) is routed to annotators so there is something
+to label at once (``--no-route``: leave everything pooled). Running it again is harmless: it re-sets the passwords and imports nothing twice.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import transaction
+
+from annotate.services.routing import project_add_annotators, project_route
+from annotate.roles import ANNOTATOR, RESEARCHER
+from generation.services.imports import data_import
+from generation.services.projects import project_get_or_create
+
+DEMO_PROJECT = "demo-nli"
+RESEARCHER_USERNAME = "researcher"
+ANNOTATOR_USERNAME = "annotator"
+URL = "http://127.0.0.1:8000"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "demo_nli_pairs.jsonl"
+
+
+def demo_source() -> tuple[str, list[str], str, str]:
+    """(format, paths, split, description) of the data the demo project is built from."""
+    cad = os.path.join(settings.COUNTERPART["SHARED_DATA_DIR"], "cad")
+    if os.path.isfile(os.path.join(cad, "NLI", "original", "dev.tsv")):
+        return "cad-nli", [cad], "dev", f"CAD NLI dev from {cad}"
+    return "pairs-jsonl", [str(FIXTURE)], "", f"the shipped excerpt {FIXTURE.name}"
+
+
+class Command(BaseCommand):
+    help = "Create demo accounts (researcher, annotator) and a demo project."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--password",
+            default=None,
+            help="password for both demo accounts (default COUNTERPART_DEMO_PASSWORD or 'counterpart-demo')",
+        )
+        parser.add_argument("--no-data", action="store_true", help="only the groups and accounts, no demo project")
+        parser.add_argument("--no-route", action="store_true", help="leave every demo candidate in the pool")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        password = opts["password"] or settings.COUNTERPART.get("DEMO_PASSWORD") or "counterpart-demo"
+        with transaction.atomic():
+            groups = {name: Group.objects.get_or_create(name=name)[0] for name in (RESEARCHER, ANNOTATOR)}
+            researcher = self._user(RESEARCHER_USERNAME, password, groups[RESEARCHER])
+            annotator = self._user(ANNOTATOR_USERNAME, password, groups[ANNOTATOR])
+
+        if not opts["no_data"]:
+            fmt, paths, split, described = demo_source()
+            project, created = project_get_or_create(
+                name=DEMO_PROJECT,
+                task="nli",
+                created_by=researcher,
+                description=f"Demo project: {described}. Human-written counterfactuals (Kaushik et al., ICLR 2020).",
+            )
+            report = data_import(project=project, format=fmt, paths=paths, split=split)
+            project_add_annotators(project=project, users=[annotator])
+            self.stdout.write(
+                f"demo project {project.name!r} ({'created' if created else 'exists'}; {described}): {report.summary()}"
+            )
+            for line in report.problems[:10]:
+                self.stderr.write(line)
+            if not opts["no_route"]:
+                # Route the project's human budget so the annotator has items right away
+                # (tops up only: a second run routes nothing more).
+                routed = project_route(project=project, seed=0)
+                self.stdout.write(f"routed {routed.routed} candidates to annotators ({routed.gold_items} gold checks)")
+
+        self.stdout.write(f"Counterpart: {URL}")
+        self.stdout.write(f"  researcher: username {RESEARCHER_USERNAME}  password {password}")
+        self.stdout.write(f"  annotator:  username {ANNOTATOR_USERNAME}  password {password}")
+
+    def _user(self, username: str, password: str, group: Group) -> Any:
+        User = get_user_model()
+        user, _ = User.objects.get_or_create(username=username, defaults={"email": f"{username}@example.org"})
+        user.set_password(password)
+        user.save(update_fields=["password"])
+        user.groups.add(group)
+        return user

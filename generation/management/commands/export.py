@@ -1,0 +1,53 @@
+"""``python manage.py export --project NAME --format pairs-jsonl|csv --out PATH [filters]``
+
+Writes a project's pairs (FORMATS.md §1 for ``pairs-jsonl``; columns in
+``generation/formats/tabular.py`` for ``csv``). Filters: ``--state``, ``--label-source``
+(human, auto, gold, imported, none), ``--min-confidence``, ``--split``; the list filters take
+comma-separated values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from generation.models import Project
+from generation.services.exports import EXPORT_FORMATS, ExportError, data_export
+
+
+def _csv_list(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+class Command(BaseCommand):
+    help = "Export a project's counterfactual pairs as pairs-jsonl or csv."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--project", required=True)
+        parser.add_argument("--format", required=True, choices=EXPORT_FORMATS, dest="data_format")
+        parser.add_argument("--out", required=True, help="output file ('-' for stdout)")
+        parser.add_argument("--state", type=_csv_list, help="e.g. human_labeled,auto_labeled")
+        parser.add_argument("--label-source", type=_csv_list, help="human,auto,gold,imported,none")
+        parser.add_argument("--min-confidence", type=float, help="only pairs with confidence >= this")
+        parser.add_argument("--split", type=_csv_list, help="only pairs whose original is in these splits")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        project = Project.objects.filter(name=opts["project"]).first()
+        if project is None:
+            raise CommandError(f"no project called {opts['project']!r}")
+        try:
+            n = data_export(
+                project=project,
+                format=opts["data_format"],
+                # "-": the command's own stdout stream (so call_command(stdout=…) captures it)
+                out=getattr(self.stdout, "_out", opts["out"]) if opts["out"] == "-" else opts["out"],
+                state=opts["state"],
+                label_source=opts["label_source"],
+                min_confidence=opts["min_confidence"],
+                split=opts["split"],
+            )
+        except ExportError as exc:
+            raise CommandError(str(exc)) from None
+        if opts["out"] != "-":
+            self.stdout.write(f"exported {n} pairs to {opts['out']}")

@@ -1,0 +1,97 @@
+"""``python manage.py import_data --project NAME --task TASK --format FORMAT [--split S] PATH…``
+
+Imports originals and/or counterfactual pairs (FORMATS.md §2). Creates the project when it
+does not exist (``--labels`` / ``--text-fields`` override the task's defaults then). Prints
+each problem (the first 50, then how many more) and ends with
+``imported N originals, M pairs; skipped K; problems P``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from generation.formats import FORMAT_TASKS, FORMATS
+from generation.models import TASKS, Project
+from generation.services.imports import ImportRefused, data_import
+from generation.services.projects import project_get_or_create
+
+SHOW_PROBLEMS = 50
+
+
+def _csv_list(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+class Command(BaseCommand):
+    help = "Import a data file (cad-nli, cad-sentiment, pairs-jsonl, csv, coco-captions, coco-cf) into a project."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("paths", nargs="+", metavar="PATH", help="input file(s); for cad-* the cad/ directory")
+        parser.add_argument("--project", required=True, help="project name (created if missing)")
+        parser.add_argument("--task", choices=TASKS, help="the project's task (default: the project's, or the format's)")
+        parser.add_argument("--format", required=True, choices=FORMATS, dest="data_format")
+        parser.add_argument("--split", default="", help="train|dev|test (required for cad-*; default split of originals)")
+        parser.add_argument("--labels", type=_csv_list, help="ordered label names for a new project, e.g. a,b,c")
+        parser.add_argument("--text-fields", type=_csv_list, help="text field names for a new project")
+        parser.add_argument(
+            "--skip-bad-rows",
+            action="store_true",
+            help="import the good rows and report the bad ones (default: any bad row refuses the whole input)",
+        )
+        parser.add_argument("--batch-size", type=int, help="rows per transaction (default COUNTERPART_IMPORT_BATCH_SIZE)")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        fmt = opts["data_format"]
+        existing = Project.objects.filter(name=opts["project"]).first()
+        task = opts["task"] or (existing.task if existing else FORMAT_TASKS.get(fmt))
+        if task is None:
+            raise CommandError(f"--task is required to create project {opts['project']!r} from {fmt} data")
+        try:
+            project, created = project_get_or_create(
+                name=opts["project"], task=task, labels=opts["labels"], text_fields=opts["text_fields"]
+            )
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from None
+        if not created:
+            names = list(project.labels.order_by("position").values_list("name", flat=True))
+            if opts["labels"] and opts["labels"] != names:
+                raise CommandError(f"project {project.name!r} exists with labels {','.join(names)}, not {','.join(opts['labels'])}")
+            if opts["text_fields"] and opts["text_fields"] != list(project.text_fields):
+                raise CommandError(
+                    f"project {project.name!r} exists with text fields {','.join(project.text_fields)}, "
+                    f"not {','.join(opts['text_fields'])}"
+                )
+
+        def progress(report: Any) -> None:
+            if opts["verbosity"] >= 2:
+                self.stderr.write(f"batch {report.batches}: {report.summary()}")
+
+        try:
+            report = data_import(
+                project=project,
+                format=fmt,
+                paths=opts["paths"],
+                split=opts["split"],
+                strict=not opts["skip_bad_rows"],
+                batch_size=opts["batch_size"],
+                on_batch=progress,
+            )
+        except ImportRefused as exc:
+            if created:  # nothing was imported: leave no empty project behind either
+                project.delete()
+            for line in exc.problems[:SHOW_PROBLEMS]:
+                self.stderr.write(line)
+            if len(exc.problems) > SHOW_PROBLEMS:
+                self.stderr.write(f"… and {len(exc.problems) - SHOW_PROBLEMS} more problems")
+            self.stdout.write(f"imported 0 originals, 0 pairs; skipped 0; problems {len(exc.problems)}")
+            raise CommandError(f"import refused: {exc}") from None
+        if created and opts["verbosity"] >= 1:
+            self.stdout.write(f"created project {project.name!r} (task {project.task})")
+        for line in report.problems[:SHOW_PROBLEMS]:
+            self.stderr.write(line)
+        if report.problem_count > SHOW_PROBLEMS:
+            self.stderr.write(f"… and {report.problem_count - SHOW_PROBLEMS} more problems")
+        self.stdout.write(report.summary())

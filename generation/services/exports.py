@@ -1,0 +1,163 @@
+"""Exporting a project's pairs (``python manage.py export``).
+
+``pairs-jsonl`` is FORMATS.md §1: ``counterfactual.label`` is the final label with its
+``label_source`` and ``confidence``; a candidate without a final label but with a known
+(gold) answer is written with that answer and ``label_source: "gold"``. When a candidate has
+both, the gold answer goes to the optional ``counterfactual.gold_label``. The exporter also
+writes the optional keys ``original.id``, ``original.split``, ``original.source``,
+``original.meta`` and ``counterfactual.scores`` so that an export re-imports to the same
+data (import -> export -> import -> export gives the same bytes). ``csv`` has the same
+content in columns (see :mod:`generation.formats.tabular`).
+
+Only pairs are exported (originals without candidates are not). Rows come in candidate id
+order, i.e. in the order they were imported or generated. The candidate's *state* is not
+written; re-importing derives it from the label source (pooled, human_labeled, auto_labeled).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from typing import IO, Any
+
+from django.db.models import Q, QuerySet
+
+from generation import formats, states
+from generation.formats import OriginalRecord, PairRecord
+from generation.formats.reading import LABEL_SOURCES
+from generation.models import Candidate, Label, Project
+
+EXPORT_FORMATS = ["pairs-jsonl", "csv"]
+
+
+class ExportError(ValueError):
+    pass
+
+
+def candidates_for_export(
+    *,
+    project: Project,
+    state: list[str] | None = None,
+    label_source: list[str] | None = None,
+    min_confidence: float | None = None,
+    split: list[str] | None = None,
+) -> QuerySet[Candidate]:
+    """The project's candidates matching the filters, in id order, with their originals.
+
+    ``label_source`` filters on the exported label's source: a final label's source, or
+    ``gold`` for a candidate whose only label is its known answer."""
+    qs = Candidate.objects.filter(project=project).select_related("example").order_by("id")
+    if state:
+        unknown = sorted(set(state) - set(states.STATES))
+        if unknown:
+            raise ExportError(f"unknown state(s) {', '.join(unknown)}; choose from {', '.join(states.STATES)}")
+        qs = qs.filter(state__in=state)
+    if label_source:
+        unknown = sorted(set(label_source) - set(LABEL_SOURCES) - {"none"})
+        if unknown:
+            raise ExportError(f"unknown label source(s) {', '.join(unknown)}; choose from {', '.join(LABEL_SOURCES)}, none")
+        q = Q(label__isnull=False, label_source__in=label_source)
+        if "gold" in label_source:
+            q |= Q(label__isnull=True, gold_label__isnull=False)
+        if "none" in label_source:
+            q |= Q(label__isnull=True, gold_label__isnull=True)
+        qs = qs.filter(q)
+    if min_confidence is not None:
+        qs = qs.filter(confidence__gte=min_confidence)
+    if split:
+        qs = qs.filter(example__split__in=split)
+    return qs
+
+
+def pair_records(*, project: Project, candidates: QuerySet[Candidate]) -> Iterator[PairRecord]:
+    """Candidates as :class:`PairRecord`\\ s (streamed in chunks; labels mapped from one query)."""
+    names = dict(Label.objects.filter(project=project).values_list("id", "name"))
+
+    def name(label_id: int | None) -> str | None:
+        return names[label_id] if label_id is not None else None
+
+    for c in candidates.iterator(chunk_size=2000):
+        ex = c.example
+        original = OriginalRecord(
+            id=ex.external_id,
+            fields=ex.fields,
+            label=name(ex.label_id),
+            image=ex.image,
+            source=ex.source,
+            split=ex.split,
+            meta=ex.meta or {},
+        )
+        if c.label_id is not None:
+            label, source, gold = name(c.label_id), c.label_source, name(c.gold_label_id)
+        elif c.gold_label_id is not None:
+            label, source, gold = name(c.gold_label_id), "gold", None
+        else:
+            label, source, gold = None, "", None
+        yield PairRecord(
+            id=c.external_id,
+            original=original,
+            cf_fields=c.fields,
+            group=c.group,
+            cf_label=label,
+            target_label=name(c.target_label_id),
+            generator=c.generator,
+            perturbation=c.perturbation,
+            label_source=source,
+            confidence=c.confidence,
+            cf_image=c.image,
+            meta=c.meta or {},
+            gold_label=gold,
+            scores=c.scores or {},
+        )
+
+
+def data_export(
+    *,
+    project: Project,
+    format: str,
+    out: str | IO[str],
+    state: list[str] | None = None,
+    label_source: list[str] | None = None,
+    min_confidence: float | None = None,
+    split: list[str] | None = None,
+) -> int:
+    """Write the project's (filtered) pairs to ``out`` (a path, ``"-"`` for stdout, or a
+    text stream). A path is written to a temporary file first and renamed when complete.
+    Returns how many pairs were written."""
+    if format not in EXPORT_FORMATS:
+        raise ExportError(f"unknown export format {format!r}; choose one of {', '.join(EXPORT_FORMATS)}")
+    qs = candidates_for_export(
+        project=project, state=state, label_source=label_source, min_confidence=min_confidence, split=split
+    )
+    records = pair_records(project=project, candidates=qs)
+
+    def write(fh: IO[str]) -> int:
+        if format == "csv":
+            return formats.write_csv(records, fh, text_fields=list(project.text_fields))
+        return formats.write_pairs_jsonl(records, fh)
+
+    if out == "-":
+        return write(sys.stdout)
+    if not isinstance(out, str):
+        return write(out)
+    directory = os.path.dirname(os.path.abspath(out))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".export-", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            n = write(fh)
+        os.chmod(tmp, 0o644)  # mkstemp makes it owner-only
+        os.replace(tmp, out)
+    except BaseException:
+        _remove(tmp)
+        raise
+    return n
+
+
+def _remove(path: str) -> Any:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,76 @@
+"""``manage.py demo``: accounts, groups, the demo project, membership; idempotent."""
+
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management import call_command
+from django.test import Client
+
+from annotate.models import ProjectMembership
+from annotate.roles import ANNOTATOR, RESEARCHER
+from generation.models import Candidate, Example, Project
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args: str) -> str:
+    out = StringIO()
+    call_command("demo", *args, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def test_demo_from_the_fixture_when_shared_data_is_missing(settings, tmp_path: Path) -> None:  # noqa: ANN001
+    settings.COUNTERPART = {**settings.COUNTERPART, "SHARED_DATA_DIR": str(tmp_path / "nowhere")}
+    text = run("--password", "s3cret-pass")
+    assert "http://127.0.0.1:8000" in text
+    assert "researcher: username researcher  password s3cret-pass" in text
+    assert "annotator:  username annotator  password s3cret-pass" in text
+    project = Project.objects.get(name="demo-nli")
+    assert project.task == "nli"
+    assert Candidate.objects.filter(project=project).count() == 40
+    assert Candidate.objects.filter(project=project, state="routed").count() == 4  # the 10% human budget
+    assert "routed 4 candidates" in text
+    assert Example.objects.filter(project=project).count() == 10
+    User = get_user_model()
+    researcher, annotator = User.objects.get(username="researcher"), User.objects.get(username="annotator")
+    assert list(researcher.groups.values_list("name", flat=True)) == [RESEARCHER]
+    assert list(annotator.groups.values_list("name", flat=True)) == [ANNOTATOR]
+    assert ProjectMembership.objects.filter(project=project, user=annotator).exists()
+    assert project.created_by == researcher
+    assert Client().login(username="annotator", password="s3cret-pass")
+
+    # Twice is fine: nothing duplicated, the new password is the one that works.
+    text = run("--password", "other-pass")
+    assert "imported 0 originals, 0 pairs; skipped 40" in text
+    assert Candidate.objects.filter(project=project).count() == 40
+    assert Candidate.objects.filter(project=project, state="routed").count() == 4
+    assert "routed 0 candidates" in text
+    assert Group.objects.filter(name__in=[RESEARCHER, ANNOTATOR]).count() == 2
+    assert ProjectMembership.objects.filter(project=project).count() == 1
+    assert Client().login(username="researcher", password="other-pass")
+    assert not Client().login(username="researcher", password="s3cret-pass")
+
+
+def test_demo_no_route(settings, tmp_path: Path) -> None:  # noqa: ANN001
+    settings.COUNTERPART = {**settings.COUNTERPART, "SHARED_DATA_DIR": str(tmp_path)}
+    run("--no-route")
+    assert set(Candidate.objects.values_list("state", flat=True)) == {"pooled"}
+
+
+def test_demo_no_data(settings) -> None:  # noqa: ANN001
+    text = run("--no-data")
+    assert "password" in text and not Project.objects.exists()
+    assert get_user_model().objects.filter(username__in=["researcher", "annotator"]).count() == 2
+
+
+@pytest.mark.slow
+def test_demo_from_shared_data(shared_data: Path, settings) -> None:  # noqa: ANN001
+    settings.COUNTERPART = {**settings.COUNTERPART, "SHARED_DATA_DIR": str(shared_data)}
+    text = run()
+    assert "CAD NLI dev" in text and "imported 200 originals, 800 pairs" in text
+    assert Candidate.objects.filter(project__name="demo-nli").count() == 800
