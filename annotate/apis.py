@@ -1,0 +1,172 @@
+"""The annotation REST API (contract: FORMATS.md §4). Thin: parse, call one service or
+selector, render. Errors: 400 bad input, 403 role, 404 unknown id, 409 lease conflicts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotate import selectors
+from annotate.authentication import AUTHENTICATION
+from annotate.permissions import IsResearcher
+from annotate.services import assignments as svc
+from annotate.services.routing import STRATEGIES, project_route
+from generation.models import Project
+
+
+def _error(exc: svc.AnnotationError) -> Response:
+    return Response({"detail": str(exc)}, status=exc.status)
+
+
+class AnnotationOutputSerializer(serializers.Serializer):
+    """Schema of an answer (the body is built by ``SubmitResult.as_json``)."""
+
+    id = serializers.IntegerField()
+    assignment = serializers.IntegerField()
+    item = serializers.IntegerField()
+    choice = serializers.CharField()
+    canonical_choice = serializers.CharField()
+    duration_ms = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class ProjectListApi(APIView):
+    class OutputSerializer(serializers.ModelSerializer):
+        labels = serializers.SerializerMethodField()
+
+        class Meta:
+            model = Project
+            fields = ["id", "name", "task", "annotators_per_item", "labels"]
+
+        def get_labels(self, obj: Project) -> list[str]:
+            return [lab.name for lab in obj.labels.all()]
+
+    @extend_schema(responses=OutputSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        projects = selectors.projects_visible_to(user=request.user).prefetch_related("labels").order_by("name")
+        return Response(self.OutputSerializer(projects, many=True).data)
+
+
+class ItemNextApi(APIView):
+    authentication_classes = AUTHENTICATION
+    @extend_schema(request=None, responses={200: OpenApiResponse(description="{assignment, item, choices, expires_at}"), 204: None})
+    def post(self, request: Request, project_id: int) -> Response:
+        access = svc.project_access(project_id=project_id, annotator=request.user)
+        if access is None:
+            return Response({"detail": "not a project you annotate"}, status=status.HTTP_403_FORBIDDEN)
+        try:
+            lease = svc.lease_next(access=access, annotator=request.user)
+        except svc.AnnotationError as exc:
+            return _error(exc)
+        if lease is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(svc.lease_payload(lease=lease, access=access))
+
+
+class AnnotationSubmitApi(APIView):
+    authentication_classes = AUTHENTICATION
+    class InputSerializer(serializers.Serializer):
+        choice = serializers.CharField(max_length=64)
+        duration_ms = serializers.IntegerField(min_value=0, max_value=24 * 3600 * 1000, required=False, allow_null=True)
+
+    @extend_schema(request=InputSerializer, responses={201: AnnotationOutputSerializer, 200: AnnotationOutputSerializer})
+    def post(self, request: Request, assignment_id: int) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            result = svc.annotation_submit(
+                assignment_id=assignment_id,
+                annotator=request.user,
+                choice=data.validated_data["choice"],
+                duration_ms=data.validated_data.get("duration_ms"),
+            )
+        except svc.AnnotationError as exc:
+            return _error(exc)
+        return Response(result.as_json(), status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+
+
+class AssignmentSkipApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        reason = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
+
+    @extend_schema(request=InputSerializer, responses={200: OpenApiResponse(description="{assignment, status}")})
+    def post(self, request: Request, assignment_id: int) -> Response:
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            a = svc.assignment_skip(assignment_id=assignment_id, annotator=request.user, reason=data.validated_data["reason"])
+        except svc.AnnotationError as exc:
+            return _error(exc)
+        return Response({"assignment": a.pk, "status": a.status})
+
+
+class AnnotationUndoApi(APIView):
+    """Extension: take back an answer inside the undo window; the lease is live again."""
+
+    @extend_schema(request=None, responses={200: OpenApiResponse(description="{assignment, item, choices, expires_at}")})
+    def post(self, request: Request, assignment_id: int) -> Response:
+        try:
+            a = svc.annotation_undo(assignment_id=assignment_id, annotator=request.user)
+        except svc.AnnotationError as exc:
+            return _error(exc)
+        return Response(selectors.item_view(assignment=a).as_json())
+
+
+class AssignmentHeartbeatApi(APIView):
+    """Extension: keep a lease alive while the item is on screen."""
+
+    @extend_schema(request=None, responses={200: OpenApiResponse(description="{assignment, expires_at}")})
+    def post(self, request: Request, assignment_id: int) -> Response:
+        expiry = svc.assignment_heartbeat(assignment_id=assignment_id, annotator=request.user)
+        if expiry is None:
+            return Response({"detail": "this lease is no longer live"}, status=status.HTTP_409_CONFLICT)
+        return Response({"assignment": assignment_id, "expires_at": expiry.isoformat()})
+
+
+class ProjectQualityApi(APIView):
+    """Researchers: aggregation and agreement figures (what the dashboard shows)."""
+
+    permission_classes = [IsResearcher]
+
+    @extend_schema(responses={200: OpenApiResponse(description="quality figures")})
+    def get(self, request: Request, project_id: int) -> Response:
+        project = Project.objects.filter(pk=project_id).first()
+        if project is None:
+            return Response({"detail": "no such project"}, status=status.HTTP_404_NOT_FOUND)
+        return Response(selectors.project_quality(project=project))
+
+
+class ProjectRouteApi(APIView):
+    """Researchers: route the human share of the pool (same as ``manage.py route``)."""
+
+    permission_classes = [IsResearcher]
+
+    class InputSerializer(serializers.Serializer):
+        budget = serializers.FloatField(min_value=0, max_value=1, required=False, allow_null=True)
+        strategy = serializers.ChoiceField(choices=STRATEGIES, default="random")
+        seed = serializers.IntegerField(required=False, allow_null=True)
+
+    @extend_schema(request=InputSerializer, responses={200: OpenApiResponse(description="routing result")})
+    def post(self, request: Request, project_id: int) -> Response:
+        project = Project.objects.filter(pk=project_id).first()
+        if project is None:
+            return Response({"detail": "no such project"}, status=status.HTTP_404_NOT_FOUND)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            result = project_route(project=project, **{k: v for k, v in data.validated_data.items() if v is not None})
+        except DjangoValidationError as exc:
+            return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(_asdict(result))
+
+
+def _asdict(obj: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(obj)

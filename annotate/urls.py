@@ -2,4 +2,15 @@ from django.urls import path
 
 from annotate import views
 
-urlpatterns: list = []
+urlpatterns: list = [
+    path("", views.home, name="annotate-home"),
+    path("projects/<int:project_id>/instructions/", views.instructions, name="annotate-instructions"),
+    path("projects/<int:project_id>/", views.work, name="annotate-work"),
+    path("projects/<int:project_id>/dashboard/", views.dashboard, name="annotate-dashboard"),
+    path("projects/<int:project_id>/route/", views.route, name="annotate-route"),
+    path("projects/<int:project_id>/members/", views.members, name="annotate-members"),
+    path("assignments/<int:assignment_id>/answer/", views.answer, name="annotate-answer"),
+    path("assignments/<int:assignment_id>/skip/", views.skip, name="annotate-skip"),
+    path("assignments/<int:assignment_id>/undo/", views.undo, name="annotate-undo"),
+    path("assignments/<int:assignment_id>/heartbeat/", views.heartbeat, name="annotate-heartbeat"),
+]

@@ -1,0 +1,58 @@
+"""What an item offers, in which order, and how a pressed choice maps back to a canonical one.
+
+Pure functions (no database): the order is drawn once per (annotator, item) when the item is
+leased, stored on the assignment and copied onto the answer.
+
+* Task-label items offer the project's labels (shuffled) and then ``unclear`` (always last, so
+  its number key is stable). The offered strings *are* the canonical choices.
+* Caption-choice items show two captions in a random order as "caption 1" / "caption 2", then
+  "both" and "neither". Canonically ``caption_a`` is the original's caption and ``caption_b``
+  the counterfactual's; the annotator's "caption 1" maps back through the stored order.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+UNCLEAR = "unclear"
+CAPTION_CANONICAL = ["caption_a", "caption_b"]
+CAPTION_SHOWN = ["caption 1", "caption 2"]
+CAPTION_EXTRA = ["both", "neither"]
+
+CAPTION_INSTRUCTION = (
+    "Select the caption which best describes the image. If both are valid, pick the more "
+    "descriptive one; if both describe it equally well select Both; if neither does, select Neither."
+)
+
+
+def display_order_for(kind: str, labels: Sequence[str], rng: random.Random) -> list[str]:
+    """Canonical choices in the order this annotator will see them."""
+    if kind == "caption_choice":
+        captions = list(CAPTION_CANONICAL)
+        rng.shuffle(captions)
+        return captions + list(CAPTION_EXTRA)
+    shuffled = list(labels)
+    rng.shuffle(shuffled)
+    return shuffled + [UNCLEAR]
+
+
+def offered(kind: str, display_order: Sequence[str]) -> list[str]:
+    """The strings a client may submit, in display order."""
+    if kind == "caption_choice":
+        return CAPTION_SHOWN + [c for c in display_order if c in CAPTION_EXTRA]
+    return list(display_order)
+
+
+def to_canonical(kind: str, display_order: Sequence[str], shown: str) -> str | None:
+    """Map a submitted (shown) choice back to the canonical one; None if it was not offered."""
+    options = offered(kind, display_order)
+    if shown not in options:
+        return None
+    return display_order[options.index(shown)]
+
+
+def caption_texts(display_order: Sequence[str], original: str, counterfactual: str) -> list[str]:
+    """The two caption texts in the order shown (caption 1, caption 2)."""
+    by_key = {"caption_a": original, "caption_b": counterfactual}
+    return [by_key[c] for c in display_order if c in by_key]

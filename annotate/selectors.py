@@ -1,0 +1,325 @@
+"""Reads of the annotation workflow: visibility, item payloads, progress, the quality dashboard."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db.models import Avg, Count, QuerySet
+
+from annotate import choices as choice_rules
+from annotate import roles
+from annotate.ml import agreement
+from annotate.models import Annotation, Assignment, Item, ProjectMembership
+from generation.models import Label, Project
+
+
+# --- visibility -----------------------------------------------------------------------------
+
+
+def projects_visible_to(*, user: Any) -> QuerySet[Project]:
+    """Researchers and admins see every project; everybody else only their memberships."""
+    if roles.is_researcher(user):
+        return Project.objects.all()
+    return Project.objects.filter(memberships__user=user)
+
+
+def project_annotatable_by(*, project_id: int, user: Any) -> Project | None:
+    """The project, if ``user`` may annotate it (a member, or a researcher/admin)."""
+    project = Project.objects.filter(pk=project_id).first()
+    if project is None:
+        return None
+    if ProjectMembership.objects.filter(project=project, user=user).exists() or roles.is_researcher(user):
+        return project
+    return None
+
+
+def membership_for(*, project: Project, user: Any) -> ProjectMembership | None:
+    return ProjectMembership.objects.filter(project=project, user=user).first()
+
+
+# --- item payloads --------------------------------------------------------------------------
+
+
+def image_url(path: str) -> str:
+    if not path:
+        return ""
+    if path.startswith(("http://", "https://", "/")):
+        return path
+    return "/" + settings.MEDIA_URL.strip("/") + "/" + path
+
+
+def _ordered_fields(fields: dict[str, Any], names: list[str]) -> list[tuple[str, Any]]:
+    out = [(n, fields[n]) for n in names if n in fields]
+    out += [(n, v) for n, v in fields.items() if n not in names]
+    return out
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """Everything the annotator page and the API show for one lease (blind: no labels, no
+    other answers, no model output, not even whether it is a check item)."""
+
+    assignment: Assignment
+    kind: str
+    fields: list[tuple[str, Any]]  # the counterfactual (task-label items)
+    original_fields: list[tuple[str, Any]]
+    image: str  # caption items: the image being judged
+    captions: list[str]  # caption items: texts in display order
+    choices: list[str]  # what may be submitted, in display order
+    choice_labels: list[str]  # how each choice is shown
+
+    @property
+    def choice_pairs(self) -> list[tuple[str, str]]:
+        return list(zip(self.choices, self.choice_labels, strict=True))
+
+    def as_json(self) -> dict[str, Any]:
+        item: dict[str, Any] = {"id": self.assignment.item_id, "kind": self.kind}
+        if self.kind == "caption_choice":
+            item.update(image=self.image, captions=self.captions, instruction=choice_rules.CAPTION_INSTRUCTION)
+        else:
+            item.update(fields=dict(self.fields), original={"fields": dict(self.original_fields)})
+        return {
+            "assignment": self.assignment.pk,
+            "item": item,
+            "choices": self.choices,
+            "expires_at": self.assignment.expires_at.isoformat(),
+        }
+
+
+def item_view(*, assignment: Assignment) -> ItemView:
+    item = Item.objects.select_related("candidate__example", "project").get(pk=assignment.item_id)
+    cand = item.candidate
+    example = cand.example
+    names = list(item.project.text_fields or [])
+    order = list(assignment.display_order)
+    offered = choice_rules.offered(item.kind, order)
+    if item.kind == "caption_choice":
+        original_caption = str(example.fields.get("caption", ""))
+        cf_caption = str(cand.fields.get("caption", ""))
+        captions = choice_rules.caption_texts(order, original_caption, cf_caption)
+        image = image_url(example.image if item.side == "original" else cand.image)
+        shown = [f"Caption {i + 1}" for i in range(2)] + [c.capitalize() for c in offered[2:]]
+        return ItemView(assignment, item.kind, [], [], image, captions, offered, shown)
+    shown = ["Unclear / invalid" if c == choice_rules.UNCLEAR else c.replace("_", " ") for c in offered]
+    return ItemView(
+        assignment,
+        item.kind,
+        _ordered_fields(cand.fields, names),
+        _ordered_fields(example.fields, names),
+        "",
+        [],
+        offered,
+        shown,
+    )
+
+
+def annotator_progress(*, project: Project, user: Any) -> dict[str, int]:
+    """The annotator's own counts (an index range on (annotator, project, status))."""
+    rows = dict(
+        Assignment.objects.filter(project=project, annotator=user)
+        .values_list("status")
+        .annotate(n=Count("id"))
+        .values_list("status", "n")
+    )
+    return {"answered": rows.get("submitted", 0), "skipped": rows.get("skipped", 0)}
+
+
+def last_undoable(*, project: Project, user: Any) -> Annotation | None:
+    """The annotator's most recent answer if it can still be undone."""
+    from django.utils import timezone
+
+    from annotate.services.assignments import undo_window
+
+    ann = (
+        Annotation.objects.filter(project=project, annotator=user).select_related("item").order_by("-created_at", "-id").first()
+    )
+    if ann is None or ann.item.status != "open" or timezone.now() - ann.created_at > undo_window():
+        return None
+    return ann
+
+
+def annotator_home(*, user: Any) -> list[dict[str, Any]]:
+    """Projects on the annotator's home page with their own progress."""
+    out = []
+    for p in projects_visible_to(user=user).order_by("name"):
+        prog = annotator_progress(project=p, user=user)
+        out.append({"project": p, **prog})
+    return out
+
+
+# --- quality dashboard ----------------------------------------------------------------------
+
+
+def _nan_to_none(x: float | None) -> float | None:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return None
+    return float(x)
+
+
+def _score(s: agreement.AgreementScore) -> dict[str, Any]:
+    return {
+        "method": s.method,
+        "formula": s.formula,
+        "value": _nan_to_none(s.value),
+        "n_items": s.n_items,
+        "observed": _nan_to_none(s.observed),
+        "expected": _nan_to_none(s.expected),
+    }
+
+
+def project_quality(*, project: Project) -> dict[str, Any]:
+    """Aggregation and agreement figures for the researcher dashboard and its API."""
+    labels = list(Label.objects.filter(project=project).order_by("position").values_list("name", flat=True))
+    kind = "caption_choice" if project.task == "image-caption" else "task_label"
+    from annotate.services.quality import canonical_choices
+
+    allowed = canonical_choices(kind, labels)
+    rows = list(Annotation.objects.filter(project=project).values_list("item_id", "annotator_id", "choice", "is_gold", "correct", "duration_ms"))
+    real = [(i, a, c) for i, a, c, g, _, _ in rows if not g]
+    gold_rows = [(a, bool(ok)) for _, a, _, g, ok, _ in rows if g]
+    item_counts = dict(Item.objects.filter(project=project, is_gold=False).values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    contested = Item.objects.filter(project=project, is_gold=False, status="complete", result="").count()
+    unclear = Item.objects.filter(project=project, is_gold=False, status="complete", result=choice_rules.UNCLEAR).count()
+    extended = Item.objects.filter(project=project, is_gold=False, k__gt=project.annotators_per_item).count()
+    out: dict[str, Any] = {
+        "project": {"id": project.pk, "name": project.name, "task": project.task, "k": project.annotators_per_item},
+        "choices": allowed,
+        "items": {
+            "open": item_counts.get("open", 0),
+            "complete": item_counts.get("complete", 0),
+            "contested": contested,
+            "unclear": unclear,
+            "extended": extended,
+            "gold": Item.objects.filter(project=project, is_gold=True).count(),
+        },
+        "annotations": len(real),
+        "gold_annotations": len(gold_rows),
+        "skips": Assignment.objects.filter(project=project, status="skipped").count(),
+        "expired_leases": Assignment.objects.filter(project=project, status="expired").count(),
+        "formulas": {
+            "fleiss": agreement.FLEISS_FORMULA,
+            "fleiss_detail": agreement.FLEISS_DETAIL,
+            "krippendorff": agreement.KRIPPENDORFF_FORMULA,
+            "krippendorff_detail": agreement.KRIPPENDORFF_DETAIL,
+            "wilson": agreement.WILSON_FORMULA,
+            "majority_vote": agreement.MAJORITY_VOTE_DESCRIPTION,
+            "dawid_skene": agreement.DAWID_SKENE_DESCRIPTION,
+        },
+        "agreement": None,
+        "by_perturbation": [],
+        "aggregation": None,
+        "annotators": [],
+    }
+    User = get_user_model()
+    members = {m.user_id: m for m in ProjectMembership.objects.filter(project=project)}
+    annotator_ids = {a for _, a, _ in real} | {a for a, _ in gold_rows} | set(members)
+    names = dict(User.objects.filter(pk__in=annotator_ids).values_list("id", "username"))
+
+    mv: dict[Any, agreement.Aggregate] = {}
+    ds_labels: dict[Any, str] = {}
+    if real:
+        out["agreement"] = {
+            "fleiss_kappa": _score(agreement.fleiss_kappa(real, labels=allowed)),
+            "krippendorff_alpha": _score(agreement.krippendorff_alpha(real, labels=allowed)),
+        }
+        pert = dict(Item.objects.filter(project=project, is_gold=False).values_list("id", "candidate__perturbation"))
+        key = {i: (p or "(none)") for i, p in pert.items()}
+        for group, g in sorted(agreement.agreement_by(real, key, labels=allowed).items(), key=lambda kv: str(kv[0])):
+            out["by_perturbation"].append(
+                {
+                    "perturbation": group,
+                    "items": g.n_items,
+                    "annotations": g.n_annotations,
+                    "fleiss_kappa": _score(g.fleiss_kappa),
+                    "krippendorff_alpha": _score(g.krippendorff_alpha),
+                }
+            )
+        mv = agreement.majority_vote(real, labels=allowed, tie_break="abstain")
+        gold_items = dict(Item.objects.filter(project=project, is_gold=True).values_list("id", "gold_choice"))
+        ds_input = real + [(i, a, c) for i, a, c, g, _, _ in rows if g and c in allowed]
+        try:
+            ds = agreement.dawid_skene(ds_input, labels=allowed, gold={i: c for i, c in gold_items.items() if c in allowed})
+            ds_labels = {i: lab for i, lab in ds.label_of.items() if i not in gold_items}
+            differ = sum(1 for i, lab in ds_labels.items() if mv.get(i) and mv[i].label != lab)
+            out["aggregation"] = {
+                "items": len(mv),
+                "majority_ties": sum(1 for a in mv.values() if a.label is None),
+                "dawid_skene_differs": differ,
+                "dawid_skene_engine": ds.engine,
+                "dawid_skene_iterations": ds.iterations,
+                "priors": ds.priors,
+            }
+        except Exception as exc:  # noqa: BLE001 - a numerical failure must not take the page down
+            out["aggregation"] = {"items": len(mv), "error": f"Dawid–Skene failed: {exc}"}
+    gold_acc = agreement.gold_accuracy(gold_rows) if gold_rows else {}
+    mv_agree = agreement.agreement_with_aggregate(real, mv) if real else {}
+    ds_agree = agreement.agreement_with_aggregate(real, ds_labels) if ds_labels else {}
+    per_ann: dict[Any, Counter[str]] = defaultdict(Counter)
+    durations: dict[Any, list[int]] = defaultdict(list)
+    for _, a, _, g, _, d in rows:
+        per_ann[a]["gold" if g else "real"] += 1
+        if d is not None:
+            durations[a].append(d)
+    for a in sorted(annotator_ids, key=lambda x: names.get(x, "")):
+        m = members.get(a)
+        acc = gold_acc.get(a)
+        ds_ = sorted(durations.get(a, []))
+        out["annotators"].append(
+            {
+                "id": a,
+                "username": names.get(a, str(a)),
+                "answers": per_ann[a]["real"],
+                "gold_answers": per_ann[a]["gold"],
+                "gold_accuracy": None if acc is None else {"accuracy": acc.accuracy, "ci_low": acc.ci_low, "ci_high": acc.ci_high, "n": acc.n},
+                "agreement_majority": None if a not in mv_agree else mv_agree[a].rate,
+                "agreement_dawid_skene": None if a not in ds_agree else ds_agree[a].rate,
+                "median_ms": ds_[len(ds_) // 2] if ds_ else None,
+                "qualified": bool(m and (m.qualified_at or int(settings.COUNTERPART["QUALIFICATION_GOLD"]) == 0)),
+                "flagged": bool(m and m.flagged),
+                "flag_reason": m.flag_reason if m else "",
+                "member": m is not None,
+                "membership_id": m.pk if m else None,
+            }
+        )
+    if kind == "caption_choice":
+        pairs: dict[int, dict[str, str]] = defaultdict(dict)
+        for cid, side, result in Item.objects.filter(project=project, is_gold=False, status="complete").values_list("candidate_id", "side", "result"):
+            pairs[cid][side] = result
+        both = [p for p in pairs.values() if "original" in p and "counterfactual" in p]
+        worked = sum(1 for p in both if p["original"] == "caption_a" and p["counterfactual"] == "caption_b")
+        out["caption_pairs"] = {"complete": len(both), "worked": worked}
+    out["duration_ms_avg"] = _nan_to_none(
+        Annotation.objects.filter(project=project, is_gold=False).aggregate(x=Avg("duration_ms"))["x"]
+    )
+    return out
+
+
+def memberships_for(*, project: Project) -> QuerySet[ProjectMembership]:
+    return ProjectMembership.objects.filter(project=project).select_related("user").order_by("user__username")
+
+
+def annotator_candidates(*, project: Project) -> QuerySet[Any]:
+    """Annotator accounts not yet members of ``project`` (for the researcher's add form)."""
+    User = get_user_model()
+    return User.objects.filter(groups__name=roles.ANNOTATOR).exclude(memberships__project=project).order_by("username")
+
+
+__all__ = [
+    "projects_visible_to",
+    "project_annotatable_by",
+    "membership_for",
+    "item_view",
+    "ItemView",
+    "annotator_progress",
+    "last_undoable",
+    "annotator_home",
+    "project_quality",
+    "memberships_for",
+    "annotator_candidates",
+    "image_url",
+]

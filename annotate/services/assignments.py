@@ -1,0 +1,509 @@
+"""Leases and answers: next item, submit, skip, undo, heartbeat, expiry.
+
+Hot path. Every write is a conditional UPDATE whose WHERE clause carries the rule it enforces
+(``taken < k``, ``status = 'leased' AND expires_at > now``), backed by the constraints in
+``annotate/models.py``. On PostgreSQL the next-item claim is ``SELECT … FOR UPDATE SKIP LOCKED``
+so concurrent annotators take different rows instead of queueing on the same one; on SQLite the
+transaction is ``BEGIN IMMEDIATE`` (settings), i.e. one writer at a time, and the same UPDATEs
+and constraints hold.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from annotate import choices as choice_rules
+from annotate.services import hot_sql as sql
+from annotate.models import Annotation, Assignment, Item, ProjectMembership
+from generation.models import Project
+
+_rng = random.SystemRandom()
+
+
+class AnnotationError(Exception):
+    """Base: something the caller did that the rules refuse (mapped to 4xx)."""
+
+    status = 400
+
+
+class NotFound(AnnotationError):
+    status = 404
+
+
+class Conflict(AnnotationError):
+    """Expired or foreign lease, or a different answer to an already-answered item."""
+
+    status = 409
+
+
+class InvalidChoice(AnnotationError):
+    status = 400
+
+
+class NotAllowed(AnnotationError):
+    status = 403
+
+
+def _cfg(key: str) -> Any:
+    return settings.COUNTERPART[key]
+
+
+def lease_duration() -> timedelta:
+    return timedelta(seconds=int(_cfg("LEASE_SECONDS")))
+
+
+def _is_postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+# --- next item ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Access:
+    project_id: int
+    task: str
+    text_fields: list[str]
+    membership_id: int | None
+    qualified: bool
+    flagged: bool
+
+
+def project_access(*, project_id: int, annotator: Any) -> Access | None:
+    """The project if ``annotator`` may annotate it (member, or researcher/admin), in one query."""
+    row = sql.fetchone_prepared(sql.ACCESS, [annotator.pk, project_id])
+    if row is None:
+        return None
+    pid, task, text_fields, mid, qualified_at, flagged = row
+    if mid is None:
+        from annotate import roles
+
+        if not roles.is_researcher(annotator):
+            return None
+    return Access(pid, task, list(sql.json_value(text_fields) or []), mid, qualified_at is not None, bool(flagged))
+
+
+@dataclass(frozen=True)
+class Lease:
+    assignment_id: int
+    item_id: int
+    display_order: list[str]
+    expires_at: datetime
+    # (kind, side, candidate fields, candidate image, example fields, example image) when the
+    # statement that made the lease also read what to show (PostgreSQL)
+    shown: tuple[Any, ...] | None = None
+
+
+def _claim(*, access: Access, annotator_id: int, gold: bool, now: datetime) -> Lease | None:
+    """Take one slot of the best open item this annotator has not seen; None if none is left.
+
+    Order: gold items by their random key; other items breadth-first (``taken`` desc: finish
+    what others started) then by the random key. Both orders are served by partial indexes
+    (``item_next_open``, ``item_next_gold``), so the cost does not grow with the pool.
+    """
+    kind = "caption_choice" if access.task == "image-caption" else "task_label"
+    order = choice_rules.display_order_for(kind, _labels_for(access.project_id), _rng)
+    expires = now + lease_duration()
+    params: dict[str, Any] = {"pid": access.project_id, "uid": annotator_id}
+    if sql.is_postgres():
+        # one statement: atomic by itself, no BEGIN/COMMIT round trips
+        params.update(order=sql.json_param(order), now=sql.dt(now), expires=sql.dt(expires))
+        row = sql.fetchone_prepared(sql.CLAIM_PG.format(pick=sql.pick_sql(gold=gold, lock=True)), params)
+        if row is None:
+            return None
+        return Lease(row[0], row[1], order, expires, tuple(row[3:9]))
+    with transaction.atomic():
+        picked = sql.fetchone(sql.pick_sql(gold=gold, lock=False), params)
+        if picked is None or picked[0] is None:
+            return None
+        # The WHERE clause is the guarantee; the CHECK (taken <= k) is the backstop.
+        if not sql.execute(sql.BUMP_SQLITE, [picked[0]]):
+            return None
+        row = sql.fetchone(
+            sql.INSERT_LEASE_SQLITE,
+            [access.project_id, picked[0], annotator_id, sql.json_param(order), sql.dt(now), sql.dt(expires)],
+        )
+        assert row is not None
+        return Lease(row[0], picked[0], order, expires)
+
+
+_LABEL_CACHE: dict[int, list[str]] = {}
+
+
+def _labels_for(project_id: int) -> list[str]:
+    """The project's label names (a project's label set does not change once created)."""
+    labels = _LABEL_CACHE.get(project_id)
+    if labels is None:
+        from generation.models import Label
+
+        labels = list(Label.objects.filter(project_id=project_id).order_by("position").values_list("name", flat=True))
+        if labels:
+            _LABEL_CACHE[project_id] = labels
+    return labels
+
+
+_last_expiry_check = [0.0]
+
+
+def _expire_now_and_then(now: datetime) -> None:
+    """Return expired leases to the pool; probed at most once a second per process."""
+    import time
+
+    t = time.monotonic()
+    if t - _last_expiry_check[0] < 1.0:
+        return
+    _last_expiry_check[0] = t
+    assignments_expire(now=now)
+
+
+def lease_next(*, access: Access, annotator: Any, now: datetime | None = None) -> Lease | None:
+    """Lease the next item to ``annotator`` (or renew and return their live lease).
+
+    None when nothing is left for them (the API answers 204). NotAllowed when the annotator is
+    flagged or failed qualification.
+    """
+    now = now or timezone.now()
+    expires = now + lease_duration()
+    params = [sql.dt(expires), annotator.pk, access.project_id, sql.dt(now)]
+    if sql.is_postgres():
+        live = sql.fetchone_prepared(sql.RENEW_LIVE_PG, params)
+        if live is not None:
+            return Lease(live[0], live[1], list(sql.json_value(live[2])), expires, tuple(live[3:9]))
+    else:
+        live = sql.fetchone(sql.RENEW_LIVE, params)
+        if live is not None:
+            return Lease(live[0], live[1], list(sql.json_value(live[2])), expires)
+    _expire_now_and_then(now)
+    if access.flagged:
+        raise NotAllowed(
+            "your answers on the check items were below the project's threshold; a researcher has to review them"
+        )
+    if access.membership_id is not None and not access.qualified and int(_cfg("QUALIFICATION_GOLD")) > 0:
+        got = _claim(access=access, annotator_id=annotator.pk, gold=True, now=now)
+        if got is not None:
+            return got
+        # No unseen gold item left: decide on what was answered (nothing to check → qualified).
+        from annotate.services.quality import membership_settle_qualification
+
+        membership = ProjectMembership.objects.filter(pk=access.membership_id).first()
+        membership = membership_settle_qualification(membership=membership, out_of_gold=True, now=now)
+        if membership is not None and membership.flagged:
+            raise NotAllowed("qualification not passed")
+    elif float(_cfg("GOLD_RATE")) > 0 and _rng.random() < float(_cfg("GOLD_RATE")):
+        got = _claim(access=access, annotator_id=annotator.pk, gold=True, now=now)
+        if got is not None:
+            return got
+    got = _claim(access=access, annotator_id=annotator.pk, gold=False, now=now)
+    if got is None and assignments_expire(now=now):
+        # The pool looked empty, but some leases had run out: try once more.
+        got = _claim(access=access, annotator_id=annotator.pk, gold=False, now=now)
+    return got
+
+
+def assignment_next(*, project: Project, annotator: Any, now: datetime | None = None) -> Assignment | None:
+    """``lease_next`` for pages and tests: returns the Assignment row (or None)."""
+    access = project_access(project_id=project.pk, annotator=annotator)
+    if access is None:
+        raise NotAllowed("not a project you annotate")
+    lease = lease_next(access=access, annotator=annotator, now=now)
+    if lease is None:
+        return None
+    return Assignment.objects.get(pk=lease.assignment_id)
+
+
+def lease_payload(*, lease: Lease, access: Access) -> dict[str, Any]:
+    """The API body for a lease (FORMATS.md §4): blind — no labels, no other answers, not even
+    whether the item is a check item."""
+    row = lease.shown or sql.fetchone(sql.PAYLOAD, [lease.item_id])
+    assert row is not None
+    kind, side, c_fields, c_image, e_fields, e_image = row
+    c_fields, e_fields = sql.json_value(c_fields), sql.json_value(e_fields)
+    item: dict[str, Any] = {"id": lease.item_id, "kind": kind}
+    if kind == "caption_choice":
+        from annotate.selectors import image_url
+
+        item["image"] = image_url(e_image if side == "original" else c_image)
+        item["captions"] = choice_rules.caption_texts(
+            lease.display_order, str(e_fields.get("caption", "")), str(c_fields.get("caption", ""))
+        )
+        item["instruction"] = choice_rules.CAPTION_INSTRUCTION
+    else:
+        names = access.text_fields
+        item["fields"] = {n: c_fields[n] for n in names if n in c_fields} | {
+            n: v for n, v in c_fields.items() if n not in names
+        }
+        item["original"] = {"fields": {n: e_fields[n] for n in names if n in e_fields} | {
+            n: v for n, v in e_fields.items() if n not in names
+        }}
+    return {
+        "assignment": lease.assignment_id,
+        "item": item,
+        "choices": choice_rules.offered(kind, lease.display_order),
+        "expires_at": lease.expires_at.isoformat(),
+    }
+
+
+# --- expiry and heartbeat ------------------------------------------------------------------
+
+
+def assignments_expire(*, now: datetime | None = None, limit: int = 500) -> int:
+    """Give the slots of expired leases back to the pool. Returns how many expired.
+
+    The item's ``taken`` is decremented in the same transaction that moves the assignment
+    ``leased → expired``; a submit of the same lease (``… WHERE status = 'leased' AND
+    expires_at > now``) can no longer match, so a slot is never both answered and returned.
+    """
+    now = now or timezone.now()
+    base = Assignment.objects.filter(status="leased", expires_at__lte=now)
+    if not base.exists():  # the usual case: an index probe, no transaction
+        return 0
+    with transaction.atomic():
+        qs = base.order_by("expires_at")
+        if _is_postgres():
+            qs = qs.select_for_update(skip_locked=True)
+        rows = list(qs.values_list("id", "item_id")[:limit])
+        if not rows:
+            return 0
+        ids = [r[0] for r in rows]
+        moved = Assignment.objects.filter(pk__in=ids, status="leased", expires_at__lte=now).update(
+            status="expired", finished_at=now
+        )
+        if moved != len(ids):  # cannot happen under the row locks / the single writer
+            raise IntegrityError("lease expiry raced; rolled back")
+        per_item = Counter(r[1] for r in rows)
+        by_count: dict[int, list[int]] = {}
+        for item_id, c in per_item.items():
+            by_count.setdefault(c, []).append(item_id)
+        for c, item_ids in by_count.items():
+            Item.objects.filter(pk__in=item_ids).update(taken=F("taken") - c)
+        return moved
+
+
+def assignment_heartbeat(*, assignment_id: int, annotator: Any, now: datetime | None = None) -> datetime | None:
+    """Extend a live lease; returns the new expiry, or None if the lease is gone."""
+    now = now or timezone.now()
+    new_expiry = now + lease_duration()
+    n = Assignment.objects.filter(
+        pk=assignment_id, annotator=annotator, status="leased", expires_at__gt=now
+    ).update(expires_at=new_expiry)
+    return new_expiry if n else None
+
+
+# --- submit, skip, undo --------------------------------------------------------------------
+
+
+def _own_assignment(assignment_id: int, annotator: Any) -> Assignment:
+    a = Assignment.objects.select_related("item").filter(pk=assignment_id).first()
+    if a is None:
+        raise NotFound("no such assignment")
+    if a.annotator_id != annotator.pk:
+        raise Conflict("this lease belongs to someone else")
+    return a
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    annotation_id: int
+    assignment_id: int
+    item_id: int
+    shown_choice: str
+    choice: str
+    duration_ms: int | None
+    created_at: datetime
+    created: bool
+
+    @property
+    def annotation(self) -> Annotation:
+        return Annotation.objects.get(pk=self.annotation_id)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.annotation_id,
+            "assignment": self.assignment_id,
+            "item": self.item_id,
+            "choice": self.shown_choice,
+            "canonical_choice": self.choice,
+            "duration_ms": self.duration_ms,
+            "created_at": self.created_at.isoformat(),
+        }
+
+
+class _NotLive(Exception):
+    pass
+
+
+def _kind_of(order: list[str]) -> str:
+    return "caption_choice" if choice_rules.CAPTION_CANONICAL[0] in order else "task_label"
+
+
+def _after_answer(*, item_id: int, project_id: int, annotator: Any, done: int, k: int, status: str,
+                  is_gold: bool, correct: bool | None, now: datetime) -> None:
+    from annotate.services import quality
+
+    if is_gold:
+        quality.membership_record_gold(project_id=project_id, annotator=annotator, correct=bool(correct), now=now)
+    elif done >= k and status == "open":
+        with transaction.atomic():
+            quality.item_complete_if_ready(item_id=item_id, now=now)
+
+
+def _submit_pg(*, assignment_id: int, annotator: Any, choice: str, duration_ms: int | None, now: datetime) -> SubmitResult | None:
+    """Two round trips: read the lease's choice order (to map the choice back), then one
+    statement that closes the lease, counts and stores the answer. None: not a live lease."""
+    row = sql.fetchone_prepared(sql.LEASE_ORDER, [assignment_id, annotator.pk])
+    if row is None:
+        return None
+    order = list(sql.json_value(row[0]))
+    kind = _kind_of(order)
+    canonical = choice_rules.to_canonical(kind, order, choice)
+    if canonical is None:
+        raise InvalidChoice(f"{choice!r} is not one of the offered choices: {', '.join(choice_rules.offered(kind, order))}")
+    params = {"now": sql.dt(now), "aid": assignment_id, "uid": annotator.pk, "choice": canonical, "shown": choice, "duration": duration_ms}
+    out = sql.fetchone_prepared(sql.SUBMIT_PG, params)
+    if out is None:
+        return None
+    ann_id, item_id, done, k, status, is_gold, project_id, gold_choice = out
+    correct = (canonical == gold_choice) if is_gold else None
+    _after_answer(item_id=item_id, project_id=project_id, annotator=annotator, done=done, k=k, status=status,
+                  is_gold=bool(is_gold), correct=correct, now=now)
+    return SubmitResult(ann_id, assignment_id, item_id, choice, canonical, duration_ms, now, True)
+
+
+def _submit_sqlite(*, assignment_id: int, annotator: Any, choice: str, duration_ms: int | None, now: datetime) -> SubmitResult:
+    with transaction.atomic():
+        row = sql.fetchone(sql.CLOSE_LEASE, [sql.dt(now), assignment_id, annotator.pk, sql.dt(now)])
+        if row is None:
+            raise _NotLive
+        item_id, project_id, order = row[0], row[1], list(sql.json_value(row[2]))
+        kind = _kind_of(order)
+        canonical = choice_rules.to_canonical(kind, order, choice)
+        if canonical is None:  # raising here rolls the lease change back
+            raise InvalidChoice(
+                f"{choice!r} is not one of the offered choices: {', '.join(choice_rules.offered(kind, order))}"
+            )
+        counted = sql.fetchone(sql.COUNT_DONE, [item_id])
+        assert counted is not None
+        done, k, status, is_gold, gold_choice = counted
+        correct = (canonical == gold_choice) if is_gold else None
+        created = sql.fetchone(
+            sql.INSERT_ANNOTATION,
+            [project_id, assignment_id, item_id, annotator.pk, canonical, choice, sql.json_param(order),
+             duration_ms, bool(is_gold), correct, sql.dt(now)],
+        )
+        assert created is not None
+        _after_answer(item_id=item_id, project_id=project_id, annotator=annotator, done=done, k=k, status=status,
+                      is_gold=bool(is_gold), correct=correct, now=now)
+        return SubmitResult(created[0], assignment_id, item_id, choice, canonical, duration_ms, now, True)
+
+
+def annotation_submit(
+    *,
+    assignment_id: int,
+    annotator: Any,
+    choice: str,
+    duration_ms: int | None = None,
+    now: datetime | None = None,
+) -> SubmitResult:
+    """Record ``annotator``'s answer on their lease. A repeat of the same answer returns the
+    stored one (``created=False``); an expired or foreign lease is a Conflict; a choice that
+    was not offered is InvalidChoice (and nothing is written). Completing an item aggregates
+    it in the same transaction."""
+    now = now or timezone.now()
+    if sql.is_postgres():
+        done = _submit_pg(assignment_id=assignment_id, annotator=annotator, choice=choice, duration_ms=duration_ms, now=now)
+        if done is not None:
+            return done
+    else:
+        try:
+            return _submit_sqlite(assignment_id=assignment_id, annotator=annotator, choice=choice, duration_ms=duration_ms, now=now)
+        except _NotLive:
+            pass
+    # Not a live lease of ours: say why (and answer a repeat with the stored annotation).
+    a = _own_assignment(assignment_id, annotator)
+    order = list(a.display_order)
+    if choice_rules.to_canonical(_kind_of(order), order, choice) is None:
+        raise InvalidChoice(f"{choice!r} is not one of the offered choices")
+    if a.status == "submitted":
+        return _repeat(a, choice)
+    if a.status == "leased":
+        raise Conflict("the lease expired; the item went back to the pool")
+    raise Conflict(f"this lease was {a.status}")
+
+
+def _repeat(a: Assignment, choice: str) -> SubmitResult:
+    existing = Annotation.objects.filter(assignment=a).first()
+    if existing is None:  # submitted without an answer cannot happen; be explicit anyway
+        raise Conflict("this lease is closed")
+    if existing.shown_choice != choice:
+        raise Conflict("this item was already answered differently; undo it first")
+    return SubmitResult(
+        existing.pk, a.pk, existing.item_id, existing.shown_choice, existing.choice, existing.duration_ms,
+        existing.created_at, False,
+    )
+
+
+def assignment_skip(
+    *, assignment_id: int, annotator: Any, reason: str = "", now: datetime | None = None
+) -> Assignment:
+    """Release a lease without answering (the annotator will not see the item again)."""
+    now = now or timezone.now()
+    a = _own_assignment(assignment_id, annotator)
+    if a.status == "skipped":
+        return a
+    with transaction.atomic():
+        moved = Assignment.objects.filter(pk=a.pk, status="leased").update(
+            status="skipped", finished_at=now, skip_reason=reason[:300]
+        )
+        if not moved:
+            a.refresh_from_db()
+            if a.status == "skipped":
+                return a
+            raise Conflict(f"this lease was {a.status}")
+        Item.objects.filter(pk=a.item_id).update(taken=F("taken") - 1)
+    a.refresh_from_db()
+    return a
+
+
+def undo_window() -> timedelta:
+    return timedelta(seconds=int(_cfg("UNDO_SECONDS")))
+
+
+def annotation_undo(*, assignment_id: int, annotator: Any, now: datetime | None = None) -> Assignment:
+    """Take back an answer: allowed while its item is still open (not aggregated) and within
+    ``UNDO_SECONDS`` of answering. The assignment becomes a live lease again (same slot)."""
+    now = now or timezone.now()
+    a = _own_assignment(assignment_id, annotator)
+    annotation = Annotation.objects.filter(assignment=a).first()
+    if a.status != "submitted" or annotation is None:
+        raise Conflict("there is no answer to undo")
+    if now - annotation.created_at > undo_window():
+        raise Conflict("the undo window has passed")
+    with transaction.atomic():
+        # Lock the item row first (conditional on still being open), so aggregation cannot
+        # complete it underneath us.
+        if not Item.objects.filter(pk=a.item_id, status="open", done__gt=0).update(done=F("done") - 1):
+            raise Conflict("this item has been aggregated; its answers can no longer change")
+        deleted, _ = Annotation.objects.filter(pk=annotation.pk).delete()
+        if not deleted:
+            raise Conflict("there is no answer to undo")
+        if not Assignment.objects.filter(pk=a.pk, status="submitted").update(
+            status="leased", finished_at=None, expires_at=now + lease_duration()
+        ):
+            raise Conflict("there is no answer to undo")
+        if annotation.is_gold:
+            from annotate.services import quality
+
+            quality.membership_unrecord_gold(
+                project_id=a.project_id, annotator=annotator, correct=bool(annotation.correct)
+            )
+    a.refresh_from_db()
+    return a

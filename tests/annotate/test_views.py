@@ -1,0 +1,172 @@
+"""Annotator pages (htmx fragments), the dashboard, and every role refusal."""
+
+import pytest
+from django.test import Client
+
+from annotate.models import Annotation, Assignment, Item, ProjectMembership
+from annotate.services.routing import project_route
+
+from .factories import annotator, project_with_candidates, researcher
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def project():
+    p = project_with_candidates(n=6, k=2)
+    project_route(project=p, budget=1.0, seed=0)
+    return p
+
+
+def login(user):
+    c = Client()
+    c.force_login(user)
+    return c
+
+
+def test_home_lists_only_assigned_projects_with_start(project):
+    project_with_candidates(name="secret", n=1)
+    u = annotator(project)
+    html = login(u).get("/annotate/").content.decode()
+    assert "Start" in html and project.name in html and "secret" not in html
+
+
+def test_instructions_then_work_page_shows_a_blind_item(project):
+    u = annotator(project)
+    c = login(u)
+    inst = c.get(f"/annotate/projects/{project.pk}/instructions/").content.decode()
+    assert "Worked examples" in inst and "Unclear / invalid" in inst
+    page = c.get(f"/annotate/projects/{project.pk}/").content.decode()
+    a = Assignment.objects.get(annotator=u)
+    assert f'data-assignment="{a.pk}"' in page
+    assert 'data-key="4"' in page  # 3 labels + unclear
+    assert "Show the original" in page
+    cand = a.item.candidate
+    assert cand.fields["hypothesis"] in page
+    # blind: no gold/auto label names attached to this item, no other answers
+    assert "gold" not in page.lower().replace("golden", "")
+
+
+def test_htmx_answer_returns_next_item_fragment_with_undo(project):
+    u = annotator(project)
+    c = login(u)
+    c.get(f"/annotate/projects/{project.pk}/")
+    a = Assignment.objects.get(annotator=u)
+    r = c.post(f"/annotate/assignments/{a.pk}/answer/", {"choice": "neutral", "duration_ms": "2500"}, HTTP_HX_REQUEST="true")
+    html = r.content.decode()
+    assert r.status_code == 200 and html.lstrip().startswith('<section id="stage"')
+    assert "<html" not in html  # a fragment
+    nxt = Assignment.objects.filter(annotator=u, status="leased").get()
+    assert f'data-assignment="{nxt.pk}"' in html and 'id="undo"' in html
+    assert Annotation.objects.get().duration_ms == 2500
+    r = c.post(f"/annotate/assignments/{a.pk}/undo/", HTTP_HX_REQUEST="true")
+    assert f'data-assignment="{a.pk}"' in r.content.decode()
+    assert Annotation.objects.count() == 0
+    r = c.post(f"/annotate/assignments/{a.pk}/skip/", {"reason": "nonsense"}, HTTP_HX_REQUEST="true")
+    assert Assignment.objects.get(pk=a.pk).status == "skipped"
+    assert f'data-assignment="{nxt.pk}"' in r.content.decode()
+
+
+def test_plain_post_without_js_redirects(project):
+    u = annotator(project)
+    c = login(u)
+    c.get(f"/annotate/projects/{project.pk}/")
+    a = Assignment.objects.get(annotator=u)
+    r = c.post(f"/annotate/assignments/{a.pk}/answer/", {"choice": "neutral"})
+    assert r.status_code == 302 and Annotation.objects.count() == 1
+
+
+def test_heartbeat_extends_and_stops_polling_when_gone(project, settings):
+    u = annotator(project)
+    c = login(u)
+    c.get(f"/annotate/projects/{project.pk}/")
+    a = Assignment.objects.get(annotator=u)
+    assert c.post(f"/annotate/assignments/{a.pk}/heartbeat/").status_code == 204
+    Assignment.objects.filter(pk=a.pk).update(status="expired")
+    assert c.post(f"/annotate/assignments/{a.pk}/heartbeat/").status_code == 286
+
+
+def test_annotator_refusals(project):
+    """An annotator cannot read or change another annotator's work, nor any researcher page."""
+    u, v = annotator(project), annotator(project)
+    cu, cv = login(u), login(v)
+    cu.get(f"/annotate/projects/{project.pk}/")
+    a = Assignment.objects.get(annotator=u)
+    for path in ["answer", "skip", "undo"]:
+        r = cv.post(f"/annotate/assignments/{a.pk}/{path}/", {"choice": "neutral"})
+        assert r.status_code == 404
+    assert cv.post(f"/annotate/assignments/{a.pk}/heartbeat/").status_code == 286
+    assert Annotation.objects.count() == 0 and Assignment.objects.get(pk=a.pk).status == "leased"
+    # researcher pages
+    assert cu.get(f"/annotate/projects/{project.pk}/dashboard/").status_code == 403
+    assert cu.post(f"/annotate/projects/{project.pk}/route/", {"budget": "1"}).status_code == 403
+    assert cu.post(f"/annotate/projects/{project.pk}/members/", {"user": [v.pk]}).status_code == 403
+    assert cu.get("/projects/").status_code == 403
+    assert cu.get(f"/projects/{project.pk}/").status_code == 403
+    # another project's pages
+    other = project_with_candidates(name="other", n=2)
+    assert cu.get(f"/annotate/projects/{other.pk}/").status_code == 404
+    assert cu.get(f"/annotate/projects/{other.pk}/instructions/").status_code == 404
+    # anonymous → login
+    assert Client().get("/annotate/").status_code == 302
+
+
+def test_dashboard_for_researcher_shows_formulas_and_flags(project):
+    users = [annotator(project) for _ in range(2)]
+    for u in users:
+        c = login(u)
+        for _ in range(6):
+            c.get(f"/annotate/projects/{project.pk}/")
+            a = Assignment.objects.filter(annotator=u, status="leased").first()
+            if a is None:
+                break
+            c.post(f"/annotate/assignments/{a.pk}/answer/", {"choice": "neutral"})
+    r = researcher()
+    html = login(r).get(f"/annotate/projects/{project.pk}/dashboard/").content.decode()
+    assert "κ = (P̄ − P̄ₑ) / (1 − P̄ₑ)" in html and "α = 1 − Dₒ / Dₑ" in html
+    assert "Dawid–Skene" in html
+    assert 'data-testid="complete">6<' in html
+    # researcher can add annotators and clear flags
+    newbie = annotator()
+    login(r).post(f"/annotate/projects/{project.pk}/members/", {"user": [newbie.pk]})
+    m = ProjectMembership.objects.get(user=newbie)
+    ProjectMembership.objects.filter(pk=m.pk).update(flagged=True, flag_reason="x")
+    login(r).post(f"/annotate/projects/{project.pk}/members/", {"unflag": m.pk})
+    m.refresh_from_db()
+    assert not m.flagged and m.qualified_at is not None
+    assert Item.objects.filter(status="complete").count() == 6
+
+
+def test_caption_item_page_shows_image_and_both_captions():
+    p = project_with_candidates(name="coco", task="image-caption", n=2, k=1)
+    project_route(project=p, budget=1.0, seed=0)
+    u = annotator(p)
+    html = login(u).get(f"/annotate/projects/{p.pk}/").content.decode()
+    a = Assignment.objects.get(annotator=u)
+    item = a.item
+    assert "Select the caption which best describes the image." in html
+    expected_img = item.candidate.example.image if item.side == "original" else item.candidate.image
+    assert f'src="/media/{expected_img}"' in html
+    assert item.candidate.fields["caption"] in html and item.candidate.example.fields["caption"] in html
+    for shown in ["caption 1", "caption 2", "both", "neither"]:
+        assert f'value="{shown}"' in html
+
+
+def test_dashboard_renders_for_empty_and_caption_projects():
+    r = login(researcher())
+    empty = project_with_candidates(name="empty", n=3)
+    assert "No answers yet." in r.get(f"/annotate/projects/{empty.pk}/dashboard/").content.decode()
+    cap = project_with_candidates(name="cap", task="image-caption", n=2, k=1)
+    project_route(project=cap, budget=1.0, seed=0)
+    u = annotator(cap)
+    c = login(u)
+    for _ in range(4):
+        c.get(f"/annotate/projects/{cap.pk}/")
+        a = Assignment.objects.filter(annotator=u, status="leased").first()
+        if a is None:
+            break
+        want = "caption_a" if a.item.side == "original" else "caption_b"
+        c.post(f"/annotate/assignments/{a.pk}/answer/", {"choice": f"caption {a.display_order.index(want) + 1}"})
+    html = r.get(f"/annotate/projects/{cap.pk}/dashboard/").content.decode()
+    assert "Image pairs fully judged: 2, of which 2" in html
+    assert "66%" in html or "66 %" in html

@@ -1,0 +1,86 @@
+"""A real browser (Debian's chromium via Playwright) drives the annotator page with the keyboard:
+log in, label five items, undo one, skip one; then the database holds exactly those answers."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from annotate.models import Annotation, Assignment
+from annotate.services.routing import project_route
+from tests.annotate.factories import annotator, project_with_candidates
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def annotation_settings(settings):  # noqa: ANN001
+    settings.COUNTERPART = {**settings.COUNTERPART, "GOLD_RATE": 0.0, "QUALIFICATION_GOLD": 0, "LEASE_SECONDS": 120, "UNDO_SECONDS": 300}
+    return settings
+
+
+def _current_assignment(page) -> int:  # noqa: ANN001
+    return int(page.locator("#stage").get_attribute("data-assignment"))
+
+
+def _wait_for_assignment_change(page, old: int) -> None:  # noqa: ANN001
+    page.wait_for_function(
+        "old => { const s = document.getElementById('stage'); return s && s.dataset.assignment && s.dataset.assignment !== String(old); }",
+        arg=old,
+    )
+    page.wait_for_selector("#stage[data-ready]")  # annotate.js has prepared the new item
+
+
+def test_keyboard_flow(page, live_server, annotation_settings):  # noqa: ANN001
+    project = project_with_candidates(n=8, k=2)  # k=2: answers stay undoable (item not aggregated)
+    project_route(project=project, budget=1.0, seed=0)
+    user = annotator(project, username="ann")
+
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone screen
+    page.goto(f"{live_server.url}/accounts/login/?next=/annotate/")
+    page.fill("#id_username", "ann")
+    page.fill("#id_password", "pw-123456")
+    page.click("button[type=submit]")
+    page.get_by_role("link", name=f"Start annotating {project.name}").click()
+    page.click("#start")
+    page.wait_for_selector("#stage[data-ready] #answer-form")
+
+    expected: dict[int, str] = {}
+    for i in range(5):
+        aid = _current_assignment(page)
+        key = str(i % 3 + 1)
+        expected[aid] = page.locator(f'#answer-form button[data-key="{key}"]').get_attribute("value")
+        page.wait_for_timeout(50)  # some active time on the item
+        page.keyboard.press(key)
+        _wait_for_assignment_change(page, aid)
+    assert page.locator("[data-testid=answered]").inner_text() == "5"
+
+    # undo the fifth answer: that item comes back on screen
+    last = list(expected)[-1]
+    current = _current_assignment(page)
+    page.keyboard.press("u")
+    _wait_for_assignment_change(page, current)
+    assert _current_assignment(page) == last
+    del expected[last]
+
+    # skip it with a reason: s opens the reason field, Enter confirms
+    page.keyboard.press("s")
+    page.wait_for_selector("#skip-reason", state="visible")
+    page.keyboard.type("ambiguous")
+    page.keyboard.press("Enter")
+    _wait_for_assignment_change(page, last)
+
+    got = {a.assignment_id: a.shown_choice for a in Annotation.objects.filter(annotator=user)}
+    assert got == expected
+    assert all(a.duration_ms and a.duration_ms > 0 for a in Annotation.objects.all())
+    skipped = Assignment.objects.get(pk=last)
+    assert skipped.status == "skipped" and skipped.skip_reason == "ambiguous"
+    assert not Annotation.objects.filter(assignment_id=last).exists()
+    # the choice buttons are labelled for assistive technology and reachable on a phone
+    assert page.locator("#answer-form [role=group][aria-label=Choices]").count() == 1
+    assert errors == []
