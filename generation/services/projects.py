@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -17,11 +18,18 @@ def project_create(
     task: str,
     labels: list[str] | None = None,
     text_fields: list[str] | None = None,
-    human_budget: float = 0.10,
-    annotators_per_item: int = 3,
+    human_budget: float | None = None,
+    annotators_per_item: int | None = None,
     created_by: Any = None,
     description: str = "",
 ) -> Project:
+    """Create a project and its ordered label set. Budget and overlap default to
+    ``COUNTERPART_DEFAULT_BUDGET`` (0.10) and ``COUNTERPART_DEFAULT_ANNOTATORS_PER_ITEM`` (3)."""
+    cfg = settings.COUNTERPART
+    human_budget = cfg["DEFAULT_HUMAN_BUDGET"] if human_budget is None else human_budget
+    annotators_per_item = cfg["DEFAULT_ANNOTATORS_PER_ITEM"] if annotators_per_item is None else annotators_per_item
+    if annotators_per_item < 1:
+        raise ValidationError("annotators per item must be at least 1")
     if task not in TASKS:
         raise ValidationError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
     labels = list(labels or TASK_DEFAULTS[task]["labels"])
