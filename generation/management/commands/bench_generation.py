@@ -1,0 +1,233 @@
+"""``python manage.py bench_generation [--json] [--originals N] [--data PATH] [--format F]
+[--task T] [--band LO,HI] [--seed S] [--repeat K]``
+
+Generation throughput, measured in one process (FORMATS.md §3):
+
+1. MiniLM sentences/s: a fresh, cache-less encoder encodes distinct sentences of the originals
+   that the generator may edit (a field of an NLI pair, a 3-60-word sentence of a review: what
+   the similarity filter compares), at most ``--minilm-texts``.
+2. ``rules``: candidates/s of the rules generator alone (WordNet/tagger caches cleared first).
+3. ``rules+similarity``: generator + similarity band end to end (fresh encoder, candidates
+   encoded in batches of 256), candidates/s and the number accepted.
+
+Model and corpus loading happen once before the timings. No database is touched. The JSON
+object is the last line of stdout (``--json``); extra keys beyond §3 are additive.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from generation.ml.base import GeneratedCandidate, Original, Skip
+
+TASK_FOR_FORMAT = {"cad-nli": "nli", "cad-sentiment": "sentiment"}
+
+
+def load_originals(fmt: str, path: str, task: str, split: str, limit: int) -> list[Original]:
+    """Originals of a data file via ``generation.formats.read`` (pairs give their originals)."""
+    from generation.formats import read
+    from generation.formats.reading import TASK_LABELS
+    from generation.formats.records import OriginalRecord, PairRecord
+
+    labels = tuple(TASK_LABELS.get(task, []))
+    seen: set[str] = set()
+    out: list[Original] = []
+    for rec in read(fmt, [path], task=task, split=split):
+        orig = rec if isinstance(rec, OriginalRecord) else rec.original if isinstance(rec, PairRecord) else None
+        if orig is None or orig.id in seen:
+            continue
+        seen.add(orig.id)
+        out.append(Original(id=orig.id, fields=dict(orig.fields), label=orig.label, labels=labels, task=task))
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _repeat(originals: list[Original], n: int) -> Iterator[Original]:
+    """``n`` originals, cycling with fresh ids (for runs larger than the file: memory check)."""
+    for i in range(n):
+        o = originals[i % len(originals)]
+        yield o if i < len(originals) else Original(f"{o.id}#{i // len(originals)}", o.fields, o.label, o.labels, o.task)
+
+
+def _clear_caches() -> None:
+    from generation.ml.rules import phrases, tokens
+    from generation.ml.rules import wordnet as wnx
+
+    for mod in (wnx, phrases, tokens):
+        for obj in vars(mod).values():
+            if callable(getattr(obj, "cache_clear", None)):
+                obj.cache_clear()
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+class Command(BaseCommand):
+    help = "Benchmark candidate generation (rules, rules+similarity) against raw MiniLM encoding."
+    requires_system_checks: list[str] = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--json", action="store_true", help="print the JSON object as the last line")
+        parser.add_argument("--originals", type=int, default=200, help="number of originals (cycled if the file has fewer)")
+        parser.add_argument("--data", default="", help="data path (default: SHARED_DATA_DIR/cad)")
+        parser.add_argument("--format", default="cad-nli", help="data format (cad-nli, cad-sentiment, pairs-jsonl, csv)")
+        parser.add_argument("--task", default="", help="task (default: from the format; nli)")
+        parser.add_argument("--split", default="dev")
+        parser.add_argument("--band", default="", help="similarity band LO,HI (default: the task's)")
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--batch", type=int, default=256, help="candidates per similarity batch")
+        parser.add_argument("--minilm-texts", dest="minilm_texts", type=int, default=400,
+                            help="distinct sentences of the originals encoded for the raw MiniLM rate")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        from generation.ml import filters
+        from generation.ml.embeddings import Encoder
+        from generation.ml.metrics import introduced_stats
+        from generation.ml.rules import RulesConfig, RulesGenerator
+        from generation.ml.rules.tokens import sentence_spans, words
+
+        fmt: str = opts["format"]
+        task: str = opts["task"] or TASK_FOR_FORMAT.get(fmt, "nli")
+        path = opts["data"] or str(Path(settings.COUNTERPART["SHARED_DATA_DIR"]) / "cad")
+        if not os.path.exists(path):
+            raise CommandError(f"data not found: {path} (give --data PATH)")
+        n: int = opts["originals"]
+        if n < 1:
+            raise CommandError("--originals must be >= 1")
+        try:
+            band = filters.band_for(task, tuple(float(x) for x in opts["band"].split(",")) if opts["band"] else None)  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        base = load_originals(fmt, path, task, opts["split"], n)
+        if not base:
+            raise CommandError(f"no originals read from {path} ({fmt}, split {opts['split']})")
+        t_start = time.perf_counter()
+        model_path = settings.COUNTERPART.get("MINILM_PATH") or None
+        device = settings.COUNTERPART.get("DEVICE", "cpu")
+        loader = Encoder(model_path=model_path, device=device)
+        loader.encode(["warm up the model"])
+        model = loader.model
+
+        def fresh_encoder() -> Encoder:
+            enc = Encoder(model_path=model_path, device=device)
+            enc._model = model  # share the loaded weights, not the cache
+            return enc
+
+        warm = RulesGenerator(seed=opts["seed"] + 1)
+        list(warm.generate(base[:2]))  # loads WordNet and the POS tagger
+
+        # 1. raw MiniLM
+        # the unit the similarity filter encodes: a field of an NLI pair, a sentence of a review
+        # that the generator may edit (same word-count range as RulesConfig)
+        cfg = RulesConfig()
+        texts = list(dict.fromkeys(
+            t[s:e] for o in _repeat(base, n) for t in o.fields.values() if t for s, e in sentence_spans(t)
+            if cfg.min_words <= len(words(t[s:e])) <= cfg.max_sentence_words))[: opts["minilm_texts"]]
+        enc = fresh_encoder()
+        t0 = time.perf_counter()
+        enc.encode(texts)
+        minilm_s = time.perf_counter() - t0
+        minilm_rate = len(texts) / minilm_s
+
+        # 2. rules alone
+        _clear_caches()
+        gen = RulesGenerator(seed=opts["seed"])
+        t0 = time.perf_counter()
+        n_cands = n_skips = 0
+        for item in gen.generate(_repeat(base, n)):  # type: ignore[arg-type]
+            if isinstance(item, Skip):
+                n_skips += 1
+            else:
+                n_cands += 1
+        rules_s = time.perf_counter() - t0
+
+        # 3. rules + similarity band, end to end
+        _clear_caches()
+        gen = RulesGenerator(seed=opts["seed"])
+        enc = fresh_encoder()
+        t0 = time.perf_counter()
+        originals_by_id: dict[str, Original] = {}
+        batch: list[GeneratedCandidate] = []
+        accepted = total = 0
+        ok_originals: set[str] = set()
+        codes: Counter[str] = Counter()
+        accepted_codes: Counter[str] = Counter()
+        introduced: list[list[str]] = []
+
+        def flush() -> None:
+            nonlocal accepted, total
+            pairs = [filters.comparison_texts(originals_by_id[c.original_id].fields, c.fields, c.meta) for c in batch]
+            results = filters.similarity_band(enc, [a for a, _ in pairs], [b for _, b in pairs], band)
+            for c, r in zip(batch, results, strict=True):
+                total += 1
+                codes[c.perturbation] += 1
+                if r.keep:
+                    accepted += 1
+                    ok_originals.add(c.original_id)
+                    accepted_codes[c.perturbation] += 1
+                    introduced.append([str(x) for x in c.meta.get("introduced", [])])  # type: ignore[union-attr]
+            batch.clear()
+
+        def originals_iter() -> Iterator[Original]:
+            for o in _repeat(base, n):
+                originals_by_id[o.id] = o
+                yield o
+
+        for item in gen.generate(originals_iter()):  # type: ignore[arg-type]
+            if isinstance(item, GeneratedCandidate):
+                batch.append(item)
+                if len(batch) >= opts["batch"]:
+                    flush()
+                    originals_by_id = {k: v for k, v in originals_by_id.items() if k == item.original_id}
+        if batch:
+            flush()
+        e2e_s = time.perf_counter() - t0
+
+        rules_rate = n_cands / rules_s if rules_s else 0.0
+        e2e_rate = total / e2e_s if e2e_s else 0.0
+        intro = introduced_stats(introduced)
+        result: dict[str, Any] = {
+            "originals": n,
+            "minilm_sentences_per_s": round(minilm_rate, 2),
+            "generators": {
+                "rules": {"candidates_per_s": round(rules_rate, 2), "candidates": n_cands, "skips": n_skips},
+                "rules+similarity": {"candidates_per_s": round(e2e_rate, 2), "accepted": accepted,
+                                     "candidates": total},
+            },
+            "task": task,
+            "format": fmt,
+            "band": list(band),
+            "e2e_over_minilm": round(e2e_rate / minilm_rate, 3) if minilm_rate else None,
+            "originals_with_accepted": round(len(ok_originals) / n, 4),
+            "codes_accepted": dict(sorted(accepted_codes.items())),
+            "introduced_distinct_1": round(intro["introduced_distinct_1"], 4),
+            "introduced_max_share": round(intro["introduced_max_share"], 4),
+            "introduced_top": intro["introduced_top"],
+            "minilm_texts": len(texts),
+            "peak_rss_mb": round(_peak_rss_mb(), 1),
+            "seconds": round(time.perf_counter() - t_start, 2),
+        }
+        w = self.stdout.write
+        w(f"originals: {n} ({task}, {fmt}); similarity band {band}")
+        w(f"MiniLM: {minilm_rate:.1f} sentences/s ({len(texts)} texts)")
+        w(f"rules: {rules_rate:.1f} candidates/s ({n_cands} candidates, {n_skips} skips)")
+        w(f"rules+similarity: {e2e_rate:.1f} candidates/s ({accepted}/{total} accepted; "
+          f"{result['e2e_over_minilm']} x MiniLM)")
+        w(f"originals with >=1 accepted: {result['originals_with_accepted']:.1%}; codes accepted: "
+          f"{result['codes_accepted']}")
+        w(f"introduced tokens: distinct-1 {intro['introduced_distinct_1']:.3f}, top {intro['introduced_top']!r} "
+          f"{intro['introduced_max_share']:.1%}; peak RSS {result['peak_rss_mb']} MB")
+        if opts["json"]:
+            w(json.dumps(result))

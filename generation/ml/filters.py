@@ -1,0 +1,274 @@
+"""Candidate filters. Each is a plain function returning, per candidate, a ``FilterResult``
+(a score the caller stores on ``candidate.scores[name]`` and a keep/drop decision).
+
+- ``similarity_band``: MiniLM cosine of original vs candidate inside a band (COCO used (0.8, 0.91]
+  for captions; ``DEFAULT_BANDS`` holds the per-task defaults, see docs/readme/generation-rules.md).
+- ``dedupe``: exact duplicates (normalised text) of the original or a sibling, and near
+  duplicates among siblings (Jaccard of their word edits against the original >= 0.9).
+- ``perplexity`` (``PerplexityScorer``): a causal LM from a local path; keep when the candidate's
+  perplexity is at most ``max_ratio`` times the original's.
+- ``artifacts``: the DISCO heuristics (copies the prompt or the other sentence; introduced text
+  with word-set Jaccard > 0.6 with the hypothesis or > 0.35 with the premise; negation words as
+  a shortcut to contradiction, whole-word matching).
+- ``consistency`` and ``teacher_shift``: on probability arrays from a classifier / teacher.
+
+No Django imports; torch/transformers only inside ``PerplexityScorer``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from generation.ml import lexicons as lx
+from generation.ml.rules.tokens import introduced_removed, words
+
+
+@dataclass(frozen=True)
+class FilterResult:
+    score: float
+    keep: bool
+    reasons: tuple[str, ...] = field(default_factory=tuple)
+
+
+# -- similarity band ---------------------------------------------------------------------------
+COCO_BAND: tuple[float, float] = (0.8, 0.91)
+# (low, high]: measured on CAD dev with rules candidates (docs/readme/generation-rules.md).
+DEFAULT_BANDS: dict[str, tuple[float, float]] = {
+    "image-caption": COCO_BAND,
+    "nli": (0.7, 0.985),
+    "paraphrase": (0.7, 0.985),
+    "boolean-qa": (0.7, 0.985),
+    "sentiment": (0.65, 0.98),  # compared on the edited sentence(s), not the whole review
+}
+
+
+def band_for(task: str, override: tuple[float, float] | None = None) -> tuple[float, float]:
+    if override is not None:
+        lo, hi = override
+        if not (-1.0 <= lo < hi <= 1.0):
+            raise ValueError(f"similarity band must satisfy -1 <= low < high <= 1, got {override}")
+        return (float(lo), float(hi))
+    return DEFAULT_BANDS.get(task, COCO_BAND)
+
+
+def comparison_texts(original_fields: Mapping[str, str], candidate_fields: Mapping[str, str],
+                     meta: Mapping[str, Any] | None = None) -> tuple[str, str]:
+    """What the similarity band compares: the edited window of a long text when the generator
+    recorded one (``meta["window"] = [old, new]``), else the changed field(s), else all fields."""
+    meta = meta or {}
+    window = meta.get("window")
+    if isinstance(window, (list, tuple)) and len(window) == 2:
+        return str(window[0]), str(window[1])
+    changed = [k for k in candidate_fields if candidate_fields.get(k) != original_fields.get(k)]
+    if isinstance(meta.get("field"), str) and meta["field"] in candidate_fields:
+        changed = [str(meta["field"])]
+    keys = changed or list(candidate_fields)
+    return (" ".join(str(original_fields.get(k, "")) for k in keys),
+            " ".join(str(candidate_fields.get(k, "")) for k in keys))
+
+
+def similarity_band(encoder: Any, originals: Sequence[str], candidates: Sequence[str],
+                    band: tuple[float, float] = COCO_BAND) -> list[FilterResult]:
+    """Row-wise cosine of ``originals[i]`` and ``candidates[i]`` (one batched encode each;
+    the encoder caches repeated originals); keep when ``low < sim <= high``."""
+    if len(originals) != len(candidates):
+        raise ValueError("originals and candidates must have the same length")
+    if not candidates:
+        return []
+    lo, hi = band
+    # rounded: float32 cosines must not fall on the wrong side of a band edge (0.8 -> 0.80000001)
+    sims = np.round(np.asarray(encoder.cosine(list(originals), list(candidates)), dtype=np.float64), 6)
+    return [FilterResult(float(s), bool(lo < s <= hi), () if lo < s <= hi else
+                         (f"similarity {s:.3f} outside ({lo}, {hi}]",)) for s in sims]
+
+
+# -- duplicates --------------------------------------------------------------------------------
+_PUNCT = re.compile(r"[^\w\s']+")
+
+
+def normalise(text: str) -> str:
+    text = text.lower().replace("’", "'")
+    text = re.sub(r"<br\s*/?>", " ", text)
+    return " ".join(_PUNCT.sub(" ", text).split())
+
+
+def jaccard(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def edit_signature(original: str, candidate: str) -> frozenset[str]:
+    intro, rem = introduced_removed(original, candidate)
+    return frozenset([f"+{w}" for w in intro] + [f"-{w}" for w in rem])
+
+
+def dedupe(original: str, candidates: Sequence[str], threshold: float = 0.9,
+           windows: Sequence[tuple[str, str] | None] | None = None) -> list[FilterResult]:
+    """Siblings of one original, in order. Drop exact duplicates (normalised text equal to the
+    original or an earlier kept sibling) and near duplicates: a candidate whose word edit
+    (introduced/removed words against the original) has Jaccard >= ``threshold`` with an earlier
+    kept sibling's edit — or that changes no word at all. Score: the highest such Jaccard."""
+    norm_orig = normalise(original)
+    kept_norm: set[str] = set()
+    kept_sigs: list[frozenset[str]] = []
+    out = []
+    for i, cand in enumerate(candidates):
+        win = windows[i] if windows is not None else None
+        a, b = win if win else (original, cand)
+        norm = normalise(cand)
+        sig = edit_signature(a, b)
+        if norm == norm_orig or not sig:
+            out.append(FilterResult(1.0, False, ("same text as the original",)))
+            continue
+        if norm in kept_norm:
+            out.append(FilterResult(1.0, False, ("exact duplicate of a sibling",)))
+            continue
+        best = max((jaccard(sig, s) for s in kept_sigs), default=0.0)
+        if best >= threshold:
+            out.append(FilterResult(best, False, (f"near duplicate of a sibling (edit Jaccard {best:.2f})",)))
+            continue
+        kept_norm.add(norm)
+        kept_sigs.append(sig)
+        out.append(FilterResult(best, True))
+    return out
+
+
+def word_set(text: str) -> set[str]:
+    """Lower-cased words of ``text`` (punctuation dropped)."""
+    return {w for w in words(text) if any(c.isalnum() for c in w)}
+
+
+def token_jaccard(a: str, b: str) -> float:
+    return jaccard(word_set(a), word_set(b))
+
+
+# -- perplexity --------------------------------------------------------------------------------
+class PerplexityScorer:
+    """Perplexity under a causal LM loaded from a local directory (or given model+tokenizer)."""
+
+    def __init__(self, path: str | None = None, *, model: Any = None, tokenizer: Any = None,
+                 device: str = "cpu", max_length: int = 256, batch_size: int = 16) -> None:
+        if model is None or tokenizer is None:
+            import os
+
+            if not path or not os.path.isdir(path):
+                raise FileNotFoundError(f"perplexity LM directory not found: {path!r}")
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
+        self.model = model.to(device).eval()
+        self.tokenizer = tokenizer
+        self.device = device
+        self.max_length = max_length
+        self.batch_size = batch_size
+
+    def score(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        out = np.zeros(len(texts), dtype=np.float64)
+        for b in range(0, len(texts), self.batch_size):
+            batch = list(texts[b: b + self.batch_size])
+            for k, text in enumerate(batch):  # one at a time: no pad-token assumptions
+                ids = self.tokenizer(text, return_tensors="pt", truncation=True, max_length=self.max_length)["input_ids"]
+                ids = ids.to(self.device)
+                if ids.shape[1] < 2:
+                    out[b + k] = float("inf")
+                    continue
+                with torch.no_grad():
+                    loss = self.model(input_ids=ids, labels=ids).loss
+                out[b + k] = math.exp(min(float(loss), 50.0))
+        return out
+
+
+def perplexity(scorer: PerplexityScorer, originals: Sequence[str], candidates: Sequence[str],
+               max_ratio: float = 1.5) -> list[FilterResult]:
+    """Keep a candidate whose perplexity is at most ``max_ratio`` x its original's (score: the
+    candidate's perplexity). Relative, because absolute perplexity depends on the text."""
+    distinct = list(dict.fromkeys(originals))
+    base = dict(zip(distinct, scorer.score(distinct), strict=True))
+    cand = scorer.score(candidates)
+    return [FilterResult(float(p), bool(p <= max_ratio * base[o]),
+                         () if p <= max_ratio * base[o] else (f"perplexity {p:.1f} > {max_ratio} x {base[o]:.1f}",))
+            for o, p in zip(originals, cand, strict=True)]
+
+
+# -- DISCO artifact heuristics -----------------------------------------------------------------
+NEGATION_TOKENS = lx.NEGATION_WORDS | lx.NEGATED_CONTRACTIONS
+
+
+def artifacts(original_fields: Mapping[str, str], candidate_fields: Mapping[str, str], *,
+              premise_field: str = "premise", hypothesis_field: str = "hypothesis",
+              introduced: Sequence[str] | None = None, prompt: str | None = None,
+              target_label: str | None = None, shortcut_labels: Sequence[str] = ("contradiction",),
+              hypothesis_max: float = 0.6, premise_max: float = 0.35) -> FilterResult:
+    """The DISCO heuristics for one candidate. Score: the number of heuristics that fire."""
+    reasons: list[str] = []
+    changed = [k for k in candidate_fields if candidate_fields[k] != original_fields.get(k)]
+    if introduced is None:
+        introduced = []
+        for k in changed:
+            introduced += introduced_removed(original_fields.get(k, ""), candidate_fields[k])[0]
+    intro_set = {w for w in (x.lower() for x in introduced) if any(c.isalnum() for c in w)}
+    for k in changed:
+        new = normalise(candidate_fields[k])
+        for other, text in original_fields.items():
+            if other != k and new and new == normalise(text):
+                reasons.append(f"{k} copies {other}")
+        if prompt:
+            for line in prompt.splitlines():
+                seg = normalise(line)
+                if len(seg.split()) >= 4 and seg in new:
+                    reasons.append(f"{k} copies the prompt")
+                    break
+    if intro_set:
+        hyp = original_fields.get(hypothesis_field)
+        prem = original_fields.get(premise_field)
+        if hyp is not None and (j := jaccard(intro_set, word_set(hyp))) > hypothesis_max:
+            reasons.append(f"introduced text overlaps the hypothesis (Jaccard {j:.2f})")
+        if prem is not None and (j := jaccard(intro_set, word_set(prem))) > premise_max:
+            reasons.append(f"introduced text overlaps the premise (Jaccard {j:.2f})")
+        if target_label is not None and target_label in shortcut_labels:
+            negs = sorted(intro_set & NEGATION_TOKENS)
+            if negs:
+                reasons.append(f"negation shortcut to {target_label}: {', '.join(negs)}")
+    return FilterResult(float(len(reasons)), not reasons, tuple(reasons))
+
+
+# -- classifier-based --------------------------------------------------------------------------
+def _target_index(labels: Sequence[str], targets: Sequence[str]) -> np.ndarray:
+    index = {lab: i for i, lab in enumerate(labels)}
+    missing = [t for t in targets if t not in index]
+    if missing:
+        raise ValueError(f"target label(s) not in the label set: {sorted(set(missing))}")
+    return np.array([index[t] for t in targets], dtype=np.int64)
+
+
+def consistency(probs: np.ndarray, labels: Sequence[str], targets: Sequence[str]) -> list[FilterResult]:
+    """Keep when the classifier's top label is the target. Score: p(target | x')."""
+    p = np.asarray(probs, dtype=np.float64)
+    idx = _target_index(labels, targets)
+    pt = p[np.arange(len(idx)), idx]
+    top = p.argmax(axis=1)
+    return [FilterResult(float(s), bool(t == i), () if t == i else (f"predicts {labels[t]}",))
+            for s, t, i in zip(pt, top, idx, strict=True)]
+
+
+def teacher_shift(p_original: np.ndarray, p_candidate: np.ndarray, labels: Sequence[str],
+                  targets: Sequence[str], threshold: float = 0.25) -> list[FilterResult]:
+    """DISCO's distillation filter: keep when p(target|x') - p(target|x) > ``threshold``."""
+    po, pc = np.asarray(p_original, dtype=np.float64), np.asarray(p_candidate, dtype=np.float64)
+    if po.shape != pc.shape:
+        raise ValueError("probability arrays must have the same shape")
+    idx = _target_index(labels, targets)
+    rows = np.arange(len(idx))
+    shift = pc[rows, idx] - po[rows, idx]
+    return [FilterResult(float(s), bool(s > threshold), () if s > threshold else (f"shift {s:.2f} <= {threshold}",))
+            for s in shift]

@@ -1,0 +1,150 @@
+"""Per-run generation metrics: candidates per original, acceptance by filter, distinct-1/2,
+self-BLEU, mean token edit distance, mean similarity, share per control code, and the
+"introduced text" statistics (distinct-1 of inserted/replacing tokens, largest share of one
+introduced token) that expose shortcut words such as "not".
+
+All plain Python/numpy, no downloads (self-BLEU is implemented here, not taken from NLTK).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from generation.ml.rules.tokens import introduced_removed, words
+
+
+# -- diversity ---------------------------------------------------------------------------------
+def ngrams(tokens: Sequence[str], n: int) -> list[tuple[str, ...]]:
+    return [tuple(tokens[i: i + n]) for i in range(len(tokens) - n + 1)]
+
+
+def distinct_n(texts: Iterable[str], n: int) -> float:
+    """Distinct n-grams / all n-grams over ``texts`` (0 when there are none)."""
+    total, seen = 0, set()
+    for t in texts:
+        grams = ngrams(words(t), n)
+        total += len(grams)
+        seen.update(grams)
+    return len(seen) / total if total else 0.0
+
+
+def bleu(hypothesis: Sequence[str], references: Sequence[Sequence[str]], max_n: int = 4) -> float:
+    """Sentence BLEU (uniform weights, brevity penalty, add-epsilon smoothing for empty orders)."""
+    if not hypothesis or not references:
+        return 0.0
+    log_p = 0.0
+    for n in range(1, max_n + 1):
+        hyp = Counter(ngrams(hypothesis, n))
+        total = sum(hyp.values())
+        if total == 0:
+            log_p += math.log(1e-9)
+            continue
+        max_ref: Counter[tuple[str, ...]] = Counter()
+        for ref in references:
+            for g, c in Counter(ngrams(ref, n)).items():
+                if c > max_ref[g]:
+                    max_ref[g] = c
+        clipped = sum(min(c, max_ref[g]) for g, c in hyp.items())
+        log_p += math.log(clipped / total if clipped else 0.1 / total)
+    hl = len(hypothesis)
+    rl = min((len(r) for r in references), key=lambda x: (abs(x - hl), x))
+    bp = 1.0 if hl > rl else math.exp(1 - rl / hl)
+    return bp * math.exp(log_p / max_n)
+
+
+def self_bleu(texts: Sequence[str], max_n: int = 4, max_texts: int = 300, seed: int = 0) -> float:
+    """Mean BLEU of each text against all the others (lower = more diverse). At most
+    ``max_texts`` texts (a seeded sample) so the quadratic cost stays bounded."""
+    items = list(texts)
+    if len(items) > max_texts:
+        items = random.Random(seed).sample(items, max_texts)
+    toks = [words(t) for t in items]
+    if len(toks) < 2:
+        return 0.0
+    scores = [bleu(h, toks[:i] + toks[i + 1:], max_n) for i, h in enumerate(toks)]
+    return sum(scores) / len(scores)
+
+
+# -- edits -------------------------------------------------------------------------------------
+def token_edit_distance(a: Sequence[str], b: Sequence[str]) -> int:
+    """Word-level Levenshtein distance (common prefix/suffix stripped first: cheap for minimal
+    edits of long texts)."""
+    i = 0
+    while i < len(a) and i < len(b) and a[i] == b[i]:
+        i += 1
+    j = 0
+    while j < len(a) - i and j < len(b) - i and a[len(a) - 1 - j] == b[len(b) - 1 - j]:
+        j += 1
+    a, b = a[i: len(a) - j], b[i: len(b) - j]
+    if not a or not b:
+        return max(len(a), len(b))
+    prev = list(range(len(b) + 1))
+    for x, ca in enumerate(a, 1):
+        cur = [x] + [0] * len(b)
+        for y, cb in enumerate(b, 1):
+            cur[y] = min(prev[y] + 1, cur[y - 1] + 1, prev[y - 1] + (ca != cb))
+        prev = cur
+    return prev[-1]
+
+
+def introduced_stats(introduced: Iterable[Sequence[str]]) -> dict[str, Any]:
+    """Over all candidates' introduced (inserted or replacing) tokens: how many, distinct-1,
+    and the token with the largest share."""
+    counts: Counter[str] = Counter()
+    for toks in introduced:
+        counts.update(t.lower() for t in toks if any(c.isalnum() for c in t))
+    total = sum(counts.values())
+    if not total:
+        return {"introduced_tokens": 0, "introduced_distinct_1": 0.0, "introduced_max_share": 0.0,
+                "introduced_top": ""}
+    top, top_n = counts.most_common(1)[0]
+    return {"introduced_tokens": total, "introduced_distinct_1": len(counts) / total,
+            "introduced_max_share": top_n / total, "introduced_top": top}
+
+
+# -- a run -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CandidateStat:
+    """What the metrics need to know of one candidate."""
+
+    original: str  # the compared original text (the changed field, or the edited window)
+    candidate: str
+    code: str = ""
+    introduced: tuple[str, ...] | None = None  # None: derived from the word diff
+    similarity: float | None = None
+    kept: Mapping[str, bool] = field(default_factory=dict)  # filter name -> kept by it
+
+
+def run_metrics(n_originals: int, stats: Sequence[CandidateStat], *, self_bleu_max: int = 300) -> dict[str, Any]:
+    """The metrics stored on a GenerationRun (JSON-ready)."""
+    n = len(stats)
+    by_filter: dict[str, list[bool]] = {}
+    for s in stats:
+        for name, ok in s.kept.items():
+            by_filter.setdefault(name, []).append(bool(ok))
+    codes = Counter(s.code or "other" for s in stats)
+    sims = [s.similarity for s in stats if s.similarity is not None]
+    texts = [s.candidate for s in stats]
+    intro = [s.introduced if s.introduced is not None else introduced_removed(s.original, s.candidate)[0]
+             for s in stats]
+    dists = [token_edit_distance(words(s.original), words(s.candidate)) for s in stats]
+    out: dict[str, Any] = {
+        "originals": n_originals,
+        "candidates": n,
+        "candidates_per_original": n / n_originals if n_originals else 0.0,
+        "acceptance_by_filter": {k: sum(v) / len(v) for k, v in sorted(by_filter.items())},
+        "accepted_all_filters": (sum(all(s.kept.values()) for s in stats) / n) if n else 0.0,
+        "distinct_1": distinct_n(texts, 1),
+        "distinct_2": distinct_n(texts, 2),
+        "self_bleu": self_bleu(texts, max_texts=self_bleu_max),
+        "mean_token_edit_distance": sum(dists) / n if n else 0.0,
+        "mean_similarity": sum(sims) / len(sims) if sims else None,
+        "share_per_code": {c: k / n for c, k in sorted(codes.items())} if n else {},
+    }
+    out.update(introduced_stats(intro))
+    return out

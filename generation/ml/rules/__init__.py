@@ -1,0 +1,183 @@
+"""``rules``: offline control-code perturbations (Polyjuice's eight codes, no model needed).
+
+Per original, per text field, a few sentences are chosen (all of a short field; at most
+``max_sentences`` of a long review), POS-tagged once, and every control code proposes edits.
+The generator samples among the proposals with a per-original seeded RNG (deterministic for a
+seed, independent of batch order), caps each code (negation lower than the rest, so negation
+words never become the shortcut), and yields up to ``max_per_original`` distinct candidates,
+round-robin over codes for diversity. Multi-field originals (NLI) get one field edited per
+candidate, recorded in ``meta["field"]``. Untargeted: ``target_label`` is None.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip
+from generation.ml.rules import lexical_codes, structural_codes
+from generation.ml.rules.lexical_codes import Proposal, Sentence
+from generation.ml.rules.phrases import fix_tags
+from generation.ml.rules.tokens import apply_edits, loose_sentence_spans, sentence_spans, tag, words
+
+CODES: tuple[str, ...] = ("negation", "quantifier", "lexical", "resemantic", "insert", "delete", "restructure",
+                          "shuffle")
+
+Perturb = Callable[[Sentence, random.Random], list[Proposal]]
+PERTURBATIONS: dict[str, Perturb] = {
+    "negation": lexical_codes.negation,
+    "quantifier": lexical_codes.quantifier,
+    "lexical": lexical_codes.lexical,
+    "resemantic": lexical_codes.resemantic,
+    "insert": structural_codes.insert,
+    "delete": structural_codes.delete,
+    "restructure": structural_codes.restructure,
+    "shuffle": structural_codes.shuffle,
+}
+
+
+@dataclass(frozen=True)
+class RulesConfig:
+    seed: int = 0
+    max_per_code: int = 2
+    max_negation: int = 1
+    max_per_original: int = 12
+    max_sentences: int = 2  # per field; long texts (reviews) get one or two sentences edited
+    min_words: int = 3
+    max_sentence_words: int = 60
+    codes: tuple[str, ...] = CODES
+
+    def validate(self) -> None:
+        unknown = [c for c in self.codes if c not in PERTURBATIONS]
+        if unknown:
+            raise GeneratorConfigError(f"rules: unknown control code(s) {unknown}; known: {list(CODES)}")
+        if self.max_per_code < 1 or self.max_per_original < 1 or self.max_sentences < 1:
+            raise GeneratorConfigError("rules: max_per_code, max_per_original and max_sentences must be >= 1")
+        if self.max_negation < 0:
+            raise GeneratorConfigError("rules: max_negation must be >= 0")
+
+
+class RulesGenerator:
+    name = "rules"
+
+    def __init__(self, config: RulesConfig | None = None, *, seed: int = 0, max_per_code: int = 2,
+                 max_negation: int = 1, max_per_original: int = 12, max_sentences: int = 2, min_words: int = 3,
+                 max_sentence_words: int = 60, codes: Sequence[str] = CODES) -> None:
+        if config is None:
+            try:
+                config = RulesConfig(
+                    seed=int(seed), max_per_code=int(max_per_code), max_negation=int(max_negation),
+                    max_per_original=int(max_per_original), max_sentences=int(max_sentences),
+                    min_words=int(min_words), max_sentence_words=int(max_sentence_words),
+                    codes=(codes,) if isinstance(codes, str) else tuple(codes),
+                )
+            except (TypeError, ValueError) as exc:
+                raise GeneratorConfigError(f"rules: bad option value: {exc}") from exc
+        self.config = config
+        self.config.validate()
+
+    # -- sentence choice -----------------------------------------------------------------------
+    def _sentences(self, text: str, rng: random.Random) -> list[Sentence]:
+        cfg = self.config
+        spans = []
+        for s, e in sentence_spans(text):
+            if len(words(text[s:e])) > cfg.max_sentence_words:  # e.g. an all-lower-case review
+                spans += loose_sentence_spans(text, s, e)
+            else:
+                spans.append((s, e))
+        scored = []
+        for s, e in spans:
+            n = len(words(text[s:e]))
+            if cfg.min_words <= n <= cfg.max_sentence_words:
+                scored.append((s, e))
+        if len(scored) > cfg.max_sentences:
+            scored = sorted(rng.sample(scored, cfg.max_sentences))
+        return [Sentence(text, fix_tags(tag(text[s:e], offset=s)), s, e) for s, e in scored]
+
+    # -- one original --------------------------------------------------------------------------
+    def candidates_for(self, original: Original) -> list[GeneratedCandidate] | Skip:
+        cfg = self.config
+        fields = {k: v for k, v in original.fields.items() if isinstance(v, str) and v.strip()}
+        if not fields:
+            return Skip(original.id, "no text field to perturb")
+        rng = random.Random(f"{cfg.seed}:{original.id}")
+        evaluative = original.task == "sentiment"
+        by_code: dict[str, list[tuple[str, Sentence, Proposal]]] = {c: [] for c in cfg.codes}
+        perturbable = False
+        for name, text in fields.items():
+            sents = self._sentences(text, rng)
+            perturbable = perturbable or bool(sents)
+            for sent in sents:
+                for code in cfg.codes:
+                    if code == "insert":
+                        props = structural_codes.insert(sent, rng, evaluative=evaluative)
+                    else:
+                        props = PERTURBATIONS[code](sent, rng)
+                    by_code[code] += [(name, sent, p) for p in props]
+        if not perturbable:
+            if all(len(words(t)) < cfg.min_words for t in fields.values()):
+                return Skip(original.id, f"too short to perturb (fewer than {cfg.min_words} words in every field)")
+            return Skip(original.id, f"no sentence of {cfg.min_words}-{cfg.max_sentence_words} words to perturb")
+        picked: dict[str, list[GeneratedCandidate]] = {}
+        seen = {tuple(sorted(fields.items()))}
+        for code in cfg.codes:
+            pool = by_code[code]
+            rng.shuffle(pool)
+            cap = cfg.max_negation if code == "negation" else cfg.max_per_code
+            chosen: list[GeneratedCandidate] = []
+            for name, sent, prop in pool:
+                if len(chosen) >= cap:
+                    break
+                cand = self._candidate(original, name, sent, prop)
+                key = tuple(sorted(cand.fields.items()))
+                if key in seen:
+                    continue
+                seen.add(key)
+                chosen.append(cand)
+            picked[code] = chosen
+        out: list[GeneratedCandidate] = []
+        depth = 0
+        while len(out) < cfg.max_per_original and any(len(v) > depth for v in picked.values()):
+            for code in cfg.codes:
+                if depth < len(picked[code]) and len(out) < cfg.max_per_original:
+                    out.append(picked[code][depth])
+            depth += 1
+        if not out:
+            return Skip(original.id, "no control code applies to this text")
+        return out
+
+    def _candidate(self, original: Original, field: str, sent: Sentence, prop: Proposal) -> GeneratedCandidate:
+        text = sent.text
+        new_text = apply_edits(text, list(prop.edits))
+        new_fields = dict(original.fields)
+        new_fields[field] = new_text
+        meta: dict[str, object] = {
+            "field": field,
+            "detail": prop.detail,
+            "introduced": list(prop.introduced),
+            "removed": list(prop.removed),
+        }
+        if (sent.start, sent.end) != (0, len(text)) and len(sentence_spans(text)) > 1:
+            delta = len(new_text) - len(text)
+            meta["window"] = [text[sent.start: sent.end], new_text[sent.start: max(sent.start, sent.end + delta)]]
+        return GeneratedCandidate(
+            original_id=original.id,
+            fields=new_fields,
+            generator=self.name,
+            perturbation=prop.code,
+            target_label=None,
+            meta=meta,
+        )
+
+    # -- interface -----------------------------------------------------------------------------
+    def generate(self, originals: Sequence[Original]) -> Iterator[GeneratedCandidate | Skip]:
+        for original in originals:  # lazily: memory does not grow with the number of originals
+            result = self.candidates_for(original)
+            if isinstance(result, Skip):
+                yield result
+            else:
+                yield from result
+
+
+__all__ = ["CODES", "PERTURBATIONS", "RulesConfig", "RulesGenerator"]

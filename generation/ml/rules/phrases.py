@@ -1,0 +1,198 @@
+"""Shallow syntax over POS-tagged tokens: noun-phrase chunks, prepositional phrases, verb
+inflection, a/an agreement. Enough for the rule-based control codes; no parser needed."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from generation.ml import lexicons as lx
+from generation.ml.rules.tokens import Token
+
+NOUN_TAGS = ("NN", "NNS", "NNP", "NNPS")
+MOD_TAGS = ("JJ", "JJR", "JJS", "VBN", "CD")
+
+
+def is_noun(t: Token) -> bool:
+    return t.pos in NOUN_TAGS and t.text[:1].isalpha()
+
+
+def fix_tags(toks: list[Token]) -> list[Token]:
+    """Repair the commonest tagger slip: a sentence without a verb whose "N Ns" pair is really
+    subject + verb ("A man watches a dog": watches/NNS -> VBZ)."""
+    if any(t.pos.startswith(("VB", "MD")) for t in toks):
+        return toks
+    from generation.ml.rules import wordnet as wnx
+
+    out = list(toks)
+    for i in range(1, len(out) - 1):
+        t = out[i]
+        if t.pos == "NNS" and out[i - 1].pos == "NN" and t.lower.endswith("s") and wnx.known(t.lower, "v") \
+                and out[i + 1].pos in ("DT", "PRP$", "IN", "PRP", "JJ", "CD", "RB"):
+            out[i] = Token(t.text, t.start, t.end, "VBZ")
+            break
+    return out
+
+
+def np_chunks(toks: list[Token]) -> list[tuple[int, int]]:
+    """[start, end) token-index spans of simple noun phrases: (DT|PRP$|CD)? (JJ|VBN)* NN+ or a
+    personal pronoun."""
+    out = []
+    i, n = 0, len(toks)
+    while i < n:
+        j = i
+        if toks[j].pos in ("DT", "PRP$", "CD") and toks[j].lower not in ("that", "which", "all"):
+            j += 1
+        while j < n and toks[j].pos in MOD_TAGS + ("RB",) and j + 1 < n and toks[j + 1].pos in MOD_TAGS + NOUN_TAGS:
+            j += 1
+        k = j
+        while k < n and is_noun(toks[k]):
+            k += 1
+        if k > j:
+            out.append((i, k))
+            i = k
+        elif toks[i].pos == "PRP" and toks[i].lower not in ("it", "'s"):
+            out.append((i, i + 1))
+            i += 1
+        else:
+            i += 1
+    return out
+
+
+def pp_chunks(toks: list[Token]) -> list[tuple[int, int]]:
+    """[start, end) spans of 'IN NP' prepositional phrases (NP as chunked above)."""
+    nps = {s: e for s, e in np_chunks(toks)}
+    out = []
+    for i, t in enumerate(toks):
+        if t.pos in ("IN", "TO") and t.lower in lx.PREPOSITIONS and i + 1 in nps:
+            out.append((i, nps[i + 1]))
+    return out
+
+
+def article_for(word: str) -> str:
+    w = word.lower()
+    vowel = w[:1] in "aeiou" and not w.startswith(("uni", "use", "eu", "one", "uk"))
+    return "an" if vowel or w.startswith(("hour", "honest", "heir")) else "a"
+
+
+def fix_article(det: Token, next_word: str) -> str | None:
+    """The a/an form ``det`` should take before ``next_word`` (None: leave as is)."""
+    if det.lower not in ("a", "an"):
+        return None
+    want = article_for(next_word)
+    if want == det.lower:
+        return None
+    return want.capitalize() if det.text[:1].isupper() else want
+
+
+@lru_cache(maxsize=16384)
+def pluralize(noun: str) -> str:
+    from textblob.en.inflect import pluralize as _pl
+
+    return str(_pl(noun))
+
+
+@lru_cache(maxsize=16384)
+def singularize(noun: str) -> str:
+    from textblob.en.inflect import singularize as _sg
+
+    return str(_sg(noun))
+
+
+_VERB_TABLE = {row[0]: row for row in lx.VERB_FORMS}
+_IRREGULAR_PP_BY_BASE = {
+    "eat": "eaten", "throw": "thrown", "write": "written", "ride": "ridden", "sing": "sung",
+    "swim": "swum", "run": "run", "drive": "driven", "take": "taken", "give": "given",
+    "see": "seen", "break": "broken", "choose": "chosen", "draw": "drawn", "fly": "flown",
+    "hide": "hidden", "shake": "shaken", "steal": "stolen", "speak": "spoken", "wear": "worn",
+    "begin": "begun", "bite": "bitten", "blow": "blown", "know": "known", "grow": "grown",
+    "hold": "held", "build": "built", "buy": "bought", "sell": "sold", "read": "read",
+    "catch": "caught", "teach": "taught", "bring": "brought", "make": "made", "find": "found",
+    "hit": "hit", "cut": "cut", "put": "put", "feed": "fed", "lead": "led", "leave": "left",
+    "keep": "kept", "sweep": "swept", "hang": "hung", "dig": "dug", "spin": "spun",
+    "swing": "swung", "win": "won", "lose": "lost", "send": "sent", "spend": "spent",
+    "tell": "told", "pay": "paid", "lay": "laid", "do": "done", "get": "gotten", "have": "had",
+    "play": "played", "kick": "kicked", "pull": "pulled", "push": "pushed",
+}
+
+
+def _regular_ed(base: str) -> str:
+    if base.endswith("e"):
+        return base + "d"
+    if base.endswith("y") and len(base) > 2 and base[-2] not in "aeiou":
+        return base[:-1] + "ied"
+    if len(base) <= 4 and len(base) >= 3 and base[-1] not in "aeiouwxy" and base[-2] in "aeiou" and base[-3] not in "aeiou":
+        return base + base[-1] + "ed"
+    return base + "ed"
+
+
+def participle(base: str) -> str:
+    return _IRREGULAR_PP_BY_BASE.get(base) or _regular_ed(base)
+
+
+def inflect(base: str, tag: str) -> str:
+    """Inflect a verb base form for a Penn tag (VB, VBP, VBZ, VBD, VBG, VBN)."""
+    row = _VERB_TABLE.get(base)
+    if tag == "VBZ":
+        if row:
+            return row[1]
+        if base.endswith(("s", "sh", "ch", "x", "z", "o")):
+            return base + "es"
+        if base.endswith("y") and len(base) > 2 and base[-2] not in "aeiou":
+            return base[:-1] + "ies"
+        return base + "s"
+    if tag == "VBD":
+        if row:
+            return row[2]
+        return _regular_ed(base)
+    if tag == "VBN":
+        return participle(base)
+    if tag == "VBG":
+        if row:
+            return row[3]
+        if base.endswith("ie"):
+            return base[:-2] + "ying"
+        if base.endswith("e") and not base.endswith(("ee", "ye", "oe")):
+            return base[:-1] + "ing"
+        if len(base) in (3, 4) and base[-1] not in "aeiouwxy" and base[-2] in "aeiou" and base[-3] not in "aeiou":
+            return base + base[-1] + "ing"
+        return base + "ing"
+    return base
+
+
+def agree_be(word: str, plural: bool) -> str:
+    table = {"is": "are", "was": "were", "has": "have", "does": "do"}
+    inverse = {v: k for k, v in table.items()}
+    low = word.lower()
+    if plural and low in table:
+        rep = table[low]
+    elif not plural and low in inverse:
+        rep = inverse[low]
+    else:
+        return word
+    return rep.capitalize() if word[:1].isupper() else rep
+
+
+def span_text(text: str, toks: list[Token], s: int, e: int) -> str:
+    """The original characters covered by tokens [s, e)."""
+    return text[toks[s].start: toks[e - 1].end]
+
+
+def delete_span(text: str, toks: list[Token], s: int, e: int) -> tuple[int, int, str]:
+    """A character edit deleting tokens [s, e) together with one adjacent space."""
+    start, end = toks[s].start, toks[e - 1].end
+    if start > 0 and text[start - 1] == " ":
+        start -= 1
+    elif end < len(text) and text[end] == " ":
+        end += 1
+    return (start, end, "")
+
+
+def lower_first(phrase: str, tok: Token) -> str:
+    """Lower-case the first letter when it is only capitalised for being sentence-initial."""
+    if tok.pos in ("NNP", "NNPS") or tok.text == "I" or tok.text.isupper() and len(tok.text) > 1:
+        return phrase
+    return phrase[:1].lower() + phrase[1:]
+
+
+def upper_first(phrase: str) -> str:
+    return phrase[:1].upper() + phrase[1:]

@@ -1,0 +1,211 @@
+"""The phrase-level control codes: insert, delete, restructure, shuffle."""
+
+from __future__ import annotations
+
+import random
+
+from generation.ml import lexicons as lx
+from generation.ml.rules import wordnet as wnx
+from generation.ml.rules.lexical_codes import Proposal, Sentence, _content_verb
+from generation.ml.rules.phrases import (
+    agree_be,
+    delete_span,
+    fix_article,
+    inflect,
+    is_noun,
+    lower_first,
+    np_chunks,
+    participle,
+    pp_chunks,
+    span_text,
+    upper_first,
+)
+from generation.ml.rules.tokens import Token
+
+
+def _end_index(toks: list[Token]) -> int:
+    """Index one past the last non-punctuation token."""
+    n = len(toks)
+    while n > 0 and not toks[n - 1].is_word:
+        n -= 1
+    return n
+
+
+# -- insert ------------------------------------------------------------------------------------
+def insert(s: Sentence, rng: random.Random, evaluative: bool = False) -> list[Proposal]:
+    toks, out = s.toks, []
+    adjs = lx.INSERT_ADJECTIVES + (lx.INSERT_EVALUATIVE if evaluative else ())
+    for i, t in enumerate(toks):
+        if is_noun(t) and t.pos in ("NN", "NNS") and i > 0 and toks[i - 1].pos in ("DT", "PRP$", "CD", "IN"):
+            if i + 1 < len(toks) and is_noun(toks[i + 1]):
+                continue  # insert before the first noun of a compound only
+            adj = rng.choice(adjs)
+            edits = [(t.start, t.start, adj + " ")]
+            if (fix := fix_article(toks[i - 1], adj)):
+                edits.append((toks[i - 1].start, toks[i - 1].end, fix))
+            out.append(Proposal("insert", tuple(edits), (adj,), (), f"+adj {adj}"))
+        elif _content_verb(t) and t.pos in ("VBZ", "VBD", "VBG") and i > 0:
+            adv = rng.choice(lx.INSERT_ADVERBS)
+            out.append(Proposal("insert", ((t.start, t.start, adv + " "),), (adv,), (), f"+adv {adv}"))
+        elif t.pos == "JJ" and i > 0 and toks[i - 1].lower in lx.COPULAS:
+            adv = rng.choice(("very", "quite", "rather", "extremely", "fairly", "incredibly", "somewhat"))
+            out.append(Proposal("insert", ((t.start, t.start, adv + " "),), (adv,), (), f"+adv {adv}"))
+    end = _end_index(toks)
+    if end >= 3:
+        pp = rng.choice(lx.INSERT_PPS)
+        out.append(Proposal("insert", ((toks[end - 1].end, toks[end - 1].end, " " + pp),), tuple(pp.split()), (), f"+pp {pp}"))
+    return out
+
+
+# -- delete ------------------------------------------------------------------------------------
+def delete(s: Sentence, rng: random.Random) -> list[Proposal]:
+    toks, text, out = s.toks, s.text, []
+    for i, t in enumerate(toks):
+        if t.pos in ("JJ", "JJR", "JJS") and i + 1 < len(toks) and is_noun(toks[i + 1]) and t.text.isalpha():
+            edits = [delete_span(text, toks, i, i + 1)]
+            if i > 0 and (fix := fix_article(toks[i - 1], toks[i + 1].text)):
+                edits.append((toks[i - 1].start, toks[i - 1].end, fix))
+            out.append(Proposal("delete", tuple(edits), (), (t.lower,), f"-adj {t.lower}"))
+        elif t.pos in ("RB", "RBR") and t.text.isalpha() and t.lower not in lx.NEGATION_WORDS and i > 0:
+            out.append(Proposal("delete", (delete_span(text, toks, i, i + 1),), (), (t.lower,), f"-adv {t.lower}"))
+    for a, b in pp_chunks(toks):
+        if a == 0 or b - a > 6:
+            continue
+        removed = tuple(x.lower for x in toks[a:b])
+        out.append(Proposal("delete", (delete_span(text, toks, a, b),), (), removed, f"-pp {' '.join(removed)}"))
+    return out
+
+
+# -- restructure -------------------------------------------------------------------------------
+def _np_at(nps: list[tuple[int, int]], start: int) -> tuple[int, int] | None:
+    for a, b in nps:
+        if a == start:
+            return a, b
+    return None
+
+
+def _as_object(text: str, toks: list[Token], a: int, b: int) -> str:
+    if b - a == 1 and toks[a].lower in lx.OBJECT_PRONOUN:
+        return lx.OBJECT_PRONOUN[toks[a].lower]
+    return lower_first(span_text(text, toks, a, b), toks[a])
+
+
+def _as_subject(text: str, toks: list[Token], a: int, b: int) -> str:
+    if b - a == 1 and toks[a].lower in lx.SUBJECT_PRONOUN:
+        return upper_first(lx.SUBJECT_PRONOUN[toks[a].lower])
+    return upper_first(span_text(text, toks, a, b))
+
+
+def _plural(toks: list[Token], a: int, b: int) -> bool:
+    return toks[b - 1].pos in ("NNS", "NNPS") or toks[b - 1].lower in ("they", "we", "them", "us")
+
+
+def restructure(s: Sentence, rng: random.Random) -> list[Proposal]:
+    toks, text, out = s.toks, s.text, []
+    end = _end_index(toks)
+    if end < 3:
+        return out
+    nps = np_chunks(toks)
+    whole = (toks[0].start, toks[end - 1].end)
+    orig = text[whole[0]: whole[1]]
+
+    def emit(new: str, detail: str, intro: tuple[str, ...] = ()) -> None:
+        if new != orig:
+            out.append(Proposal("restructure", ((whole[0], whole[1], new),), intro, (), detail))
+
+    subj = _np_at(nps, 0)
+    if subj:
+        a, b = subj
+        # active -> passive: NP1 is/are VBG NP2 (rest)  /  NP1 VBZ|VBD NP2 (rest)
+        if b + 1 < end and toks[b].lower in ("is", "are", "was", "were") and toks[b + 1].pos == "VBG":
+            obj = _np_at(nps, b + 2)
+            if obj:
+                base = wnx.lemma(toks[b + 1].lower, "v")
+                be = agree_be("was" if toks[b].lower in ("was", "were") else "is", _plural(toks, *obj))
+                rest = text[toks[obj[1] - 1].end: toks[end - 1].end]
+                new = (f"{_as_subject(text, toks, *obj)} {be} being {participle(base)} by "
+                       f"{_as_object(text, toks, a, b)}{rest}")
+                emit(new, "active -> passive (progressive)", ("being", participle(base), "by"))
+        elif b < end and toks[b].pos in ("VBZ", "VBD") and _content_verb(toks[b]):
+            obj = _np_at(nps, b + 1)
+            if obj:
+                base = wnx.lemma(toks[b].lower, "v")
+                be = agree_be("was" if toks[b].pos == "VBD" else "is", _plural(toks, *obj))
+                rest = text[toks[obj[1] - 1].end: toks[end - 1].end]
+                new = f"{_as_subject(text, toks, *obj)} {be} {participle(base)} by {_as_object(text, toks, a, b)}{rest}"
+                emit(new, "active -> passive", (participle(base), "by"))
+        # passive -> active: NP1 is/was VBN by NP2 (rest)
+        if b + 2 < end and toks[b].lower in ("is", "are", "was", "were") and toks[b + 1].pos in ("VBN", "VBD") \
+                and toks[b + 2].lower == "by":
+            agent = _np_at(nps, b + 3)
+            if agent:
+                base = wnx.lemma(toks[b + 1].lower, "v")
+                past = toks[b].lower in ("was", "were")
+                verb = inflect(base, "VBD" if past else ("VBP" if _plural(toks, *agent) else "VBZ"))
+                rest = text[toks[agent[1] - 1].end: toks[end - 1].end]
+                new = f"{_as_subject(text, toks, *agent)} {verb} {_as_object(text, toks, a, b)}{rest}"
+                emit(new, "passive -> active", (verb,))
+    # front a sentence-final prepositional phrase
+    for a, b in pp_chunks(toks):
+        if b == end and a > 2 and toks[a].lower != "by":
+            pp = span_text(text, toks, a, b)
+            head = span_text(text, toks, 0, a).rstrip(" ,")
+            emit(f"{upper_first(pp)}, {lower_first(head, toks[0])}", "front pp")
+    # swap clauses around a connective or a comma (both sides need a verb)
+    quoted = any(x.text in ('"', "“", "”") for x in toks)
+    commas = sum(1 for x in toks[:end] if x.text == ",")
+    for i in range(1, end - 1):
+        t = toks[i]
+        if t.lower not in ("because", "while", "and", "but", "although", "since", "when", ","):
+            continue
+        if quoted or end > 30 or (t.text == "," and commas > 1):
+            break
+        left, right = toks[:i], toks[i + 1: end]
+        if not any(x.pos.startswith("VB") for x in left) or not any(x.pos.startswith("VB") for x in right):
+            continue
+        ltxt = span_text(text, toks, 0, i).rstrip(" ,")
+        rtxt = span_text(text, toks, i + 1, end)
+        if t.lower in ("because", "while", "although", "since", "when"):
+            emit(f"{upper_first(t.lower)} {rtxt}, {lower_first(ltxt, toks[0])}", f"front {t.lower}-clause")
+        elif t.lower in ("and", "but"):
+            emit(f"{upper_first(rtxt)} {t.lower} {lower_first(ltxt, toks[0])}", f"swap {t.lower} clauses")
+        else:
+            emit(f"{upper_first(rtxt)}, {lower_first(ltxt, toks[0])}", "swap comma clauses")
+        break
+    return out
+
+
+def _agree_verb(v: Token, plural: bool) -> str:
+    """``v`` inflected for a singular/plural subject (be/have/do and present-tense verbs)."""
+    if v.lower in ("is", "are", "was", "were", "has", "have", "does", "do"):
+        return agree_be(v.text, plural)
+    if v.pos == "VBZ" and plural and _content_verb(v):
+        return wnx.lemma(v.lower, "v")
+    if v.pos == "VBP" and not plural and _content_verb(v):
+        return inflect(wnx.lemma(v.lower, "v"), "VBZ")
+    return v.text
+
+
+# -- shuffle -----------------------------------------------------------------------------------
+def shuffle(s: Sentence, rng: random.Random) -> list[Proposal]:
+    toks, text, out = s.toks, s.text, []
+    # noun phrases only (swapping pronouns breaks case and clitics: "You'd" / "me")
+    nps = [(a, b) for a, b in np_chunks(toks) if any(is_noun(x) for x in toks[a:b])
+           and not (b < len(toks) and toks[b].lower.startswith("'"))]
+    pairs = [(x, y) for k, x in enumerate(nps) for y in nps[k + 1:]
+             if span_text(text, toks, *x).lower() != span_text(text, toks, *y).lower()]
+    rng.shuffle(pairs)
+    for (a1, b1), (a2, b2) in pairs[:4]:
+        t1, t2 = span_text(text, toks, a1, b1), span_text(text, toks, a2, b2)
+        if a1 == 0:
+            new1, new2 = _as_subject(text, toks, a2, b2), _as_object(text, toks, a1, b1)
+        else:
+            new1, new2 = t2, t1
+        edits = [(toks[a1].start, toks[b1 - 1].end, new1), (toks[a2].start, toks[b2 - 1].end, new2)]
+        # subject-verb agreement when a subject's number changes
+        if _plural(toks, a1, b1) != _plural(toks, a2, b2):
+            for (a, b), plural in (((a1, b1), _plural(toks, a2, b2)), ((a2, b2), _plural(toks, a1, b1))):
+                if b < len(toks) and (fixed := _agree_verb(toks[b], plural)) != toks[b].text:
+                    edits.append((toks[b].start, toks[b].end, fixed))
+        out.append(Proposal("shuffle", tuple(edits), (), (), f"swap '{t1}' <-> '{t2}'"))
+    return out

@@ -1,0 +1,165 @@
+"""Cached WordNet lookups (nltk.corpus.wordnet reading NLTK_DATA; never downloads).
+
+Every function is ``lru_cache``d: a run touches the same few thousand words over and over.
+Only single-word, alphabetic lemmas are returned, most frequent first (SemCor counts), so
+substitutions stay fluent.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Any
+
+_WN: Any = None
+
+PENN_TO_WN = {"N": "n", "V": "v", "J": "a", "R": "r"}
+
+
+def wordnet() -> Any:
+    global _WN
+    if _WN is None:
+        if "NLTK_DATA" not in os.environ:
+            here = os.path.dirname(os.path.abspath(__file__))
+            os.environ["NLTK_DATA"] = os.path.normpath(os.path.join(here, "..", "..", "..", "var", "nltk_data"))
+        from nltk.corpus import wordnet as wn
+
+        wn.ensure_loaded()
+        _WN = wn
+    return _WN
+
+
+def wn_pos(penn: str) -> str | None:
+    return PENN_TO_WN.get(penn[:1]) if penn else None
+
+
+@lru_cache(maxsize=65536)
+def lemma(word: str, pos: str) -> str:
+    base = wordnet().morphy(word.lower(), pos)
+    return base or word.lower()
+
+
+@lru_cache(maxsize=65536)
+def _synsets(word: str, pos: str, limit: int = 3) -> tuple[Any, ...]:
+    wn = wordnet()
+    syns = wn.synsets(lemma(word, pos), pos)
+    if pos == "a":
+        syns = syns + wn.synsets(lemma(word, pos), "s")
+    return tuple(syns[:limit])
+
+
+def _clean(names: list[tuple[str, int]], exclude: str) -> tuple[str, ...]:
+    seen: dict[str, int] = {}
+    for name, count in names:
+        if "_" in name or not name.isalpha() or name.lower() == exclude or name[:1].isupper():
+            continue
+        key = name.lower()
+        seen[key] = max(seen.get(key, 0), count)
+    return tuple(sorted(seen, key=lambda k: (-seen[k], k)))
+
+
+_COUNTS: dict[str, int] | None = None
+
+
+def _count(lem: Any) -> int:
+    """SemCor frequency of a lemma, from cntlist.rev read once into a dict (``Lemma.count()``
+    re-opens and searches that file on every call: too slow for a hot loop)."""
+    global _COUNTS
+    if _COUNTS is None:
+        counts: dict[str, int] = {}
+        try:
+            with wordnet().open("cntlist.rev") as fh:
+                for line in fh:
+                    parts = line.split()
+                    if len(parts) == 3:
+                        counts[parts[0]] = int(parts[2])
+        except OSError:
+            pass
+        _COUNTS = counts
+    try:
+        return _COUNTS.get(lem.key(), 0)
+    except Exception:  # noqa: BLE001 - a malformed lemma key: treat as unseen
+        return 0
+
+
+def _lemmas(synsets: Any) -> list[tuple[str, int]]:
+    return [(lem.name(), _count(lem)) for s in synsets for lem in s.lemmas()]
+
+
+@lru_cache(maxsize=65536)
+def antonyms(word: str, pos: str) -> tuple[str, ...]:
+    base = lemma(word, pos)
+    names = []
+    for s in _synsets(word, pos):
+        for lem in s.lemmas():
+            if lem.name().lower() != base:
+                continue
+            names += [(a.name(), _count(a) + 1) for a in lem.antonyms()]
+        if pos == "a":  # satellites: antonyms of the head adjective of the cluster
+            for sim in s.similar_tos():
+                for lem in sim.lemmas():
+                    names += [(a.name(), _count(a)) for a in lem.antonyms()]
+    return _clean(names, base)
+
+
+@lru_cache(maxsize=65536)
+def synonyms(word: str, pos: str) -> tuple[str, ...]:
+    return _clean(_lemmas(_synsets(word, pos, 2)), lemma(word, pos))
+
+
+@lru_cache(maxsize=65536)
+def hypernyms(word: str, pos: str) -> tuple[str, ...]:
+    return _clean(_lemmas([h for s in _synsets(word, pos, 2) for h in s.hypernyms()]), lemma(word, pos))
+
+
+@lru_cache(maxsize=65536)
+def hyponyms(word: str, pos: str) -> tuple[str, ...]:
+    return _clean(_lemmas([h for s in _synsets(word, pos, 1) for h in s.hyponyms()]), lemma(word, pos))
+
+
+@lru_cache(maxsize=65536)
+def cohyponyms(word: str, pos: str) -> tuple[str, ...]:
+    """Sister terms: other hyponyms of the word's direct hypernyms (first sense)."""
+    syns = _synsets(word, pos, 1)
+    own = {lem.name().lower() for s in syns for lem in s.lemmas()}
+    names = _lemmas([c for s in syns for h in s.hypernyms() for c in h.hyponyms() if c not in syns])
+    return tuple(n for n in _clean(names, lemma(word, pos)) if n not in own)
+
+
+@lru_cache(maxsize=65536)
+def similar_adjectives(word: str) -> tuple[str, ...]:
+    """Adjectives in the same cluster (similar_tos) — co-hyponyms for adjectives."""
+    names = _lemmas([t for s in _synsets(word, "a", 2) for t in s.similar_tos()])
+    return _clean(names, lemma(word, "a"))
+
+
+@lru_cache(maxsize=262144)
+def relation(a: str, b: str, pos: str | None) -> str | None:
+    """The WordNet relation that turns word ``a`` into word ``b`` (any POS when None):
+    antonym, synonym, hypernym, hyponym, similar (adjective cluster), cohyponym, or None."""
+    a, b = a.lower(), b.lower()
+    poses = [pos] if pos else ["n", "v", "a", "r"]
+    for p in poses:
+        lb = lemma(b, p)
+        if lb == lemma(a, p):
+            return "synonym"
+        if lb in antonyms(a, p):
+            return "antonym"
+    for p in poses:
+        lb = lemma(b, p)
+        if lb in synonyms(a, p):
+            return "synonym"
+        if lb in hypernyms(a, p):
+            return "hypernym"
+        if lb in hyponyms(a, p):
+            return "hyponym"
+        if p == "a" and lb in similar_adjectives(a):
+            return "similar"
+        if lb in cohyponyms(a, p):
+            return "cohyponym"
+    return None
+
+
+def known(word: str, pos: str | None = None) -> bool:
+    wn = wordnet()
+    return bool(wn.synsets(word.lower(), pos) if pos else wn.synsets(word.lower()))

@@ -1,0 +1,50 @@
+"""bench_generation smoke test: a tiny data file, the JSON shape of FORMATS.md §3 on the last
+line, no database."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+ROWS = [
+    ("Negative", "The plot is thin and the acting is weak. I would not watch it again.", "1"),
+    ("Positive", "The plot is rich and the acting is strong. I would watch it again.", "1"),
+    ("Positive", "A charming film with a clever script. The cast is wonderful.", "2"),
+    ("Negative", "A tedious film with a clumsy script. The cast is dreadful.", "2"),
+    ("Positive", "The music is lovely and the photography is stunning. A man rides a horse across the plain.", "3"),
+    ("Negative", "The music is grating and the photography is dull. A man rides a horse across the plain.", "3"),
+]
+
+
+@pytest.fixture
+def tiny_sentiment(tmp_path):  # noqa: ANN001, ANN201
+    path = tmp_path / "dev_paired.tsv"
+    path.write_text("Sentiment\tText\tbatch_id\n" + "".join(f"{a}\t{b}\t{c}\n" for a, b, c in ROWS))
+    return path
+
+
+@pytest.mark.slow  # loads the real MiniLM
+def test_bench_generation_json_last_line(tiny_sentiment) -> None:  # noqa: ANN001
+    out = StringIO()
+    call_command("bench_generation", "--json", "--originals", "5", "--format", "cad-sentiment",
+                 "--data", str(tiny_sentiment), stdout=out)
+    lines = out.getvalue().strip().splitlines()
+    result = json.loads(lines[-1])
+    assert result["originals"] == 5  # 3 in the file, cycled with fresh ids
+    assert result["minilm_sentences_per_s"] > 0
+    rules = result["generators"]["rules"]
+    sim = result["generators"]["rules+similarity"]
+    assert rules["candidates"] > 0 and rules["candidates_per_s"] > 0
+    assert sim["candidates_per_s"] > 0 and 0 <= sim["accepted"] <= sim["candidates"] == rules["candidates"]
+    assert result["task"] == "sentiment" and result["band"] == [0.65, 0.98]
+    assert any(line.startswith("MiniLM:") for line in lines[:-1])
+
+
+def test_bench_generation_bad_arguments(tmp_path) -> None:  # noqa: ANN001
+    with pytest.raises(CommandError, match="data not found"):
+        call_command("bench_generation", "--data", str(tmp_path / "missing"), stdout=StringIO())
+    with pytest.raises(CommandError, match="originals"):
+        call_command("bench_generation", "--originals", "0", "--data", str(tmp_path), stdout=StringIO())

@@ -1,0 +1,274 @@
+"""The offline `rules` generator: one test per control code on hand-written sentences (the
+exact edit is asserted), then the generator's contract (determinism, caps, fields, skips,
+laziness) and, marked slow, the targets on CAD dev."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+
+from generation.ml import lexicons as lx
+from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip
+from generation.ml.rules import CODES, PERTURBATIONS, RulesGenerator
+from generation.ml.rules import wordnet as wnx
+from generation.ml.rules.lexical_codes import Sentence
+from generation.ml.rules.phrases import fix_tags
+from generation.ml.rules.tokens import apply_edits, sentence_spans, tag, words
+
+NLI_LABELS = ("entailment", "neutral", "contradiction")
+
+
+def outputs(code: str, text: str, seed: int = 0) -> set[str]:
+    sent = Sentence(text, fix_tags(tag(text)), 0, len(text))
+    return {apply_edits(text, list(p.edits)) for p in PERTURBATIONS[code](sent, random.Random(seed))}
+
+
+def nli(id_: str, premise: str, hypothesis: str) -> Original:
+    return Original(id_, {"premise": premise, "hypothesis": hypothesis}, "neutral", NLI_LABELS, "nli")
+
+
+# -- tokens ------------------------------------------------------------------------------------
+def test_tokenizer_splits_contractions_and_keeps_offsets() -> None:
+    toks = tag("He didn't go, can't he?")
+    assert [t.text for t in toks] == ["He", "did", "n't", "go", ",", "ca", "n't", "he", "?"]
+    assert all("He didn't go, can't he?"[t.start:t.end] == t.text for t in toks)
+
+
+def test_sentence_spans_skip_markup() -> None:
+    text = "Great film.<br /><br />The plot is thin. I laughed a lot!"
+    assert [text[s:e] for s, e in sentence_spans(text)] == ["Great film.", "The plot is thin.", "I laughed a lot!"]
+
+
+# -- the eight codes ---------------------------------------------------------------------------
+def test_negation_inserts_with_varied_forms() -> None:
+    out = outputs("negation", "A man is riding a bike.")
+    assert "A man is not riding a bike." in out
+    assert {"A man is never riding a bike.", "A man is no longer riding a bike.", "No man is riding a bike."} <= out
+
+
+def test_negation_do_support_for_plain_verbs() -> None:
+    assert "The boy does not kick the ball." in outputs("negation", "The boy kicks the ball.")
+
+
+def test_negation_removes_existing_negation() -> None:
+    assert outputs("negation", "The dog doesn't bark.") == {"The dog does bark."}
+    assert outputs("negation", "The cat is not asleep.") == {"The cat is asleep."}
+    assert outputs("negation", "Nobody likes the movie.") <= {"Somebody likes the movie.", "Everybody likes the movie.",
+                                                              "Someone likes the movie."}
+    assert outputs("negation", "He never smiles.") <= {"He always smiles.", "He often smiles.", "He sometimes smiles."}
+
+
+def test_quantifier_changes_determiner_number_and_agreement() -> None:
+    out = outputs("quantifier", "A man is riding a bike.")
+    assert "Two men are riding a bike." in out  # plural noun and verb agreement follow
+    assert "Every man is riding a bike." in out
+    assert "A man is riding two bikes." in out
+
+
+def test_quantifier_swaps_quantifiers_and_numbers() -> None:
+    assert outputs("quantifier", "Some dogs run in the park.") & {
+        "All dogs run in the park.", "Many dogs run in the park.", "Few dogs run in the park.",
+        "Several dogs run in the park.", "Most dogs run in the park.", "Two dogs run in the park.",
+        "Three dogs run in the park.", "Four dogs run in the park.", "Five dogs run in the park."}
+    assert "There are 4 cats on the sofa." in outputs("quantifier", "There are 3 cats on the sofa.")
+    assert outputs("quantifier", "Dogs run in the park.") & {"All dogs run in the park.", "Two dogs run in the park.",
+                                                             "Some dogs run in the park.", "Many dogs run in the park."}
+
+
+def test_lexical_uses_wordnet_antonyms() -> None:
+    assert "short" in wnx.antonyms("tall", "a")
+    assert "It is short." in outputs("lexical", "It is tall.")
+
+
+def test_lexical_uses_hypernyms_and_hyponyms() -> None:
+    out = outputs("lexical", "The water is cold.")
+    replaced = {o.split()[1] for o in out if o.endswith("is cold.")}
+    assert replaced & set(wnx.hypernyms("water", "n")) or replaced & set(wnx.hyponyms("water", "n"))
+    for o in out:  # one word changed, everything else kept
+        assert len(set(o.split()) ^ set("The water is cold.".split())) <= 2
+
+
+def test_resemantic_replaces_verb_or_cohyponym_noun() -> None:
+    out = outputs("resemantic", "The dog sleeps.")
+    verbs = {row[1] for row in lx.VERB_FORMS}
+    sisters = set(wnx.cohyponyms("dog", "n"))
+    assert out
+    for o in out:
+        w = o.rstrip(".").split()
+        assert (w[1] == "dog" and w[2] in verbs) or (w[2] == "sleeps" and w[1] in sisters), o
+
+
+def test_insert_adds_a_modifier() -> None:
+    out = outputs("insert", "A man is riding a bike.")
+    assert out
+    for o in out:
+        added = Counter(words(o)) - Counter(words("A man is riding a bike."))
+        assert 1 <= sum(added.values()) <= 4
+        inserted = set(added) - {"a", "an"}
+        assert inserted <= set(lx.INSERT_ADJECTIVES) | set(lx.INSERT_ADVERBS) | {
+            w for pp in lx.INSERT_PPS for w in pp.split()}, o
+
+
+def test_insert_fixes_the_article() -> None:
+    sent = Sentence("A man sleeps.", tag("A man sleeps."), 0, 13)
+    for seed in range(30):
+        for p in PERTURBATIONS["insert"](sent, random.Random(seed)):
+            new = apply_edits(sent.text, list(p.edits))
+            first = new.split()[1]
+            if first[0] in "aeiou":
+                assert new.startswith("An "), new
+
+
+def test_delete_removes_adjective_adverb_or_pp() -> None:
+    out = outputs("delete", "A tall man walks slowly in the park.")
+    assert {"A man walks slowly in the park.", "A tall man walks in the park.", "A tall man walks slowly."} <= out
+
+
+def test_restructure_voice_clauses_and_fronting() -> None:
+    assert "A bike is being ridden by a man." in outputs("restructure", "A man is riding a bike.")
+    assert "The ball was kicked by the boy." in outputs("restructure", "The boy kicked the ball.")
+    assert "The boy kicked the ball." in outputs("restructure", "The ball was kicked by the boy.")
+    assert "Because he was tired, he left early." in outputs("restructure", "He left early because he was tired.")
+    assert "In the park, a man sits." in outputs("restructure", "A man sits in the park.")
+
+
+def test_shuffle_swaps_noun_phrases() -> None:
+    assert outputs("shuffle", "The cat chased the dog.") == {"The dog chased the cat."}
+    assert "A dog watches a man." in outputs("shuffle", "A man watches a dog.")
+
+
+# -- the generator -----------------------------------------------------------------------------
+SENTENCES = [
+    nli("a", "A man is riding a bike because he is late.", "Two dogs don't run in the park."),
+    nli("b", "The little boy in jean shorts kicks the soccer ball.", "A little boy is playing soccer outside."),
+    nli("c", "A woman sits on a bench in the park.", "Some people are watching a tall man."),
+]
+
+
+def _all(gen: RulesGenerator, originals: list[Original]) -> list[GeneratedCandidate | Skip]:
+    return list(gen.generate(originals))
+
+
+def test_generator_covers_all_codes_and_edits_one_field() -> None:
+    out = _all(RulesGenerator(seed=0), SENTENCES)
+    cands = [c for c in out if isinstance(c, GeneratedCandidate)]
+    assert {c.perturbation for c in cands} == set(CODES)
+    by_id = {o.id: o for o in SENTENCES}
+    for c in cands:
+        orig = by_id[c.original_id]
+        changed = [k for k in orig.fields if orig.fields[k] != c.fields[k]]
+        assert changed == [c.meta["field"]]
+        assert c.generator == "rules" and c.target_label is None
+        assert isinstance(c.meta["introduced"], list)
+
+
+def test_generator_is_deterministic_per_seed_and_order_free() -> None:
+    a = _all(RulesGenerator(seed=3), SENTENCES)
+    b = _all(RulesGenerator(seed=3), SENTENCES)
+    c = _all(RulesGenerator(seed=4), SENTENCES)
+    rev = _all(RulesGenerator(seed=3), SENTENCES[::-1])
+    assert a == b
+    assert a != c
+    assert sorted(map(repr, a)) == sorted(map(repr, rev))
+
+
+def test_generator_caps() -> None:
+    gen = RulesGenerator(seed=0, max_per_code=1, max_negation=0, max_per_original=5)
+    cands = [c for c in _all(gen, SENTENCES) if isinstance(c, GeneratedCandidate)]
+    per_orig = Counter(c.original_id for c in cands)
+    assert max(per_orig.values()) <= 5
+    assert not any(c.perturbation == "negation" for c in cands)
+    assert max(Counter((c.original_id, c.perturbation) for c in cands).values()) == 1
+    texts = [tuple(sorted(c.fields.items())) for c in cands]
+    assert len(texts) == len(set(texts))  # distinct siblings
+
+
+def test_generator_skips_with_reasons() -> None:
+    out = _all(RulesGenerator(), [
+        Original("short", {"text": "Hi there"}, None, (), "sentiment"),
+        Original("empty", {"text": "  "}, None, (), "sentiment"),
+    ])
+    assert [type(x) for x in out] == [Skip, Skip]
+    assert "too short" in out[0].reason and "no text field" in out[1].reason
+
+
+def test_bad_config_fails_at_start() -> None:
+    with pytest.raises(GeneratorConfigError, match="unknown control code"):
+        RulesGenerator(codes=("negation", "paraphrase"))
+    with pytest.raises(GeneratorConfigError):
+        RulesGenerator(max_per_original=0)
+
+
+def test_long_text_edits_one_sentence_and_keeps_the_rest() -> None:
+    review = ("I saw this in the summer of 1990.<br /><br />The plot is implausible and the acting is weak. "
+              "You would have to be a child to enjoy it. The music, however, is quite good. Don't see this.")
+    orig = Original("r", {"text": review}, "Negative", ("Negative", "Positive"), "sentiment")
+    cands = [c for c in _all(RulesGenerator(seed=1, max_sentences=1), [orig]) if isinstance(c, GeneratedCandidate)]
+    assert cands
+    spans = sentence_spans(review)
+    for c in cands:
+        old, new = c.meta["window"]
+        assert old in review and old != new
+        assert c.fields["text"] == review.replace(old, new, 1)
+        assert sum(review[s:e] not in c.fields["text"] for s, e in spans) == 1
+
+
+def test_generate_is_lazy() -> None:
+    pulled = []
+
+    def stream() -> Iterator[Original]:
+        for i in range(1000):
+            pulled.append(i)
+            yield nli(f"o{i}", "A man is riding a bike.", "A person rides.")
+
+    it = RulesGenerator().generate(stream())  # type: ignore[arg-type]
+    next(it)
+    assert len(pulled) == 1
+
+
+@pytest.mark.slow  # real CAD data, no model
+def test_rules_targets_on_cad_dev_without_model(shared_data) -> None:  # noqa: ANN001
+    from generation.formats import read
+    from generation.formats.records import OriginalRecord, PairRecord
+    from generation.ml.metrics import introduced_stats
+
+    origs: dict[str, Original] = {}
+    for fmt, task in (("cad-nli", "nli"), ("cad-sentiment", "sentiment")):
+        for rec in read(fmt, [str(shared_data / "cad")], task=task, split="dev"):
+            o = rec if isinstance(rec, OriginalRecord) else rec.original if isinstance(rec, PairRecord) else None
+            if o is not None:
+                origs.setdefault(o.id, Original(o.id, dict(o.fields), o.label, (), task))
+    assert len(origs) == 200 + 245
+    cands = [c for c in RulesGenerator(seed=0).generate(list(origs.values())) if isinstance(c, GeneratedCandidate)]
+    with_cand = {c.original_id for c in cands}
+    assert len(with_cand) >= 0.95 * len(origs)
+    assert {c.perturbation for c in cands} == set(CODES)
+    stats = introduced_stats([c.meta["introduced"] for c in cands])
+    assert stats["introduced_distinct_1"] >= 0.25
+    assert stats["introduced_max_share"] <= 0.10
+
+
+def test_built_through_the_registry_with_json_options() -> None:
+    from generation.ml import registry
+
+    gen = registry.create("rules", {"max_per_code": 3, "codes": ["negation", "insert"]}, {"mlm_path": "/nowhere"},
+                          {"seed": 5, "max_per_original": 4})
+    assert isinstance(gen, RulesGenerator)
+    assert (gen.config.seed, gen.config.max_per_code, gen.config.max_per_original) == (5, 3, 4)
+    assert gen.config.codes == ("negation", "insert")
+    with pytest.raises(GeneratorConfigError, match="bad option value"):
+        registry.create("rules", {"max_per_code": "many"})
+
+
+def test_lower_case_review_is_split_and_an_unsplittable_one_is_skipped() -> None:
+    review = ("the lowest score possible is one star? that's a shame. really, i'm going to lobby for a zero "
+              "stars option. to give this film even a single star is giving way too much. " * 3)
+    orig = Original("lc", {"text": review}, "Negative", ("Negative", "Positive"), "sentiment")
+    out = list(RulesGenerator(seed=0).generate([orig]))
+    assert out and all(isinstance(c, GeneratedCandidate) for c in out)
+    ramble = Original("long", {"text": " ".join(["word"] * 80)}, None, (), "sentiment")
+    skip = list(RulesGenerator().generate([ramble]))
+    assert len(skip) == 1 and isinstance(skip[0], Skip) and "no sentence of 3-60 words" in skip[0].reason
