@@ -45,6 +45,9 @@ _BUILTINS: tuple[GeneratorEntry, ...] = (
                    description="Masked-span prompting of a local language model with a teacher filter."),
     GeneratorEntry("concept-constrained", "generation.ml.concept_constrained",
                    description="Label-steered decoding constrained to keep the original's concepts."),
+    GeneratorEntry("coco-cf", "generation.ml.captions",
+                   description="COCO-Counterfactuals: one noun of a caption replaced, MiniLM band, "
+                               "an image pair per caption pair when a diffusion model is configured."),
 )
 
 _registry: dict[str, GeneratorEntry] = {e.name: e for e in _BUILTINS}

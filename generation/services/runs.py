@@ -335,6 +335,9 @@ def _process_batch(
         ext = _external_id(run.pk, o.id, n)
         ex = by_id[o.id]
         meta = _jsonable(dict(c.meta))
+        for key in ("image", "original_image"):  # files a generator wrote: MEDIA_ROOT-relative
+            if meta.get(key):
+                meta[key] = _media_relative(str(meta[key]))
         meta["filters"] = verdict.passed
         if verdict.reasons:
             meta["filter_reasons"] = verdict.reasons
@@ -343,13 +346,31 @@ def _process_batch(
             meta["target_label_unknown"] = c.target_label
         outcome.rows.append(Candidate(
             project_id=run.project_id, external_id=ext, example=ex, group=ex.external_id,
-            fields=_jsonable(dict(c.fields)), image=str(c.meta.get("image", "")) if c.meta else "",
+            fields=_jsonable(dict(c.fields)), image=str(meta.get("image") or ""),
             generator=c.generator or run.generator, perturbation=c.perturbation or "",
             target_label_id=target, scores=_jsonable({**c.scores, **verdict.scores}),
             state=states.GENERATED, generation_run=run, meta=meta,
         ))
         (outcome.kept_ids if verdict.keep else outcome.dropped_ids).append(ext)
     return outcome
+
+
+def _media_relative(path: str) -> str:
+    """A path under ``MEDIA_ROOT`` as the relative path ``Candidate.image`` stores (what
+    ``MEDIA_URL`` serves); any other path unchanged."""
+    from pathlib import Path
+
+    try:
+        return Path(path).resolve().relative_to(Path(settings.MEDIA_ROOT).resolve()).as_posix()
+    except ValueError:
+        return path
+
+
+def run_image_dir(run: GenerationRun) -> str:
+    """Where a run's generated images go: ``MEDIA_ROOT/generated/<run id>``."""
+    from pathlib import Path
+
+    return str(Path(settings.MEDIA_ROOT) / "generated" / str(run.pk))
 
 
 def _write_batch(*, run: GenerationRun, outcome: _BatchOutcome, n_originals: int, cursor: int, max_skips: int) -> None:
@@ -387,6 +408,8 @@ def _finish(run: GenerationRun, status: str, error: str = "") -> GenerationRun:
             logger.exception("metrics for run %s failed", run.pk)
             metrics = {"error": f"metrics failed: {exc}"}
     metrics["cursor"] = (run.metrics or {}).get("cursor", 0)
+    if (run.metrics or {}).get("notes"):
+        metrics["notes"] = run.metrics["notes"]
     GenerationRun.objects.filter(pk=run.pk).update(
         status=status, error=error[:5000], metrics=metrics, finished_at=timezone.now()
     )
@@ -407,8 +430,9 @@ def _context(run: GenerationRun) -> dict[str, Any]:
 
 
 def _run_extras(run: GenerationRun) -> dict[str, Any]:
-    """Run options a generator may take too (``seed``, ``max_per_original``)."""
-    extras: dict[str, Any] = {"seed": run.options.get("seed", 0)}
+    """Run options a generator may take too (``seed``, ``max_per_original``, ``image_dir``: the
+    folder for the images it draws, passed only to generators that name it)."""
+    extras: dict[str, Any] = {"seed": run.options.get("seed", 0), "image_dir": run_image_dir(run)}
     if run.options.get("max_per_original"):
         extras["max_per_original"] = run.options["max_per_original"]
     return extras
@@ -452,6 +476,7 @@ def run_execute(
             return _fail(run, f"the similarity filter needs MiniLM, which could not be loaded: {exc}")
     resumed = run.status == "running"
     _mark_started(run)
+    _record_notes(run, generator)
     if resumed:
         logger.info("resuming generation run %s at %s/%s", run.pk, run.done, run.total)
     labels_qs = list(Label.objects.filter(project=project).order_by("position").values_list("pk", "name"))
@@ -486,6 +511,20 @@ def run_execute(
     if GenerationRun.objects.filter(pk=run.pk, cancel_requested=True).exists():
         return _finish(run, "cancelled")
     return _finish(run, "succeeded")
+
+
+def _record_notes(run: GenerationRun, generator: Any) -> None:
+    """What the generator says about how it runs (e.g. "text-only: no diffusion model
+    configured") goes to ``run.metrics["notes"]``, kept through the run's end."""
+    notes = [str(n) for n in (getattr(generator, "notes", None) or [])]
+    if not notes or (run.metrics or {}).get("notes") == notes:
+        return
+    with transaction.atomic():
+        locked = GenerationRun.objects.select_for_update().get(pk=run.pk)
+        metrics = dict(locked.metrics or {})
+        metrics["notes"] = notes
+        GenerationRun.objects.filter(pk=run.pk).update(metrics=metrics)
+    run.metrics = metrics
 
 
 def _mark_started(run: GenerationRun) -> None:
