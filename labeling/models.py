@@ -1,1 +1,72 @@
-"""Pairwise classifiers (h) trained on human labels, and their results."""
+"""Pairwise classifiers (h) trained on human labels, and their auto-labelling runs."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from generation.models import Project
+
+MODES = ["pc", "capc"]
+
+
+class PairwiseModel(models.Model):
+    """One trained h (and, for CAPC, its base classifier f), saved with joblib under
+    ``COUNTERPART["MODEL_DIR"]``, with its cross-validated quality."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="pairwise_models")
+    mode = models.CharField(max_length=8, choices=[(m, m) for m in MODES])
+    version = models.PositiveIntegerField()
+    base_classifier = models.CharField(max_length=16, default="minilm")
+    warm_start = models.CharField(max_length=500, blank=True, default="", help_text="FORMAT:PATH[:SPLIT]")
+    n_train = models.PositiveIntegerField(help_text="human-labelled pairs h was trained on")
+    n_warm = models.PositiveIntegerField(default=0, help_text="warm-start pairs")
+    n_originals = models.PositiveIntegerField(default=0, help_text="originals f was trained on")
+    label_counts = models.JSONField(default=dict, blank=True)
+    cv_accuracy = models.FloatField()
+    cv_macro_f1 = models.FloatField()
+    cv_ece = models.FloatField()
+    cv_folds = models.PositiveSmallIntegerField(default=5)
+    threshold = models.FloatField(help_text="h abstains below this confidence")
+    metrics = models.JSONField(default=dict, blank=True)
+    path = models.CharField(max_length=1000)
+    seconds = models.FloatField(default=0.0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project_id", "-version"]
+        get_latest_by = "version"
+        constraints = [
+            models.UniqueConstraint(fields=["project", "version"], name="pairwise_model_unique_version"),
+            models.CheckConstraint(condition=Q(mode__in=MODES), name="pairwise_model_mode_valid"),
+            models.CheckConstraint(condition=Q(threshold__gte=0) & Q(threshold__lte=1),
+                                   name="pairwise_model_threshold_0_1"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project} h v{self.version} ({self.mode})"
+
+
+class AutolabelRun(models.Model):
+    """One application of a PairwiseModel to a project's unlabelled candidates."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="autolabel_runs")
+    model = models.ForeignKey(PairwiseModel, on_delete=models.CASCADE, related_name="runs")
+    min_confidence = models.FloatField()
+    considered = models.PositiveIntegerField(default=0)
+    auto_labeled = models.PositiveIntegerField(default=0)
+    abstained = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0, help_text="changed state meanwhile; left alone")
+    seconds = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(min_confidence__gte=0) & Q(min_confidence__lte=1),
+                                   name="autolabel_run_min_conf_0_1"),
+        ]

@@ -168,7 +168,12 @@ COUNTERPART = {
 
 # Redis redelivers an unacknowledged message after the visibility timeout: keep it longer than
 # the longest job so a healthy long run is not handed to a second worker.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": COUNTERPART["GENERATION_TIME_LIMIT"] + 600}
+# (Redis only: the SQLAlchemy transport passes its options to create_engine.)
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {"visibility_timeout": COUNTERPART["GENERATION_TIME_LIMIT"] + 600}
+    if CELERY_BROKER_URL.startswith(("redis://", "rediss://"))
+    else {}
+)
 
 LOGGING = {
     "version": 1,

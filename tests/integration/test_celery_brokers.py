@@ -23,16 +23,22 @@ def _roundtrip(broker: str, backend: str, tmp_path: Path) -> str:
         "CELERY_BROKER_URL": broker,
         "CELERY_RESULT_BACKEND": backend,
     }
+    log = open(tmp_path / "worker.log", "w+")  # noqa: SIM115 - closed below
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "default", "--concurrency", "1",
-         "--pool", "solo", "--loglevel", "WARNING"],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+         "--pool", "solo", "--loglevel", "INFO"],
+        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     try:
         client = Celery(broker=broker, backend=backend)
         result = client.send_task("counterpart.ping", queue="default")
-        return str(result.get(timeout=60))
+        try:
+            return str(result.get(timeout=180))
+        except Exception:
+            log.seek(0)
+            pytest.fail(f"no answer from the worker; its log:\n{log.read()[-4000:]}")
     finally:
+        log.close()
         worker.terminate()
         try:
             worker.wait(timeout=20)

@@ -1,0 +1,108 @@
+"""``python manage.py bench_pairwise --task TASK --format FORMAT [--split S] PATH… [--budget 0.1]
+[--seeds N] [--warm-start FORMAT:PATH[:SPLIT]] [--json]``
+
+The label-efficiency benchmark (FORMATS.md §3): no database, pure ML over the records read
+from the data (see ``labeling/ml/bench.py`` for the exact setting). Progress goes to stderr;
+a human-readable table, or with ``--json`` a single JSON object as the last stdout line.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from generation.formats import FORMATS, TASK_FIELDS, TASK_LABELS, FormatError, read
+from generation.models import TASKS
+from labeling.ml.base_classifier import TooFewLabels
+from labeling.ml.bench import (CURVE, LabelledPairs, pairs_from_records, parse_warm_spec, run_benchmark,
+                                sample_by_group)
+from labeling.services import embedder
+
+
+def _budget(value: str) -> float:
+    b = float(value)
+    if not 0 < b < 1:
+        raise ValueError("budget must be between 0 and 1")
+    return b
+
+
+class Command(BaseCommand):
+    help = "Label-efficiency benchmark of the pairwise classifier and its baselines (no database)."
+    requires_system_checks: list[str] = []
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("paths", nargs="+", metavar="PATH")
+        parser.add_argument("--task", required=True, choices=TASKS)
+        parser.add_argument("--format", required=True, choices=FORMATS, dest="data_format")
+        parser.add_argument("--split", default="")
+        parser.add_argument("--budget", type=_budget, default=0.1, help="fraction given to humans (default 0.1)")
+        parser.add_argument("--seeds", type=int, default=5)
+        parser.add_argument("--warm-start", default="", metavar="FORMAT:PATH[:SPLIT]")
+        parser.add_argument("--base", default="minilm", choices=["minilm", "tfidf"], help="base classifier f")
+        parser.add_argument("--threshold", type=float, default=None, help="abstain threshold for coverage figures")
+        parser.add_argument("--limit", type=int, default=0,
+                            help="use about N pairs: whole groups (originals) drawn at random, seed 0 (0: all)")
+        parser.add_argument("--json", action="store_true")
+
+    def _read(self, fmt: str, paths: list[str], task: str, split: str, limit: int = 0) -> LabelledPairs:
+        labels = TASK_LABELS[task]
+        try:
+            records = list(read(fmt, paths, task=task, split=split))
+        except FormatError as exc:
+            raise CommandError(str(exc)) from None
+        data, problems = pairs_from_records(records, labels)
+        for p in problems[:20]:
+            self.stderr.write(f"problem: {p}")
+        if len(problems) > 20:
+            self.stderr.write(f"... and {len(problems) - 20} more problems")
+        if limit and limit < len(data.pairs):
+            data = sample_by_group(data, limit, seed=0)
+        return data
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        t0 = time.perf_counter()
+        task = opts["task"]
+        labels, fields = list(TASK_LABELS[task]), list(TASK_FIELDS[task])
+        data = self._read(opts["data_format"], opts["paths"], task, opts["split"], opts["limit"])
+        if len(data.pairs) < 20:
+            raise CommandError(f"only {len(data.pairs)} labelled pairs read; the benchmark needs at least 20")
+        warm = None
+        if opts["warm_start"]:
+            try:
+                wfmt, wpath, wsplit = parse_warm_spec(opts["warm_start"])
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+            warm = self._read(wfmt, [wpath], task, wsplit)
+            if not warm.pairs:
+                raise CommandError(f"no labelled pairs in the warm-start data {opts['warm_start']}")
+        if opts["seeds"] < 1:
+            raise CommandError("--seeds must be at least 1")
+        threshold = opts["threshold"] if opts["threshold"] is not None else settings.COUNTERPART["MIN_CONFIDENCE"]
+        embed = embedder().encode  # h always uses MiniLM embeddings; --base only changes f
+        try:
+            result = run_benchmark(
+                data, task=task, labels=labels, fields=fields, embed=embed, budget=opts["budget"],
+                seeds=opts["seeds"], warm=warm, curve=CURVE, base_kind=opts["base"], threshold=threshold,
+                log=lambda m: print(m, file=sys.stderr, flush=True),
+            )
+        except TooFewLabels as exc:
+            raise CommandError(str(exc)) from None
+        result["seconds"] = round(time.perf_counter() - t0, 1)
+        if opts["json"]:
+            self.stdout.write(json.dumps(result))
+            return
+        self.stdout.write(f"{task}: {result['n_pairs']} pairs, budget {result['budget']}, {result['seeds']} seeds")
+        for name, m in result["methods"].items():
+            if "error" in m:
+                self.stdout.write(f"  {name:14s} error: {m['error']}")
+                continue
+            ece = f"  ece {m['ece']:.3f}" if "ece" in m else ""
+            self.stdout.write(f"  {name:14s} accuracy {m['accuracy']:.3f}  macro-F1 {m['macro_f1']:.3f}{ece}")
+        self.stdout.write("  budget curve (capc accuracy): " + ", ".join(
+            f"{k}: {v}" for k, v in result["budget_curve"]["capc"].items()))
+        self.stdout.write(f"  {result['seconds']} s")

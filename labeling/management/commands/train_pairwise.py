@@ -1,0 +1,50 @@
+"""``python manage.py train_pairwise --project NAME [--mode pc|capc] [--warm-start DATA]``
+
+Trains h on the project's human labels (FORMATS.md §2) and prints the model version, the
+training size and the cross-validated accuracy, macro-F1 and ECE. Too few labels (or a label
+class with none) is an error with a clear message; no model is saved then.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from generation.models import Project
+from labeling.models import MODES
+from labeling.services import pairwise_train
+
+
+class Command(BaseCommand):
+    help = "Train the pairwise classifier h on a project's human-labelled pairs."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--project", required=True)
+        parser.add_argument("--mode", choices=MODES, default="capc")
+        parser.add_argument("--warm-start", default="", metavar="FORMAT:PATH[:SPLIT]",
+                            help="pre-train on public pairs, e.g. cad-nli:../shared/data/cad:train")
+        parser.add_argument("--base", choices=["minilm", "tfidf", "hf"], default="minilm",
+                            help="base classifier f (hf: COUNTERPART_BASE_CLASSIFIER_PATH)")
+        parser.add_argument("--learner", choices=["linear", "cross-encoder"], default="linear",
+                            help="h's learner: logistic regression on features (seconds), or fine-tuning the "
+                                 "MiniLM cross-encoder (PC only; needs 200+ labels; minutes on CPU)")
+        parser.add_argument("--threshold", type=float, default=None,
+                            help="abstain threshold stored with the model (default COUNTERPART_MIN_CONFIDENCE)")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        project = Project.objects.filter(name=opts["project"]).first()
+        if project is None:
+            raise CommandError(f"no project called {opts['project']!r}")
+        try:
+            m = pairwise_train(project=project, mode=opts["mode"], warm_start=opts["warm_start"], base=opts["base"],
+                               threshold=opts["threshold"], learner=opts["learner"])
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from None
+        warm = f", warm start {m.warm_start} ({m.n_warm} pairs)" if m.warm_start else ""
+        self.stdout.write(
+            f"trained {m.mode} v{m.version} on {m.n_train} human-labelled pairs{warm}: "
+            f"cv accuracy {m.cv_accuracy:.3f}, macro-F1 {m.cv_macro_f1:.3f}, ECE {m.cv_ece:.3f} "
+            f"({m.cv_folds}-fold); threshold {m.threshold:.2f}; {m.seconds:.1f}s; saved {m.path}"
+        )

@@ -1,0 +1,186 @@
+"""Pair features for the pairwise classifier h. No Django.
+
+Per pair (x, x', y): for every text field, MiniLM embeddings of x' and the difference x'-x
+and |x'-x|; for multi-field tasks the classic sentence-pair features of the counterfactual
+(|u'-v'|, u'*v') and their change from the original; embeddings of the inserted words, the
+deleted words and the unedited context, and their cosines; numeric word-level edit features
+(``edits.py``); a hashed bag of inserted and deleted words (field-tagged); the perturbation
+type; y one-hot; and the interaction of y with the low-dimensional features (so h can learn
+*how* an edit moves the label from each y). CAPC adds f's probabilities on x and x'.
+
+The expensive part (embeddings, diffs) is done once in :func:`encode_pairs`; the matrix for
+any subset of pairs is then cheap (:func:`pair_matrix`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from labeling.ml.edits import edit_bags, edit_features, edit_spans
+
+Embed = Callable[[Sequence[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One original (fields + its label ``y``) and one counterfactual of it."""
+
+    original: dict[str, str]
+    counterfactual: dict[str, str]
+    y: str
+    perturbation: str = ""
+    group: str = ""
+
+
+@dataclass
+class PairEncoding:
+    """Everything about a list of pairs that costs time to compute, aligned by row."""
+
+    fields: list[str]
+    emb_o: np.ndarray  # (n, n_fields, d)
+    emb_c: np.ndarray  # (n, n_fields, d)
+    edits: np.ndarray  # (n, n_edit)
+    bag: np.ndarray  # (n, 2 * hash_features)
+    y: np.ndarray  # (n,) index of the original label
+    perturbation: list[str] = field(default_factory=list)
+    # embeddings of the words inserted / deleted by the edit and of the other (unedited)
+    # field: what the edit means, and how it relates to the rest of the input
+    emb_ins: np.ndarray | None = None  # (n, d)
+    emb_del: np.ndarray | None = None
+    emb_other: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+    def subset(self, idx: np.ndarray | Sequence[int]) -> PairEncoding:
+        idx = np.asarray(idx, dtype=int)
+        def sub(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a[idx]
+
+        return PairEncoding(self.fields, self.emb_o[idx], self.emb_c[idx], self.edits[idx], self.bag[idx],
+                            self.y[idx], [self.perturbation[i] for i in idx], sub(self.emb_ins), sub(self.emb_del),
+                            sub(self.emb_other))
+
+
+def embed_fields(records: Sequence[dict[str, str]], fields: Sequence[str], embed: Embed | None) -> np.ndarray:
+    """(n, n_fields, d) embeddings; ``embed=None`` gives a zero-width array (no embeddings)."""
+    n = len(records)
+    if embed is None:
+        return np.zeros((n, len(fields), 0), dtype=np.float32)
+    texts = [r.get(f, "") or "" for r in records for f in fields]
+    vecs = np.asarray(embed(texts), dtype=np.float32)
+    return vecs.reshape(n, len(fields), -1)
+
+
+def encode_pairs(pairs: Sequence[Pair], *, labels: Sequence[str], fields: Sequence[str], embed: Embed | None,
+                 hash_features: int = 512, spans: bool = True) -> PairEncoding:
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    index = {lab: i for i, lab in enumerate(labels)}
+    unknown = sorted({p.y for p in pairs if p.y not in index})
+    if unknown:
+        raise ValueError(f"original labels not in the label set: {', '.join(map(str, unknown))}")
+    fields = list(fields)
+    emb_o = embed_fields([p.original for p in pairs], fields, embed)
+    emb_c = embed_fields([p.counterfactual for p in pairs], fields, embed)
+    edits = np.stack([edit_features(p.original, p.counterfactual, fields) for p in pairs]) if pairs else \
+        np.zeros((0, 0), dtype=np.float32)
+    if hash_features:
+        hv = HashingVectorizer(n_features=hash_features, alternate_sign=False, token_pattern=r"\S+",
+                               lowercase=False, norm=None)
+        bags = [edit_bags(p.original, p.counterfactual, fields) for p in pairs]
+        ins = hv.transform([b[0] for b in bags]).toarray()
+        dele = hv.transform([b[1] for b in bags]).toarray()
+        bag = np.minimum(np.hstack([ins, dele]), 1.0).astype(np.float32)
+    else:
+        bag = np.zeros((len(pairs), 0), dtype=np.float32)
+    y = np.asarray([index[p.y] for p in pairs], dtype=int)
+    emb_ins = emb_del = emb_other = None
+    if embed is not None and pairs and spans:
+        ins, dele, other = zip(*(edit_spans(p.original, p.counterfactual, fields) for p in pairs), strict=True)
+        vecs = np.asarray(embed(list(ins) + list(dele) + list(other)), dtype=np.float32)
+        n = len(pairs)
+        emb_ins, emb_del, emb_other = vecs[:n], vecs[n:2 * n], vecs[2 * n:]
+    return PairEncoding(fields, emb_o, emb_c, edits, bag, y, [p.perturbation or "" for p in pairs],
+                        emb_ins, emb_del, emb_other)
+
+
+@dataclass(frozen=True)
+class FeatureConfig:
+    embeddings: bool = True
+    cross_field: bool = True
+    edits: bool = True
+    bag: bool = True
+    y_interactions: bool = True
+    # only y and the extra columns (a warm-start model's log-probabilities): the stacking
+    # model that needs the fewest labels
+    stack_only: bool = False
+    # the warm-start model's log-probabilities alone (recalibrated by a temperature)
+    warm_only: bool = False
+    C_grid: tuple[float, ...] = (0.003, 0.01, 0.03)
+
+
+def _onehot(idx: np.ndarray, k: int) -> np.ndarray:
+    out = np.zeros((len(idx), k), dtype=np.float32)
+    if len(idx):
+        out[np.arange(len(idx)), idx] = 1.0
+    return out
+
+
+def pair_matrix(enc: PairEncoding, *, n_labels: int, perturbations: Sequence[str], config: FeatureConfig,
+                f_proba_o: np.ndarray | None = None, f_proba_c: np.ndarray | None = None,
+                extra: np.ndarray | None = None) -> np.ndarray:
+    """The design matrix of h. ``f_proba_*`` (CAPC) are f's probabilities on x and x';
+    ``extra`` are further per-pair columns (e.g. a warm-start model's log-probabilities)."""
+    n = len(enc)
+    blocks: list[np.ndarray] = []
+    small: list[np.ndarray] = []  # low-dimensional blocks that also interact with y
+    if config.warm_only:
+        if extra is None:
+            raise ValueError("a warm-only feature set needs the warm-start columns")
+        return extra.astype(np.float32)
+    if config.stack_only:
+        if extra is None:
+            raise ValueError("a stack-only feature set needs the extra (warm-start) columns")
+        y1 = _onehot(enc.y, n_labels)
+        return np.hstack([y1, extra, (y1[:, :, None] * extra[:, None, :]).reshape(n, -1)]).astype(np.float32)
+    if config.embeddings and enc.emb_c.shape[2]:
+        diff = enc.emb_c - enc.emb_o
+        blocks += [enc.emb_c.reshape(n, -1), diff.reshape(n, -1), np.abs(diff).reshape(n, -1)]
+        if config.cross_field and len(enc.fields) >= 2:
+            u_c, v_c = enc.emb_c[:, 0], enc.emb_c[:, 1]
+            u_o, v_o = enc.emb_o[:, 0], enc.emb_o[:, 1]
+            blocks += [np.abs(u_c - v_c), u_c * v_c, u_c * v_c - u_o * v_o]
+            small.append(np.stack([np.einsum("ij,ij->i", u_c, v_c), np.einsum("ij,ij->i", u_o, v_o)], axis=1))
+        small.append(np.einsum("nfd,nfd->nf", enc.emb_o, enc.emb_c))  # cosine x vs x' per field
+        if enc.emb_ins is not None and enc.emb_del is not None and enc.emb_other is not None:
+            ei, ed, eo = enc.emb_ins, enc.emb_del, enc.emb_other
+            blocks += [ei, ed, ei - ed]
+            small.append(np.stack([np.einsum("ij,ij->i", ei, eo), np.einsum("ij,ij->i", ed, eo),
+                                   np.einsum("ij,ij->i", ei, ed)], axis=1))
+    if config.edits:
+        small.append(enc.edits)
+    if config.bag and enc.bag.shape[1]:
+        blocks.append(enc.bag)
+    pvocab = list(perturbations)
+    if pvocab:
+        pidx = {p: i for i, p in enumerate(pvocab)}
+        pmat = np.zeros((n, len(pvocab)), dtype=np.float32)
+        for i, p in enumerate(enc.perturbation):
+            if p in pidx:
+                pmat[i, pidx[p]] = 1.0
+        small.append(pmat)
+    if f_proba_o is not None and f_proba_c is not None:
+        small += [f_proba_o, f_proba_c, f_proba_c - f_proba_o,
+                  (f_proba_o * f_proba_c) / np.maximum((f_proba_o * f_proba_c).sum(1, keepdims=True), 1e-9)]
+    if extra is not None:
+        small.append(extra)
+    y1 = _onehot(enc.y, n_labels)
+    small_m = np.hstack(small) if small else np.zeros((n, 0), dtype=np.float32)
+    out = [y1, small_m, *blocks]
+    if config.y_interactions and small_m.shape[1]:
+        out.append((y1[:, :, None] * small_m[:, None, :]).reshape(n, -1))
+    return np.hstack(out).astype(np.float32)

@@ -1,0 +1,419 @@
+"""h, the pairwise counterfactual classifier (PC and CAPC), with cross-validated calibration,
+an abstain threshold and warm start. No Django.
+
+PC:   h(x, x', y)              -> y'
+CAPC: h(x, x', y, f(x), f(x')) -> y'      (f: the base classifier trained on originals)
+
+The default learner is a logistic regression on the features of ``features.py``; its
+regularisation C is chosen by stratified k-fold cross-validation (log-loss), and its
+probabilities are calibrated by a temperature fitted on the out-of-fold predictions (so the
+reported CV accuracy, macro-F1 and ECE are honest out-of-sample figures).
+
+Warm start: a first h is trained on public counterfactual pairs (e.g. CAD train); the
+project's h then gets the warm h's log-probabilities as extra features (stacking), so with a
+few project labels it can learn how far to trust the warm model and correct it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from labeling.ml.base_classifier import BaseClassifier, CrossFitted, TooFewLabels
+from labeling.ml.features import Embed, FeatureConfig, Pair, PairEncoding, encode_pairs, pair_matrix
+from labeling.ml.metrics import accuracy, ece, macro_f1
+from labeling.ml.runtime import blas_threads
+
+MODES = ("pc", "capc")
+# With few labels the low-dimensional features (edits, y, f) generalise better; with many,
+# the embeddings add signal. The cross-validation picks (see PairwiseClassifier.fit).
+COMPACT = FeatureConfig(embeddings=False)
+FULL = FeatureConfig()
+DEFAULT_CONFIGS: tuple[FeatureConfig, ...] = (COMPACT, FULL)
+STACK = FeatureConfig(stack_only=True, C_grid=(0.01, 0.1, 1.0))  # tried when warm-started
+WARM_ONLY = FeatureConfig(warm_only=True)  # tried when warm-started
+WARM_C = 0.0005  # chosen by 3-fold CV grouped by original on CAD train (0.803 vs 0.799 at 0.001)
+DEFAULT_C_GRID = (0.003, 0.01, 0.03)
+MIN_LABELS = 10  # fewer human labels than this: refuse to train
+
+
+@dataclass(frozen=True)
+class CVReport:
+    n: int
+    folds: int
+    C: float
+    temperature: float
+    accuracy: float
+    macro_f1: float
+    ece: float
+    threshold: float = 0.0
+    coverage: float = 1.0  # share of out-of-fold predictions at or above the threshold
+    accuracy_confident: float = float("nan")  # accuracy on those
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in asdict(self).items()}
+
+
+def check_labels(y_prime: Sequence[str], labels: Sequence[str], minimum: int = MIN_LABELS) -> np.ndarray:
+    """Label indices, or ``TooFewLabels`` with a clear message (never a silent fallback)."""
+    index = {lab: i for i, lab in enumerate(labels)}
+    bad = sorted({v for v in y_prime if v not in index})
+    if bad:
+        raise ValueError(f"counterfactual labels not in the label set: {', '.join(map(str, bad))}")
+    yi = np.asarray([index[v] for v in y_prime], dtype=int)
+    counts = np.bincount(yi, minlength=len(labels))
+    problems = []
+    if len(yi) < minimum:
+        problems.append(f"{len(yi)} human-labelled pairs, need at least {minimum}")
+    none = [labels[i] for i in range(len(labels)) if counts[i] == 0]
+    if none:
+        problems.append(f"no human-labelled pair with label {', '.join(none)}")
+    few = [labels[i] for i in range(len(labels)) if 0 < counts[i] < 2]
+    if few:
+        problems.append(f"only one human-labelled pair with label {', '.join(few)} (need 2 for cross-validation)")
+    if problems:
+        raise TooFewLabels("cannot train the pairwise classifier: " + "; ".join(problems))
+    return yi
+
+
+def fit_temperature(log_proba: np.ndarray, y: np.ndarray) -> float:
+    """The temperature T minimising the NLL of softmax(log_proba / T)."""
+    from scipy.optimize import minimize_scalar
+
+    lp = np.clip(log_proba, -50, 0)
+
+    def nll(log_t: float) -> float:
+        z = lp / np.exp(log_t)
+        z = z - z.max(axis=1, keepdims=True)
+        logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+        return float(-logp[np.arange(len(y)), y].mean())
+
+    res = minimize_scalar(nll, bounds=(np.log(0.05), np.log(20.0)), method="bounded")
+    return float(np.exp(res.x))
+
+
+def apply_temperature(log_proba: np.ndarray, t: float) -> np.ndarray:
+    z = np.clip(log_proba, -50, 0) / t
+    z = z - z.max(axis=1, keepdims=True)
+    p = np.exp(z)
+    return p / p.sum(axis=1, keepdims=True)
+
+
+class LinearH:
+    """Scaler + multinomial logistic regression with CV-chosen C and CV temperature."""
+
+    def __init__(self, n_labels: int, C_grid: Sequence[float] = (0.003, 0.01, 0.03), folds: int = 5,
+                 seed: int = 0, calibrate: bool = True) -> None:
+        self.n_labels = n_labels
+        self.C_grid = tuple(C_grid)
+        self.folds = folds
+        self.seed = seed
+        self.calibrate = calibrate
+        self.C = self.C_grid[0]
+        self.temperature = 1.0
+        self.model: Any = None
+        self.oof_proba: np.ndarray | None = None
+
+    def _new(self, C: float) -> Any:
+        from sklearn.linear_model import LogisticRegression
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        return make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=3000, tol=1e-3))
+
+    def _log_proba(self, model: Any, X: np.ndarray) -> np.ndarray:
+        out = np.full((len(X), self.n_labels), -50.0)
+        out[:, model.classes_] = np.maximum(model.predict_log_proba(X), -50.0)
+        return out
+
+    def fit(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None,
+            cv_mask: np.ndarray | None = None) -> LinearH:
+        with blas_threads():
+            return self._fit(X, y, sample_weight, cv_mask)
+
+    def _fit(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None,
+             cv_mask: np.ndarray | None) -> LinearH:
+        """``cv_mask``: rows that count in the CV scores and the temperature (e.g. only the
+        project's own labels when warm-start rows are mixed in); all rows are trained on."""
+        from sklearn.model_selection import StratifiedKFold
+
+        mask = np.ones(len(y), bool) if cv_mask is None else cv_mask
+        counts = np.bincount(y[mask], minlength=self.n_labels)
+        present = counts[counts > 0]
+        k = int(min(self.folds, present.min())) if len(present) else 0
+        if k < 2:
+            raise TooFewLabels("cannot cross-validate: every label needs at least 2 labelled pairs")
+        skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=self.seed)
+        idx_cv = np.flatnonzero(mask)
+        idx_rest = np.flatnonzero(~mask)
+        best: tuple[float, float, np.ndarray] | None = None
+        for C in self.C_grid:
+            oof = np.zeros((len(idx_cv), self.n_labels))
+            for tr, te in skf.split(idx_cv, y[idx_cv]):
+                tr_rows = np.concatenate([idx_cv[tr], idx_rest])
+                m = self._new(C)
+                sw = None if sample_weight is None else sample_weight[tr_rows]
+                m.fit(X[tr_rows], y[tr_rows], logisticregression__sample_weight=sw)
+                oof[te] = self._log_proba(m, X[idx_cv[te]])
+            loss = float(-oof[np.arange(len(idx_cv)), y[idx_cv]].mean())
+            if best is None or loss < best[0]:
+                best = (loss, C, oof)
+        self.cv_loss_se = float(np.std(-best[2][np.arange(len(idx_cv)), y[idx_cv]]) / np.sqrt(len(idx_cv)))
+        assert best is not None
+        self.cv_loss, self.C, oof = best
+        yc = y[idx_cv]
+        self.temperature = fit_temperature(oof, yc) if self.calibrate else 1.0
+        self.oof_proba = apply_temperature(oof, self.temperature)
+        self.oof_y = yc
+        # the temperature was fitted on models trained on (k-1)/k of the rows; scaling C the
+        # same way keeps the final model's regularisation (hence its sharpness) the same
+        self.model = self._new(self.C * (k - 1) / k)
+        self.model.fit(X, y, logisticregression__sample_weight=sample_weight)
+        return self
+
+    def fit_plain(self, X: np.ndarray, y: np.ndarray, C: float) -> LinearH:
+        """One fit with a fixed C, no cross-validation and no temperature (warm-start models,
+        whose outputs only feed the project's h)."""
+        with blas_threads():
+            self.C = C
+            self.model = self._new(C)
+            self.model.fit(X, y)
+        return self
+
+    cv_loss: float = float("inf")
+    cv_loss_se: float = 0.0
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        with blas_threads():
+            return apply_temperature(self._log_proba(self.model, X), self.temperature)
+
+    def report(self, threshold: float) -> CVReport:
+        assert self.oof_proba is not None
+        p, y = self.oof_proba, self.oof_y
+        pred, conf = p.argmax(1), p.max(1)
+        ok = conf >= threshold
+        return CVReport(
+            n=len(y), folds=int(min(self.folds, np.bincount(y)[np.bincount(y) > 0].min())), C=self.C,
+            temperature=self.temperature, accuracy=accuracy(y, pred), macro_f1=macro_f1(y, pred, self.n_labels),
+            ece=ece(conf, pred == y), threshold=threshold, coverage=float(ok.mean()),
+            accuracy_confident=accuracy(y[ok], pred[ok]) if ok.any() else float("nan"),
+        )
+
+
+class TemperatureH:
+    """The warm-start model as is, recalibrated by one temperature fitted on the project's
+    labels (its cross-validated log-loss is that of the temperature fitted on the other folds)."""
+
+    def __init__(self, n_labels: int, seed: int = 0, folds: int = 5) -> None:
+        self.n_labels = n_labels
+        self.seed = seed
+        self.folds = folds
+        self.temperature = 1.0
+        self.C = 0.0
+        self.cv_loss = float("inf")
+
+    def fit(self, X: np.ndarray, y: np.ndarray) -> TemperatureH:
+        from sklearn.model_selection import StratifiedKFold
+
+        counts = np.bincount(y, minlength=self.n_labels)
+        k = int(min(self.folds, counts[counts > 0].min()))
+        if k < 2:
+            raise TooFewLabels("cannot cross-validate: every label needs at least 2 labelled pairs")
+        oof = np.zeros_like(X, dtype=float)
+        for tr, te in StratifiedKFold(n_splits=k, shuffle=True, random_state=self.seed).split(X, y):
+            oof[te] = np.log(np.clip(apply_temperature(X[te], fit_temperature(X[tr], y[tr])), 1e-12, 1))
+        per_row = -oof[np.arange(len(y)), y]
+        self.cv_loss = float(per_row.mean())
+        self.cv_loss_se = float(per_row.std() / np.sqrt(len(y)))
+        self.oof_proba = np.exp(oof)
+        self.oof_y = y
+        self.folds = k
+        self.temperature = fit_temperature(X, y)
+        return self
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        return apply_temperature(X, self.temperature)
+
+    report = LinearH.report
+
+
+@dataclass
+class PairInputs:
+    """A pair encoding plus f's probabilities on x and x' (CAPC) — h's full input."""
+
+    enc: PairEncoding
+    f_o: np.ndarray | None = None
+    f_c: np.ndarray | None = None
+
+    def subset(self, idx: np.ndarray | Sequence[int]) -> PairInputs:
+        idx = np.asarray(idx, dtype=int)
+        return PairInputs(self.enc.subset(idx), None if self.f_o is None else self.f_o[idx],
+                          None if self.f_c is None else self.f_c[idx])
+
+
+def prepare_inputs(pairs: Sequence[Pair], *, labels: Sequence[str], fields: Sequence[str], embed: Embed | None,
+                   base: BaseClassifier | CrossFitted | None = None, hash_features: int = 512, spans: bool = True) -> PairInputs:
+    enc = encode_pairs(pairs, labels=labels, fields=fields, embed=embed, hash_features=hash_features, spans=spans)
+    if base is None:
+        return PairInputs(enc)
+    records = [p.original for p in pairs] + [p.counterfactual for p in pairs]
+    if isinstance(base, CrossFitted):
+        both = base.predict_proba(records, keys=[p.original for p in pairs] * 2)
+    else:
+        both = base.predict_proba(records)
+    n = len(pairs)
+    return PairInputs(enc, both[:n], both[n:])
+
+
+@dataclass
+class PairwiseClassifier:
+    """h for one label set and text fields. ``mode`` is ``pc`` or ``capc``."""
+
+    labels: list[str]
+    fields: list[str]
+    mode: str = "capc"
+    config: FeatureConfig = field(default_factory=FeatureConfig)
+    # feature sets to choose from by cross-validated log-loss (``config`` is the chosen one)
+    configs: tuple[FeatureConfig, ...] = DEFAULT_CONFIGS
+    threshold: float = 0.7
+    C_grid: tuple[float, ...] = DEFAULT_C_GRID  # other values override each config's own grid
+    seed: int = 0
+    # the embedding-heavy FULL feature set is only tried from this many labels on (below it
+    # the compact set won every cross-validation we ran on CAD, and FULL costs 5x the time)
+    full_min_n: int = 500
+    warm: PairwiseClassifier | None = None
+    warm_scale: float = 1.0
+    perturbations: list[str] = field(default_factory=list)
+    learner: LinearH | TemperatureH | None = None
+    cv: CVReport | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"unknown mode {self.mode!r}; choose pc or capc")
+
+    @property
+    def feature_set_name(self) -> str:
+        c = self.config
+        if c.warm_only:
+            return "warm-start model, recalibrated"
+        if c.stack_only:
+            return "stacked on the warm-start model"
+        name = "full" if c.embeddings else "compact"
+        return name + (" + warm-start model" if self.warm is not None else "")
+
+    # -- features ------------------------------------------------------------
+    def matrix(self, inputs: PairInputs) -> np.ndarray:
+        capc = self.mode == "capc"
+        if capc and (inputs.f_o is None or inputs.f_c is None):
+            raise ValueError("CAPC needs the base classifier's probabilities on x and x'")
+        extra = None
+        if self.warm is not None:
+            extra = self.warm_scale * np.log(np.clip(self.warm.predict_proba(inputs), 1e-6, 1.0))
+        return pair_matrix(inputs.enc, n_labels=len(self.labels), perturbations=self.perturbations,
+                           config=self.config, f_proba_o=inputs.f_o if capc else None,
+                           f_proba_c=inputs.f_c if capc else None, extra=extra)
+
+    # -- training ------------------------------------------------------------
+    def fit(self, inputs: PairInputs, y_prime: Sequence[str], *, min_labels: int = MIN_LABELS) -> PairwiseClassifier:
+        yi = check_labels(y_prime, self.labels, minimum=min_labels)
+        self.perturbations = sorted({p for p in inputs.enc.perturbation if p})
+        configs = [c for c in (self.configs or (self.config,))
+                   if not (c.embeddings and len(yi) < self.full_min_n and len(self.configs) > 1)]
+        if self.warm is not None:
+            configs = [WARM_ONLY, STACK, *configs]
+        # candidates go from the simplest to the richest; the "one standard error" rule keeps
+        # the simplest whose CV log-loss is within one standard error of the best (with a few
+        # dozen labels the richer feature sets win the CV by noise and lose on new pairs)
+        fitted: list[tuple[float, float, FeatureConfig, LinearH | TemperatureH]] = []
+        for config in configs:
+            self.config = config
+            grid = config.C_grid if self.C_grid == DEFAULT_C_GRID else self.C_grid
+            learner: LinearH | TemperatureH
+            if config.warm_only:
+                learner = TemperatureH(len(self.labels), seed=self.seed).fit(self.matrix(inputs), yi)
+            else:
+                learner = LinearH(len(self.labels), C_grid=grid, seed=self.seed).fit(self.matrix(inputs), yi)
+            fitted.append((learner.cv_loss, learner.cv_loss_se, config, learner))
+        best_loss, best_se = min((f[0], f[1]) for f in fitted)
+        _, _, self.config, self.learner = next(f for f in fitted if f[0] <= best_loss + best_se)
+        self.cv = self.learner.report(self.threshold)
+        return self
+
+    def fit_warm(self, inputs: PairInputs, y_prime: Sequence[str], *, C: float = WARM_C) -> PairwiseClassifier:
+        """Pre-train on public counterfactual pairs: one fit on the full feature set."""
+        yi = check_labels(y_prime, self.labels, minimum=MIN_LABELS)
+        self.perturbations = sorted({p for p in inputs.enc.perturbation if p})
+        self.config = FULL
+        self.configs = ()
+        self.learner = LinearH(len(self.labels)).fit_plain(self.matrix(inputs), yi, C)
+        return self
+
+    def with_warm(self, warm: PairwiseClassifier) -> PairwiseClassifier:
+        if warm.mode != self.mode or list(warm.labels) != list(self.labels):
+            raise ValueError("the warm-start model must have the same mode and label set")
+        self.warm = warm
+        return self
+
+    def predict_proba(self, inputs: PairInputs) -> np.ndarray:
+        if self.learner is None:
+            raise RuntimeError("the pairwise classifier is not trained")
+        return self.learner.predict_proba(self.matrix(inputs))
+
+    def predict(self, inputs: PairInputs) -> tuple[list[str | None], np.ndarray]:
+        """Predicted labels (``None`` where h abstains: confidence below the threshold) and
+        the confidences."""
+        p = self.predict_proba(inputs)
+        conf = p.max(axis=1)
+        pred = p.argmax(axis=1)
+        return [self.labels[k] if c >= self.threshold else None for k, c in zip(pred, conf, strict=True)], conf
+
+
+@dataclass
+class LabelingModel:
+    """What is saved to disk: f (for CAPC), h (with its warm model inside) and metadata."""
+
+    labels: list[str]
+    fields: list[str]
+    mode: str
+    h: Any  # PairwiseClassifier, or cross_encoder.CrossEncoderH
+    base: BaseClassifier | CrossFitted | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def attach(self, embed: Embed | None) -> None:
+        """Re-attach the embedding function after loading (it is never pickled)."""
+        self.embed = embed
+        if isinstance(self.base, CrossFitted):
+            self.base.attach_embed(embed)
+        elif self.base is not None and hasattr(self.base, "embed"):
+            self.base.embed = embed
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("embed", None)
+        return state
+
+    def inputs(self, pairs: Sequence[Pair]) -> PairInputs:
+        embed = getattr(self, "embed", None)
+        return prepare_inputs(pairs, labels=self.labels, fields=self.fields, embed=embed,
+                              base=self.base if self.mode == "capc" else None)
+
+    def predict_proba(self, pairs: Sequence[Pair]) -> np.ndarray:
+        if hasattr(self.h, "predict_proba_pairs"):  # the cross-encoder reads the texts itself
+            return self.h.predict_proba_pairs(pairs)  # type: ignore[no-any-return]
+        return self.h.predict_proba(self.inputs(pairs))
+
+    def save(self, path: str) -> None:
+        import joblib
+
+        joblib.dump(self, path, compress=3)
+
+    @staticmethod
+    def load(path: str, embed: Embed | None = None) -> LabelingModel:
+        import joblib
+
+        model: LabelingModel = joblib.load(path)
+        model.attach(embed)
+        return model

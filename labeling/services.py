@@ -1,0 +1,275 @@
+"""Training h and auto-labelling with it (writes). Reads are in ``selectors.py``.
+
+- :func:`pairwise_train`: trains f (CAPC) on the project's labelled originals and h on the
+  human-labelled candidates (state ``human_labeled``, label source ``human`` or ``gold``),
+  optionally warm-started; saves the model file under ``COUNTERPART["MODEL_DIR"]`` and a
+  :class:`PairwiseModel` row with its cross-validated quality.
+- :func:`autolabel`: applies the latest model to the ``pooled`` and ``abstained`` candidates;
+  each moves to ``auto_labeled`` (label, source ``auto``, confidence) or, below the threshold,
+  ``abstained`` — only through ``candidates_transition``, one UPDATE per chunk and label.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Case, FloatField, Max, Value, When
+
+from generation import states
+from generation.ml.embeddings import Encoder, shared_encoder
+from generation.models import Candidate, Example, Label, Project
+from generation.services.candidates import candidates_transition
+from labeling.ml.base_classifier import CrossFitted, TooFewLabels, make_base_classifier
+from labeling.ml.bench import pairs_from_records, parse_warm_spec, unique_originals
+from labeling.ml.features import Pair
+from labeling.ml.pairwise import MIN_LABELS, LabelingModel, PairwiseClassifier, check_labels, prepare_inputs
+from labeling.models import MODES, AutolabelRun, PairwiseModel
+
+TRAIN_SOURCES = ("human", "gold")
+AUTOLABEL_FROM = (states.POOLED, states.ABSTAINED)
+LEARNERS = ("linear", "cross-encoder")
+CHUNK = 500
+
+
+def embedder() -> Encoder:
+    """The process-wide MiniLM encoder, cached under ``COUNTERPART["EMBEDDING_CACHE_DIR"]``."""
+    cp = settings.COUNTERPART
+    return shared_encoder(model_path=cp["MINILM_PATH"] or None, cache_dir=cp["EMBEDDING_CACHE_DIR"])
+
+
+def _label_names(project: Project) -> list[str]:
+    return list(project.labels.order_by("position").values_list("name", flat=True))
+
+
+def _training_pairs(project: Project) -> tuple[list[Pair], list[str], int]:
+    rows = (
+        Candidate.objects.filter(project=project, state=states.HUMAN_LABELED, label_source__in=TRAIN_SOURCES)
+        .values_list("example__fields", "fields", "example__label__name", "label__name", "perturbation", "group")
+        .order_by("id")
+    )
+    pairs: list[Pair] = []
+    ys: list[str] = []
+    skipped = 0
+    for o_fields, c_fields, y, y2, pert, group in rows.iterator(chunk_size=2000):
+        if y is None or y2 is None:
+            skipped += 1  # an original without a label: h needs y
+            continue
+        pairs.append(Pair(o_fields, c_fields, y, pert or "", group or ""))
+        ys.append(y2)
+    return pairs, ys, skipped
+
+
+def _read_warm(spec: str, project: Project, labels: list[str]) -> tuple[list[Pair], list[str]]:
+    from generation.formats import FormatError, read
+
+    try:
+        fmt, path, split = parse_warm_spec(spec)
+        records = list(read(fmt, [path], task=project.task, split=split, labels=labels,
+                            text_fields=list(project.text_fields)))
+    except (ValueError, FormatError) as exc:
+        raise ValidationError(f"warm start {spec!r}: {exc}") from None
+    data, problems = pairs_from_records(records, labels)
+    if not data.pairs:
+        shown = "; ".join(problems[:3])
+        raise ValidationError(f"warm start {spec!r}: no labelled pairs with this project's labels and fields"
+                              + (f" ({len(problems)} problems, e.g. {shown})" if problems else ""))
+    return data.pairs, data.y_prime
+
+
+def model_path(project: Project, version: int) -> Path:
+    return Path(settings.COUNTERPART["MODEL_DIR"]) / f"project-{project.pk}" / f"pairwise-v{version}.joblib"
+
+
+def pairwise_train(
+    *,
+    project: Project,
+    mode: str = "capc",
+    warm_start: str = "",
+    base: str = "minilm",
+    threshold: float | None = None,
+    learner: str = "linear",
+    created_by: Any = None,
+) -> PairwiseModel:
+    """Train h on the project's human labels. Raises ``ValidationError`` (and writes nothing)
+    when there are too few labels, a label class has none, or f cannot be trained."""
+    t0 = time.perf_counter()
+    if mode not in MODES:
+        raise ValidationError(f"unknown mode {mode!r}; choose pc or capc")
+    threshold = settings.COUNTERPART["MIN_CONFIDENCE"] if threshold is None else float(threshold)
+    if not 0 <= threshold <= 1:
+        raise ValidationError("threshold must be between 0 and 1")
+    labels = _label_names(project)
+    fields = list(project.text_fields)
+    if learner not in LEARNERS:
+        raise ValidationError(f"unknown learner {learner!r}; choose {' or '.join(LEARNERS)}")
+    if learner == "cross-encoder" and (mode != "pc" or warm_start):
+        raise ValidationError("the cross-encoder learner is PC only, without warm start")
+    pairs, ys, skipped = _training_pairs(project)
+    if learner == "cross-encoder":
+        return _train_cross_encoder(project, pairs, ys, threshold, created_by, t0)
+    try:
+        check_labels(ys, labels, minimum=MIN_LABELS)
+    except TooFewLabels as exc:
+        extra = f" ({skipped} more have an original without a label)" if skipped else ""
+        raise ValidationError(f"{exc}{extra}") from None
+
+    originals = list(
+        Example.objects.filter(project=project, label__isnull=False).values_list("fields", "label__name")
+    )
+    orig_records = [o for o, _ in originals]
+    orig_y = [y for _, y in originals]
+    warm_pairs: list[Pair] = []
+    warm_y: list[str] = []
+    if warm_start:
+        warm_pairs, warm_y = _read_warm(warm_start, project, labels)
+        w_orig, w_oy = unique_originals(warm_pairs)
+        orig_records, orig_y = orig_records + w_orig, orig_y + w_oy
+
+    f: Any = None
+    if mode == "capc":
+        def make_f() -> Any:
+            return make_base_classifier(base, labels=labels, fields=fields, embed=embedder().encode,
+                                        model_path=settings.COUNTERPART["BASE_CLASSIFIER_PATH"],
+                                        device=settings.COUNTERPART["DEVICE"])
+
+        try:
+            # trained bases are cross-fitted (f(x) is never a memorised label; see CrossFitted);
+            # a ready-made HF model never saw these originals and is used as is
+            f = make_f().fit(orig_records, orig_y) if base == "hf" else CrossFitted(make_f).fit(orig_records, orig_y)
+        except TooFewLabels as exc:
+            raise ValidationError(f"CAPC needs f: {exc}; import labelled originals or use --mode pc") from None
+        except (ValueError, FileNotFoundError) as exc:
+            raise ValidationError(f"base classifier: {exc}") from None
+    embed = embedder().encode
+    h = PairwiseClassifier(labels, fields, mode=mode, threshold=threshold)
+    if warm_pairs:
+        warm_inputs = prepare_inputs(warm_pairs, labels=labels, fields=fields, embed=embed, base=f)
+        warm_h = PairwiseClassifier(labels, fields, mode=mode).fit_warm(warm_inputs, warm_y)
+        h.with_warm(warm_h)
+    inputs = prepare_inputs(pairs, labels=labels, fields=fields, embed=embed, base=f)
+    try:
+        h.fit(inputs, ys)
+    except TooFewLabels as exc:
+        raise ValidationError(str(exc)) from None
+    assert h.cv is not None
+    bundle = LabelingModel(labels, fields, mode, h, base=f, meta={"warm_start": warm_start, "base": base})
+
+    cv = h.cv.as_dict()
+    cv["features"] = h.feature_set_name
+    return _save_model(
+        project, bundle, mode=mode, base_classifier=base, warm_start=warm_start,
+        n_train=len(pairs), n_warm=len(warm_pairs), n_originals=len(orig_records) if f is not None else 0,
+        label_counts={lab: ys.count(lab) for lab in labels}, cv_accuracy=h.cv.accuracy, cv_macro_f1=h.cv.macro_f1,
+        cv_ece=h.cv.ece, cv_folds=h.cv.folds, threshold=threshold, metrics=cv,
+        seconds=round(time.perf_counter() - t0, 2), created_by=created_by,
+    )
+
+
+def _save_model(project: Project, bundle: LabelingModel, **fields: Any) -> PairwiseModel:
+    with transaction.atomic():
+        Project.objects.select_for_update().filter(pk=project.pk).first()
+        version = (PairwiseModel.objects.filter(project=project).aggregate(v=Max("version"))["v"] or 0) + 1
+        path = model_path(project, version)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        bundle.save(str(path))
+        return PairwiseModel.objects.create(project=project, version=version, path=str(path), **fields)
+
+
+def _train_cross_encoder(project: Project, pairs: list[Pair], ys: list[str], threshold: float, created_by: Any,
+                         t0: float) -> PairwiseModel:
+    from generation.ml.embeddings import default_model_path
+    from labeling.ml.cross_encoder import MIN_LABELS as CE_MIN, CrossEncoderH
+
+    labels = _label_names(project)
+    fields = list(project.text_fields)
+    cp = settings.COUNTERPART
+    h = CrossEncoderH(labels, fields, cp["MINILM_PATH"] or default_model_path(), device=cp["DEVICE"],
+                      threshold=threshold, min_labels=CE_MIN)
+    try:
+        h.fit(pairs, ys)
+    except TooFewLabels as exc:
+        raise ValidationError(f"{exc} (the cross-encoder needs at least {CE_MIN})") from None
+    assert h.cv is not None
+    cv = h.cv.as_dict()
+    cv["features"] = h.feature_set_name
+    bundle = LabelingModel(labels, fields, "pc", h, meta={"learner": "cross-encoder"})
+    return _save_model(
+        project, bundle, mode="pc", base_classifier="", warm_start="", n_train=len(pairs),
+        label_counts={lab: ys.count(lab) for lab in labels}, cv_accuracy=h.cv.accuracy, cv_macro_f1=h.cv.macro_f1,
+        cv_ece=h.cv.ece, cv_folds=1, threshold=threshold, metrics=cv,
+        seconds=round(time.perf_counter() - t0, 2), created_by=created_by,
+    )
+
+
+def latest_model(project: Project) -> PairwiseModel:
+    model = PairwiseModel.objects.filter(project=project).order_by("-version").first()
+    if model is None:
+        raise ValidationError(f"project {project.name!r} has no pairwise model yet; run train_pairwise first")
+    return model
+
+
+def _confidence_case(ids: list[int], conf: list[float]) -> Case:
+    return Case(*[When(pk=i, then=Value(round(float(c), 6))) for i, c in zip(ids, conf, strict=True)],
+                output_field=FloatField())
+
+
+def autolabel(*, project: Project, min_confidence: float | None = None, model: PairwiseModel | None = None,
+              chunk_size: int = CHUNK) -> AutolabelRun:
+    """Label the project's ``pooled`` and ``abstained`` candidates with the latest model."""
+    t0 = time.perf_counter()
+    model = model or latest_model(project)
+    threshold = model.threshold if min_confidence is None else float(min_confidence)
+    if not 0 <= threshold <= 1:
+        raise ValidationError("min confidence must be between 0 and 1")
+    try:
+        bundle = LabelingModel.load(model.path, embed=embedder().encode)
+    except FileNotFoundError:
+        raise ValidationError(f"model file missing: {model.path}") from None
+    label_ids = dict(Label.objects.filter(project=project).values_list("name", "pk"))
+    if sorted(label_ids) != sorted(bundle.labels):
+        raise ValidationError("the project's label set changed since the model was trained; train again")
+
+    rows = list(
+        Candidate.objects.filter(project=project, state__in=AUTOLABEL_FROM, example__label__isnull=False)
+        .values_list("pk", "example__fields", "fields", "example__label__name", "perturbation", "group", "state")
+        .order_by("pk")
+    )
+    run = AutolabelRun(project=project, model=model, min_confidence=threshold, considered=len(rows))
+    for start in range(0, len(rows), chunk_size * 4):
+        block = rows[start:start + chunk_size * 4]
+        pairs = [Pair(o, c, y, pert or "", g or "") for _pk, o, c, y, pert, g, _st in block]
+        was_abstained = np.asarray([r[6] == states.ABSTAINED for r in block])
+        proba = bundle.predict_proba(pairs)
+        pred, conf = proba.argmax(axis=1), proba.max(axis=1)
+        ids = np.asarray([r[0] for r in block])
+        confident = conf >= threshold
+        for k, name in enumerate(bundle.labels):
+            sel = np.flatnonzero(confident & (pred == k))
+            for s in range(0, len(sel), chunk_size):
+                part = sel[s:s + chunk_size]
+                id_list = ids[part].tolist()
+                run.auto_labeled += candidates_transition(
+                    candidates=Candidate.objects.filter(pk__in=id_list), to=states.AUTO_LABELED,
+                    label_id=label_ids[name], label_source="auto",
+                    confidence=_confidence_case(id_list, conf[part].tolist()),
+                )
+        low = np.flatnonzero(~confident)
+        for s in range(0, len(low), chunk_size):
+            part = low[s:s + chunk_size]
+            id_list = ids[part].tolist()
+            # abstained -> abstained is not an edge: those already abstained stay as they are
+            run.abstained += candidates_transition(
+                candidates=Candidate.objects.filter(pk__in=id_list, state=states.POOLED), to=states.ABSTAINED,
+                confidence=_confidence_case(id_list, conf[part].tolist()),
+            )
+            run.abstained += int(np.sum(was_abstained[part]))  # already abstained: they stay so
+    run.skipped = run.considered - run.auto_labeled - run.abstained
+    run.seconds = round(time.perf_counter() - t0, 2)
+    run.save()
+    return run

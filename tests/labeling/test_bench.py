@@ -1,0 +1,44 @@
+"""bench_pairwise on a slice of the real CAD data, with the real MiniLM (slow)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from labeling.ml.bench import parse_warm_spec
+
+
+def test_parse_warm_spec():
+    assert parse_warm_spec("cad-nli:../shared/data/cad:train") == ("cad-nli", "../shared/data/cad", "train")
+    assert parse_warm_spec("pairs-jsonl:/x/y.jsonl") == ("pairs-jsonl", "/x/y.jsonl", "")
+    with pytest.raises(ValueError, match="FORMAT:PATH"):
+        parse_warm_spec("cad-nli")
+
+
+@pytest.mark.slow
+def test_bench_json_on_a_cad_nli_slice(shared_data, capsys):
+    call_command("bench_pairwise", "--task", "nli", "--format", "cad-nli", "--split", "dev",
+                 str(shared_data / "cad"), "--limit", "240", "--seeds", "1", "--budget", "0.2", "--json")
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    result = json.loads(last)
+    assert result["task"] == "nli" and result["n_pairs"] == 240 and result["seeds"] == 1
+    methods = result["methods"]
+    for name in ("invariant", "trust", "w-trust", "random-pairs", "training-only", "pc", "capc", "capc+active"):
+        assert name in methods, name
+    assert set(methods["invariant"]) == {"accuracy", "macro_f1"}
+    assert methods["invariant"]["accuracy"] == 0.0  # every CAD counterfactual flips the label
+    for name in ("trust", "pc", "capc"):
+        assert {"accuracy", "macro_f1", "ece"} <= set(methods[name])
+        assert 0.0 <= methods[name]["ece"] <= 1.0
+    # h knows y and that the label moves: better than every baseline that ignores this
+    assert methods["capc"]["accuracy"] > methods["trust"]["accuracy"]
+    assert methods["capc"]["accuracy"] > 0.5
+    assert set(result["budget_curve"]["capc"]) == {"0.05", "0.1", "0.2", "0.5"}
+    assert result["seconds"] > 0
+
+
+def test_bench_refuses_bad_input(tmp_path):
+    with pytest.raises(CommandError):
+        call_command("bench_pairwise", "--task", "nli", "--format", "cad-nli", "--split", "dev", str(tmp_path))

@@ -1,0 +1,155 @@
+"""h on synthetic pairs: no database, no MiniLM."""
+
+import numpy as np
+import pytest
+
+from labeling.ml import baselines
+from labeling.ml.active import diverse_uncertain, margin_uncertainty, select_active
+from labeling.ml.base_classifier import EmbeddingClassifier, TfidfClassifier, TooFewLabels
+from labeling.ml.edits import edit_features, field_edit, n_edit_features
+from labeling.ml.metrics import scores
+from labeling.ml.pairwise import (LabelingModel, PairwiseClassifier, apply_temperature, check_labels,
+                                  fit_temperature, prepare_inputs)
+
+from .conftest import FIELDS, LABELS, fake_embed, synthetic_pairs
+
+
+def _inputs(pairs, base=None):
+    return prepare_inputs(pairs, labels=LABELS, fields=FIELDS, embed=fake_embed, base=base)
+
+
+def _f(pairs):
+    origs = {p.group: p for p in pairs}
+    return EmbeddingClassifier(LABELS, FIELDS, fake_embed).fit(
+        [p.original for p in origs.values()], [p.y for p in origs.values()])
+
+
+def test_field_edit_finds_inserted_and_replaced_words():
+    e = field_edit("A man rides a horse.", "A man does not ride a horse.")
+    assert "not" in e.inserted and "rides" in e.deleted
+    assert e.changed
+    assert not field_edit("same text", "Same text").changed
+    x = edit_features({"premise": "a b", "hypothesis": "c"}, {"premise": "a b", "hypothesis": "c not"}, FIELDS)
+    assert x.shape == (n_edit_features(2),)
+
+
+@pytest.mark.parametrize("mode", ["pc", "capc"])
+def test_h_learns_the_edit_rule_and_beats_the_baselines(mode):
+    pairs, ys = synthetic_pairs(360, seed=1)
+    f = _f(pairs) if mode == "capc" else None
+    inp = _inputs(pairs, base=f)
+    train, test = np.arange(120), np.arange(120, 360)
+    h = PairwiseClassifier(LABELS, FIELDS, mode=mode).fit(inp.subset(train), [ys[i] for i in train])
+    y_test = np.array([LABELS.index(ys[i]) for i in test])
+    proba = h.predict_proba(inp.subset(test))
+    s = scores(y_test, proba)
+    assert s["accuracy"] >= 0.9
+    assert scores(y_test, baselines.invariant(inp.enc.y[test], 3))["accuracy"] == 0.0
+    assert h.cv is not None and h.cv.n == 120 and h.cv.accuracy >= 0.85
+    assert np.allclose(proba.sum(1), 1.0)
+
+
+def test_random_pairs_baseline_is_worse_than_real_pairs():
+    pairs, ys = synthetic_pairs(360, seed=2)
+    train, test = np.arange(120), np.arange(120, 360)
+    y_test = np.array([LABELS.index(ys[i]) for i in test])
+    real = _inputs(pairs)
+    shuffled = _inputs(baselines.random_pairing(pairs, np.random.default_rng(0)))
+    acc = {}
+    for name, inp in (("real", real), ("random", shuffled)):
+        h = PairwiseClassifier(LABELS, FIELDS, mode="pc").fit(inp.subset(train), [ys[i] for i in train])
+        acc[name] = scores(y_test, h.predict_proba(inp.subset(test)))["accuracy"]
+    assert acc["real"] > acc["random"] + 0.3
+
+
+def test_too_few_labels_and_a_missing_class_are_refused():
+    pairs, ys = synthetic_pairs(40)
+    inp = _inputs(pairs)
+    with pytest.raises(TooFewLabels, match="need at least 10"):
+        PairwiseClassifier(LABELS, FIELDS, mode="pc").fit(inp.subset(range(5)), ys[:5])
+    only_two = [i for i, y in enumerate(ys) if y != "neutral"]
+    with pytest.raises(TooFewLabels, match="no human-labelled pair with label neutral"):
+        PairwiseClassifier(LABELS, FIELDS, mode="pc").fit(inp.subset(only_two), [ys[i] for i in only_two])
+    with pytest.raises(ValueError, match="not in the label set"):
+        check_labels(["entailment", "bogus"], LABELS, minimum=1)
+
+
+def test_base_classifier_refuses_a_class_without_originals():
+    with pytest.raises(TooFewLabels, match="none for: contradiction"):
+        EmbeddingClassifier(LABELS, FIELDS, fake_embed).fit(
+            [{"premise": "a", "hypothesis": "b"}] * 4, ["entailment", "neutral"] * 2)
+
+
+def test_capc_needs_f_probabilities():
+    pairs, ys = synthetic_pairs(40)
+    with pytest.raises(ValueError, match="CAPC needs"):
+        PairwiseClassifier(LABELS, FIELDS, mode="capc").fit(_inputs(pairs), ys)
+
+
+def test_temperature_scaling_fixes_overconfidence():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 2000)
+    logits = rng.normal(size=(2000, 3))
+    logits[np.arange(2000), y] += 1.0
+    log_p = 4.0 * logits  # 4x too sharp
+    log_p = log_p - np.log(np.exp(log_p).sum(1, keepdims=True))
+    t = fit_temperature(log_p, y)
+    assert 3.0 < t < 5.5
+    before = scores(y, np.exp(log_p))["ece"]
+    after = scores(y, apply_temperature(log_p, t))["ece"]
+    assert after < before / 2 and after < 0.05
+
+
+def test_abstains_below_the_threshold_and_saves_and_loads(tmp_path):
+    pairs, ys = synthetic_pairs(200, seed=3)
+    f = _f(pairs)
+    inp = _inputs(pairs, base=f)
+    h = PairwiseClassifier(LABELS, FIELDS, mode="capc", threshold=0.999).fit(inp.subset(range(100)), ys[:100])
+    labels, conf = h.predict(inp.subset(range(100, 200)))
+    assert all((lab is None) == (c < 0.999) for lab, c in zip(labels, conf, strict=True))
+    bundle = LabelingModel(LABELS, FIELDS, "capc", h, base=f)
+    bundle.save(str(tmp_path / "m.joblib"))
+    loaded = LabelingModel.load(str(tmp_path / "m.joblib"), embed=fake_embed)
+    assert np.allclose(loaded.predict_proba(pairs[100:]), h.predict_proba(inp.subset(range(100, 200))))
+
+
+def test_warm_start_stacks_the_warm_model():
+    warm_pairs, warm_ys = synthetic_pairs(400, seed=4)
+    pairs, ys = synthetic_pairs(200, seed=5)
+    warm = PairwiseClassifier(LABELS, FIELDS, mode="pc").fit_warm(_inputs(warm_pairs), warm_ys, C=0.03)
+    h = PairwiseClassifier(LABELS, FIELDS, mode="pc").with_warm(warm)
+    inp = _inputs(pairs)
+    h.fit(inp.subset(range(30)), ys[:30])
+    y_test = np.array([LABELS.index(v) for v in ys[30:]])
+    stacked = scores(y_test, h.predict_proba(inp.subset(range(30, 200))))["accuracy"]
+    alone = scores(y_test, warm.predict_proba(inp.subset(range(30, 200))))["accuracy"]
+    assert stacked >= 0.85 and stacked >= alone
+    with pytest.raises(ValueError, match="same mode"):
+        PairwiseClassifier(LABELS, FIELDS, mode="capc").with_warm(warm)
+
+
+def test_tfidf_base_classifier():
+    recs = [{"premise": "good fun", "hypothesis": ""}, {"premise": "bad awful", "hypothesis": ""}] * 5
+    ys = ["entailment", "contradiction"] * 5
+    f = TfidfClassifier(["entailment", "contradiction"], FIELDS).fit(recs, ys)
+    p = f.predict_proba([{"premise": "fun", "hypothesis": ""}])
+    assert p.shape == (1, 2) and p[0, 0] > 0.5
+
+
+def test_active_selection_picks_uncertain_and_diverse():
+    rng = np.random.default_rng(0)
+    feats = np.vstack([rng.normal(loc=c, size=(50, 2)) for c in (0, 10, 20)])
+    unc = np.zeros(150)
+    unc[[5, 60, 120]] = 1.0
+    picked = diverse_uncertain(feats, unc, np.arange(150), 3, seed=0)
+    assert sorted(picked.tolist()) == [5, 60, 120]
+    assert margin_uncertainty(np.array([[0.5, 0.5], [1.0, 0.0]])).tolist() == [1.0, 0.0]
+    calls = []
+
+    def proba_fn(sel):
+        calls.append(len(sel))
+        return np.tile([0.6, 0.4], (150, 1))
+
+    chosen = select_active(150, 30, features=feats, proba_fn=proba_fn, rng=np.random.default_rng(0))
+    assert len(chosen) == 30 and len(set(chosen.tolist())) == 30
+    assert calls  # a model was trained between rounds

@@ -1,0 +1,170 @@
+"""Training and auto-labelling through the services, with the database (stand-in encoder)."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.core.exceptions import ValidationError
+from django.core.management import CommandError, call_command
+
+from generation import states
+from generation.models import Candidate, Example, Label
+from generation.services.projects import project_create
+from labeling import services
+from labeling.models import AutolabelRun, PairwiseModel
+from labeling.selectors import flip_rates_for
+
+from .conftest import FakeEncoder, synthetic_pairs
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fake_encoder(monkeypatch, settings, tmp_path):
+    settings.COUNTERPART = {**settings.COUNTERPART, "MODEL_DIR": str(tmp_path / "models")}
+    monkeypatch.setattr(services, "embedder", lambda: FakeEncoder())
+
+
+def make_project(n_pairs: int = 160, n_human: int = 60, name: str = "p"):
+    project = project_create(name=name, task="nli")
+    labels = {lab.name: lab for lab in Label.objects.filter(project=project)}
+    pairs, ys = synthetic_pairs(n_pairs, seed=7)
+    examples = Example.objects.bulk_create([
+        Example(project=project, external_id=f"e{i}", fields=p.original, label=labels[p.y]) for i, p in enumerate(pairs)
+    ])
+    cands = []
+    for i, (p, y2) in enumerate(zip(pairs, ys, strict=True)):
+        human = i < n_human
+        cands.append(Candidate(
+            project=project, external_id=f"c{i}", example=examples[i], fields=p.counterfactual,
+            perturbation=p.perturbation, gold_label=labels[y2],
+            state=states.HUMAN_LABELED if human else states.POOLED,
+            label=labels[y2] if human else None, label_source="human" if human else "",
+        ))
+    Candidate.objects.bulk_create(cands)
+    return project, ys
+
+
+def test_train_then_autolabel_moves_pooled_candidates():
+    project, ys = make_project()
+    model = services.pairwise_train(project=project, mode="capc")
+    assert model.version == 1 and model.n_train == 60 and model.mode == "capc"
+    assert 0.0 <= model.cv_ece <= 1.0 and model.cv_accuracy >= 0.8
+    assert model.label_counts and sum(model.label_counts.values()) == 60
+    run = services.autolabel(project=project, min_confidence=0.5)
+    assert run.considered == 100
+    assert run.auto_labeled + run.abstained == 100 and run.auto_labeled >= 80
+    auto = Candidate.objects.filter(project=project, state=states.AUTO_LABELED)
+    assert auto.count() == run.auto_labeled
+    assert not auto.filter(confidence__lt=0.5).exists()
+    assert set(auto.values_list("label_source", flat=True)) == {"auto"}
+    correct = sum(1 for c in auto.select_related("label", "gold_label") if c.label_id == c.gold_label_id)
+    assert correct / auto.count() >= 0.85
+    # confidences are per row, not one value for everyone
+    assert auto.values("confidence").distinct().count() > 1
+    # human labels untouched
+    assert Candidate.objects.filter(project=project, state=states.HUMAN_LABELED, label_source="human").count() == 60
+    # a second model gets the next version; re-running moves nothing new
+    assert services.pairwise_train(project=project, mode="pc").version == 2
+
+
+def test_abstained_below_threshold_and_routed_left_alone():
+    project, _ = make_project()
+    routed = Candidate.objects.filter(project=project, state=states.POOLED).order_by("id")[:5]
+    routed_ids = list(routed.values_list("id", flat=True))
+    Candidate.objects.filter(pk__in=routed_ids).update(state=states.ROUTED)
+    services.pairwise_train(project=project, mode="pc")
+    run = services.autolabel(project=project, min_confidence=1.0)  # nothing is that sure
+    assert run.auto_labeled == 0 and run.abstained == 95
+    ab = Candidate.objects.filter(project=project, state=states.ABSTAINED)
+    assert ab.count() == 95 and not ab.filter(label__isnull=False).exists()
+    assert not ab.filter(confidence__isnull=True).exists()
+    assert Candidate.objects.filter(pk__in=routed_ids, state=states.ROUTED).count() == 5
+    # the abstained ones are picked up by a later, laxer run
+    run2 = services.autolabel(project=project, min_confidence=0.0)
+    assert run2.considered == 95 and run2.auto_labeled == 95
+    assert AutolabelRun.objects.filter(project=project).count() == 2
+
+
+def test_too_few_human_labels_is_a_clear_error_and_no_model():
+    project, _ = make_project(n_pairs=40, n_human=6)
+    with pytest.raises(ValidationError, match="need at least 10"):
+        services.pairwise_train(project=project)
+    assert not PairwiseModel.objects.exists()
+    with pytest.raises(ValidationError, match="no pairwise model yet"):
+        services.autolabel(project=project)
+
+
+def test_a_label_class_without_human_labels_is_refused():
+    project, ys = make_project(n_pairs=120, n_human=0)
+    neutral = Label.objects.get(project=project, name="neutral")
+    # label every pair as human *except* the ones whose label is neutral
+    for c in Candidate.objects.filter(project=project).select_related("gold_label"):
+        if c.gold_label_id != neutral.pk:
+            Candidate.objects.filter(pk=c.pk).update(state=states.HUMAN_LABELED, label=c.gold_label,
+                                                     label_source="human")
+    with pytest.raises(ValidationError, match="no human-labelled pair with label neutral"):
+        services.pairwise_train(project=project, mode="pc")
+    with pytest.raises(CommandError, match="no human-labelled pair with label neutral"):
+        call_command("train_pairwise", "--project", project.name, "--mode", "pc")
+    assert not PairwiseModel.objects.exists()
+
+
+def test_commands_train_and_autolabel(capsys):
+    project, _ = make_project()
+    call_command("train_pairwise", "--project", project.name, "--mode", "capc")
+    out = capsys.readouterr().out
+    assert "trained capc v1 on 60 human-labelled pairs" in out and "cv accuracy" in out
+    call_command("autolabel", "--project", project.name, "--min-confidence", "0.6")
+    out = capsys.readouterr().out
+    assert "considered 100" in out
+    with pytest.raises(CommandError, match="no project"):
+        call_command("autolabel", "--project", "nope")
+
+
+def test_flip_rates_selector_and_view(client):
+    project, _ = make_project()
+    services.pairwise_train(project=project, mode="pc")
+    services.autolabel(project=project, min_confidence=0.0)
+    rates = flip_rates_for(project=project)
+    assert rates.overall["human"].n == 60 and rates.overall["human"].rate == 1.0  # synthetic labels always flip
+    assert rates.overall["auto"].n == 100
+    assert rates.by_perturbation[0][0] == "insert"
+    assert all(src != dst or counts["auto"] for src, dst, counts in rates.by_direction)
+    assert rates.model is not None and rates.model.version == 1
+
+    researcher = User.objects.create_user("r", password="pw")
+    researcher.groups.add(Group.objects.get_or_create(name="researcher")[0])
+    annotator = User.objects.create_user("a", password="pw")
+    annotator.groups.add(Group.objects.get_or_create(name="annotator")[0])
+    url = f"/labeling/projects/{project.pk}/flip-rates/"
+    assert client.get(url).status_code == 302  # login first
+    client.force_login(annotator)
+    assert client.get(url).status_code == 403
+    client.force_login(researcher)
+    resp = client.get(url, HTTP_HX_REQUEST="true")
+    html = resp.content.decode()
+    assert resp.status_code == 200
+    assert "cross-validated accuracy" in html and "entailment→" in html and "insert" in html
+
+
+def test_warm_start_from_a_pairs_file(tmp_path):
+    import json
+
+    pairs, ys = synthetic_pairs(120, seed=11)
+    path = tmp_path / "warm.jsonl"
+    with path.open("w") as fh:
+        for i, (p, y2) in enumerate(zip(pairs, ys, strict=True)):
+            fh.write(json.dumps({"id": f"w{i}", "original": {"fields": p.original, "label": p.y},
+                                 "counterfactual": {"fields": p.counterfactual, "label": y2,
+                                                    "label_source": "human", "perturbation": "insert"}}) + "\n")
+    project, _ = make_project(n_pairs=80, n_human=30)
+    model = services.pairwise_train(project=project, mode="capc", warm_start=f"pairs-jsonl:{path}")
+    assert model.n_warm == 120 and model.warm_start == f"pairs-jsonl:{path}"
+    assert model.n_originals == 80 + 120
+    run = services.autolabel(project=project, min_confidence=0.0)
+    assert run.auto_labeled == 50
+    with pytest.raises(ValidationError, match="warm start"):
+        services.pairwise_train(project=project, warm_start=f"pairs-jsonl:{tmp_path / 'missing.jsonl'}")
+    with pytest.raises(ValidationError, match="FORMAT:PATH"):
+        services.pairwise_train(project=project, warm_start="nonsense")
