@@ -82,6 +82,18 @@ def _read_warm(spec: str, project: Project, labels: list[str]) -> tuple[list[Pai
     return data.pairs, data.y_prime
 
 
+def pairwise_training_data(*, project: Project) -> tuple[list[Pair], list[str]]:
+    """The human-labelled pairs h trains on, or ValidationError saying why there are too few
+    (cheap: one query, no model), so a page can refuse before it enqueues training."""
+    pairs, ys, skipped = _training_pairs(project)
+    try:
+        check_labels(ys, _label_names(project), minimum=MIN_LABELS)
+    except TooFewLabels as exc:
+        extra = f" ({skipped} more have an original without a label)" if skipped else ""
+        raise ValidationError(f"{exc}{extra}") from None
+    return pairs, ys
+
+
 def model_path(project: Project, version: int) -> Path:
     return Path(settings.COUNTERPART["MODEL_DIR"]) / f"project-{project.pk}" / f"pairwise-v{version}.joblib"
 
@@ -110,14 +122,10 @@ def pairwise_train(
         raise ValidationError(f"unknown learner {learner!r}; choose {' or '.join(LEARNERS)}")
     if learner == "cross-encoder" and (mode != "pc" or warm_start):
         raise ValidationError("the cross-encoder learner is PC only, without warm start")
-    pairs, ys, skipped = _training_pairs(project)
     if learner == "cross-encoder":
+        pairs, ys, _ = _training_pairs(project)
         return _train_cross_encoder(project, pairs, ys, threshold, created_by, t0)
-    try:
-        check_labels(ys, labels, minimum=MIN_LABELS)
-    except TooFewLabels as exc:
-        extra = f" ({skipped} more have an original without a label)" if skipped else ""
-        raise ValidationError(f"{exc}{extra}") from None
+    pairs, ys = pairwise_training_data(project=project)
 
     originals = list(
         Example.objects.filter(project=project, label__isnull=False).values_list("fields", "label__name")

@@ -4,4 +4,6 @@ from labeling import views
 
 urlpatterns: list = [
     path("projects/<int:pk>/flip-rates/", views.flip_rates, name="labeling-flip-rates"),
+    path("projects/<int:pk>/train/", views.pairwise_train_start, name="labeling-train"),
+    path("projects/<int:pk>/autolabel/", views.autolabel_start, name="labeling-autolabel"),
 ]
