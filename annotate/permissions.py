@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
+from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
 from rest_framework.permissions import BasePermission
 
 from annotate import roles
@@ -23,3 +27,15 @@ def require_researcher(user: Any) -> None:
     """For plain Django views: 403 unless researcher or admin."""
     if not roles.is_researcher(user):
         raise PermissionDenied("researchers only")
+
+
+def researcher_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Decorator for plain Django views: log in first, then 403 unless researcher or admin."""
+
+    @login_required
+    @functools.wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        require_researcher(request.user)
+        return view(request, *args, **kwargs)
+
+    return wrapped

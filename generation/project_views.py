@@ -7,31 +7,19 @@ import tempfile
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 from django.shortcuts import get_object_or_404, redirect, render
 
 from annotate import roles
+from annotate.permissions import researcher_required
 from generation.formats import FORMATS
 from generation.models import Project
 from generation.services.exports import ExportError, data_export
 from generation.services.imports import ImportRefused, data_import
 from generation.uploads import MaxSizeUploadHandler
 from generation.project_selectors import project_list_with_counts, project_overview
-
-
-def researcher_required(view):  # type: ignore[no-untyped-def]
-    @login_required
-    def wrapped(request: HttpRequest, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if not roles.is_researcher(request.user):
-            raise PermissionDenied("researchers only")
-        return view(request, *args, **kwargs)
-
-    wrapped.__name__ = view.__name__
-    wrapped.__doc__ = view.__doc__
-    return wrapped
 
 
 @login_required

@@ -4,37 +4,23 @@ every second, stopped with ``HttpResponseStopPolling`` once the run is finished)
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from django import forms
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from annotate import roles
+from annotate.permissions import researcher_required
 from generation.ml import registry
 from generation.models import GenerationRun, Project
 from generation.selectors import run_metrics_rows, run_progress, run_skip_summary, runs_of_project
 from generation.services.run_quality import FILTER_NAMES, default_band
 from generation.services.runs import run_cancel, run_start
-
-
-def researcher_only(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    @login_required
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not roles.is_researcher(request.user):
-            raise PermissionDenied("researchers only")
-        return view(request, *args, **kwargs)
-
-    wrapped.__name__ = view.__name__
-    wrapped.__doc__ = view.__doc__
-    return wrapped
 
 
 class RunStartForm(forms.Form):
@@ -73,7 +59,7 @@ class RunStartForm(forms.Form):
         return {k: v for k, v in options.items() if v not in (None, "")}
 
 
-@researcher_only
+@researcher_required
 def run_new(request: HttpRequest, project_id: int) -> HttpResponse:
     """Start a run from a project: pick a generator and its options."""
     project = get_object_or_404(Project, pk=project_id)
@@ -96,7 +82,7 @@ def run_new(request: HttpRequest, project_id: int) -> HttpResponse:
     return render(request, "generation/run_new.html", context, status=400 if form.errors else 200)
 
 
-@researcher_only
+@researcher_required
 def run_list(request: HttpRequest, project_id: int) -> HttpResponse:
     project = get_object_or_404(Project, pk=project_id)
     runs = runs_of_project(project=project)[:100]
@@ -113,7 +99,7 @@ def _run_context(run: GenerationRun) -> dict[str, Any]:
     }
 
 
-@researcher_only
+@researcher_required
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """The run page; an htmx poll gets only the progress fragment, and the poll stops
     (HTTP 286) once the run is finished — with the final fragment, metrics included."""
@@ -127,7 +113,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "generation/run_detail.html", context)
 
 
-@researcher_only
+@researcher_required
 @require_POST
 def run_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(GenerationRun.objects.select_related("project"), pk=pk)

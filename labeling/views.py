@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_POST
 
-from annotate.roles import is_researcher
+from annotate.permissions import researcher_required
 from generation.models import Project
 from labeling import services, tasks
 from labeling.selectors import flip_rates_for
 
 
-@login_required
+@researcher_required
 def flip_rates(request: HttpRequest, pk: int) -> HttpResponse:
-    if not is_researcher(request.user):
-        raise PermissionDenied("researchers only")
     project = get_object_or_404(Project, pk=pk)
     return _fragment(request, project)
 
@@ -29,12 +26,10 @@ def _fragment(request: HttpRequest, project: Project, *, message: str = "", erro
     return render(request, "labeling/_flip_rates.html", context, status=status)
 
 
-@login_required
 @require_POST
+@researcher_required
 def pairwise_train_start(request: HttpRequest, pk: int) -> HttpResponse:
     """Queue training of h (on the ``ml`` queue); refuse at once when the labels can't train it."""
-    if not is_researcher(request.user):
-        raise PermissionDenied("researchers only")
     project = get_object_or_404(Project, pk=pk)
     mode = request.POST.get("mode", "capc")
     if mode not in ("pc", "capc"):
@@ -49,12 +44,10 @@ def pairwise_train_start(request: HttpRequest, pk: int) -> HttpResponse:
     return _fragment(request, project, message=f"Training {mode.upper()} queued; the figures update when it is done.")
 
 
-@login_required
 @require_POST
+@researcher_required
 def autolabel_start(request: HttpRequest, pk: int) -> HttpResponse:
     """Queue auto-labelling with the latest model; refuse at once when there is none."""
-    if not is_researcher(request.user):
-        raise PermissionDenied("researchers only")
     project = get_object_or_404(Project, pk=pk)
     try:
         services.latest_model(project=project)
