@@ -81,8 +81,6 @@ def tag_edit(original: str, counterfactual: str) -> Tag:
     if a == b:
         return Tag("other", "no word changed")
     ops = edit_ops(a, b)
-    removed = [w for _, i1, i2, _, _ in ops for w in a[i1:i2]]
-    introduced = [w for _, _, _, j1, j2 in ops for w in b[j1:j2]]
     # whole-text patterns first: shuffle / restructure
     ca = [wnx.lemma(w, "v") for w in a if w not in lx.FUNCTION_WORDS]  # verb lemmas: riding ~ ridden
     cb = [wnx.lemma(w, "v") for w in b if w not in lx.FUNCTION_WORDS]
