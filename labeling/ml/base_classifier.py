@@ -67,11 +67,14 @@ def sentence_pair_matrix(emb: np.ndarray) -> np.ndarray:
 
 
 class EmbeddingClassifier:
-    def __init__(self, labels: Sequence[str], fields: Sequence[str], embed: Embed | None = None, C: float = 1.0) -> None:
+    def __init__(self, labels: Sequence[str], fields: Sequence[str], embed: Embed | None = None, C: float = 1.0,
+                 relations: bool = True) -> None:
         self.labels = list(labels)
         self.fields = list(fields)
         self.embed = embed
         self.C = C
+        # two-field tasks: also the word-level relation of the fields (edits.relation_features)
+        self.relations = relations
         self.model: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -82,7 +85,13 @@ class EmbeddingClassifier:
     def _X(self, records: Sequence[dict[str, str]]) -> np.ndarray:
         if self.embed is None:
             raise RuntimeError("EmbeddingClassifier needs an embed function (attach .embed after loading)")
-        return sentence_pair_matrix(embed_fields(records, self.fields, self.embed))
+        X = sentence_pair_matrix(embed_fields(records, self.fields, self.embed))
+        # models pickled before the relation features existed have no ``relations`` attribute
+        if getattr(self, "relations", False) and len(self.fields) >= 2:
+            from labeling.ml.edits import relation_features
+
+            X = np.hstack([X, np.stack([relation_features(r, self.fields) for r in records])])
+        return X
 
     def fit(self, records: Sequence[dict[str, str]], y: Sequence[str]) -> EmbeddingClassifier:
         from sklearn.linear_model import LogisticRegression

@@ -9,6 +9,7 @@ import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -146,3 +147,100 @@ def edit_spans(original: dict[str, str], counterfactual: dict[str, str], fields:
     others = [counterfactual.get(f, "") for f in fields if f not in changed]
     context = " ".join(others) if others else " ".join(counterfactual.get(f, "") for f in fields)
     return " ".join(ins), " ".join(dele), context
+
+
+# -- cross-field relation features (two-field tasks: premise / hypothesis, question / passage) --
+
+_NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
+_NUMBER_WORDS = frozenset({"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                           "twelve", "twenty", "hundred", "thousand", "dozen", "several", "many", "few", "some"})
+_STOP = frozenset({"a", "an", "the", "is", "are", "was", "were", "be", "been", "of", "in", "on", "at", "to", "and",
+                   "or", "with", "for", "by", "his", "her", "their", "its", "it", "he", "she", "they", "this",
+                   "that", "these", "those", "there", "as", "from", "while", "who", "which", "into", "up", "down",
+                   ".", ",", "!", "?", "'", '"', "-", "s", "'s"})
+
+
+@lru_cache(maxsize=200_000)
+def antonyms(word: str) -> frozenset[str]:
+    """WordNet antonyms of a (lower-case) word, all parts of speech; empty when WordNet is
+    unavailable (the features then read 0)."""
+    try:
+        from nltk.corpus import wordnet as wn
+
+        out = {a.name().lower() for s in wn.synsets(word) for lem in s.lemmas() for a in lem.antonyms()}
+    except LookupError:  # WordNet not installed
+        return frozenset()
+    return frozenset(out)
+
+
+@lru_cache(maxsize=200_000)
+def broader(word: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(synonyms, hypernyms up to 4 levels) of a word's three most common WordNet senses."""
+    try:
+        from nltk.corpus import wordnet as wn
+
+        senses = wn.synsets(word)[:3]
+    except LookupError:
+        return frozenset(), frozenset()
+    syn = {lem.name().lower() for s in senses for lem in s.lemmas()} - {word}
+    hyper: set[str] = set()
+    frontier = list(senses)
+    for _ in range(4):
+        frontier = [h for s in frontier for h in s.hypernyms() + s.instance_hypernyms()]
+        hyper.update(lem.name().lower() for s in frontier for lem in s.lemmas())
+    return frozenset(syn), frozenset(hyper)
+
+
+def _content(tokens: Sequence[str]) -> list[str]:
+    return [t for t in tokens if t not in _STOP]
+
+
+N_RELATION_FEATURES = 14
+
+
+def relation_features(record: dict[str, str], fields: Sequence[str]) -> np.ndarray:
+    """How the first two fields of one record relate (e.g. premise and hypothesis): word
+    Jaccard, share of the second's (content) words found in the first, and of the first's in
+    the second, content words of the second not in the first, negations in each and their
+    mismatch, WordNet antonym pairs across the fields, numbers of the second not in the first,
+    and the lengths. Zeros for one-field tasks."""
+    if len(fields) < 2:
+        return np.zeros(N_RELATION_FEATURES, dtype=np.float32)
+    a = tokenize(record.get(fields[0], ""))
+    b = tokenize(record.get(fields[1], ""))
+    sa, sb = set(a), set(b)
+    ca, cb = _content(a), _content(b)
+    sca, scb = set(ca), set(cb)
+    jacc = len(sa & sb) / max(len(sa | sb), 1)
+    new_b = [t for t in cb if t not in sa]
+    neg_a, neg_b = _neg_count(a), _neg_count(b)
+    ant = sum(1 for t in scb if t.isalpha() and antonyms(t) & sca)
+    # the second's new content words: a synonym or a broader term of one of the first's
+    # (entailment-like), or unexplained (new information)
+    n_syn = n_hyper = 0
+    for t in set(new_b):
+        if not t.isalpha():
+            continue
+        if any(t in broader(w)[0] for w in sca if w.isalpha()):
+            n_syn += 1
+        elif any(t in broader(w)[1] for w in sca if w.isalpha()):
+            n_hyper += 1
+    n_unexplained = len(set(new_b)) - n_syn - n_hyper
+    nums_a = {t for t in a if _NUMBER.match(t) or t in _NUMBER_WORDS}
+    nums_b = {t for t in b if _NUMBER.match(t) or t in _NUMBER_WORDS}
+    return np.asarray([
+        jacc,
+        _containment(cb, sa),
+        _containment(ca, sb),
+        np.log1p(len(new_b)),
+        float(neg_a),
+        float(neg_b),
+        float((neg_a > 0) != (neg_b > 0)),
+        float(ant),
+        float(len(nums_b - nums_a)),
+        float(n_syn),
+        float(n_hyper),
+        np.log1p(n_unexplained),
+        np.log1p(len(a)),
+        np.log1p(len(b)),
+    ], dtype=np.float32)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from labeling.ml.edits import edit_bags, edit_features, edit_spans
+from labeling.ml.edits import edit_bags, edit_features, edit_spans, relation_features
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 
@@ -51,6 +51,9 @@ class PairEncoding:
     emb_ins: np.ndarray | None = None  # (n, d)
     emb_del: np.ndarray | None = None
     emb_other: np.ndarray | None = None
+    # two-field tasks: how the fields relate (``edits.relation_features``) in x and in x'
+    rel_o: np.ndarray | None = None  # (n, n_rel)
+    rel_c: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.y)
@@ -62,7 +65,7 @@ class PairEncoding:
 
         return PairEncoding(self.fields, self.emb_o[idx], self.emb_c[idx], self.edits[idx], self.bag[idx],
                             self.y[idx], [self.perturbation[i] for i in idx], sub(self.emb_ins), sub(self.emb_del),
-                            sub(self.emb_other))
+                            sub(self.emb_other), sub(self.rel_o), sub(self.rel_c))
 
 
 def embed_fields(records: Sequence[dict[str, str]], fields: Sequence[str], embed: Embed | None) -> np.ndarray:
@@ -104,8 +107,12 @@ def encode_pairs(pairs: Sequence[Pair], *, labels: Sequence[str], fields: Sequen
         vecs = np.asarray(embed(list(ins) + list(dele) + list(other)), dtype=np.float32)
         n = len(pairs)
         emb_ins, emb_del, emb_other = vecs[:n], vecs[n:2 * n], vecs[2 * n:]
+    rel_o = rel_c = None
+    if len(fields) >= 2 and pairs:
+        rel_o = np.stack([relation_features(p.original, fields) for p in pairs])
+        rel_c = np.stack([relation_features(p.counterfactual, fields) for p in pairs])
     return PairEncoding(fields, emb_o, emb_c, edits, bag, y, [p.perturbation or "" for p in pairs],
-                        emb_ins, emb_del, emb_other)
+                        emb_ins, emb_del, emb_other, rel_o, rel_c)
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,9 @@ class FeatureConfig:
     cross_field: bool = True
     edits: bool = True
     bag: bool = True
+    # two-field tasks: the relation between the fields in x' and its change from x (word
+    # overlap, negations, antonyms, numbers; the cosine of the fields' embeddings)
+    relations: bool = True
     y_interactions: bool = True
     # only y and the extra columns (a warm-start model's log-probabilities): the stacking
     # model that needs the fewest labels
@@ -161,6 +171,13 @@ def pair_matrix(enc: PairEncoding, *, n_labels: int, perturbations: Sequence[str
             blocks += [ei, ed, ei - ed]
             small.append(np.stack([np.einsum("ij,ij->i", ei, eo), np.einsum("ij,ij->i", ed, eo),
                                    np.einsum("ij,ij->i", ei, ed)], axis=1))
+    # vars(): a FeatureConfig pickled before ``relations`` existed must keep its old width
+    if vars(config).get("relations", False) and enc.rel_c is not None and enc.rel_o is not None:
+        small += [enc.rel_c, enc.rel_c - enc.rel_o]
+        if enc.emb_c.shape[2] and len(enc.fields) >= 2:
+            cos_c = np.einsum("ij,ij->i", enc.emb_c[:, 0], enc.emb_c[:, 1])
+            cos_o = np.einsum("ij,ij->i", enc.emb_o[:, 0], enc.emb_o[:, 1])
+            small.append(np.stack([cos_c, cos_c - cos_o], axis=1))
     if config.edits:
         small.append(enc.edits)
     if config.bag and enc.bag.shape[1]:

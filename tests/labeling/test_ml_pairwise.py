@@ -153,3 +153,76 @@ def test_active_selection_picks_uncertain_and_diverse():
     chosen = select_active(150, 30, features=feats, proba_fn=proba_fn, rng=np.random.default_rng(0))
     assert len(chosen) == 30 and len(set(chosen.tolist())) == 30
     assert calls  # a model was trained between rounds
+
+
+def test_relation_features_read_how_the_two_fields_relate():
+    from labeling.ml.edits import N_RELATION_FEATURES, relation_features
+
+    def rel(p, h):
+        return relation_features({"premise": p, "hypothesis": h}, FIELDS)
+
+    same = rel("A man is sitting in a park.", "A man is sitting in a park.")
+    new = rel("A man is sitting in a park.", "A woman eats an apple quickly.")
+    assert same.shape == (N_RELATION_FEATURES,)
+    assert same[0] == pytest.approx(1.0) and same[1] == pytest.approx(1.0)  # Jaccard, hypothesis covered
+    assert new[0] < 0.3 and new[3] > same[3]  # more new content words
+    neg = rel("A man is sitting.", "A man is not sitting.")
+    assert neg[5] == 1 and neg[6] == 1 and same[6] == 0  # hypothesis negation, mismatch
+    assert rel("Two dogs run.", "Three dogs run.")[8] == 1 and same[8] == 0  # a number not in the premise
+    # one-field tasks: nothing to relate
+    assert not relation_features({"text": "good film"}, ["text"]).any()
+
+
+def test_relation_features_find_wordnet_antonyms_and_broader_terms():
+    from labeling.ml.edits import antonyms, relation_features
+
+    if not antonyms("tall"):
+        pytest.skip("WordNet (NLTK_DATA) not available")
+    tall = relation_features({"premise": "The man is tall.", "hypothesis": "The man is short."}, FIELDS)
+    assert tall[7] >= 1  # tall / short
+    dog = relation_features({"premise": "A dog runs.", "hypothesis": "An animal runs."}, FIELDS)
+    assert dog[10] == 1 and dog[11] == 0 and dog[7] == 0  # "animal" is a broader term of "dog"
+    car = relation_features({"premise": "A dog runs.", "hypothesis": "A car runs."}, FIELDS)
+    assert car[10] == 0 and car[11] > 0  # "car" is new information
+
+
+def test_pair_matrix_relation_block_two_fields_only_and_old_configs_keep_their_width():
+    from dataclasses import replace
+
+    from labeling.ml.features import FeatureConfig, encode_pairs, pair_matrix
+    from labeling.ml.pairwise import DEFAULT_CONFIGS, LEAN
+
+    pairs, _ = synthetic_pairs(20, seed=3)
+    enc = encode_pairs(pairs, labels=LABELS, fields=FIELDS, embed=fake_embed)
+    on = pair_matrix(enc, n_labels=3, perturbations=[], config=LEAN)
+    off = pair_matrix(enc, n_labels=3, perturbations=[], config=replace(LEAN, relations=False))
+    assert on.shape[1] > off.shape[1]
+    # a config pickled before the field existed (no "relations" in its __dict__) adds nothing
+    old = replace(LEAN, relations=False)
+    del old.__dict__["relations"]
+    assert pair_matrix(enc, n_labels=3, perturbations=[], config=old).shape == off.shape
+    assert DEFAULT_CONFIGS[0] == LEAN and not LEAN.bag and not LEAN.embeddings
+    one = [p.__class__({"text": p.original["hypothesis"]}, {"text": p.counterfactual["hypothesis"]}, p.y)
+           for p in pairs]
+    enc1 = encode_pairs(one, labels=LABELS, fields=["text"], embed=fake_embed)
+    assert enc1.rel_c is None
+    a = pair_matrix(enc1, n_labels=3, perturbations=[], config=FeatureConfig(bag=False))
+    b = pair_matrix(enc1, n_labels=3, perturbations=[], config=FeatureConfig(bag=False, relations=False))
+    assert a.shape == b.shape
+
+
+def test_probabilities_never_reach_certainty():
+    p = apply_temperature(np.array([[0.0, -60.0, -60.0]]), 1.0)
+    assert p.max() < 1.0 and p.min() > 0.0 and p.sum() == pytest.approx(1.0)
+
+
+def test_base_classifier_adds_relation_features_but_old_pickles_keep_their_width():
+    pairs, _ = synthetic_pairs(60, seed=5)
+    recs, ys = [p.original for p in pairs], [p.y for p in pairs]
+    new = EmbeddingClassifier(LABELS, FIELDS, fake_embed).fit(recs, ys)
+    plain = EmbeddingClassifier(LABELS, FIELDS, fake_embed, relations=False)
+    assert new._X(recs).shape[1] > plain._X(recs).shape[1]
+    old = EmbeddingClassifier(LABELS, FIELDS, fake_embed, relations=False)
+    del old.__dict__["relations"]  # as unpickled from before the attribute existed
+    assert old._X(recs).shape == plain._X(recs).shape
+    assert new.predict_proba(recs).shape == (60, 3)
