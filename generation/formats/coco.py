@@ -16,7 +16,6 @@ image_1), no label. Images are stored as absolute paths; a missing image is a pe
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 
@@ -113,18 +112,11 @@ def read_cf(
             beside = os.path.join(os.path.dirname(os.path.abspath(path)), "images")
             folder = beside if os.path.isdir(beside) else os.path.dirname(os.path.abspath(path))
         folder = os.path.abspath(folder)
-        for lineno, text in r.iter_lines(path, max_line_bytes=max_line_bytes):
-            if isinstance(text, Problem):
-                yield text
+        for row in r.iter_json_lines(path, max_line_bytes=max_line_bytes):
+            if isinstance(row, Problem):
+                yield row
                 continue
-            if not text.strip():
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                hint = " (truncated line?)" if exc.pos >= len(text.rstrip()) - 1 else ""
-                yield Problem(path, lineno, f"not valid JSON: {exc.msg} at column {exc.colno}{hint}")
-                continue
+            lineno, obj = row
             if not isinstance(obj, dict):
                 yield Problem(path, lineno, "a line must be a JSON object")
                 continue

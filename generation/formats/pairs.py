@@ -168,18 +168,11 @@ def read_pairs_jsonl(
         if not os.path.isfile(path):
             raise r.FormatError(f"{path}: file not found")
         base_dir = os.path.dirname(os.path.abspath(path))
-        for lineno, text in r.iter_lines(path, max_line_bytes=max_line_bytes):
-            if isinstance(text, Problem):
-                yield text
+        for row in r.iter_json_lines(path, max_line_bytes=max_line_bytes):
+            if isinstance(row, Problem):
+                yield row
                 continue
-            if not text.strip():
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                hint = " (truncated line?)" if exc.pos >= len(text.rstrip()) - 1 else ""
-                yield Problem(path, lineno, f"not valid JSON: {exc.msg} at column {exc.colno}{hint}")
-                continue
+            lineno, obj = row
             try:
                 yield pair_from_json(obj, split=split, label_of=label_of, text_fields=text_fields, base_dir=base_dir)
             except RowError as exc:

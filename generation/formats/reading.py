@@ -3,9 +3,11 @@ normalisation, the per-task defaults and the limits the database imposes. Pure P
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from generation.formats.records import Problem
 
@@ -95,6 +97,22 @@ def iter_lines(path: str, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> It
             if lineno == 1 and text.startswith("\ufeff"):
                 text = text[1:]
             yield lineno, text
+
+
+def iter_json_lines(path: str, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[tuple[int, Any] | Problem]:
+    """JSON Lines: ``(line number, decoded value)`` per non-blank line, or a :class:`Problem`
+    for a line that is not valid JSON (with a hint when it looks truncated) or not readable."""
+    for lineno, text in iter_lines(path, max_line_bytes=max_line_bytes):
+        if isinstance(text, Problem):
+            yield text
+            continue
+        if not text.strip():
+            continue
+        try:
+            yield lineno, json.loads(text)
+        except json.JSONDecodeError as exc:
+            hint = " (truncated line?)" if exc.pos >= len(text.rstrip()) - 1 else ""
+            yield Problem(path, lineno, f"not valid JSON: {exc.msg} at column {exc.colno}{hint}")
 
 
 def check_file(path: str, *, max_file_bytes: int | None, max_line_bytes: int | None) -> None:
