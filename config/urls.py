@@ -3,19 +3,12 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from generation import project_views
-
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/v1/", include("annotate.api_urls")),
-    path("", project_views.home, name="home"),
-    path("projects/", project_views.project_list, name="project-list"),
-    path("projects/<int:pk>/", project_views.project_detail, name="project-detail"),
-    path("projects/<int:pk>/export/", project_views.project_export, name="project-export"),
-    path("projects/<int:pk>/import/", project_views.project_import, name="project-import"),
     path("", include("generation.urls")),
     path("annotate/", include("annotate.urls")),
     path("labeling/", include("labeling.urls")),
