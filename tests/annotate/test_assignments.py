@@ -213,7 +213,7 @@ def test_qualification_gold_first_then_real_items_and_failure_flags(settings):
         _answer(a, good, choice=item.gold_choice)
     a = svc.assignment_next(project=project, annotator=good)
     assert not Item.objects.get(pk=a.item_id).is_gold
-    good.memberships.get().qualified_at is not None
+    assert good.memberships.get().qualified_at is not None
 
     a = svc.assignment_next(project=project, annotator=bad)
     item = Item.objects.get(pk=a.item_id)
