@@ -81,7 +81,8 @@ class RunStartForm(forms.Form):
 def run_new(request: HttpRequest, project_id: int) -> HttpResponse:
     """Start a run from a project: pick a generator and its options."""
     project = get_object_or_404(Project, pk=project_id)
-    form = RunStartForm(request.POST or None)
+    default = "coco-cf" if project.task == "image-caption" else "rules"
+    form = RunStartForm(request.POST or None, initial={"generator": default})
     if request.method == "POST" and form.is_valid():
         try:
             run = run_start(project=project, generator=form.cleaned_data["generator"], options=form.run_options(),

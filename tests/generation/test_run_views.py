@@ -135,3 +135,15 @@ def test_run_list(rclient, project):
     run = run_create(project=project, generator="test-echo", options={})
     html = rclient.get(f"/projects/{project.pk}/runs/").content.decode()
     assert f'href="/runs/{run.pk}/"' in html and "test-echo" in html
+
+
+def test_new_run_form_preselects_the_generator_for_the_task(client, researcher):
+    from generation.services.projects import project_create
+
+    client.force_login(researcher)
+    text = project_create(name="t-nli", task="nli")
+    images = project_create(name="t-img", task="image-caption")
+    html = client.get(f"/projects/{text.pk}/runs/new/").content.decode()
+    assert '<option value="rules" selected>' in html
+    html = client.get(f"/projects/{images.pk}/runs/new/").content.decode()
+    assert '<option value="coco-cf" selected>' in html
