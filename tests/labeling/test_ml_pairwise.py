@@ -155,6 +155,18 @@ def test_active_selection_picks_uncertain_and_diverse():
     assert calls  # a model was trained between rounds
 
 
+def test_active_selection_prefers_dense_uncertain_pairs_to_outliers():
+    rng = np.random.default_rng(1)
+    # one cluster: a dense core and a far outlier, equally uncertain
+    feats = np.vstack([rng.normal(scale=0.1, size=(40, 2)), [[8.0, 8.0]]])
+    unc = np.full(41, 0.9)
+    unc[:40] = np.linspace(0.5, 0.89, 40)  # the outlier is the most uncertain row
+    picked = diverse_uncertain(feats, unc, np.arange(41), 1, seed=0)
+    assert picked.tolist() != [40]  # density weighting: the outlier is not the pick
+    plain = diverse_uncertain(feats, unc, np.arange(41), 1, seed=0, density=False)
+    assert plain.tolist() == [40]  # pure uncertainty takes it
+
+
 def test_relation_features_read_how_the_two_fields_relate():
     from labeling.ml.edits import N_RELATION_FEATURES, relation_features
 
