@@ -49,3 +49,24 @@ class Generator(Protocol):
         """Yield candidates and skips for a batch of originals (order free; every original
         yields at least one candidate or one skip)."""
         ...
+
+
+class PerOriginalGenerator:
+    """Base for generators that work one original at a time and may run unconfigured.
+
+    Subclasses set ``unconfigured`` to a reason (e.g. "set COUNTERPART_MLM_PATH") when a model
+    they need is not configured — every original is then skipped with that reason, which is
+    what the issue asks for an unconfigured model path — and implement ``_one``."""
+
+    name: str
+    unconfigured: str = ""
+
+    def generate(self, originals: Sequence[Original]) -> Iterator[GeneratedCandidate | Skip]:
+        for original in originals:
+            if self.unconfigured:
+                yield Skip(original.id, self.unconfigured)
+                continue
+            yield from self._one(original)
+
+    def _one(self, original: Original) -> Iterator[GeneratedCandidate | Skip]:
+        raise NotImplementedError

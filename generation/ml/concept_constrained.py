@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip
+from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, PerOriginalGenerator, Skip
 from generation.ml.llm_prompt import NLI_VERBALIZER, phrase_chunks
 from generation.ml.neurologic import (
     CausalStepModel,
@@ -93,7 +93,7 @@ def steer_prompt(task: str, field: str, target: str, other_name: str | None, oth
     return f"{head}A {field} with the label {target}:\n"
 
 
-class ConceptConstrainedGenerator:
+class ConceptConstrainedGenerator(PerOriginalGenerator):
     name = NAME
 
     def __init__(self, *, model_path: str = "", causal_lm_path: str = "", seq2seq_path: str = "",
@@ -124,13 +124,6 @@ class ConceptConstrainedGenerator:
         self.beam_size, self.candidate_k = beam_size, candidate_k
         self.max_new_tokens, self.progress_weight = max_new_tokens, progress_weight
         self.min_coverage, self.prefix, self.min_words = min_coverage, prefix, min_words
-
-    def generate(self, originals: Sequence[Original]) -> Iterator[GeneratedCandidate | Skip]:
-        for o in originals:
-            if self.unconfigured:
-                yield Skip(o.id, self.unconfigured)
-                continue
-            yield from self._one(o)
 
     def _field(self, o: Original) -> str | None:
         if self.edit_field:

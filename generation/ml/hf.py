@@ -44,7 +44,8 @@ class LoadedModel:
         return bool(getattr(self.model.config, "is_encoder_decoder", False))
 
 
-def _quiet() -> None:
+def quiet() -> None:
+    """Offline, quiet transformers (no hub, no progress bars)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -73,7 +74,7 @@ def check_model_dir(path: str | os.PathLike[str] | None, what: str) -> Path:
 def model_type(path: str | os.PathLike[str]) -> tuple[str, bool]:
     """(``model_type``, ``is_encoder_decoder``) read from the directory's config."""
     p = check_model_dir(path, "model")
-    _quiet()
+    quiet()
     try:
         from transformers import AutoConfig
 
@@ -91,7 +92,7 @@ def load(path: str | os.PathLike[str] | None, kind: Kind, device: str = "cpu", w
     with _lock:
         if key in _cache:
             return _cache[key]
-        _quiet()
+        quiet()
         try:
             import transformers
             from transformers import AutoTokenizer

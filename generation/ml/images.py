@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from generation.ml import hf
 from generation.ml.base import GeneratorConfigError
 
 _cache: dict[tuple[str, str, str], Any] = {}
@@ -42,8 +43,8 @@ _lock = threading.Lock()
 
 
 def _quiet() -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    """hf's offline/quiet settings, plus the same for diffusers."""
+    hf.quiet()
     os.environ.setdefault("DIFFUSERS_VERBOSITY", "error")
     try:
         from diffusers.utils import logging as d_logging
@@ -51,13 +52,6 @@ def _quiet() -> None:
         d_logging.set_verbosity_error()
         d_logging.disable_progress_bar()
     except Exception:  # noqa: BLE001 - cosmetics only
-        pass
-    try:
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()
-    except Exception:  # noqa: BLE001
         pass
 
 
@@ -79,10 +73,7 @@ def check_pipeline_dir(path: str | os.PathLike[str] | None) -> Path:
 def check_clip_dir(path: str | os.PathLike[str] | None) -> Path:
     if path is None or not str(path).strip():
         raise GeneratorConfigError("no CLIP model configured (COUNTERPART_CLIP_PATH)")
-    p = Path(str(path)).expanduser()
-    if not p.is_dir() or not (p / "config.json").is_file():
-        raise GeneratorConfigError(f"CLIP model path holds no saved model (config.json missing): {p}")
-    return p
+    return hf.check_model_dir(path, "CLIP model")
 
 
 def load_pipeline(path: str | os.PathLike[str], device: str = "cpu") -> Any:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip
+from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, PerOriginalGenerator, Skip
 from generation.ml.saliency import TextClassifier, is_word, label_index, load_classifier, word_spans
 
 NAME = "llm-prompt"
@@ -220,7 +220,7 @@ def clean_fill(raw: str) -> str:
 
 
 # -- the generator -------------------------------------------------------------------------------
-class LLMPromptGenerator:
+class LLMPromptGenerator(PerOriginalGenerator):
     name = NAME
 
     def __init__(self, *, model_path: str = "", causal_lm_path: str = "", seq2seq_path: str = "",
@@ -262,13 +262,6 @@ class LLMPromptGenerator:
             tok = self.lm.tokenizer
             self.sentinel = self.lm.is_encoder_decoder and tok.convert_tokens_to_ids("<extra_id_0>") not in (
                 None, tok.unk_token_id)
-
-    def generate(self, originals: Sequence[Original]) -> Iterator[GeneratedCandidate | Skip]:
-        for o in originals:
-            if self.unconfigured:
-                yield Skip(o.id, self.unconfigured)
-                continue
-            yield from self._one(o)
 
     def _field(self, o: Original) -> str | None:
         if self.edit_field:

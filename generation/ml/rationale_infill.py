@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip
+from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, PerOriginalGenerator, Skip
 from generation.ml.saliency import (
     ClassifierInput,
     TextClassifier,
@@ -285,7 +285,7 @@ def parse_sentinels(text: str, n: int) -> dict[int, str] | None:
 
 
 # -- the generator ------------------------------------------------------------------------------
-class RationaleInfillGenerator:
+class RationaleInfillGenerator(PerOriginalGenerator):
     name = NAME
 
     def __init__(self, *, base_classifier_path: str = "", classifier: TextClassifier | None = None,
@@ -341,13 +341,6 @@ class RationaleInfillGenerator:
             self._wn = wordnet(nltk_data)
 
     # -- per original -------------------------------------------------------------------------
-    def generate(self, originals: Sequence[Original]) -> Iterator[GeneratedCandidate | Skip]:
-        for original in originals:
-            if self.unconfigured:
-                yield Skip(original.id, self.unconfigured)
-                continue
-            yield from self._one(original)
-
     def _one(self, o: Original) -> Iterator[GeneratedCandidate | Skip]:
         names = list(o.fields)
         if not names or len(names) > 2:
