@@ -1,10 +1,10 @@
 import json
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotate import roles
+from tests.generation.conftest import user_with_role
 from generation.models import Candidate, Example
 from generation.services.projects import project_create
 
@@ -18,10 +18,8 @@ def pair(i, label="positive", source="gold"):
 
 
 @pytest.fixture
-def researcher_client(client, db):
-    u = User.objects.create_user("res", password="pw-123456")
-    u.groups.add(Group.objects.get_or_create(name=roles.RESEARCHER)[0])
-    client.force_login(u)
+def researcher_client(client, researcher):
+    client.force_login(researcher)
     return client
 
 
@@ -72,8 +70,7 @@ def test_oversized_upload_is_refused_and_writes_nothing(researcher_client, proje
 def test_upload_without_csrf_token_is_refused(db, project):
     from django.test import Client
 
-    u = User.objects.create_user("res2", password="pw-123456")
-    u.groups.add(Group.objects.get_or_create(name=roles.RESEARCHER)[0])
+    u = user_with_role("res2", roles.RESEARCHER)
     c = Client(enforce_csrf_checks=True)
     c.force_login(u)
     resp = upload(c, project, pair(1).encode())

@@ -1,25 +1,9 @@
 import pytest
-from django.contrib.auth.models import Group, User
 
-from annotate import roles
 from annotate.models import ProjectMembership
 from generation import states
 from generation.models import Candidate, Example
 from generation.services.projects import project_create
-
-
-@pytest.fixture
-def researcher(db):
-    u = User.objects.create_user("res", password="pw-123456")
-    u.groups.add(Group.objects.get_or_create(name=roles.RESEARCHER)[0])
-    return u
-
-
-@pytest.fixture
-def annotator(db):
-    u = User.objects.create_user("ann", password="pw-123456")
-    u.groups.add(Group.objects.get_or_create(name=roles.ANNOTATOR)[0])
-    return u
 
 
 @pytest.fixture

@@ -4,9 +4,7 @@ second, stopped with HTTP 286 once finished), cancel, metrics and skip reasons."
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group, User
 
-from annotate import roles
 from generation.ml import registry
 from generation.models import GenerationRun
 from generation.services.runs import run_create, run_execute
@@ -18,20 +16,6 @@ def _generators():
     register_test_generators()
     yield
     registry.unregister("test-echo")
-
-
-@pytest.fixture
-def researcher(db):
-    u = User.objects.create_user("res", password="pw-123456")
-    u.groups.add(Group.objects.get_or_create(name=roles.RESEARCHER)[0])
-    return u
-
-
-@pytest.fixture
-def annotator(db):
-    u = User.objects.create_user("ann", password="pw-123456")
-    u.groups.add(Group.objects.get_or_create(name=roles.ANNOTATOR)[0])
-    return u
 
 
 @pytest.fixture

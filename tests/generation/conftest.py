@@ -1,0 +1,22 @@
+"""Users with a role, shared by the generation page tests."""
+
+import pytest
+from django.contrib.auth.models import Group, User
+
+from annotate import roles
+
+
+def user_with_role(username: str, role: str) -> User:
+    user = User.objects.create_user(username, password="pw-123456")
+    user.groups.add(Group.objects.get_or_create(name=role)[0])
+    return user
+
+
+@pytest.fixture
+def researcher(db):
+    return user_with_role("res", roles.RESEARCHER)
+
+
+@pytest.fixture
+def annotator(db):
+    return user_with_role("ann", roles.ANNOTATOR)
