@@ -4,6 +4,11 @@ Bulk throughout: ids are read once with ``values_list``, sampled in Python (neve
 ``ORDER BY RANDOM()``), moved with one ``candidates_transition`` UPDATE per chunk and turned into
 items with ``bulk_create``. Each item gets a random ``priority`` key (indexed), which is what
 makes the next-item order random without sorting the pool at request time.
+
+Strategies: ``random`` and ``stratified`` sample the pooled candidates; ``uncertainty`` takes the
+least confident by the stored ``Candidate.confidence``; ``active`` scores the pooled candidates
+with the project's latest pairwise model and picks with ``labeling.ml.active`` (k-means over the
+pair features, in each cluster the smallest top-2 margin weighted by density).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -23,15 +29,20 @@ from annotate.models import Item
 from generation import states
 from generation.models import Candidate, Project
 from generation.services.candidates import candidates_transition
+from labeling import services as labeling_services
+from labeling.ml.active import diverse_uncertain, margin_uncertainty, reduce_features
+from labeling.ml.features import Pair
+from labeling.ml.pairwise import LabelingModel
 
-STRATEGIES = ["random", "stratified", "uncertainty"]
+STRATEGIES = ["random", "stratified", "uncertainty", "active"]
 CHUNK = 5000
+SCORE_CHUNK = 2000  # pairs scored by the pairwise model at a time (bounds the encoding's memory)
 _LIVE_STATES = [states.POOLED, states.ROUTED, states.HUMAN_LABELED, states.AUTO_LABELED, states.ABSTAINED]
 
 
 @dataclass(frozen=True)
 class RoutingResult:
-    strategy: str  # the strategy actually used (uncertainty may fall back to random)
+    strategy: str  # the strategy actually used (uncertainty and active may fall back to random)
     requested: int  # how many candidates the budget still asked for
     routed: int  # candidates moved to "routed"
     items: int  # items created for them (2 per image pair)
@@ -106,6 +117,96 @@ def _select_uncertainty(project: Project, n: int, rng: random.Random, messages: 
     return picked, "uncertainty"
 
 
+def _pooled_pairs(project: Project) -> tuple[list[int], list[Pair], list[int]]:
+    """The pooled candidates (``_select_random``'s population) as model inputs, in id order:
+    ``(ids, pairs, unscorable ids)``; a candidate whose original has no label cannot be a
+    ``Pair`` (h needs y), so it is returned apart."""
+    ids: list[int] = []
+    pairs: list[Pair] = []
+    unscorable: list[int] = []
+    rows = (
+        Candidate.objects.filter(project=project, state=states.POOLED)
+        .values_list("id", "example__fields", "fields", "example__label__name", "perturbation", "group")
+        .order_by("id")
+    )
+    for cid, o_fields, c_fields, y, pert, group in rows.iterator(chunk_size=CHUNK):
+        if y is None:
+            unscorable.append(cid)
+            continue
+        ids.append(cid)
+        pairs.append(Pair(o_fields, c_fields, y, pert or "", group or ""))
+    return ids, pairs, unscorable
+
+
+def _active_scores(bundle: LabelingModel, pairs: list[Pair], messages: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Class probabilities and pair features (``emb_c - emb_o`` per field, flattened, next to
+    the edit features, as in the benchmark) of ``pairs``. A model without pair inputs is
+    clustered on its probabilities instead."""
+    has_inputs = callable(getattr(bundle, "inputs", None))
+    if not has_inputs:
+        messages.append("active: this model exposes no pair features; clusters are formed on its class probabilities")
+    probas: list[np.ndarray] = []
+    feats: list[np.ndarray] = []
+    for start in range(0, len(pairs), SCORE_CHUNK):
+        block = pairs[start : start + SCORE_CHUNK]
+        inputs = bundle.inputs(block) if has_inputs else None
+        if inputs is not None and not hasattr(bundle.h, "predict_proba_pairs"):
+            proba = np.asarray(bundle.h.predict_proba(inputs), dtype=np.float64)  # features computed once
+        else:  # the cross-encoder reads the texts itself
+            proba = np.asarray(bundle.predict_proba(block), dtype=np.float64)
+        probas.append(proba)
+        if inputs is not None:
+            enc = inputs.enc
+            n = len(block)
+            feats.append(
+                np.hstack([enc.emb_c.reshape(n, -1) - enc.emb_o.reshape(n, -1), enc.edits]).astype(np.float32)
+            )
+        else:
+            feats.append(proba.astype(np.float32))
+    return np.vstack(probas), np.vstack(feats)
+
+
+def _select_active(project: Project, n: int, rng: random.Random, messages: list[str]) -> tuple[list[int], str]:
+    """Uncertain and diverse: the pooled candidates scored by the project's latest pairwise
+    model, k-means into ``n`` clusters of their reduced pair features, the smallest top-2 margin
+    (density-weighted) of each. Without a usable model: random, with a message saying why."""
+
+    def fall_back(why: str) -> tuple[list[int], str]:
+        messages.append(f"active: {why}; fell back to random")
+        return _select_random(project, n, rng), "random"
+
+    try:
+        model = labeling_services.latest_model(project)
+    except ValidationError:
+        return fall_back("no pairwise model for this project yet (train one with train_pairwise)")
+    try:
+        bundle = LabelingModel.load(model.path, embed=labeling_services.embedder().encode)
+    except FileNotFoundError:
+        return fall_back(f"the model file of pairwise model v{model.version} is missing ({model.path})")
+    labels = list(project.labels.values_list("name", flat=True))
+    if sorted(labels) != sorted(bundle.labels):
+        return fall_back(f"the project's label set changed since pairwise model v{model.version} was trained")
+
+    ids, pairs, unscorable = _pooled_pairs(project)
+    if unscorable:
+        messages.append(
+            f"active: {len(unscorable)} pooled candidates have an original without a label and cannot be "
+            "scored; they are only used to fill up at random"
+        )
+    if len(ids) <= n:
+        picked = list(ids)
+    else:
+        seed = rng.getrandbits(30)
+        proba, feats = _active_scores(bundle, pairs, messages)
+        rows = diverse_uncertain(
+            reduce_features(feats, seed=seed), margin_uncertainty(proba), np.arange(len(ids)), n, seed=seed
+        )
+        picked = [ids[i] for i in rows.tolist()]
+    if len(picked) < n and unscorable:
+        picked.extend(rng.sample(unscorable, min(n - len(picked), len(unscorable))))
+    return picked, "active"
+
+
 def _items_for(project: Project, candidate_ids: list[int], *, gold: bool, rng: random.Random) -> list[Item]:
     k = int(settings.COUNTERPART["GOLD_ANNOTATIONS_PER_ITEM"]) if gold else project.annotators_per_item
     caption = project.task == "image-caption"
@@ -164,6 +265,8 @@ def project_route(
             picked = _select_random(project, requested, rng)
         elif strategy == "stratified":
             picked = _select_stratified(project, requested, rng)
+        elif strategy == "active":
+            picked, used = _select_active(project, requested, rng, messages)
         else:
             picked, used = _select_uncertainty(project, requested, rng, messages)
         routed_ids: list[int] = []

@@ -54,9 +54,34 @@ class PairEncoding:
     # two-field tasks: how the fields relate (``edits.relation_features``) in x and in x'
     rel_o: np.ndarray | None = None  # (n, n_rel)
     rel_c: np.ndarray | None = None
+    # the edit features of the reversed pair (x' -> x), for training on reversed pairs
+    edits_rev: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.y)
+
+    def reversed(self, y_prime: np.ndarray) -> PairEncoding:
+        """The pairs read backwards: x' is the original (with its label ``y_prime``) and x the
+        counterfactual. Every block swaps sides; the unedited context is the same both ways
+        (it is the untouched field), and a pair whose every field changed keeps its context."""
+        if self.edits_rev is None:
+            raise ValueError("this encoding has no reversed edit features")
+        half = self.bag.shape[1] // 2
+        bag = np.hstack([self.bag[:, half:], self.bag[:, :half]]) if half else self.bag
+        return PairEncoding(self.fields, self.emb_c, self.emb_o, self.edits_rev, bag, np.asarray(y_prime, dtype=int),
+                            list(self.perturbation), self.emb_del, self.emb_ins, self.emb_other, self.rel_c, self.rel_o,
+                            self.edits)
+
+    @staticmethod
+    def concat(a: PairEncoding, b: PairEncoding) -> PairEncoding:
+        def cat(x: np.ndarray | None, y: np.ndarray | None) -> np.ndarray | None:
+            return None if x is None or y is None else np.concatenate([x, y])
+
+        return PairEncoding(a.fields, np.concatenate([a.emb_o, b.emb_o]), np.concatenate([a.emb_c, b.emb_c]),
+                            np.concatenate([a.edits, b.edits]), np.concatenate([a.bag, b.bag]),
+                            np.concatenate([a.y, b.y]), a.perturbation + b.perturbation, cat(a.emb_ins, b.emb_ins),
+                            cat(a.emb_del, b.emb_del), cat(a.emb_other, b.emb_other), cat(a.rel_o, b.rel_o),
+                            cat(a.rel_c, b.rel_c), cat(a.edits_rev, b.edits_rev))
 
     def subset(self, idx: np.ndarray | Sequence[int]) -> PairEncoding:
         idx = np.asarray(idx, dtype=int)
@@ -65,7 +90,7 @@ class PairEncoding:
 
         return PairEncoding(self.fields, self.emb_o[idx], self.emb_c[idx], self.edits[idx], self.bag[idx],
                             self.y[idx], [self.perturbation[i] for i in idx], sub(self.emb_ins), sub(self.emb_del),
-                            sub(self.emb_other), sub(self.rel_o), sub(self.rel_c))
+                            sub(self.emb_other), sub(self.rel_o), sub(self.rel_c), sub(self.edits_rev))
 
 
 def embed_fields(records: Sequence[dict[str, str]], fields: Sequence[str], embed: Embed | None) -> np.ndarray:
@@ -91,6 +116,8 @@ def encode_pairs(pairs: Sequence[Pair], *, labels: Sequence[str], fields: Sequen
     emb_c = embed_fields([p.counterfactual for p in pairs], fields, embed)
     edits = np.stack([edit_features(p.original, p.counterfactual, fields) for p in pairs]) if pairs else \
         np.zeros((0, 0), dtype=np.float32)
+    edits_rev = np.stack([edit_features(p.counterfactual, p.original, fields) for p in pairs]) if pairs else \
+        np.zeros((0, 0), dtype=np.float32)
     if hash_features:
         hv = HashingVectorizer(n_features=hash_features, alternate_sign=False, token_pattern=r"\S+",
                                lowercase=False, norm=None)
@@ -112,7 +139,7 @@ def encode_pairs(pairs: Sequence[Pair], *, labels: Sequence[str], fields: Sequen
         rel_o = np.stack([relation_features(p.original, fields) for p in pairs])
         rel_c = np.stack([relation_features(p.counterfactual, fields) for p in pairs])
     return PairEncoding(fields, emb_o, emb_c, edits, bag, y, [p.perturbation or "" for p in pairs],
-                        emb_ins, emb_del, emb_other, rel_o, rel_c)
+                        emb_ins, emb_del, emb_other, rel_o, rel_c, edits_rev)
 
 
 @dataclass(frozen=True)

@@ -238,3 +238,54 @@ def test_base_classifier_adds_relation_features_but_old_pickles_keep_their_width
     del old.__dict__["relations"]  # as unpickled from before the attribute existed
     assert old._X(recs).shape == plain._X(recs).shape
     assert new.predict_proba(recs).shape == (60, 3)
+
+
+def test_a_pair_read_backwards_swaps_every_side():
+    pairs, ys = synthetic_pairs(12, seed=5)
+    f = _f(synthetic_pairs(60, seed=6)[0])
+    inp = _inputs(pairs, base=f)
+    y_prime = np.array([LABELS.index(v) for v in ys])
+    rev = inp.enc.reversed(y_prime)
+    assert np.array_equal(rev.emb_o, inp.enc.emb_c) and np.array_equal(rev.emb_c, inp.enc.emb_o)
+    assert np.array_equal(rev.y, y_prime)
+    assert np.array_equal(rev.emb_ins, inp.enc.emb_del) and np.array_equal(rev.rel_c, inp.enc.rel_o)
+    # the backward edit features are those of (x', x), computed from the texts
+    p = pairs[0]
+    assert np.allclose(rev.edits[0], edit_features(p.counterfactual, p.original, FIELDS))
+    half = inp.enc.bag.shape[1] // 2
+    assert np.array_equal(rev.bag[:, :half], inp.enc.bag[:, half:])
+    # read backwards twice: the pairs as they were
+    again = rev.reversed(inp.enc.y)
+    assert np.array_equal(again.edits, inp.enc.edits) and np.array_equal(again.bag, inp.enc.bag)
+    both = inp.with_reversed(y_prime)
+    assert len(both.enc) == 24
+    assert np.array_equal(both.f_o[12:], inp.f_c) and np.array_equal(both.f_c[12:], inp.f_o)
+
+
+def test_cross_validation_never_trains_on_the_backward_copy_of_a_held_out_pair():
+    from labeling.ml.pairwise import LinearH
+
+    # no signal at all: only a leak of the held-out rows (their exact copies) can beat chance
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(90, 40))
+    y = rng.integers(0, 3, size=90)
+    X2, y2 = np.vstack([X, X]), np.concatenate([y, y])
+    mask = np.arange(180) < 90
+    tied = np.concatenate([np.full(90, -1), np.arange(90)])
+    leaky = LinearH(3, C_grid=(100.0,), calibrate=False).fit(X2, y2, cv_mask=mask)
+    honest = LinearH(3, C_grid=(100.0,), calibrate=False).fit(X2, y2, cv_mask=mask, tied=tied)
+    assert leaky.report(0.0).accuracy > 0.7  # the copies are memorised when they leak
+    assert honest.report(0.0).accuracy < 0.55
+    assert honest.report(0.0).n == 90
+
+
+def test_h_trains_on_pairs_both_ways_but_scores_only_forwards():
+    pairs, ys = synthetic_pairs(120, seed=7)
+    inp = _inputs(pairs)
+    both = PairwiseClassifier(LABELS, FIELDS, mode="pc").fit(inp, ys)
+    forward = PairwiseClassifier(LABELS, FIELDS, mode="pc", reverse_weight=0).fit(inp, ys)
+    assert both.cv.n == forward.cv.n == 120
+    # each fold model was fitted on 4/5 of the pairs and their backward copies
+    assert [m[0].n_samples_seen_ for m in both.learner.fold_models] == [192] * 5
+    assert [m[0].n_samples_seen_ for m in forward.learner.fold_models] == [96] * 5
+

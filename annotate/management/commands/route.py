@@ -1,4 +1,4 @@
-"""python manage.py route --project NAME [--budget 0.1] [--strategy random|stratified|uncertainty]"""
+"""python manage.py route --project NAME [--budget 0.1] [--strategy random|stratified|uncertainty|active]"""
 
 from __future__ import annotations
 
