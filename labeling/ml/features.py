@@ -6,7 +6,11 @@ and |x'-x|; for multi-field tasks the classic sentence-pair features of the coun
 deleted words and the unedited context, and their cosines; numeric word-level edit features
 (``edits.py``); a hashed bag of inserted and deleted words (field-tagged); the perturbation
 type; y one-hot; and the interaction of y with the low-dimensional features (so h can learn
-*how* an edit moves the label from each y). CAPC adds f's probabilities on x and x'.
+*how* an edit moves the label from each y). Two-field tasks add how the fields relate in x'
+and its change from x: word-level relation features (``edits.relation_features``) and, with
+the MiniLM encoder, soft word alignment from its token vectors (``Encoder.alignment``). CAPC
+adds f's probabilities on x and x'. ``PairEncoding.reversed`` reads the pairs backwards
+(x' -> x), which h also trains on.
 
 The expensive part (embeddings, diffs) is done once in :func:`encode_pairs`; the matrix for
 any subset of pairs is then cheap (:func:`pair_matrix`).
@@ -56,6 +60,10 @@ class PairEncoding:
     rel_c: np.ndarray | None = None
     # the edit features of the reversed pair (x' -> x), for training on reversed pairs
     edits_rev: np.ndarray | None = None
+    # two-field tasks with a MiniLM encoder: soft word alignment of the fields in x and in x'
+    # (``Encoder.alignment``)
+    align_o: np.ndarray | None = None  # (n, N_ALIGN)
+    align_c: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.y)
@@ -70,7 +78,7 @@ class PairEncoding:
         bag = np.hstack([self.bag[:, half:], self.bag[:, :half]]) if half else self.bag
         return PairEncoding(self.fields, self.emb_c, self.emb_o, self.edits_rev, bag, np.asarray(y_prime, dtype=int),
                             list(self.perturbation), self.emb_del, self.emb_ins, self.emb_other, self.rel_c, self.rel_o,
-                            self.edits)
+                            self.edits, self.align_c, self.align_o)
 
     @staticmethod
     def concat(a: PairEncoding, b: PairEncoding) -> PairEncoding:
@@ -81,7 +89,8 @@ class PairEncoding:
                             np.concatenate([a.edits, b.edits]), np.concatenate([a.bag, b.bag]),
                             np.concatenate([a.y, b.y]), a.perturbation + b.perturbation, cat(a.emb_ins, b.emb_ins),
                             cat(a.emb_del, b.emb_del), cat(a.emb_other, b.emb_other), cat(a.rel_o, b.rel_o),
-                            cat(a.rel_c, b.rel_c), cat(a.edits_rev, b.edits_rev))
+                            cat(a.rel_c, b.rel_c), cat(a.edits_rev, b.edits_rev), cat(a.align_o, b.align_o),
+                            cat(a.align_c, b.align_c))
 
     def subset(self, idx: np.ndarray | Sequence[int]) -> PairEncoding:
         idx = np.asarray(idx, dtype=int)
@@ -90,7 +99,8 @@ class PairEncoding:
 
         return PairEncoding(self.fields, self.emb_o[idx], self.emb_c[idx], self.edits[idx], self.bag[idx],
                             self.y[idx], [self.perturbation[i] for i in idx], sub(self.emb_ins), sub(self.emb_del),
-                            sub(self.emb_other), sub(self.rel_o), sub(self.rel_c), sub(self.edits_rev))
+                            sub(self.emb_other), sub(self.rel_o), sub(self.rel_c), sub(self.edits_rev),
+                            sub(self.align_o), sub(self.align_c))
 
 
 def embed_fields(records: Sequence[dict[str, str]], fields: Sequence[str], embed: Embed | None) -> np.ndarray:
@@ -134,12 +144,26 @@ def encode_pairs(pairs: Sequence[Pair], *, labels: Sequence[str], fields: Sequen
         vecs = np.asarray(embed(list(ins) + list(dele) + list(other)), dtype=np.float32)
         n = len(pairs)
         emb_ins, emb_del, emb_other = vecs[:n], vecs[n:2 * n], vecs[2 * n:]
-    rel_o = rel_c = None
+    rel_o = rel_c = align_o = align_c = None
     if len(fields) >= 2 and pairs:
         rel_o = np.stack([relation_features(p.original, fields) for p in pairs])
         rel_c = np.stack([relation_features(p.counterfactual, fields) for p in pairs])
+        aligner = alignment_of(embed)
+        if aligner is not None:
+            a, b = fields[0], fields[1]
+            both = aligner([(p.original.get(a, "") or "", p.original.get(b, "") or "") for p in pairs]
+                           + [(p.counterfactual.get(a, "") or "", p.counterfactual.get(b, "") or "") for p in pairs])
+            align_o, align_c = np.asarray(both[: len(pairs)]), np.asarray(both[len(pairs):])
     return PairEncoding(fields, emb_o, emb_c, edits, bag, y, [p.perturbation or "" for p in pairs],
-                        emb_ins, emb_del, emb_other, rel_o, rel_c, edits_rev)
+                        emb_ins, emb_del, emb_other, rel_o, rel_c, edits_rev, align_o, align_c)
+
+
+def alignment_of(embed: Embed | None) -> Callable[[Sequence[tuple[str, str]]], np.ndarray] | None:
+    """The word-alignment function that comes with ``embed``: the ``alignment`` method of the
+    encoder (``embed`` is the encoder or its bound ``encode``), or None (e.g. a stand-in)."""
+    owner = getattr(embed, "__self__", embed)
+    aligner = getattr(owner, "alignment", None)
+    return aligner if callable(aligner) else None
 
 
 @dataclass(frozen=True)
@@ -151,6 +175,9 @@ class FeatureConfig:
     # two-field tasks: the relation between the fields in x' and its change from x (word
     # overlap, negations, antonyms, numbers; the cosine of the fields' embeddings)
     relations: bool = True
+    # two-field tasks: soft word alignment of the fields from MiniLM token vectors, in x' and
+    # its change from x (when the encoder provides it)
+    alignment: bool = True
     y_interactions: bool = True
     # only y and the extra columns (a warm-start model's log-probabilities): the stacking
     # model that needs the fewest labels
@@ -205,6 +232,8 @@ def pair_matrix(enc: PairEncoding, *, n_labels: int, perturbations: Sequence[str
             cos_c = np.einsum("ij,ij->i", enc.emb_c[:, 0], enc.emb_c[:, 1])
             cos_o = np.einsum("ij,ij->i", enc.emb_o[:, 0], enc.emb_o[:, 1])
             small.append(np.stack([cos_c, cos_c - cos_o], axis=1))
+    if vars(config).get("alignment", False) and enc.align_c is not None and enc.align_o is not None:
+        small += [enc.align_c, enc.align_c - enc.align_o]
     if config.edits:
         small.append(enc.edits)
     if config.bag and enc.bag.shape[1]:

@@ -7,7 +7,9 @@ CAPC: h(x, x', y, f(x), f(x')) -> y'      (f: the base classifier trained on ori
 The default learner is a logistic regression on the features of ``features.py``; its
 regularisation C is chosen by stratified k-fold cross-validation (log-loss), and its
 probabilities are calibrated by a temperature fitted on the out-of-fold predictions (so the
-reported CV accuracy, macro-F1 and ECE are honest out-of-sample figures).
+reported CV accuracy, macro-F1 and ECE are honest out-of-sample figures); h predicts with the
+average of the k calibrated fold models. Every labelled pair is also trained on read
+backwards ((x', x, y') -> y), never in a fold where its forward row is held out.
 
 Warm start: a first h is trained on public counterfactual pairs (e.g. CAD train); the
 project's h then gets the warm h's log-probabilities as extra features (stacking), so with a

@@ -289,3 +289,38 @@ def test_h_trains_on_pairs_both_ways_but_scores_only_forwards():
     assert [m[0].n_samples_seen_ for m in both.learner.fold_models] == [192] * 5
     assert [m[0].n_samples_seen_ for m in forward.learner.fold_models] == [96] * 5
 
+
+
+def test_alignment_features_come_with_an_encoder_that_has_them_and_old_configs_keep_their_width():
+    from dataclasses import replace
+
+    from labeling.ml.features import alignment_of, encode_pairs, pair_matrix
+    from labeling.ml.pairwise import LEAN
+
+    calls = []
+
+    class AligningEncoder:
+        def encode(self, texts):  # noqa: ANN001, ANN202
+            return fake_embed(list(texts))
+
+        def alignment(self, pairs):  # noqa: ANN001, ANN202
+            calls.append(len(pairs))
+            return np.asarray([[len(a), len(b), 0, 0, 0, 0, 0] for a, b in pairs], dtype=np.float32)
+
+    encoder = AligningEncoder()
+    assert alignment_of(encoder.encode) == encoder.alignment and alignment_of(fake_embed) is None
+    pairs, _ = synthetic_pairs(20, seed=9)
+    enc = encode_pairs(pairs, labels=LABELS, fields=FIELDS, embed=encoder.encode)
+    assert calls == [40] and enc.align_c.shape == (20, 7)
+    assert enc.align_c[0, 1] == len(pairs[0].counterfactual["hypothesis"])
+    rev = enc.reversed(enc.y)
+    assert np.array_equal(rev.align_o, enc.align_c)
+    on = pair_matrix(enc, n_labels=3, perturbations=[], config=LEAN)
+    off = pair_matrix(enc, n_labels=3, perturbations=[], config=replace(LEAN, alignment=False))
+    assert on.shape[1] == off.shape[1] + 2 * 7 * 4  # x', x' - x, and both times y
+    old = replace(LEAN, alignment=False)
+    del old.__dict__["alignment"]  # pickled before the field existed
+    assert pair_matrix(enc, n_labels=3, perturbations=[], config=old).shape == off.shape
+    plain = encode_pairs(pairs, labels=LABELS, fields=FIELDS, embed=fake_embed)
+    assert plain.align_c is None
+    assert pair_matrix(plain, n_labels=3, perturbations=[], config=LEAN).shape == off.shape
