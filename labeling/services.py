@@ -47,20 +47,30 @@ def _label_names(project: Project) -> list[str]:
     return list(project.labels.order_by("position").values_list("name", flat=True))
 
 
+# the Candidate columns a Pair is made of (``candidate_pair``); the original's label is y
+PAIR_VALUES = ("example__fields", "fields", "example__label__name", "perturbation", "group")
+
+
+def candidate_pair(o_fields: dict[str, str], c_fields: dict[str, str], y: str, perturbation: str | None,
+                   group: str | None) -> Pair:
+    """A :class:`Pair` from a ``values_list(*PAIR_VALUES)`` row (y must not be None)."""
+    return Pair(o_fields, c_fields, y, perturbation or "", group or "")
+
+
 def _training_pairs(project: Project) -> tuple[list[Pair], list[str], int]:
     rows = (
         Candidate.objects.filter(project=project, state=states.HUMAN_LABELED, label_source__in=TRAIN_SOURCES)
-        .values_list("example__fields", "fields", "example__label__name", "label__name", "perturbation", "group")
+        .values_list("label__name", *PAIR_VALUES)
         .order_by("id")
     )
     pairs: list[Pair] = []
     ys: list[str] = []
     skipped = 0
-    for o_fields, c_fields, y, y2, pert, group in rows.iterator(chunk_size=2000):
-        if y is None or y2 is None:
+    for y2, *pair in rows.iterator(chunk_size=2000):
+        if pair[2] is None or y2 is None:
             skipped += 1  # an original without a label: h needs y
             continue
-        pairs.append(Pair(o_fields, c_fields, y, pert or "", group or ""))
+        pairs.append(candidate_pair(*pair))
         ys.append(y2)
     return pairs, ys, skipped
 
@@ -222,6 +232,19 @@ def latest_model(project: Project) -> PairwiseModel:
     return model
 
 
+def load_model(project: Project, model: PairwiseModel) -> LabelingModel:
+    """``model``'s file, with the encoder attached. ``ValidationError`` when the file is
+    missing or the project's label set is no longer the one it was trained on."""
+    try:
+        bundle = LabelingModel.load(model.path, embed=embedder().encode)
+    except FileNotFoundError:
+        raise ValidationError(f"model file missing: {model.path}") from None
+    labels = Label.objects.filter(project=project).values_list("name", flat=True)
+    if sorted(labels) != sorted(bundle.labels):
+        raise ValidationError("the project's label set changed since the model was trained; train again")
+    return bundle
+
+
 def _confidence_case(ids: list[int], conf: list[float]) -> Case:
     return Case(*[When(pk=i, then=Value(round(float(c), 6))) for i, c in zip(ids, conf, strict=True)],
                 output_field=FloatField())
@@ -235,24 +258,19 @@ def autolabel(*, project: Project, min_confidence: float | None = None, model: P
     threshold = model.threshold if min_confidence is None else float(min_confidence)
     if not 0 <= threshold <= 1:
         raise ValidationError("min confidence must be between 0 and 1")
-    try:
-        bundle = LabelingModel.load(model.path, embed=embedder().encode)
-    except FileNotFoundError:
-        raise ValidationError(f"model file missing: {model.path}") from None
+    bundle = load_model(project, model)
     label_ids = dict(Label.objects.filter(project=project).values_list("name", "pk"))
-    if sorted(label_ids) != sorted(bundle.labels):
-        raise ValidationError("the project's label set changed since the model was trained; train again")
 
     rows = list(
         Candidate.objects.filter(project=project, state__in=AUTOLABEL_FROM, example__label__isnull=False)
-        .values_list("pk", "example__fields", "fields", "example__label__name", "perturbation", "group", "state")
+        .values_list("pk", "state", *PAIR_VALUES)
         .order_by("pk")
     )
     run = AutolabelRun(project=project, model=model, min_confidence=threshold, considered=len(rows))
     for start in range(0, len(rows), chunk_size * 4):
         block = rows[start:start + chunk_size * 4]
-        pairs = [Pair(o, c, y, pert or "", g or "") for _pk, o, c, y, pert, g, _st in block]
-        was_abstained = np.asarray([r[6] == states.ABSTAINED for r in block])
+        pairs = [candidate_pair(*r[2:]) for r in block]
+        was_abstained = np.asarray([r[1] == states.ABSTAINED for r in block])
         proba = bundle.predict_proba(pairs)
         pred, conf = proba.argmax(axis=1), proba.max(axis=1)
         ids = np.asarray([r[0] for r in block])

@@ -156,16 +156,8 @@ FROM ins JOIN annotate_item i ON i.id = ins.item_id
 """ + _PAYLOAD_JOIN
 
 
-RENEW_LIVE_PG = """
-WITH live AS (
-    UPDATE annotate_assignment SET expires_at = %s
-    WHERE id = (
-        SELECT id FROM annotate_assignment
-        WHERE annotator_id = %s AND project_id = %s AND status = 'leased' AND expires_at > %s
-        ORDER BY leased_at, id LIMIT 1
-    )
-    RETURNING id, item_id, display_order
-)
+# PostgreSQL: RENEW_LIVE and the payload in one statement
+RENEW_LIVE_PG = "WITH live AS (" + RENEW_LIVE + """)
 SELECT live.id, live.item_id, live.display_order, i.kind, i.side, c.fields, c.image, e.fields, e.image
 FROM live JOIN annotate_item i ON i.id = live.item_id
 """ + _PAYLOAD_JOIN

@@ -126,15 +126,15 @@ def _pooled_pairs(project: Project) -> tuple[list[int], list[Pair], list[int]]:
     unscorable: list[int] = []
     rows = (
         Candidate.objects.filter(project=project, state=states.POOLED)
-        .values_list("id", "example__fields", "fields", "example__label__name", "perturbation", "group")
+        .values_list("id", *labeling_services.PAIR_VALUES)
         .order_by("id")
     )
-    for cid, o_fields, c_fields, y, pert, group in rows.iterator(chunk_size=CHUNK):
-        if y is None:
+    for cid, *pair in rows.iterator(chunk_size=CHUNK):
+        if pair[2] is None:  # the original's label
             unscorable.append(cid)
             continue
         ids.append(cid)
-        pairs.append(Pair(o_fields, c_fields, y, pert or "", group or ""))
+        pairs.append(labeling_services.candidate_pair(*pair))
     return ids, pairs, unscorable
 
 
@@ -150,10 +150,8 @@ def _active_scores(bundle: LabelingModel, pairs: list[Pair], messages: list[str]
     for start in range(0, len(pairs), SCORE_CHUNK):
         block = pairs[start : start + SCORE_CHUNK]
         inputs = bundle.inputs(block) if has_inputs else None
-        if inputs is not None and not hasattr(bundle.h, "predict_proba_pairs"):
-            proba = np.asarray(bundle.h.predict_proba(inputs), dtype=np.float64)  # features computed once
-        else:  # the cross-encoder reads the texts itself
-            proba = np.asarray(bundle.predict_proba(block), dtype=np.float64)
+        proba = np.asarray(bundle.predict_proba(block, inputs=inputs) if inputs is not None
+                           else bundle.predict_proba(block), dtype=np.float64)
         probas.append(proba)
         if inputs is not None:
             enc = inputs.enc
@@ -180,12 +178,9 @@ def _select_active(project: Project, n: int, rng: random.Random, messages: list[
     except ValidationError:
         return fall_back("no pairwise model for this project yet (train one with train_pairwise)")
     try:
-        bundle = LabelingModel.load(model.path, embed=labeling_services.embedder().encode)
-    except FileNotFoundError:
-        return fall_back(f"the model file of pairwise model v{model.version} is missing ({model.path})")
-    labels = list(project.labels.values_list("name", flat=True))
-    if sorted(labels) != sorted(bundle.labels):
-        return fall_back(f"the project's label set changed since pairwise model v{model.version} was trained")
+        bundle = labeling_services.load_model(project, model)
+    except ValidationError as exc:
+        return fall_back(f"pairwise model v{model.version}: {exc.messages[0]}")
 
     ids, pairs, unscorable = _pooled_pairs(project)
     if unscorable:

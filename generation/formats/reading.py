@@ -73,6 +73,26 @@ def iter_lines(path: str, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> It
     """Yield ``(line_number, text)`` for each line of ``path`` (1-based, newline kept), or
     ``(line_number, Problem)`` for a line that is not UTF-8 or is longer than
     ``max_line_bytes``. Reads with a bounded buffer: memory stays flat whatever the file."""
+    for lineno, raw in _raw_lines(path, max_line_bytes):
+        if raw is None:
+            yield lineno, Problem(path, lineno, f"line is longer than {max_line_bytes} bytes")
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            bad = raw[exc.start : exc.start + 1]
+            yield lineno, Problem(
+                path, lineno, f"not valid UTF-8 (byte {bad!r} at column {exc.start + 1}); save the file as UTF-8"
+            )
+            continue
+        if lineno == 1 and text.startswith("\ufeff"):
+            text = text[1:]
+        yield lineno, text
+
+
+def _raw_lines(path: str, max_line_bytes: int) -> Iterator[tuple[int, bytes | None]]:
+    """``(line number, bytes)`` per line, or ``(line number, None)`` for a line longer than
+    ``max_line_bytes`` (its rest is skipped without holding it in memory)."""
     with open(path, "rb") as fh:
         lineno = 0
         while True:
@@ -81,22 +101,11 @@ def iter_lines(path: str, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> It
                 return
             lineno += 1
             if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
-                # Skip the rest of the over-long line without holding it in memory.
                 while raw and not raw.endswith(b"\n"):
                     raw = fh.readline(1024 * 1024)
-                yield lineno, Problem(path, lineno, f"line is longer than {max_line_bytes} bytes")
+                yield lineno, None
                 continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                bad = raw[exc.start : exc.start + 1]
-                yield lineno, Problem(
-                    path, lineno, f"not valid UTF-8 (byte {bad!r} at column {exc.start + 1}); save the file as UTF-8"
-                )
-                continue
-            if lineno == 1 and text.startswith("\ufeff"):
-                text = text[1:]
-            yield lineno, text
+            yield lineno, raw
 
 
 def iter_json_lines(path: str, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[tuple[int, Any] | Problem]:
@@ -129,18 +138,12 @@ def check_file(path: str, *, max_file_bytes: int | None, max_line_bytes: int | N
         )
     if max_line_bytes is None:
         return
-    with open(path, "rb") as fh:
-        lineno = 0
-        while True:
-            raw = fh.readline(max_line_bytes + 1)
-            if not raw:
-                return
-            lineno += 1
-            if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
-                raise FormatError(
-                    f"{path}:{lineno}: line is longer than {_human(max_line_bytes)} "
-                    "(COUNTERPART_MAX_LINE_BYTES); nothing was imported"
-                )
+    for lineno, raw in _raw_lines(path, max_line_bytes):
+        if raw is None:
+            raise FormatError(
+                f"{path}:{lineno}: line is longer than {_human(max_line_bytes)} "
+                "(COUNTERPART_MAX_LINE_BYTES); nothing was imported"
+            )
 
 
 def _human(n: int) -> str:

@@ -70,3 +70,13 @@ class PerOriginalGenerator:
 
     def _one(self, original: Original) -> Iterator[GeneratedCandidate | Skip]:
         raise NotImplementedError
+
+
+def edit_field_of(original: Original, edit_field: str, nli_default: str) -> str | None:
+    """The field a one-field editor rewrites: ``edit_field`` when set (None if the original
+    lacks it), else ``nli_default`` for an NLI original that has it, else the first field."""
+    if edit_field:
+        return edit_field if edit_field in original.fields else None
+    if original.task == "nli" and nli_default in original.fields:
+        return nli_default
+    return next(iter(original.fields), None)

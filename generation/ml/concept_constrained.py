@@ -23,7 +23,8 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, PerOriginalGenerator, Skip
+from generation.ml.base import (GeneratedCandidate, GeneratorConfigError, Original, PerOriginalGenerator, Skip,
+                                edit_field_of)
 from generation.ml.llm_prompt import NLI_VERBALIZER, phrase_chunks
 from generation.ml.neurologic import (
     CausalStepModel,
@@ -125,15 +126,8 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         self.max_new_tokens, self.progress_weight = max_new_tokens, progress_weight
         self.min_coverage, self.prefix, self.min_words = min_coverage, prefix, min_words
 
-    def _field(self, o: Original) -> str | None:
-        if self.edit_field:
-            return self.edit_field if self.edit_field in o.fields else None
-        if o.task == "nli" and "hypothesis" in o.fields:
-            return "hypothesis"
-        return next(iter(o.fields), None)
-
     def _one(self, o: Original) -> Iterator[GeneratedCandidate | Skip]:
-        field = self._field(o)
+        field = edit_field_of(o, self.edit_field, nli_default="hypothesis")
         if field is None:
             yield Skip(o.id, f"missing field {self.edit_field or 'text'!r}")
             return

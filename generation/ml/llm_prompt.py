@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, PerOriginalGenerator, Skip
+from generation.ml.base import (GeneratedCandidate, GeneratorConfigError, Original, PerOriginalGenerator, Skip,
+                                edit_field_of)
 from generation.ml.saliency import TextClassifier, is_word, label_index, load_classifier, word_spans
 
 NAME = "llm-prompt"
@@ -263,15 +264,8 @@ class LLMPromptGenerator(PerOriginalGenerator):
             self.sentinel = self.lm.is_encoder_decoder and tok.convert_tokens_to_ids("<extra_id_0>") not in (
                 None, tok.unk_token_id)
 
-    def _field(self, o: Original) -> str | None:
-        if self.edit_field:
-            return self.edit_field if self.edit_field in o.fields else None
-        if o.task == "nli" and "premise" in o.fields:
-            return "premise"  # DISCO perturbs the premise
-        return next(iter(o.fields), None)
-
     def _one(self, o: Original) -> Iterator[GeneratedCandidate | Skip]:
-        field = self._field(o)
+        field = edit_field_of(o, self.edit_field, nli_default="premise")  # DISCO perturbs the premise
         if field is None:
             yield Skip(o.id, f"missing field {self.edit_field or 'text'!r}")
             return

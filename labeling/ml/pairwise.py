@@ -447,10 +447,11 @@ class LabelingModel:
         return prepare_inputs(pairs, labels=self.labels, fields=self.fields, embed=embed,
                               base=self.base if self.mode == "capc" else None)
 
-    def predict_proba(self, pairs: Sequence[Pair]) -> np.ndarray:
+    def predict_proba(self, pairs: Sequence[Pair], inputs: PairInputs | None = None) -> np.ndarray:
+        """``inputs``: ``self.inputs(pairs)`` when the caller already has them (not computed twice)."""
         if hasattr(self.h, "predict_proba_pairs"):  # the cross-encoder reads the texts itself
             return self.h.predict_proba_pairs(pairs)  # type: ignore[no-any-return]
-        return self.h.predict_proba(self.inputs(pairs))
+        return self.h.predict_proba(inputs if inputs is not None else self.inputs(pairs))
 
     def save(self, path: str) -> None:
         import joblib
