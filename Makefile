@@ -10,5 +10,5 @@ test:   ## set up and run the whole test suite
 setup:  ## only set up (.venv, WordNet, database)
 	bash scripts/setup.sh --dev
 
-worker: ## a Celery worker on all queues (when running the web app yourself)
-	.venv/bin/celery -A config worker -Q default,ml,generation --loglevel INFO
+worker: ## a Celery worker on all queues, with the embedded beat that runs the stale-job sweep
+	.venv/bin/celery -A config worker -B -Q default,ml,generation --loglevel INFO

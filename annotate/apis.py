@@ -3,8 +3,6 @@ selector, render. Errors: 400 bad input, 403 role, 404 unknown id, 409 lease con
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -13,11 +11,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotate import selectors
-from annotate.authentication import AUTHENTICATION
-from annotate.permissions import IsResearcher
 from annotate.services import assignments as svc
-from annotate.services.routing import STRATEGIES, project_route
-from generation.models import Project
+from annotate.services.routing import STRATEGIES, project_route_start
+from projects.authentication import AUTHENTICATION
+from projects.models import Project
+from projects.permissions import IsResearcher
+from projects.selectors import job_as_dict, projects_visible_to
+from projects.services.jobs import BrokerUnavailable
 
 
 def _error(exc: svc.AnnotationError) -> Response:
@@ -49,7 +49,7 @@ class ProjectListApi(APIView):
 
     @extend_schema(responses=OutputSerializer(many=True))
     def get(self, request: Request) -> Response:
-        projects = selectors.projects_visible_to(user=request.user).prefetch_related("labels").order_by("name")
+        projects = projects_visible_to(user=request.user).prefetch_related("labels").order_by("name")
         return Response(self.OutputSerializer(projects, many=True).data)
 
 
@@ -143,7 +143,7 @@ class ProjectQualityApi(APIView):
 
 
 class ProjectRouteApi(APIView):
-    """Researchers: route the human share of the pool (same as ``manage.py route``)."""
+    """Researchers: queue routing of the human share of the pool (as ``manage.py route``) as a job."""
 
     permission_classes = [IsResearcher]
 
@@ -152,7 +152,8 @@ class ProjectRouteApi(APIView):
         strategy = serializers.ChoiceField(choices=STRATEGIES, default="random")
         seed = serializers.IntegerField(required=False, allow_null=True)
 
-    @extend_schema(request=InputSerializer, responses={200: OpenApiResponse(description="routing result")})
+    @extend_schema(request=InputSerializer,
+                   responses={202: OpenApiResponse(description="the queued route job (as /api/v1/jobs/{id}/)")})
     def post(self, request: Request, project_id: int) -> Response:
         project = Project.objects.filter(pk=project_id).first()
         if project is None:
@@ -160,13 +161,9 @@ class ProjectRouteApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            result = project_route(project=project, **{k: v for k, v in data.validated_data.items() if v is not None})
+            job = project_route_start(project=project, created_by=request.user, **data.validated_data)
         except DjangoValidationError as exc:
             return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
-        return Response(_asdict(result))
-
-
-def _asdict(obj: Any) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return asdict(obj)
+        except BrokerUnavailable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        return Response(job_as_dict(job=job), status=status.HTTP_202_ACCEPTED)

@@ -4,3 +4,12 @@ from django.apps import AppConfig
 class AnnotateConfig(AppConfig):
     name = "annotate"
     verbose_name = "Annotation"
+
+    def ready(self) -> None:
+        from django.conf import settings
+
+        from annotate.services.routing import project_route_job
+        from projects.services.jobs import job_kind_register
+
+        job_kind_register(name="route", queue="ml", handler=project_route_job,
+                          time_limit=int(settings.COUNTERPART["JOB_TIME_LIMIT"]))

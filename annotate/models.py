@@ -20,31 +20,12 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from generation.models import Candidate, Project
+from projects.models import Candidate, Project
 
 ITEM_KINDS = ["caption_choice", "task_label"]
 ITEM_SIDES = ["", "original", "counterfactual"]  # which image of an image pair (caption items)
 ITEM_STATUSES = ["open", "complete"]
 ASSIGNMENT_STATUSES = ["leased", "submitted", "skipped", "expired"]
-
-
-class ProjectMembership(models.Model):
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
-    created_at = models.DateTimeField(auto_now_add=True)
-    # Quality bookkeeping, updated with F() expressions when a gold answer is saved, so that
-    # next-item never has to count over the annotation table.
-    gold_answered = models.PositiveIntegerField(default=0)
-    gold_correct = models.PositiveIntegerField(default=0)
-    qualified_at = models.DateTimeField(null=True, blank=True)
-    flagged = models.BooleanField(default=False)
-    flag_reason = models.CharField(max_length=300, blank=True, default="")
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["project", "user"], name="membership_unique"),
-            models.CheckConstraint(condition=Q(gold_correct__lte=F("gold_answered")), name="membership_gold_le"),
-        ]
 
 
 class Item(models.Model):

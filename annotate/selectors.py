@@ -12,20 +12,13 @@ from django.contrib.auth import get_user_model
 from django.db.models import Avg, Count, QuerySet
 
 from annotate import choices as choice_rules
-from annotate import roles
 from annotate.ml import agreement
-from annotate.models import Annotation, Assignment, Item, ProjectMembership
-from generation.models import Label, Project
-
+from annotate.models import Annotation, Assignment, Item
+from projects import permissions
+from projects.models import Label, Project, ProjectMembership
+from projects.selectors import projects_visible_to
 
 # --- visibility -----------------------------------------------------------------------------
-
-
-def projects_visible_to(*, user: Any) -> QuerySet[Project]:
-    """Researchers and admins see every project; everybody else only their memberships."""
-    if roles.is_researcher(user):
-        return Project.objects.all()
-    return Project.objects.filter(memberships__user=user)
 
 
 def project_annotatable_by(*, project_id: int, user: Any) -> Project | None:
@@ -33,9 +26,7 @@ def project_annotatable_by(*, project_id: int, user: Any) -> Project | None:
     project = Project.objects.filter(pk=project_id).first()
     if project is None:
         return None
-    if ProjectMembership.objects.filter(project=project, user=user).exists() or roles.is_researcher(user):
-        return project
-    return None
+    return project if permissions.can_annotate(user, project) else None
 
 
 def membership_for(*, project: Project, user: Any) -> ProjectMembership | None:
@@ -306,11 +297,10 @@ def memberships_for(*, project: Project) -> QuerySet[ProjectMembership]:
 def annotator_candidates(*, project: Project) -> QuerySet[Any]:
     """Annotator accounts not yet members of ``project`` (for the researcher's add form)."""
     User = get_user_model()
-    return User.objects.filter(groups__name=roles.ANNOTATOR).exclude(memberships__project=project).order_by("username")
+    return User.objects.filter(groups__name=permissions.ANNOTATOR).exclude(memberships__project=project).order_by("username")
 
 
 __all__ = [
-    "projects_visible_to",
     "project_annotatable_by",
     "membership_for",
     "item_view",

@@ -8,16 +8,13 @@ every minute) to keep the researcher's counts fresh when nobody is annotating.
 
 from __future__ import annotations
 
-from typing import Any
-
 from celery import shared_task
 
 from annotate.services.assignments import assignments_expire
-from annotate.services.routing import project_route
-from generation.models import Project
 
 
-@shared_task(name="annotate.tasks.assignments_expire_task", ignore_result=True, time_limit=300)
+@shared_task(name="annotate.tasks.assignments_expire_task", ignore_result=True, time_limit=300,
+             soft_time_limit=290)
 def assignments_expire_task() -> int:
     total = 0
     while True:
@@ -25,11 +22,3 @@ def assignments_expire_task() -> int:
         total += n
         if n == 0:
             return total
-
-
-@shared_task(name="annotate.tasks.project_route_task", time_limit=3600)
-def project_route_task(project_id: int, budget: float | None = None, strategy: str = "random") -> dict[str, Any]:
-    from dataclasses import asdict
-
-    project = Project.objects.get(pk=project_id)
-    return asdict(project_route(project=project, budget=budget, strategy=strategy))

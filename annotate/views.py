@@ -16,13 +16,19 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from annotate import roles, selectors
-from annotate.models import Assignment, ProjectMembership
-from annotate.permissions import require_researcher
+from annotate import selectors
+from annotate.models import Assignment
 from annotate.services import assignments as svc
 from annotate.services.quality import membership_unflag
-from annotate.services.routing import STRATEGIES, project_add_annotators, project_route
-from generation.models import Project
+from annotate.services.routing import (
+    STRATEGIES,
+    project_add_annotators,
+    project_route_start,
+)
+from projects.models import Project, ProjectMembership
+from projects.permissions import ANNOTATOR, researcher_required
+from projects.selectors import job_latest, job_progress
+from projects.services.jobs import BrokerUnavailable
 
 
 def _project_for_annotator(request: HttpRequest, project_id: int) -> Project:
@@ -161,12 +167,18 @@ def heartbeat(request: HttpRequest, assignment_id: int) -> HttpResponse:
 # --- researcher pages ----------------------------------------------------------------------
 
 
-@login_required
+@researcher_required
 @require_GET
 def dashboard(request: HttpRequest, project_id: int) -> HttpResponse:
-    require_researcher(request.user)
     project = get_object_or_404(Project, pk=project_id)
-    ctx = {
+    return render(request, "annotate/dashboard.html", _dashboard_context(project))
+
+
+def _dashboard_context(project: Project) -> dict[str, Any]:
+    route_job = job_latest(project=project, kind="route")
+    return {
+        "route_job": route_job,
+        "route_progress": job_progress(job=route_job) if route_job else None,
         "project": project,
         "q": selectors.project_quality(project=project),
         "strategies": STRATEGIES,
@@ -174,31 +186,33 @@ def dashboard(request: HttpRequest, project_id: int) -> HttpResponse:
         "min_agreement": f"{float(settings.COUNTERPART['MIN_AGREEMENT']):.0%}",
         "max_k": settings.COUNTERPART["MAX_ANNOTATORS_PER_ITEM"],
     }
-    return render(request, "annotate/dashboard.html", ctx)
 
 
-@login_required
+@researcher_required
 @require_POST
 def route(request: HttpRequest, project_id: int) -> HttpResponse:
-    require_researcher(request.user)
+    """Queue routing as a job; the dashboard shows its progress and result."""
     project = get_object_or_404(Project, pk=project_id)
     try:
         budget = float(request.POST["budget"]) if request.POST.get("budget") else None
-        r = project_route(project=project, budget=budget, strategy=request.POST.get("strategy", "random"))
-    except (ValueError, ValidationError) as exc:
-        messages.error(request, f"Routing refused: {exc}")
+        job = project_route_start(project=project, budget=budget, strategy=request.POST.get("strategy", "random"),
+                                  created_by=request.user)
+    except ValueError:
+        messages.error(request, "Routing refused: the budget must be a number between 0 and 1.")
+    except ValidationError as exc:
+        messages.error(request, f"Routing refused: {' '.join(exc.messages)}")
+    except BrokerUnavailable as exc:
+        messages.error(request, f"Routing not started: {exc}")
+        return render(request, "annotate/dashboard.html", _dashboard_context(project), status=503)
     else:
-        messages.success(request, f"Routed {r.routed} candidates ({r.strategy}) → {r.items} items, {r.gold_items} gold items.")
-        for m in r.messages:
-            messages.warning(request, m)
+        messages.success(request, f"Routing queued (job {job.pk}); its result appears below when it is done.")
     return redirect("annotate-dashboard", project_id=project.pk)
 
 
-@login_required
+@researcher_required
 @require_POST
 def members(request: HttpRequest, project_id: int) -> HttpResponse:
     """Add annotators to a project, or clear a flag."""
-    require_researcher(request.user)
     project = get_object_or_404(Project, pk=project_id)
     if request.POST.get("unflag"):
         m = get_object_or_404(ProjectMembership, pk=request.POST["unflag"], project=project)
@@ -206,7 +220,7 @@ def members(request: HttpRequest, project_id: int) -> HttpResponse:
         messages.success(request, f"Cleared the flag on {m.user.username}.")
     else:
         users = list(
-            get_user_model().objects.filter(pk__in=request.POST.getlist("user"), groups__name=roles.ANNOTATOR)
+            get_user_model().objects.filter(pk__in=request.POST.getlist("user"), groups__name=ANNOTATOR)
         )
         added = project_add_annotators(project=project, users=users)
         messages.success(request, f"Added {added} annotator(s).")

@@ -9,6 +9,8 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/v1/", include("annotate.api_urls")),
+    path("api/v1/", include("projects.api_urls")),
+    path("", include("projects.urls")),
     path("", include("generation.urls")),
     path("annotate/", include("annotate.urls")),
     path("labeling/", include("labeling.urls")),

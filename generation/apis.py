@@ -8,26 +8,25 @@ from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_serializer
+from drf_spectacular.utils import (
+    extend_schema,
+    extend_schema_field,
+    extend_schema_serializer,
+)
 from rest_framework import permissions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate import roles
 from generation.ml import registry
-from generation.models import GenerationRun, Project
+from generation.models import GenerationRun
 from generation.selectors import run_get, run_progress, runs_of_project
 from generation.services.runs import FINISHED, run_cancel, run_start
+from projects.models import Project
+from projects.permissions import IsResearcher
 
 SKIPS_SHOWN = 100
 
-
-class IsResearcherPermission(permissions.BasePermission):
-    message = "researchers only"
-
-    def has_permission(self, request: Any, view: Any) -> bool:
-        return roles.is_researcher(request.user)
 
 
 @extend_schema_serializer(component_name="GenerationRunProgress")
@@ -77,7 +76,7 @@ class RunOutputSerializer(serializers.Serializer):
 
 
 class RunDetailApi(APIView):
-    permission_classes = [permissions.IsAuthenticated, IsResearcherPermission]
+    permission_classes = [permissions.IsAuthenticated, IsResearcher]
     OutputSerializer = RunOutputSerializer
 
     @extend_schema(responses=RunOutputSerializer)
@@ -89,7 +88,7 @@ class RunDetailApi(APIView):
 
 
 class RunListApi(APIView):
-    permission_classes = [permissions.IsAuthenticated, IsResearcherPermission]
+    permission_classes = [permissions.IsAuthenticated, IsResearcher]
 
     @extend_schema_serializer(component_name="GenerationRunStartInput")
     class InputSerializer(serializers.Serializer):
@@ -121,7 +120,7 @@ class RunListApi(APIView):
 
 
 class RunCancelApi(APIView):
-    permission_classes = [permissions.IsAuthenticated, IsResearcherPermission]
+    permission_classes = [permissions.IsAuthenticated, IsResearcher]
     OutputSerializer = RunOutputSerializer
 
     @extend_schema(request=None, responses={200: RunOutputSerializer, 409: None})
@@ -136,7 +135,7 @@ class RunCancelApi(APIView):
 
 
 class GeneratorListApi(APIView):
-    permission_classes = [permissions.IsAuthenticated, IsResearcherPermission]
+    permission_classes = [permissions.IsAuthenticated, IsResearcher]
 
     @extend_schema(responses={200: dict})
     def get(self, request: Request) -> Response:

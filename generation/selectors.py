@@ -6,13 +6,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet
-from django.utils import timezone
 
-from annotate import roles
-from generation import states
-from generation.models import Candidate, GenerationRun, Project
-
-FINISHED = ("succeeded", "failed", "cancelled")
+from generation.models import GenerationRun
+from projects import states
+from projects.models import Candidate, Project
+from projects.selectors import job_progress
 
 
 @dataclass(frozen=True)
@@ -40,7 +38,7 @@ class RunProgress:
 
 
 def run_candidate_counts(*, run: GenerationRun) -> dict[str, int]:
-    rows = Candidate.objects.filter(generation_run=run).values("state").annotate(n=Count("id"))
+    rows = Candidate.objects.filter(job_id=run.job_id).values("state").annotate(n=Count("id"))
     counts = {r["state"]: r["n"] for r in rows}
     return {
         "candidates": sum(counts.values()),
@@ -53,17 +51,8 @@ def run_progress(*, run: GenerationRun, now: Any = None) -> RunProgress:
     """Progress of a run. ``rate`` is originals per second over the run's wall time so far
     (the time a killed worker was down counts, so a resumed run's rate is conservative);
     ``eta_seconds`` is what is left at that rate."""
-    now = now or timezone.now()
-    finished = run.status in FINISHED
-    elapsed = 0.0
-    if run.started_at:
-        end = run.finished_at if (finished and run.finished_at) else now
-        elapsed = max(0.0, (end - run.started_at).total_seconds())
-    rate = run.done / elapsed if elapsed > 0 and run.done else None
-    eta = None
-    if not finished and rate:
-        eta = max(0.0, (run.total - run.done) / rate)
-    fraction = (run.done / run.total) if run.total else (1.0 if finished else 0.0)
+    p = job_progress(job=run.job, now=now)
+    finished, elapsed, rate, eta, fraction = p.finished, p.elapsed_seconds, p.rate, p.eta_seconds, p.fraction
     if hasattr(run, "n_candidates"):  # annotated by runs_of_project: no query per run
         counts = {"candidates": run.n_candidates, "pooled": run.n_pooled, "filtered_out": run.n_filtered_out}
     else:
@@ -71,8 +60,7 @@ def run_progress(*, run: GenerationRun, now: Any = None) -> RunProgress:
     return RunProgress(
         id=run.pk, status=run.status, generator=run.generator, done=run.done, total=run.total,
         skipped=run.skipped, fraction=round(fraction, 4), percent=int(fraction * 100),
-        rate=round(rate, 3) if rate is not None else None, eta_seconds=round(eta, 1) if eta is not None else None,
-        elapsed_seconds=round(elapsed, 1), cancel_requested=run.cancel_requested, finished=finished,
+        rate=rate, eta_seconds=eta, elapsed_seconds=elapsed, cancel_requested=run.cancel_requested, finished=finished,
         error=run.error, **counts,
     )
 
@@ -81,17 +69,18 @@ def runs_of_project(*, project: Project) -> QuerySet[GenerationRun]:
     """A project's runs, newest first, with their candidate counts (one query)."""
     return (
         GenerationRun.objects.filter(project=project)
+        .select_related("job")
         .annotate(
-            n_candidates=Count("candidates"),
-            n_pooled=Count("candidates", filter=Q(candidates__state=states.POOLED)),
-            n_filtered_out=Count("candidates", filter=Q(candidates__state=states.FILTERED_OUT)),
+            n_candidates=Count("job__candidates"),
+            n_pooled=Count("job__candidates", filter=Q(job__candidates__state=states.POOLED)),
+            n_filtered_out=Count("job__candidates", filter=Q(job__candidates__state=states.FILTERED_OUT)),
         )
-        .order_by("-created_at", "-id")
+        .order_by("-job__created_at", "-id")
     )
 
 
 def run_get(*, run_id: int) -> GenerationRun | None:
-    return GenerationRun.objects.select_related("project").filter(pk=run_id).first()
+    return GenerationRun.objects.select_related("project", "job").filter(pk=run_id).first()
 
 
 def run_skip_summary(*, run: GenerationRun) -> list[tuple[str, int]]:
@@ -139,46 +128,3 @@ def run_metrics_rows(*, run: GenerationRun) -> list[tuple[str, str]]:
         rows.append((f"share of code {code} (all / accepted)",
                      f"{_fmt(share)} / {_fmt((m.get('accepted_share_per_code') or {}).get(code, 0.0))}"))
     return rows
-
-
-# -- projects ---------------------------------------------------------------
-
-def projects_visible_to(*, user: Any) -> QuerySet[Project]:
-    """Admins and researchers see every project; annotators only those they are members of."""
-    if roles.is_researcher(user):
-        return Project.objects.all()
-    return Project.objects.filter(memberships__user=user)
-
-
-def project_list_with_counts(*, user: Any) -> QuerySet[Project]:
-    """Projects with their example/candidate counts in one query (no N+1)."""
-    return projects_visible_to(user=user).annotate(
-        n_examples=Count("examples", distinct=True),
-        n_candidates=Count("candidates", distinct=True),
-    )
-
-
-def project_state_counts(*, project: Project) -> dict[str, int]:
-    """Candidates per state, every state present (zeros included), in one query."""
-    rows = Candidate.objects.filter(project=project).values("state").annotate(n=Count("id"))
-    counts = dict.fromkeys(states.STATES, 0)
-    for row in rows:
-        counts[row["state"]] = row["n"]
-    return counts
-
-
-def project_overview(*, project: Project) -> dict[str, Any]:
-    by_state = project_state_counts(project=project)
-    sources = Candidate.objects.filter(project=project).aggregate(
-        human=Count("id", filter=Q(label_source="human")),
-        auto=Count("id", filter=Q(label_source="auto")),
-        imported=Count("id", filter=Q(label_source="imported")),
-        with_gold=Count("id", filter=Q(gold_label__isnull=False)),
-    )
-    return {
-        "by_state": by_state,
-        "total": sum(by_state.values()),
-        "n_examples": project.examples.count(),
-        "label_sources": sources,
-        "labels": list(project.labels.values_list("name", flat=True)),
-    }

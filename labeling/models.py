@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from generation.models import Project
+from projects.models import Project
 
 MODES = ["pc", "capc"]
 

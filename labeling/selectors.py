@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+from django.core.exceptions import ValidationError
 from django.db.models import Count
 
-from generation import states
-from generation.models import Candidate, Project
+from labeling.ml.active import diverse_uncertain, margin_uncertainty, reduce_features
+from labeling.ml.features import Pair
+from labeling.ml.pairwise import LabelingModel
 from labeling.models import PairwiseModel
+from labeling.services import PAIR_VALUES, candidate_pair, latest_model, load_model
+from projects import states
+from projects.models import Candidate, Project
 
 SOURCES = {"human": ("human", "gold"), "auto": ("auto",)}
 
@@ -66,3 +73,95 @@ def flip_rates_for(*, project: Project) -> FlipRates:
 
 def pairwise_models_for(*, project: Project) -> Any:
     return PairwiseModel.objects.filter(project=project).order_by("-version")
+
+
+# -- active selection (the boundary annotate's routing uses) --------------------------------
+SCORE_CHUNK = 2000  # pairs scored by the pairwise model at a time (bounds the encoding's memory)
+
+
+@dataclass(frozen=True)
+class ActiveSelection:
+    """``ids``: the pooled candidates picked (None when no usable model: ``unavailable`` says
+    why); ``messages``: what the caller should pass on to the researcher."""
+
+    ids: list[int] | None
+    messages: list[str] = field(default_factory=list)
+    unavailable: str = ""
+
+
+def _pooled_pairs(project: Project) -> tuple[list[int], list[Pair], list[int]]:
+    """The pooled candidates as model inputs, in id order: ``(ids, pairs, unscorable ids)``; a
+    candidate whose original has no label cannot be a ``Pair`` (h needs y)."""
+    ids: list[int] = []
+    pairs: list[Pair] = []
+    unscorable: list[int] = []
+    rows = (
+        Candidate.objects.filter(project=project, state=states.POOLED)
+        .values_list("id", *PAIR_VALUES)
+        .order_by("id")
+    )
+    for cid, *pair in rows.iterator(chunk_size=5000):
+        if pair[2] is None:  # the original's label
+            unscorable.append(cid)
+            continue
+        ids.append(cid)
+        pairs.append(candidate_pair(*pair))
+    return ids, pairs, unscorable
+
+
+def _active_scores(bundle: LabelingModel, pairs: list[Pair], messages: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Class probabilities and pair features (``emb_c - emb_o`` per field, flattened, next to
+    the edit features, as in the benchmark) of ``pairs``. A model without pair inputs is
+    clustered on its probabilities instead."""
+    has_inputs = callable(getattr(bundle, "inputs", None))
+    if not has_inputs:
+        messages.append("active: this model exposes no pair features; clusters are formed on its class probabilities")
+    probas: list[np.ndarray] = []
+    feats: list[np.ndarray] = []
+    for start in range(0, len(pairs), SCORE_CHUNK):
+        block = pairs[start : start + SCORE_CHUNK]
+        inputs = bundle.inputs(block) if has_inputs else None
+        proba = np.asarray(bundle.predict_proba(block, inputs=inputs) if inputs is not None
+                           else bundle.predict_proba(block), dtype=np.float64)
+        probas.append(proba)
+        if inputs is not None:
+            enc = inputs.enc
+            n = len(block)
+            feats.append(
+                np.hstack([enc.emb_c.reshape(n, -1) - enc.emb_o.reshape(n, -1), enc.edits]).astype(np.float32)
+            )
+        else:
+            feats.append(proba.astype(np.float32))
+    return np.vstack(probas), np.vstack(feats)
+
+
+def active_selection_for(*, project: Project, n: int, seed: int) -> ActiveSelection:
+    """Uncertain and diverse: the pooled candidates scored by the project's latest pairwise
+    model, k-means into ``n`` clusters of their reduced pair features, the smallest top-2
+    margin (density-weighted) of each; unscorable candidates only fill up, at random."""
+    try:
+        model = latest_model(project)
+    except ValidationError:
+        return ActiveSelection(None, unavailable="no pairwise model for this project yet (train one with train_pairwise)")
+    try:
+        bundle = load_model(project, model)
+    except ValidationError as exc:
+        return ActiveSelection(None, unavailable=f"pairwise model v{model.version}: {exc.messages[0]}")
+    messages: list[str] = []
+    ids, pairs, unscorable = _pooled_pairs(project)
+    if unscorable:
+        messages.append(
+            f"active: {len(unscorable)} pooled candidates have an original without a label and cannot be "
+            "scored; they are only used to fill up at random"
+        )
+    if len(ids) <= n:
+        picked = list(ids)
+    else:
+        proba, feats = _active_scores(bundle, pairs, messages)
+        rows = diverse_uncertain(
+            reduce_features(feats, seed=seed), margin_uncertainty(proba), np.arange(len(ids)), n, seed=seed
+        )
+        picked = [ids[i] for i in rows.tolist()]
+    if len(picked) < n and unscorable:
+        picked.extend(random.Random(seed).sample(unscorable, min(n - len(picked), len(unscorable))))
+    return ActiveSelection(picked, messages)

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,20 +22,30 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Case, FloatField, Max, Value, When
 
-from generation import states
-from generation.ml.embeddings import Encoder, shared_encoder
-from generation.models import Candidate, Example, Label, Project
-from generation.services.candidates import candidates_transition
 from labeling.ml.base_classifier import CrossFitted, TooFewLabels, make_base_classifier
-from labeling.ml.bench import pairs_from_records, parse_warm_spec, unique_originals
 from labeling.ml.features import Pair
-from labeling.ml.pairwise import MIN_LABELS, LabelingModel, PairwiseClassifier, check_labels, prepare_inputs
+from labeling.ml.pairs import pairs_from_records, parse_warm_spec, unique_originals
+from labeling.ml.pairwise import (
+    MIN_LABELS,
+    LabelingModel,
+    PairwiseClassifier,
+    check_labels,
+    prepare_inputs,
+)
 from labeling.models import MODES, AutolabelRun, PairwiseModel
+from projects import states
+from projects.ml.embeddings import Encoder, shared_encoder
+from projects.models import Candidate, Example, Job, Label, Project
+from projects.services.candidates import candidates_transition
+from projects.services.jobs import JobContext, JobFailed, job_start
 
 TRAIN_SOURCES = ("human", "gold")
 AUTOLABEL_FROM = (states.POOLED, states.ABSTAINED)
 LEARNERS = ("linear", "cross-encoder")
 CHUNK = 500
+
+
+Progress = Callable[[int, int], None]
 
 
 def embedder() -> Encoder:
@@ -76,7 +87,7 @@ def _training_pairs(project: Project) -> tuple[list[Pair], list[str], int]:
 
 
 def _read_warm(spec: str, project: Project, labels: list[str]) -> tuple[list[Pair], list[str]]:
-    from generation.formats import FormatError, read
+    from projects.formats import FormatError, read
 
     try:
         fmt, path, split = parse_warm_spec(spec)
@@ -117,10 +128,13 @@ def pairwise_train(
     threshold: float | None = None,
     learner: str = "linear",
     created_by: Any = None,
+    progress: Progress | None = None,
 ) -> PairwiseModel:
     """Train h on the project's human labels. Raises ``ValidationError`` (and writes nothing)
-    when there are too few labels, a label class has none, or f cannot be trained."""
+    when there are too few labels, a label class has none, or f cannot be trained.
+    ``progress(done, total)`` is told each of the TRAIN_STEPS steps (f, features, h, saved)."""
     t0 = time.perf_counter()
+    step = progress or (lambda done, total: None)
     if mode not in MODES:
         raise ValidationError(f"unknown mode {mode!r}; choose pc or capc")
     threshold = settings.COUNTERPART["MIN_CONFIDENCE"] if threshold is None else float(threshold)
@@ -149,6 +163,7 @@ def pairwise_train(
         w_orig, w_oy = unique_originals(warm_pairs)
         orig_records, orig_y = orig_records + w_orig, orig_y + w_oy
 
+    step(0, TRAIN_STEPS)
     f: Any = None
     if mode == "capc":
         def make_f() -> Any:
@@ -164,6 +179,7 @@ def pairwise_train(
             raise ValidationError(f"CAPC needs f: {exc}; import labelled originals or use --mode pc") from None
         except (ValueError, FileNotFoundError) as exc:
             raise ValidationError(f"base classifier: {exc}") from None
+    step(1, TRAIN_STEPS)
     embed = embedder().encode
     h = PairwiseClassifier(labels, fields, mode=mode, threshold=threshold)
     if warm_pairs:
@@ -171,6 +187,7 @@ def pairwise_train(
         warm_h = PairwiseClassifier(labels, fields, mode=mode).fit_warm(warm_inputs, warm_y)
         h.with_warm(warm_h)
     inputs = prepare_inputs(pairs, labels=labels, fields=fields, embed=embed, base=f)
+    step(2, TRAIN_STEPS)
     try:
         h.fit(inputs, ys)
     except TooFewLabels as exc:
@@ -180,6 +197,7 @@ def pairwise_train(
 
     cv = h.cv.as_dict()
     cv["features"] = h.feature_set_name
+    step(3, TRAIN_STEPS)
     return _save_model(
         project, bundle, mode=mode, base_classifier=base, warm_start=warm_start,
         n_train=len(pairs), n_warm=len(warm_pairs), n_originals=len(orig_records) if f is not None else 0,
@@ -201,8 +219,9 @@ def _save_model(project: Project, bundle: LabelingModel, **fields: Any) -> Pairw
 
 def _train_cross_encoder(project: Project, pairs: list[Pair], ys: list[str], threshold: float, created_by: Any,
                          t0: float) -> PairwiseModel:
-    from generation.ml.embeddings import default_model_path
-    from labeling.ml.cross_encoder import MIN_LABELS as CE_MIN, CrossEncoderH
+    from labeling.ml.cross_encoder import MIN_LABELS as CE_MIN
+    from labeling.ml.cross_encoder import CrossEncoderH
+    from projects.ml.embeddings import default_model_path
 
     labels = _label_names(project)
     fields = list(project.text_fields)
@@ -251,8 +270,9 @@ def _confidence_case(ids: list[int], conf: list[float]) -> Case:
 
 
 def autolabel(*, project: Project, min_confidence: float | None = None, model: PairwiseModel | None = None,
-              chunk_size: int = CHUNK) -> AutolabelRun:
-    """Label the project's ``pooled`` and ``abstained`` candidates with the latest model."""
+              chunk_size: int = CHUNK, progress: Progress | None = None) -> AutolabelRun:
+    """Label the project's ``pooled`` and ``abstained`` candidates with the latest model;
+    ``progress(done, total)`` counts candidates considered."""
     t0 = time.perf_counter()
     model = model or latest_model(project)
     threshold = model.threshold if min_confidence is None else float(min_confidence)
@@ -267,6 +287,8 @@ def autolabel(*, project: Project, min_confidence: float | None = None, model: P
         .order_by("pk")
     )
     run = AutolabelRun(project=project, model=model, min_confidence=threshold, considered=len(rows))
+    if progress is not None:
+        progress(0, len(rows))
     for start in range(0, len(rows), chunk_size * 4):
         block = rows[start:start + chunk_size * 4]
         pairs = [candidate_pair(*r[2:]) for r in block]
@@ -295,7 +317,58 @@ def autolabel(*, project: Project, min_confidence: float | None = None, model: P
                 confidence=_confidence_case(id_list, conf[part].tolist()),
             )
             run.abstained += int(np.sum(was_abstained[part]))  # already abstained: they stay so
+        if progress is not None:
+            progress(start + len(block), len(rows))
     run.skipped = run.considered - run.auto_labeled - run.abstained
     run.seconds = round(time.perf_counter() - t0, 2)
     run.save()
     return run
+
+
+# -- jobs (kinds ``train`` and ``autolabel``, registered in LabelingConfig.ready) -----------
+TRAIN_STEPS = 4
+
+
+def pairwise_train_start(*, project: Project, mode: str = "capc", warm_start: str = "",
+                         threshold: float | None = None, created_by: Any = None) -> Job:
+    """Refuse at once when the labels cannot train h (cheap check), else queue a ``train``
+    job on the ``ml`` queue."""
+    if mode not in MODES:
+        raise ValidationError(f"unknown mode {mode!r}; choose pc or capc")
+    pairwise_training_data(project=project)
+    return job_start(kind="train", project=project, created_by=created_by, total=TRAIN_STEPS,
+                     params={"mode": mode, "warm_start": warm_start, "threshold": threshold})
+
+
+def autolabel_start(*, project: Project, min_confidence: float | None = None, created_by: Any = None) -> Job:
+    """Refuse at once when there is no model or the threshold is out of range, else queue an
+    ``autolabel`` job on the ``ml`` queue."""
+    latest_model(project)
+    if min_confidence is not None and not 0 <= min_confidence <= 1:
+        raise ValidationError("min confidence must be between 0 and 1")
+    return job_start(kind="autolabel", project=project, created_by=created_by,
+                     params={"min_confidence": min_confidence})
+
+
+def pairwise_train_job(job: Job, ctx: JobContext) -> dict[str, Any]:
+    p = job.params
+    assert job.project is not None
+    try:
+        model = pairwise_train(project=job.project, mode=p.get("mode", "capc"), warm_start=p.get("warm_start") or "",
+                               threshold=p.get("threshold"), created_by=job.created_by, progress=ctx.progress)
+    except ValidationError as exc:
+        raise JobFailed(" ".join(exc.messages)) from exc
+    return {"model": model.pk, "version": model.version, "mode": model.mode, "n_train": model.n_train,
+            "cv_accuracy": model.cv_accuracy, "cv_macro_f1": model.cv_macro_f1, "cv_ece": model.cv_ece,
+            "threshold": model.threshold, "seconds": model.seconds}
+
+
+def autolabel_job(job: Job, ctx: JobContext) -> dict[str, Any]:
+    assert job.project is not None
+    try:
+        run = autolabel(project=job.project, min_confidence=job.params.get("min_confidence"), progress=ctx.progress)
+    except ValidationError as exc:
+        raise JobFailed(" ".join(exc.messages)) from exc
+    return {"run": run.pk, "model_version": run.model.version, "considered": run.considered,
+            "auto_labeled": run.auto_labeled, "abstained": run.abstained, "skipped": run.skipped,
+            "min_confidence": run.min_confidence, "seconds": run.seconds}

@@ -1,20 +1,26 @@
-"""Labelling pages: the flip-rate fragment the project page loads with hx-get."""
+"""Labelling pages: the flip-rate section of the project page (loaded with hx-get), and the
+buttons that queue training of h and auto-labelling as jobs. Thin: parse, call one service,
+render the section with the job's progress fragment in it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
-from annotate.permissions import researcher_required
-from generation.models import Project
-from labeling import services, tasks
+from labeling import services
 from labeling.selectors import flip_rates_for
+from projects.models import Project
+from projects.permissions import researcher_required
+from projects.selectors import job_latest, job_progress
+from projects.services.jobs import BrokerUnavailable
 
 
 @researcher_required
+@require_GET
 def flip_rates(request: HttpRequest, pk: int) -> HttpResponse:
     project = get_object_or_404(Project, pk=pk)
     return _fragment(request, project)
@@ -22,42 +28,44 @@ def flip_rates(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _fragment(request: HttpRequest, project: Project, *, message: str = "", error: str = "",
               status: int = 200) -> HttpResponse:
-    context = {"project": project, "rates": flip_rates_for(project=project), "message": message, "error": error}
+    jobs = [j for j in (job_latest(project=project, kind="train"), job_latest(project=project, kind="autolabel")) if j]
+    context: dict[str, Any] = {
+        "project": project, "rates": flip_rates_for(project=project), "message": message, "error": error,
+        "jobs": [{"job": j, "progress": job_progress(job=j)} for j in jobs],
+    }
     return render(request, "labeling/_flip_rates.html", context, status=status)
 
 
-@require_POST
 @researcher_required
+@require_POST
 def pairwise_train_start(request: HttpRequest, pk: int) -> HttpResponse:
-    """Queue training of h (on the ``ml`` queue); refuse at once when the labels can't train it."""
+    """Queue training of h (a ``train`` job); refuse at once when the labels can't train it."""
     project = get_object_or_404(Project, pk=pk)
-    mode = request.POST.get("mode", "capc")
-    if mode not in ("pc", "capc"):
-        return _fragment(request, project, error=f"unknown mode {mode!r}; choose pc or capc", status=400)
     try:
-        services.pairwise_training_data(project=project)
+        job = services.pairwise_train_start(project=project, mode=request.POST.get("mode", "capc"),
+                                            warm_start=request.POST.get("warm_start", "").strip(),
+                                            created_by=request.user)
     except ValidationError as exc:
         return _fragment(request, project, error=f"cannot train yet: {' '.join(exc.messages)}", status=400)
-    warm = request.POST.get("warm_start", "").strip()
-    user_id = request.user.pk
-    transaction.on_commit(lambda: tasks.pairwise_train_task.delay(project.pk, mode, warm, user_id))
-    return _fragment(request, project, message=f"Training {mode.upper()} queued; the figures update when it is done.")
+    except BrokerUnavailable as exc:
+        return _fragment(request, project, error=str(exc), status=503)
+    return _fragment(request, project, message=f"Training {job.params['mode'].upper()} queued (job {job.pk}).")
 
 
-@require_POST
 @researcher_required
+@require_POST
 def autolabel_start(request: HttpRequest, pk: int) -> HttpResponse:
     """Queue auto-labelling with the latest model; refuse at once when there is none."""
     project = get_object_or_404(Project, pk=pk)
+    raw = request.POST.get("min_confidence", "").strip()
     try:
-        services.latest_model(project=project)
-        raw = request.POST.get("min_confidence", "").strip()
         min_conf = float(raw) if raw else None
-        if min_conf is not None and not 0 <= min_conf <= 1:
-            raise ValidationError("min confidence must be between 0 and 1")
     except ValueError:
         return _fragment(request, project, error="min confidence must be a number between 0 and 1", status=400)
+    try:
+        job = services.autolabel_start(project=project, min_confidence=min_conf, created_by=request.user)
     except ValidationError as exc:
         return _fragment(request, project, error=" ".join(exc.messages), status=400)
-    transaction.on_commit(lambda: tasks.autolabel_task.delay(project.pk, min_conf))
-    return _fragment(request, project, message="Auto-labelling queued; the counts update when it is done.")
+    except BrokerUnavailable as exc:
+        return _fragment(request, project, error=str(exc), status=503)
+    return _fragment(request, project, message=f"Auto-labelling queued (job {job.pk}).")

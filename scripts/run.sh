@@ -9,7 +9,7 @@ export NLTK_DATA=${NLTK_DATA:-$PWD/var/nltk_data}
 PORT=${PORT:-8000}
 .venv/bin/python manage.py collectstatic --noinput -v0
 .venv/bin/python manage.py demo
-.venv/bin/celery -A config worker -Q "${CELERY_WORKER_QUEUES:-default,ml,generation}" \
+.venv/bin/celery -A config worker -B -Q "${CELERY_WORKER_QUEUES:-default,ml,generation}" \
   --concurrency "${CELERY_CONCURRENCY:-1}" --loglevel INFO >var/worker.log 2>&1 &
 WORKER=$!
 trap 'kill $WORKER 2>/dev/null; wait $WORKER 2>/dev/null' EXIT INT TERM

@@ -6,7 +6,8 @@
 * ``uncertainty_sample`` — least-confident first (the pairwise classifier's confidence),
   optionally round-robin over diversity groups so one group cannot take the whole budget.
 
-Reproducibility: the same ids, strata/confidences and ``seed`` give the same selection,
+Reproducibility: the same ids, strata/confidences and ``seed`` (an int, or a ``random.Random``
+whose stream the caller continues) give the same selection,
 whatever order the ids arrive in (ids are put in sorted order first when they are mutually
 comparable — ints, strings, uuids — so an unordered database query is fine). Ids must be
 unique; ``n`` larger than the population returns everything.
@@ -39,6 +40,11 @@ def _canonical(values: Iterable[Any]) -> list[Any]:
         return out
 
 
+def _rng(seed: int | random.Random | None) -> random.Random:
+    """A seed, or a caller's generator (so a caller drawing several samples keeps one stream)."""
+    return seed if isinstance(seed, random.Random) else random.Random(seed)
+
+
 def _check(ids: Sequence[Hashable], n: int) -> None:
     if n < 0:
         raise ValueError("n must be >= 0")
@@ -46,11 +52,11 @@ def _check(ids: Sequence[Hashable], n: int) -> None:
         raise ValueError("ids must be unique")
 
 
-def random_sample(ids: Iterable[T], n: int, seed: int | None) -> list[T]:
+def random_sample(ids: Iterable[T], n: int, seed: int | random.Random | None) -> list[T]:
     """``min(n, len(ids))`` ids drawn uniformly without replacement, in random order."""
     pool = list(ids)
     _check(pool, n)
-    return random.Random(seed).sample(_canonical(pool), min(n, len(pool)))
+    return _rng(seed).sample(_canonical(pool), min(n, len(pool)))
 
 
 def proportional_allocation(
@@ -96,7 +102,7 @@ def proportional_allocation(
 
 
 def stratified_sample(
-    ids_with_strata: Iterable[tuple[T, Hashable]], n: int, seed: int | None
+    ids_with_strata: Iterable[tuple[T, Hashable]], n: int, seed: int | random.Random | None
 ) -> list[T]:
     """A stratified random sample of ``n`` ids from ``(id, stratum)`` pairs.
 
@@ -112,7 +118,7 @@ def stratified_sample(
         members.setdefault(stratum, []).append(item)
     strata = _canonical(members)
     alloc = proportional_allocation({h: len(members[h]) for h in strata}, n)
-    rng = random.Random(seed)
+    rng = _rng(seed)
     picked: list[T] = []
     for h in strata:
         picked.extend(rng.sample(_canonical(members[h]), alloc[h]))
@@ -124,7 +130,7 @@ def uncertainty_sample(
     ids: Sequence[T],
     confidences: Sequence[float],
     n: int,
-    seed: int | None,
+    seed: int | random.Random | None,
     diversity_groups: Sequence[Hashable] | None = None,
 ) -> list[T]:
     """The ``n`` least-confident ids, least confident first.
@@ -145,7 +151,7 @@ def uncertainty_sample(
     if diversity_groups is not None and len(diversity_groups) != len(pool):
         raise ValueError("ids and diversity_groups must have the same length")
     _check(pool, n)
-    rng = random.Random(seed)
+    rng = _rng(seed)
     # random tie-break values are handed out in id order, so the input order does not matter
     position = {item: i for i, item in enumerate(pool)}
     tie = {position[item]: rng.random() for item in _canonical(pool)}

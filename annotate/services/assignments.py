@@ -17,14 +17,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from annotate import choices as choice_rules
+from annotate.models import Annotation, Assignment, Item
 from annotate.services import hot_sql as sql
-from annotate.models import Annotation, Assignment, Item, ProjectMembership
-from generation.models import Project
+from projects.models import Project, ProjectMembership
 
 _rng = random.SystemRandom()
 
@@ -61,10 +61,6 @@ def lease_duration() -> timedelta:
     return timedelta(seconds=int(_cfg("LEASE_SECONDS")))
 
 
-def _is_postgres() -> bool:
-    return connection.vendor == "postgresql"
-
-
 # --- next item ------------------------------------------------------------------------------
 
 
@@ -85,9 +81,9 @@ def project_access(*, project_id: int, annotator: Any) -> Access | None:
         return None
     pid, task, text_fields, mid, qualified_at, flagged = row
     if mid is None:
-        from annotate import roles
+        from projects import permissions
 
-        if not roles.is_researcher(annotator):
+        if not permissions.is_researcher(annotator):
             return None
     return Access(pid, task, list(sql.json_value(text_fields) or []), mid, qualified_at is not None, bool(flagged))
 
@@ -112,28 +108,8 @@ def _claim(*, access: Access, annotator_id: int, gold: bool, now: datetime) -> L
     """
     kind = "caption_choice" if access.task == "image-caption" else "task_label"
     order = choice_rules.display_order_for(kind, _labels_for(access.project_id), _rng)
-    expires = now + lease_duration()
-    params: dict[str, Any] = {"pid": access.project_id, "uid": annotator_id}
-    if sql.is_postgres():
-        # one statement: atomic by itself, no BEGIN/COMMIT round trips
-        params.update(order=sql.json_param(order), now=sql.dt(now), expires=sql.dt(expires))
-        row = sql.fetchone_prepared(sql.CLAIM_PG.format(pick=sql.pick_sql(gold=gold, lock=True)), params)
-        if row is None:
-            return None
-        return Lease(row[0], row[1], order, expires, tuple(row[3:9]))
-    with transaction.atomic():
-        picked = sql.fetchone(sql.pick_sql(gold=gold, lock=False), params)
-        if picked is None or picked[0] is None:
-            return None
-        # The WHERE clause is the guarantee; the CHECK (taken <= k) is the backstop.
-        if not sql.execute(sql.BUMP_SQLITE, [picked[0]]):
-            return None
-        row = sql.fetchone(
-            sql.INSERT_LEASE_SQLITE,
-            [access.project_id, picked[0], annotator_id, sql.json_param(order), sql.dt(now), sql.dt(expires)],
-        )
-        assert row is not None
-        return Lease(row[0], picked[0], order, expires)
+    return _backend().claim(project_id=access.project_id, annotator_id=annotator_id, gold=gold, order=order,
+                            now=now, expires=now + lease_duration())
 
 
 _LABEL_CACHE: dict[int, list[str]] = {}
@@ -143,7 +119,7 @@ def _labels_for(project_id: int) -> list[str]:
     """The project's label names (a project's label set does not change once created)."""
     labels = _LABEL_CACHE.get(project_id)
     if labels is None:
-        from generation.models import Label
+        from projects.models import Label
 
         labels = list(Label.objects.filter(project_id=project_id).order_by("position").values_list("name", flat=True))
         if labels:
@@ -173,15 +149,9 @@ def lease_next(*, access: Access, annotator: Any, now: datetime | None = None) -
     """
     now = now or timezone.now()
     expires = now + lease_duration()
-    params = [sql.dt(expires), annotator.pk, access.project_id, sql.dt(now)]
-    if sql.is_postgres():
-        live = sql.fetchone_prepared(sql.RENEW_LIVE_PG, params)
-        if live is not None:
-            return Lease(live[0], live[1], list(sql.json_value(live[2])), expires, tuple(live[3:9]))
-    else:
-        live = sql.fetchone(sql.RENEW_LIVE, params)
-        if live is not None:
-            return Lease(live[0], live[1], list(sql.json_value(live[2])), expires)
+    live = _backend().renew_live(annotator_id=annotator.pk, project_id=access.project_id, now=now, expires=expires)
+    if live is not None:
+        return live
     _expire_now_and_then(now)
     if access.flagged:
         raise NotAllowed(
@@ -268,7 +238,7 @@ def assignments_expire(*, now: datetime | None = None, limit: int = 500) -> int:
         return 0
     with transaction.atomic():
         qs = base.order_by("expires_at")
-        if _is_postgres():
+        if _backend().skip_locked:
             qs = qs.select_for_update(skip_locked=True)
         rows = list(qs.values_list("id", "item_id")[:limit])
         if not rows:
@@ -337,10 +307,6 @@ class SubmitResult:
         }
 
 
-class _NotLive(Exception):
-    pass
-
-
 def _kind_of(order: list[str]) -> str:
     return "caption_choice" if choice_rules.CAPTION_CANONICAL[0] in order else "task_label"
 
@@ -356,53 +322,119 @@ def _after_answer(*, item_id: int, project_id: int, annotator: Any, done: int, k
             quality.item_complete_if_ready(item_id=item_id, now=now)
 
 
-def _submit_pg(*, assignment_id: int, annotator: Any, choice: str, duration_ms: int | None, now: datetime) -> SubmitResult | None:
-    """Two round trips: read the lease's choice order (to map the choice back), then one
-    statement that closes the lease, counts and stores the answer. None: not a live lease."""
-    row = sql.fetchone_prepared(sql.LEASE_ORDER, [assignment_id, annotator.pk])
-    if row is None:
-        return None
-    order = list(sql.json_value(row[0]))
-    kind = _kind_of(order)
-    canonical = choice_rules.to_canonical(kind, order, choice)
-    if canonical is None:
-        raise InvalidChoice(f"{choice!r} is not one of the offered choices: {', '.join(choice_rules.offered(kind, order))}")
-    params = {"now": sql.dt(now), "aid": assignment_id, "uid": annotator.pk, "choice": canonical, "shown": choice, "duration": duration_ms}
-    out = sql.fetchone_prepared(sql.SUBMIT_PG, params)
-    if out is None:
-        return None
-    ann_id, item_id, done, k, status, is_gold, project_id, gold_choice = out
-    correct = (canonical == gold_choice) if is_gold else None
-    _after_answer(item_id=item_id, project_id=project_id, annotator=annotator, done=done, k=k, status=status,
-                  is_gold=bool(is_gold), correct=correct, now=now)
-    return SubmitResult(ann_id, assignment_id, item_id, choice, canonical, duration_ms, now, True)
+# --- one backend object per database vendor -------------------------------------------------
+# The claim, the renewal of a live lease, the submit and the expiry's row locking differ by
+# vendor (see ``hot_sql``); the choice is made once, in ``_backend()``.
 
 
-def _submit_sqlite(*, assignment_id: int, annotator: Any, choice: str, duration_ms: int | None, now: datetime) -> SubmitResult:
-    with transaction.atomic():
-        row = sql.fetchone(sql.CLOSE_LEASE, [sql.dt(now), assignment_id, annotator.pk, sql.dt(now)])
+class _PostgresPath:
+    """One prepared statement per step (data-modifying CTEs, ``FOR UPDATE SKIP LOCKED``)."""
+
+    skip_locked = True
+
+    def claim(self, *, project_id: int, annotator_id: int, gold: bool, order: list[str], now: datetime,
+              expires: datetime) -> Lease | None:
+        # one statement: atomic by itself, no BEGIN/COMMIT round trips
+        params = {"pid": project_id, "uid": annotator_id, "order": sql.json_param(order), "now": sql.dt(now),
+                  "expires": sql.dt(expires)}
+        row = sql.fetchone_prepared(sql.CLAIM_PG.format(pick=sql.pick_sql(gold=gold, lock=True)), params)
         if row is None:
-            raise _NotLive
-        item_id, project_id, order = row[0], row[1], list(sql.json_value(row[2]))
+            return None
+        return Lease(row[0], row[1], order, expires, tuple(row[3:9]))
+
+    def renew_live(self, *, annotator_id: int, project_id: int, now: datetime, expires: datetime) -> Lease | None:
+        live = sql.fetchone_prepared(sql.RENEW_LIVE_PG, [sql.dt(expires), annotator_id, project_id, sql.dt(now)])
+        if live is None:
+            return None
+        return Lease(live[0], live[1], list(sql.json_value(live[2])), expires, tuple(live[3:9]))
+
+    def submit(self, *, assignment_id: int, annotator: Any, choice: str, duration_ms: int | None, now: datetime) -> SubmitResult | None:
+        """Two round trips: read the lease's choice order (to map the choice back), then one
+        statement that closes the lease, counts and stores the answer. None: not a live lease."""
+        row = sql.fetchone_prepared(sql.LEASE_ORDER, [assignment_id, annotator.pk])
+        if row is None:
+            return None
+        order = list(sql.json_value(row[0]))
         kind = _kind_of(order)
         canonical = choice_rules.to_canonical(kind, order, choice)
-        if canonical is None:  # raising here rolls the lease change back
-            raise InvalidChoice(
-                f"{choice!r} is not one of the offered choices: {', '.join(choice_rules.offered(kind, order))}"
-            )
-        counted = sql.fetchone(sql.COUNT_DONE, [item_id])
-        assert counted is not None
-        done, k, status, is_gold, gold_choice = counted
+        if canonical is None:
+            raise InvalidChoice(f"{choice!r} is not one of the offered choices: {', '.join(choice_rules.offered(kind, order))}")
+        params = {"now": sql.dt(now), "aid": assignment_id, "uid": annotator.pk, "choice": canonical, "shown": choice, "duration": duration_ms}
+        out = sql.fetchone_prepared(sql.SUBMIT_PG, params)
+        if out is None:
+            return None
+        ann_id, item_id, done, k, status, is_gold, project_id, gold_choice = out
         correct = (canonical == gold_choice) if is_gold else None
-        created = sql.fetchone(
-            sql.INSERT_ANNOTATION,
-            [project_id, assignment_id, item_id, annotator.pk, canonical, choice, sql.json_param(order),
-             duration_ms, bool(is_gold), correct, sql.dt(now)],
-        )
-        assert created is not None
         _after_answer(item_id=item_id, project_id=project_id, annotator=annotator, done=done, k=k, status=status,
                       is_gold=bool(is_gold), correct=correct, now=now)
-        return SubmitResult(created[0], assignment_id, item_id, choice, canonical, duration_ms, now, True)
+        return SubmitResult(ann_id, assignment_id, item_id, choice, canonical, duration_ms, now, True)
+
+
+
+
+class _SqlitePath:
+    """The same steps as separate statements in one ``BEGIN IMMEDIATE`` transaction (a single
+    writer; no data-modifying CTEs)."""
+
+    skip_locked = False
+
+    def claim(self, *, project_id: int, annotator_id: int, gold: bool, order: list[str], now: datetime,
+              expires: datetime) -> Lease | None:
+        with transaction.atomic():
+            picked = sql.fetchone(sql.pick_sql(gold=gold, lock=False), {"pid": project_id, "uid": annotator_id})
+            if picked is None or picked[0] is None:
+                return None
+            # The WHERE clause is the guarantee; the CHECK (taken <= k) is the backstop.
+            if not sql.execute(sql.BUMP_SQLITE, [picked[0]]):
+                return None
+            row = sql.fetchone(
+                sql.INSERT_LEASE_SQLITE,
+                [project_id, picked[0], annotator_id, sql.json_param(order), sql.dt(now), sql.dt(expires)],
+            )
+            assert row is not None
+            return Lease(row[0], picked[0], order, expires)
+
+    def renew_live(self, *, annotator_id: int, project_id: int, now: datetime, expires: datetime) -> Lease | None:
+        live = sql.fetchone(sql.RENEW_LIVE, [sql.dt(expires), annotator_id, project_id, sql.dt(now)])
+        if live is None:
+            return None
+        return Lease(live[0], live[1], list(sql.json_value(live[2])), expires)
+
+    def submit(self, *, assignment_id: int, annotator: Any, choice: str, duration_ms: int | None,
+               now: datetime) -> SubmitResult | None:
+        with transaction.atomic():
+            row = sql.fetchone(sql.CLOSE_LEASE, [sql.dt(now), assignment_id, annotator.pk, sql.dt(now)])
+            if row is None:
+                return None  # not a live lease of this annotator
+            item_id, project_id, order = row[0], row[1], list(sql.json_value(row[2]))
+            kind = _kind_of(order)
+            canonical = choice_rules.to_canonical(kind, order, choice)
+            if canonical is None:  # raising here rolls the lease change back
+                raise InvalidChoice(
+                    f"{choice!r} is not one of the offered choices: {', '.join(choice_rules.offered(kind, order))}"
+                )
+            counted = sql.fetchone(sql.COUNT_DONE, [item_id])
+            assert counted is not None
+            done, k, status, is_gold, gold_choice = counted
+            correct = (canonical == gold_choice) if is_gold else None
+            created = sql.fetchone(
+                sql.INSERT_ANNOTATION,
+                [project_id, assignment_id, item_id, annotator.pk, canonical, choice, sql.json_param(order),
+                 duration_ms, bool(is_gold), correct, sql.dt(now)],
+            )
+            assert created is not None
+            _after_answer(item_id=item_id, project_id=project_id, annotator=annotator, done=done, k=k, status=status,
+                          is_gold=bool(is_gold), correct=correct, now=now)
+            return SubmitResult(created[0], assignment_id, item_id, choice, canonical, duration_ms, now, True)
+
+
+
+
+_POSTGRES, _SQLITE = _PostgresPath(), _SqlitePath()
+
+
+def _backend() -> _PostgresPath | _SqlitePath:
+    return _POSTGRES if sql.is_postgres() else _SQLITE
 
 
 def annotation_submit(
@@ -418,15 +450,10 @@ def annotation_submit(
     was not offered is InvalidChoice (and nothing is written). Completing an item aggregates
     it in the same transaction."""
     now = now or timezone.now()
-    if sql.is_postgres():
-        done = _submit_pg(assignment_id=assignment_id, annotator=annotator, choice=choice, duration_ms=duration_ms, now=now)
-        if done is not None:
-            return done
-    else:
-        try:
-            return _submit_sqlite(assignment_id=assignment_id, annotator=annotator, choice=choice, duration_ms=duration_ms, now=now)
-        except _NotLive:
-            pass
+    done = _backend().submit(assignment_id=assignment_id, annotator=annotator, choice=choice, duration_ms=duration_ms,
+                             now=now)
+    if done is not None:
+        return done
     # Not a live lease of ours: say why (and answer a repeat with the stored annotation).
     a = _own_assignment(assignment_id, annotator)
     order = list(a.display_order)

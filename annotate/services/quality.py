@@ -15,10 +15,10 @@ from django.utils import timezone
 
 from annotate import choices as choice_rules
 from annotate.ml import agreement, policy
-from annotate.models import Annotation, Item, ProjectMembership
-from generation import states
-from generation.models import Label
-from generation.services.candidates import candidates_transition
+from annotate.models import Annotation, Item
+from projects import states
+from projects.models import Label, ProjectMembership
+from projects.services.candidates import candidates_transition
 
 
 def _cfg(key: str) -> Any:

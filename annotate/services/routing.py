@@ -6,37 +6,35 @@ items with ``bulk_create``. Each item gets a random ``priority`` key (indexed), 
 makes the next-item order random without sorting the pool at request time.
 
 Strategies: ``random`` and ``stratified`` sample the pooled candidates; ``uncertainty`` takes the
-least confident by the stored ``Candidate.confidence``; ``active`` scores the pooled candidates
-with the project's latest pairwise model and picks with ``labeling.ml.active`` (k-means over the
-pair features, in each cluster the smallest top-2 margin weighted by density).
+least confident by the stored ``Candidate.confidence`` (the sampling itself is the Django-free
+``annotate.ml.routing``); ``active`` asks the labelling app
+(``labeling.selectors.active_selection_for``) to rank the pooled candidates with the project's
+latest pairwise model (k-means over the pair features, in each cluster the smallest top-2
+margin weighted by density).
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import numpy as np
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotate import choices as choice_rules
+from annotate.ml import routing as sampling
 from annotate.models import Item
-from generation import states
-from generation.models import Candidate, Project
-from generation.services.candidates import candidates_transition
-from labeling import services as labeling_services
-from labeling.ml.active import diverse_uncertain, margin_uncertainty, reduce_features
-from labeling.ml.features import Pair
-from labeling.ml.pairwise import LabelingModel
+from labeling.selectors import active_selection_for
+from projects import states
+from projects.models import Candidate, Job, Project
+from projects.services.candidates import candidates_transition
+from projects.services.jobs import JobContext, JobFailed, job_start
 
 STRATEGIES = ["random", "stratified", "uncertainty", "active"]
 CHUNK = 5000
-SCORE_CHUNK = 2000  # pairs scored by the pairwise model at a time (bounds the encoding's memory)
 _LIVE_STATES = [states.POOLED, states.ROUTED, states.HUMAN_LABELED, states.AUTO_LABELED, states.ABSTAINED]
 
 
@@ -54,40 +52,17 @@ def _chunks(seq: list[int], size: int = CHUNK) -> list[list[int]]:
     return [seq[i : i + size] for i in range(0, len(seq), size)]
 
 
-def _allocate(sizes: dict[Any, int], n: int) -> dict[Any, int]:
-    """Proportional allocation of ``n`` over groups (largest remainder), capped by group size."""
-    total = sum(sizes.values())
-    if total == 0 or n <= 0:
-        return {g: 0 for g in sizes}
-    n = min(n, total)
-    exact = {g: n * s / total for g, s in sizes.items()}
-    alloc = {g: min(sizes[g], math.floor(x)) for g, x in exact.items()}
-    rest = n - sum(alloc.values())
-    for g in sorted(sizes, key=lambda g: (exact[g] - math.floor(exact[g]), sizes[g]), reverse=True):
-        if rest <= 0:
-            break
-        if alloc[g] < sizes[g]:
-            alloc[g] += 1
-            rest -= 1
-    return alloc
+def _pooled(project: Project) -> Any:
+    return Candidate.objects.filter(project=project, state=states.POOLED)
 
 
 def _select_random(project: Project, n: int, rng: random.Random) -> list[int]:
-    ids = list(Candidate.objects.filter(project=project, state=states.POOLED).values_list("id", flat=True))
-    return rng.sample(ids, min(n, len(ids)))
+    return sampling.random_sample(_pooled(project).values_list("id", flat=True), n, seed=rng)
 
 
 def _select_stratified(project: Project, n: int, rng: random.Random) -> list[int]:
-    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for cid, gen, pert in Candidate.objects.filter(project=project, state=states.POOLED).values_list(
-        "id", "generator", "perturbation"
-    ):
-        groups[(gen, pert)].append(cid)
-    alloc = _allocate({g: len(v) for g, v in groups.items()}, n)
-    picked: list[int] = []
-    for g in sorted(groups):
-        picked.extend(rng.sample(groups[g], alloc[g]))
-    return picked
+    rows = _pooled(project).values_list("id", "generator", "perturbation")
+    return sampling.stratified_sample(((cid, (gen, pert)) for cid, gen, pert in rows), n, seed=rng)
 
 
 def _select_uncertainty(project: Project, n: int, rng: random.Random, messages: list[str]) -> tuple[list[int], str]:
@@ -105,101 +80,25 @@ def _select_uncertainty(project: Project, n: int, rng: random.Random, messages: 
             "classifier and run autolabel first); fell back to random"
         )
         return _select_random(project, n, rng), "random"
-    rng.shuffle(rows)  # random tie-break among equal confidences
-    rows.sort(key=lambda r: r[1])
-    picked = [cid for cid, _ in rows[:n]]
+    picked = sampling.uncertainty_sample([r[0] for r in rows], [r[1] for r in rows], n, seed=rng)
     if len(picked) < n:
-        rest = set(Candidate.objects.filter(project=project, state=states.POOLED, confidence__isnull=True).values_list("id", flat=True))
-        extra = rng.sample(sorted(rest), min(n - len(picked), len(rest)))
+        rest = _pooled(project).filter(confidence__isnull=True).values_list("id", flat=True)
+        extra = sampling.random_sample(rest, n - len(picked), seed=rng)
         if extra:
             messages.append(f"uncertainty: {len(extra)} candidates without a confidence were added at random")
         picked.extend(extra)
     return picked, "uncertainty"
 
 
-def _pooled_pairs(project: Project) -> tuple[list[int], list[Pair], list[int]]:
-    """The pooled candidates (``_select_random``'s population) as model inputs, in id order:
-    ``(ids, pairs, unscorable ids)``; a candidate whose original has no label cannot be a
-    ``Pair`` (h needs y), so it is returned apart."""
-    ids: list[int] = []
-    pairs: list[Pair] = []
-    unscorable: list[int] = []
-    rows = (
-        Candidate.objects.filter(project=project, state=states.POOLED)
-        .values_list("id", *labeling_services.PAIR_VALUES)
-        .order_by("id")
-    )
-    for cid, *pair in rows.iterator(chunk_size=CHUNK):
-        if pair[2] is None:  # the original's label
-            unscorable.append(cid)
-            continue
-        ids.append(cid)
-        pairs.append(labeling_services.candidate_pair(*pair))
-    return ids, pairs, unscorable
-
-
-def _active_scores(bundle: LabelingModel, pairs: list[Pair], messages: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Class probabilities and pair features (``emb_c - emb_o`` per field, flattened, next to
-    the edit features, as in the benchmark) of ``pairs``. A model without pair inputs is
-    clustered on its probabilities instead."""
-    has_inputs = callable(getattr(bundle, "inputs", None))
-    if not has_inputs:
-        messages.append("active: this model exposes no pair features; clusters are formed on its class probabilities")
-    probas: list[np.ndarray] = []
-    feats: list[np.ndarray] = []
-    for start in range(0, len(pairs), SCORE_CHUNK):
-        block = pairs[start : start + SCORE_CHUNK]
-        inputs = bundle.inputs(block) if has_inputs else None
-        proba = np.asarray(bundle.predict_proba(block, inputs=inputs) if inputs is not None
-                           else bundle.predict_proba(block), dtype=np.float64)
-        probas.append(proba)
-        if inputs is not None:
-            enc = inputs.enc
-            n = len(block)
-            feats.append(
-                np.hstack([enc.emb_c.reshape(n, -1) - enc.emb_o.reshape(n, -1), enc.edits]).astype(np.float32)
-            )
-        else:
-            feats.append(proba.astype(np.float32))
-    return np.vstack(probas), np.vstack(feats)
-
-
 def _select_active(project: Project, n: int, rng: random.Random, messages: list[str]) -> tuple[list[int], str]:
-    """Uncertain and diverse: the pooled candidates scored by the project's latest pairwise
-    model, k-means into ``n`` clusters of their reduced pair features, the smallest top-2 margin
-    (density-weighted) of each. Without a usable model: random, with a message saying why."""
-
-    def fall_back(why: str) -> tuple[list[int], str]:
-        messages.append(f"active: {why}; fell back to random")
+    """Uncertain and diverse, as ranked by the project's latest pairwise model (the labelling
+    app's selector); without a usable model: random, with a message saying why."""
+    choice = active_selection_for(project=project, n=n, seed=rng.getrandbits(30))
+    messages.extend(choice.messages)
+    if choice.ids is None:
+        messages.append(f"active: {choice.unavailable}; fell back to random")
         return _select_random(project, n, rng), "random"
-
-    try:
-        model = labeling_services.latest_model(project)
-    except ValidationError:
-        return fall_back("no pairwise model for this project yet (train one with train_pairwise)")
-    try:
-        bundle = labeling_services.load_model(project, model)
-    except ValidationError as exc:
-        return fall_back(f"pairwise model v{model.version}: {exc.messages[0]}")
-
-    ids, pairs, unscorable = _pooled_pairs(project)
-    if unscorable:
-        messages.append(
-            f"active: {len(unscorable)} pooled candidates have an original without a label and cannot be "
-            "scored; they are only used to fill up at random"
-        )
-    if len(ids) <= n:
-        picked = list(ids)
-    else:
-        seed = rng.getrandbits(30)
-        proba, feats = _active_scores(bundle, pairs, messages)
-        rows = diverse_uncertain(
-            reduce_features(feats, seed=seed), margin_uncertainty(proba), np.arange(len(ids)), n, seed=seed
-        )
-        picked = [ids[i] for i in rows.tolist()]
-    if len(picked) < n and unscorable:
-        picked.extend(rng.sample(unscorable, min(n - len(picked), len(unscorable))))
-    return picked, "active"
+    return choice.ids, "active"
 
 
 def _items_for(project: Project, candidate_ids: list[int], *, gold: bool, rng: random.Random) -> list[Item]:
@@ -311,10 +210,37 @@ def project_route(
 
 def project_add_annotators(*, project: Project, users: list[Any]) -> int:
     """Give annotators access to a project (idempotent)."""
-    from annotate.models import ProjectMembership
+    from projects.models import ProjectMembership
 
     before = ProjectMembership.objects.filter(project=project).count()
     ProjectMembership.objects.bulk_create(
         [ProjectMembership(project=project, user=u) for u in users], ignore_conflicts=True
     )
     return ProjectMembership.objects.filter(project=project).count() - before
+
+
+# -- the ``route`` job kind (registered in AnnotateConfig.ready) ----------------------------
+
+
+def project_route_start(*, project: Project, budget: float | None = None, strategy: str = "random",
+                        seed: int | None = None, created_by: Any = None) -> Job:
+    """Check the arguments, then queue routing as a job (the ``active`` strategy loads h and
+    MiniLM, so routing never runs inside a web request)."""
+    if strategy not in STRATEGIES:
+        raise ValidationError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    if budget is not None and not 0 <= float(budget) <= 1:
+        raise ValidationError("budget must be between 0 and 1")
+    return job_start(kind="route", project=project, created_by=created_by,
+                     params={"budget": budget, "strategy": strategy, "seed": seed})
+
+
+def project_route_job(job: Job, ctx: JobContext) -> dict[str, Any]:
+    assert job.project is not None
+    p = job.params
+    try:
+        result = project_route(project=job.project, budget=p.get("budget"), strategy=p.get("strategy", "random"),
+                               seed=p.get("seed"))
+    except ValidationError as exc:
+        raise JobFailed(" ".join(exc.messages)) from exc
+    ctx.progress(result.routed, result.requested)
+    return asdict(result)

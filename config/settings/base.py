@@ -25,6 +25,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "django_htmx",
     "template_partials",
+    "projects",
     "generation",
     "annotate",
     "labeling",
@@ -114,10 +115,23 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
-CELERY_TASK_ROUTES = {
-    "generation.tasks.*": {"queue": "generation"},
-    "labeling.tasks.*": {"queue": "ml"},
+# Job tasks are sent to their kind's queue (projects/services/jobs.py); everything else: default.
+CELERY_TASK_ROUTES: dict[str, dict[str, str]] = {}
+# The stale-job sweep (projects.services.jobs.jobs_sweep), run by celery beat (`make run` runs
+# the worker with an embedded beat, -B). See docs/operations.md.
+CELERY_BEAT_SCHEDULE = {
+    "jobs-sweep": {
+        "task": "projects.tasks.jobs_sweep_task",
+        "schedule": float(env_int("COUNTERPART_JOB_SWEEP_SECONDS", 30)),
+        "options": {"queue": "default", "expires": 60},
+    },
+    "leases-expire": {  # housekeeping only: next-item also returns expired leases inline
+        "task": "annotate.tasks.assignments_expire_task",
+        "schedule": 60.0,
+        "options": {"queue": "default", "expires": 60},
+    },
 }
+CELERY_BEAT_SCHEDULE_FILENAME = env("CELERY_BEAT_SCHEDULE_FILENAME", str(VAR_DIR / "celerybeat-schedule"))
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 6 * 3600)
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 6 * 3600 - 60)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
@@ -164,10 +178,18 @@ COUNTERPART = {
     "GENERATION_BATCH_SIZE": env_int("COUNTERPART_GENERATION_BATCH_SIZE", 16),  # originals per write
     "GENERATION_TIME_LIMIT": env_int("COUNTERPART_GENERATION_TIME_LIMIT", 6 * 3600),  # seconds per run task
     "GENERATION_MAX_SKIPS": env_int("COUNTERPART_GENERATION_MAX_SKIPS", 1000),  # run.skips list cap
+    # Jobs (projects/services/jobs.py): heartbeat interval, when a running job counts as
+    # stranded (its worker died) and is re-enqueued by the sweep, time limit of non-generation jobs.
+    "JOB_HEARTBEAT_SECONDS": env_float("COUNTERPART_JOB_HEARTBEAT_SECONDS", 10.0),
+    "JOB_HEARTBEAT_THREAD": env_bool("COUNTERPART_JOB_HEARTBEAT_THREAD", True),
+    "JOB_STALE_SECONDS": env_float("COUNTERPART_JOB_STALE_SECONDS", 60.0),
+    "JOB_TIME_LIMIT": env_int("COUNTERPART_JOB_TIME_LIMIT", 3 * 3600),
+    "EXPORT_DIR": env("COUNTERPART_EXPORT_DIR", str(VAR_DIR / "exports")),
 }
 
-# Redis redelivers an unacknowledged message after the visibility timeout: keep it longer than
-# the longest job so a healthy long run is not handed to a second worker.
+# Redis redelivers an unacknowledged message after the visibility timeout. Stranded jobs are
+# recovered by the heartbeat sweep, not by redelivery (a redelivered message finds its job
+# finished or owned and does nothing), so this only needs to outlast the longest job.
 # (Redis only: the SQLAlchemy transport passes its options to create_engine.)
 CELERY_BROKER_TRANSPORT_OPTIONS = (
     {"visibility_timeout": COUNTERPART["GENERATION_TIME_LIMIT"] + 600}

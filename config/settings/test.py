@@ -3,7 +3,7 @@
 Integration tests (tests/integration/) switch eager off and talk to the real broker.
 """
 
-from config.env import env
+from config.env import env, env_bool
 
 from .base import *  # noqa: F403
 from .base import COUNTERPART, VAR_DIR
@@ -14,3 +14,6 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True
 COUNTERPART["EMBEDDING_CACHE_DIR"] = env("COUNTERPART_EMBEDDING_CACHE", str(VAR_DIR / "test-embeddings"))
+# Unit tests run jobs eagerly inside the test's transaction: no heartbeat thread (progress
+# calls refresh the heartbeat; integration tests run real workers with the thread on).
+COUNTERPART["JOB_HEARTBEAT_THREAD"] = env_bool("COUNTERPART_JOB_HEARTBEAT_THREAD", False)

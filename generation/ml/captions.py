@@ -437,7 +437,7 @@ class CocoCounterfactualGenerator:
     @property
     def encoder(self) -> Any:
         if self._encoder is None:
-            from generation.ml.embeddings import shared_encoder
+            from projects.ml.embeddings import shared_encoder
 
             self._encoder = shared_encoder(model_path=self._minilm_path, cache_dir=self._cache_dir)
         return self._encoder

@@ -23,8 +23,14 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from generation.ml.base import (GeneratedCandidate, GeneratorConfigError, Original, PerOriginalGenerator, Skip,
-                                edit_field_of)
+from generation.ml.base import (
+    GeneratedCandidate,
+    GeneratorConfigError,
+    Original,
+    PerOriginalGenerator,
+    Skip,
+    edit_field_of,
+)
 from generation.ml.llm_prompt import NLI_VERBALIZER, phrase_chunks
 from generation.ml.neurologic import (
     CausalStepModel,
@@ -34,7 +40,13 @@ from generation.ml.neurologic import (
     constrained_beam_search,
     special_ids,
 )
-from generation.ml.saliency import TextClassifier, is_word, label_index, load_classifier, word_spans
+from generation.ml.saliency import (
+    TextClassifier,
+    is_word,
+    label_index,
+    load_classifier,
+    word_spans,
+)
 
 NAME = "concept-constrained"
 

@@ -26,9 +26,21 @@ from typing import Any
 
 import numpy as np
 
-from generation.ml.base import (GeneratedCandidate, GeneratorConfigError, Original, PerOriginalGenerator, Skip,
-                                edit_field_of)
-from generation.ml.saliency import TextClassifier, is_word, label_index, load_classifier, word_spans
+from generation.ml.base import (
+    GeneratedCandidate,
+    GeneratorConfigError,
+    Original,
+    PerOriginalGenerator,
+    Skip,
+    edit_field_of,
+)
+from generation.ml.saliency import (
+    TextClassifier,
+    is_word,
+    label_index,
+    load_classifier,
+    word_spans,
+)
 
 NAME = "llm-prompt"
 BLANK = "[blank]"

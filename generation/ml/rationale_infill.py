@@ -29,7 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, PerOriginalGenerator, Skip
+from generation.ml.base import (
+    GeneratedCandidate,
+    GeneratorConfigError,
+    Original,
+    PerOriginalGenerator,
+    Skip,
+)
 from generation.ml.saliency import (
     ClassifierInput,
     TextClassifier,

@@ -29,12 +29,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from generation import states
 from generation.ml import filters as ml_filters
 from generation.ml import metrics as ml_metrics
+from generation.ml.base import GeneratedCandidate, Original
 from generation.ml.rules.tokens import introduced_removed
 from generation.ml.rules.tokens import words as ml_words
-from generation.ml.base import GeneratedCandidate, Original
+from projects import states
 
 FILTER_NAMES = ("similarity", "dedup", "artifacts")
 SELF_BLEU_SAMPLE = 500
@@ -248,7 +248,7 @@ def compute_run_metrics(*, run: Any) -> dict[str, Any]:
     Top-level text statistics (distinct-n, self-BLEU, edit distance, similarity, introduced
     tokens) are over the accepted (pooled) candidates; ``all_candidates`` has them over
     every candidate, filtered ones included."""
-    from generation.models import Candidate
+    from projects.models import Candidate
 
     by_state: Counter[str] = Counter()
     by_code_all: Counter[str] = Counter()
@@ -258,7 +258,7 @@ def compute_run_metrics(*, run: Any) -> dict[str, Any]:
     originals_with_kept: set[int] = set()
     stats_all, stats_kept = _Stats(seed=run.pk), _Stats(seed=run.pk)
     qs = (
-        Candidate.objects.filter(generation_run=run)
+        Candidate.objects.filter(job_id=run.job_id)
         .select_related("example")
         .only("state", "perturbation", "fields", "scores", "meta", "example_id", "example__fields")
         .order_by("pk")

@@ -39,11 +39,9 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from generation import states
 from generation.ml import registry
 from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip
-from generation.models import Candidate, Example, GenerationRun, Label, Project
-from generation.services.candidates import candidates_transition
+from generation.models import GenerationRun
 from generation.services.run_quality import (
     FILTER_NAMES,
     apply_filters,
@@ -51,19 +49,34 @@ from generation.services.run_quality import (
     default_band,
     parse_band,
 )
+from projects import states
+from projects.models import (
+    JOB_ACTIVE,
+    JOB_FINISHED,
+    Candidate,
+    Example,
+    Job,
+    Label,
+    Project,
+)
+from projects.services.candidates import candidates_transition
+from projects.services.jobs import (
+    JobContext,
+    JobFailed,
+    JobSuperseded,
+    job_cancel,
+    job_create,
+    job_execute,
+)
 
 logger = logging.getLogger(__name__)
 
-ACTIVE = ("queued", "running")
-FINISHED = ("succeeded", "failed", "cancelled")
+ACTIVE = JOB_ACTIVE
+FINISHED = JOB_FINISHED
 RUN_OPTION_KEYS = (
     "limit", "max_per_original", "seed", "similarity_band", "filters", "batch_size", "split",
     "generator_options",
 )
-
-
-class RunSuperseded(RuntimeError):
-    """Another executor of the same run wrote the batch first; this one stops quietly."""
 
 
 def _cfg(key: str) -> Any:
@@ -153,47 +166,34 @@ def run_options_clean(*, project: Project, options: dict[str, Any] | None) -> di
 def run_create(
     *, project: Project, generator: str, options: dict[str, Any] | None = None, created_by: Any = None
 ) -> GenerationRun:
-    """A queued run. Unknown generator or bad run options: ``ValidationError``."""
+    """A queued run: a ``generation`` job and its run row. Unknown generator or bad run
+    options: ``ValidationError``."""
     if not registry.is_registered(generator):
         raise ValidationError({"generator": f"unknown generator {generator!r}; choose one of {', '.join(registry.names())}"})
     clean = run_options_clean(project=project, options=options)
-    return GenerationRun.objects.create(
-        project=project, generator=generator, options=clean, status="queued", created_by=created_by
-    )
-
-
-def _enqueue(run_id: int) -> None:
-    from generation.tasks import generation_run_execute
-
-    try:
-        generation_run_execute.delay(run_id)
-    except Exception as exc:  # broker down: fail loudly, never run inside the request
-        GenerationRun.objects.filter(pk=run_id, status="queued").update(
-            status="failed", error=f"could not enqueue the run: {exc}", finished_at=timezone.now()
-        )
-        raise
+    job = job_create(kind="generation", project=project, params={"generator": generator}, created_by=created_by)
+    return GenerationRun.objects.create(job=job, project=project, generator=generator, options=clean)
 
 
 def run_start(
     *, project: Project, generator: str, options: dict[str, Any] | None = None, created_by: Any = None
 ) -> GenerationRun:
-    """Create a run and enqueue its task once the run is committed."""
+    """Create a run and enqueue its job once the run is committed (a broker that cannot be
+    reached fails the run and raises ``BrokerUnavailable``)."""
+    from projects.services.jobs import job_enqueue
+
     with transaction.atomic():
         run = run_create(project=project, generator=generator, options=options, created_by=created_by)
-        run_id = run.pk
-        transaction.on_commit(lambda: _enqueue(run_id))
+        job_id = run.job_id
+        transaction.on_commit(lambda: job_enqueue(job_id=job_id))
+    run.job.refresh_from_db()
     return run
 
 
 def run_cancel(*, run: GenerationRun) -> GenerationRun:
     """Ask a run to stop. A queued run is cancelled at once; a running one stops at its
-    next batch (the worker sets ``cancelled``). A finished run is left as it is."""
-    now = timezone.now()
-    with transaction.atomic():
-        GenerationRun.objects.filter(pk=run.pk, status="queued").update(
-            cancel_requested=True, status="cancelled", finished_at=now
-        )
-        GenerationRun.objects.filter(pk=run.pk, status="running").update(cancel_requested=True)
+    next batch. A finished run is left as it is."""
+    job_cancel(job=run.job)
     run.refresh_from_db()
     return run
 
@@ -321,7 +321,7 @@ def _process_batch(
     existing: dict[int, set[str]] = {}
     if "dedup" in run.options["filters"] and pairs:
         for ex_id, fields in Candidate.objects.filter(example__in=list(by_id.values())).exclude(
-            generation_run=run
+            job_id=run.job_id
         ).values_list("example_id", "fields"):
             existing.setdefault(ex_id, set()).add(json.dumps(fields, sort_keys=True))
     verdicts = apply_filters(
@@ -349,7 +349,7 @@ def _process_batch(
             fields=_jsonable(dict(c.fields)), image=str(meta.get("image") or ""),
             generator=c.generator or run.generator, perturbation=c.perturbation or "",
             target_label_id=target, scores=_jsonable({**c.scores, **verdict.scores}),
-            state=states.GENERATED, generation_run=run, meta=meta,
+            state=states.GENERATED, job_id=run.job_id, meta=meta,
         ))
         (outcome.kept_ids if verdict.keep else outcome.dropped_ids).append(ext)
     return outcome
@@ -373,35 +373,41 @@ def run_image_dir(run: GenerationRun) -> str:
     return str(Path(settings.MEDIA_ROOT) / "generated" / str(run.pk))
 
 
-def _write_batch(*, run: GenerationRun, outcome: _BatchOutcome, n_originals: int, cursor: int, max_skips: int) -> None:
-    """One transaction: candidates, their state moves, progress and the cursor."""
+def _write_batch(*, run: GenerationRun, ctx: JobContext, outcome: _BatchOutcome, n_originals: int, cursor: int,
+                 max_skips: int) -> None:
+    """One transaction: candidates, their state moves, progress and the cursor. The job row
+    is locked and must still be owned by this execution with the ``done`` it last saw."""
     with transaction.atomic():
-        locked = GenerationRun.objects.select_for_update().get(pk=run.pk)
-        if locked.done != run.done or locked.status != "running":
-            raise RunSuperseded(f"run {run.pk} moved on (done {locked.done}, status {locked.status})")
+        locked = Job.objects.select_for_update().get(pk=run.job_id)
+        if locked.token != ctx.token or locked.status != "running" or locked.done != run.job.done:
+            raise JobSuperseded(f"run {run.pk} moved on (done {locked.done}, status {locked.status})")
+        locked_run = GenerationRun.objects.get(pk=run.pk)
         Candidate.objects.bulk_create(outcome.rows)
-        mine = Candidate.objects.filter(project_id=run.project_id, generation_run=run)
+        mine = Candidate.objects.filter(project_id=run.project_id, job_id=run.job_id)
         if outcome.kept_ids:
             candidates_transition(candidates=mine.filter(external_id__in=outcome.kept_ids), to=states.POOLED)
         if outcome.dropped_ids:
             candidates_transition(candidates=mine.filter(external_id__in=outcome.dropped_ids), to=states.FILTERED_OUT)
-        skips = list(locked.skips or [])
+        skips = list(locked_run.skips or [])
         room = max(0, max_skips - len(skips))
         skips.extend(outcome.skips[:room])
-        metrics = dict(locked.metrics or {})
+        metrics = dict(locked_run.metrics or {})
         metrics["cursor"] = cursor
         GenerationRun.objects.filter(pk=run.pk).update(
-            done=F("done") + n_originals, skipped=F("skipped") + len(outcome.skips), skips=skips, metrics=metrics,
+            skipped=F("skipped") + len(outcome.skips), skips=skips, metrics=metrics,
         )
-    run.done += n_originals
+        Job.objects.filter(pk=run.job_id).update(done=F("done") + n_originals, heartbeat_at=timezone.now())
+    run.job.done += n_originals
     run.skipped += len(outcome.skips)
     run.metrics = metrics
     run.skips = skips
 
 
-def _finish(run: GenerationRun, status: str, error: str = "") -> GenerationRun:
+def _final_metrics(run: GenerationRun, *, failed: bool) -> None:
+    """Quality metrics of what the run wrote (also for a cancelled run, and for a failed one
+    that wrote something), keeping the cursor and the generator's notes."""
     metrics: dict[str, Any] = {}
-    if status != "failed" or run.done:
+    if not failed or run.done:
         try:
             metrics = compute_run_metrics(run=run)
         except Exception as exc:  # noqa: BLE001 - metrics must not hide the run's outcome
@@ -410,16 +416,8 @@ def _finish(run: GenerationRun, status: str, error: str = "") -> GenerationRun:
     metrics["cursor"] = (run.metrics or {}).get("cursor", 0)
     if (run.metrics or {}).get("notes"):
         metrics["notes"] = run.metrics["notes"]
-    GenerationRun.objects.filter(pk=run.pk).update(
-        status=status, error=error[:5000], metrics=metrics, finished_at=timezone.now()
-    )
-    run.refresh_from_db()
-    return run
-
-
-def _fail(run: GenerationRun, message: str) -> GenerationRun:
-    logger.warning("generation run %s failed: %s", run.pk, message)
-    return _finish(run, "failed", message)
+    GenerationRun.objects.filter(pk=run.pk).update(metrics=metrics)
+    run.metrics = metrics
 
 
 def _context(run: GenerationRun) -> dict[str, Any]:
@@ -441,7 +439,7 @@ def _run_extras(run: GenerationRun) -> dict[str, Any]:
 def _shared_encoder() -> Any:
     from pathlib import Path
 
-    from generation.ml.embeddings import shared_encoder
+    from projects.ml.embeddings import shared_encoder
 
     path = _cfg("MINILM_PATH")
     if path and not Path(path).is_dir():  # say so before importing torch
@@ -450,34 +448,45 @@ def _shared_encoder() -> Any:
 
 
 def run_execute(
-    *, run_id: int, encoder: Any = None, on_progress: Callable[[GenerationRun], None] | None = None
+    *, run_id: int, encoder: Any = None, on_progress: Callable[[GenerationRun], None] | None = None,
+    resume: bool = False,
 ) -> GenerationRun:
-    """Execute (or resume) a run. Safe to call again for the same run: a finished run is
-    returned as is, a running one continues after its cursor."""
-    run = GenerationRun.objects.select_related("project").get(pk=run_id)
-    if run.status in FINISHED:
-        return run
-    if run.cancel_requested:
-        return _finish(run, "cancelled")
+    """Execute (or resume) a run in this process, through its job (the ``generate`` command's
+    foreground mode; workers run :func:`run_job_handler` from the job task). Safe to call
+    again: a finished run is returned as is; a running one continues after its cursor when
+    its heartbeat is stale, or at once with ``resume`` (the caller knows its executor died)."""
+    run = GenerationRun.objects.select_related("job").get(pk=run_id)
+    job_execute(job_id=run.job_id, take_over=resume,
+                handler=lambda job, ctx: _execute(run_id, ctx, encoder=encoder, on_progress=on_progress))
+    return GenerationRun.objects.select_related("job", "project").get(pk=run_id)
+
+
+def run_job_handler(job: Job, ctx: JobContext) -> dict[str, Any]:
+    """The ``generation`` job kind (registered in ``GenerationConfig.ready``)."""
+    return _execute(job.generation_run.pk, ctx)
+
+
+def _execute(run_id: int, ctx: JobContext, *, encoder: Any = None,
+             on_progress: Callable[[GenerationRun], None] | None = None) -> dict[str, Any]:
+    run = GenerationRun.objects.select_related("project", "job").get(pk=run_id)
     project = run.project
+    _mark_started(run, ctx)
     # Misconfiguration fails the run at start, before any original is touched.
     try:
         generator = registry.create(run.generator, run.options.get("generator_options") or {}, _context(run),
                                     run_options=_run_extras(run))
     except GeneratorConfigError as exc:
-        _mark_started(run)
-        return _fail(run, str(exc))
+        _final_metrics(run, failed=True)
+        raise JobFailed(str(exc)) from exc
     if "similarity" in run.options.get("filters", []) and encoder is None:
         try:
             encoder = _shared_encoder()
             encoder.encode(["warm up"])
         except Exception as exc:  # noqa: BLE001 - a clear message instead of a traceback
-            _mark_started(run)
-            return _fail(run, f"the similarity filter needs MiniLM, which could not be loaded: {exc}")
-    resumed = run.status == "running"
-    _mark_started(run)
+            _final_metrics(run, failed=True)
+            raise JobFailed(f"the similarity filter needs MiniLM, which could not be loaded: {exc}") from exc
     _record_notes(run, generator)
-    if resumed:
+    if run.job.attempts > 1:
         logger.info("resuming generation run %s at %s/%s", run.pk, run.done, run.total)
     labels_qs = list(Label.objects.filter(project=project).order_by("position").values_list("pk", "name"))
     label_names = dict(labels_qs)
@@ -486,9 +495,7 @@ def run_execute(
     batch_size = int(run.options.get("batch_size") or _cfg("GENERATION_BATCH_SIZE"))
     max_skips = int(_cfg("GENERATION_MAX_SKIPS"))
     try:
-        while run.done < run.total:
-            if GenerationRun.objects.filter(pk=run.pk, cancel_requested=True).exists():
-                return _finish(run, "cancelled")
+        while run.done < run.total and not ctx.cancel_requested():
             cursor = int((run.metrics or {}).get("cursor", 0))
             examples = _examples(run, cursor, min(batch_size, run.total - run.done))
             if not examples:
@@ -497,20 +504,18 @@ def run_execute(
                 run=run, generator=generator, examples=examples, project=project, label_names=label_names,
                 label_ids=label_ids, labels=labels, encoder=encoder,
             )
-            _write_batch(run=run, outcome=outcome, n_originals=len(examples), cursor=examples[-1].pk,
+            _write_batch(run=run, ctx=ctx, outcome=outcome, n_originals=len(examples), cursor=examples[-1].pk,
                          max_skips=max_skips)
             if on_progress is not None:
                 on_progress(run)
-    except RunSuperseded as exc:
-        logger.warning("%s; stopping this executor", exc)
-        run.refresh_from_db()
-        return run
-    except Exception as exc:  # noqa: BLE001 - recorded on the run, then re-raised for the task log
-        _fail(run, f"{type(exc).__name__}: {exc}")
+    except JobSuperseded:
         raise
-    if GenerationRun.objects.filter(pk=run.pk, cancel_requested=True).exists():
-        return _finish(run, "cancelled")
-    return _finish(run, "succeeded")
+    except Exception:
+        _final_metrics(run, failed=True)
+        raise
+    _final_metrics(run, failed=False)
+    return {"run": run.pk, "done": run.done, "total": run.total, "skipped": run.skipped,
+            "accepted": run.metrics.get("accepted"), "candidates": run.metrics.get("candidates")}
 
 
 def _record_notes(run: GenerationRun, generator: Any) -> None:
@@ -527,18 +532,19 @@ def _record_notes(run: GenerationRun, generator: Any) -> None:
     run.metrics = metrics
 
 
-def _mark_started(run: GenerationRun) -> None:
-    """queued -> running (once), with the total fixed at start."""
-    if run.status == "queued":
-        total = _count_examples(run)
-        now = timezone.now()
-        GenerationRun.objects.filter(pk=run.pk, status="queued").update(
-            status="running", started_at=now, total=total, metrics={"cursor": 0}
-        )
+def _mark_started(run: GenerationRun, ctx: JobContext) -> None:
+    """On the first execution, fix the total and start the cursor; a resumed execution keeps
+    both (the cursor says where the last committed batch ended)."""
+    with transaction.atomic():  # one executor fixes both, another waits on the lock and sees them
+        locked = GenerationRun.objects.select_for_update().get(pk=run.pk)
+        if "cursor" not in (locked.metrics or {}):
+            GenerationRun.objects.filter(pk=run.pk).update(metrics={**(locked.metrics or {}), "cursor": 0})
+            ctx.progress(0, _count_examples(run))
     run.refresh_from_db()
+    run.job.refresh_from_db()
 
 
 __all__ = [
-    "RunSuperseded", "run_cancel", "run_create", "run_execute", "run_options_clean", "run_start",
+    "run_cancel", "run_create", "run_execute", "run_options_clean", "run_start",
 ]
 

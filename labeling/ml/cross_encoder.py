@@ -16,7 +16,12 @@ import numpy as np
 
 from labeling.ml.features import Pair
 from labeling.ml.metrics import accuracy, ece, macro_f1
-from labeling.ml.pairwise import CVReport, apply_temperature, check_labels, fit_temperature
+from labeling.ml.pairwise import (
+    CVReport,
+    apply_temperature,
+    check_labels,
+    fit_temperature,
+)
 
 MIN_LABELS = 200
 

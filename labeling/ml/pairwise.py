@@ -25,7 +25,14 @@ from typing import Any
 import numpy as np
 
 from labeling.ml.base_classifier import BaseClassifier, CrossFitted, TooFewLabels
-from labeling.ml.features import Embed, FeatureConfig, Pair, PairEncoding, encode_pairs, pair_matrix
+from labeling.ml.features import (
+    Embed,
+    FeatureConfig,
+    Pair,
+    PairEncoding,
+    encode_pairs,
+    pair_matrix,
+)
 from labeling.ml.metrics import accuracy, ece, macro_f1
 from labeling.ml.runtime import blas_threads
 

@@ -8,10 +8,9 @@ import factory
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from annotate import roles
-from annotate.models import ProjectMembership
-from generation.models import Candidate, Example, Label, Project
-from generation.services.projects import project_create
+from projects import permissions
+from projects.models import Candidate, Example, Label, Project, ProjectMembership
+from projects.services.projects import project_create
 
 User = get_user_model()
 
@@ -33,7 +32,7 @@ class UserFactory(factory.django.DjangoModelFactory):
 
 
 def annotator(project: Project | None = None, **kw: Any) -> Any:
-    user = UserFactory(role=roles.ANNOTATOR, **kw)
+    user = UserFactory(role=permissions.ANNOTATOR, **kw)
     if project is not None:
         ProjectMembership.objects.create(
             project=project, user=user, qualified_at=kw.pop("qualified_at", None)
@@ -42,7 +41,7 @@ def annotator(project: Project | None = None, **kw: Any) -> Any:
 
 
 def researcher(**kw: Any) -> Any:
-    return UserFactory(role=roles.RESEARCHER, **kw)
+    return UserFactory(role=permissions.RESEARCHER, **kw)
 
 
 def project_with_candidates(

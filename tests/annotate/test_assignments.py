@@ -7,8 +7,8 @@ from django.utils import timezone
 from annotate.models import Annotation, Assignment, Item
 from annotate.services import assignments as svc
 from annotate.services.routing import project_route
-from generation import states
-from generation.models import Candidate
+from projects import states
+from projects.models import Candidate
 
 from .factories import annotator, project_with_candidates
 

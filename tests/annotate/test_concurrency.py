@@ -163,9 +163,11 @@ def test_concurrent_expiry_skip_and_submit_postgres(require_postgres, settings):
     for t in threads:
         t.join(timeout=180)
     assert errors == []
-    from annotate.services.assignments import assignments_expire
-    from django.utils import timezone
     from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotate.services.assignments import assignments_expire
 
     assignments_expire(now=timezone.now() + timedelta(seconds=5))
     _assert_invariants(project, seen)

@@ -5,9 +5,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotate.models import Item
-from annotate.services.routing import _allocate, project_route
-from generation import states
-from generation.models import Candidate
+from annotate.services.routing import project_route
+from projects import states
+from projects.models import Candidate
 
 from .factories import project_with_candidates
 
@@ -37,12 +37,6 @@ def test_stratified_is_proportional_per_generator_and_perturbation():
     assert sum(got.values()) == 40
     for key, n in pooled.items():
         assert abs(got[key] - 0.2 * n) <= 1
-
-
-def test_allocate_largest_remainder():
-    assert _allocate({"a": 5, "b": 5, "c": 1}, 3) == {"a": 1, "b": 1, "c": 1} or sum(_allocate({"a": 5, "b": 5, "c": 1}, 3).values()) == 3
-    assert _allocate({"a": 2, "b": 8}, 5) == {"a": 1, "b": 4}
-    assert _allocate({"a": 1}, 10) == {"a": 1}
 
 
 def test_uncertainty_picks_least_confident_or_falls_back_with_a_message():

@@ -15,13 +15,14 @@ from rest_framework.test import APIClient
 from annotate.models import Item
 from annotate.services import routing
 from annotate.services.routing import project_route
-from generation import states
-from generation.models import Candidate, Example, Label
+from labeling import selectors as labeling_selectors
 from labeling import services as labeling_services
 from labeling.ml.active import margin_uncertainty
 from labeling.ml.features import Pair
 from labeling.ml.pairwise import LabelingModel
 from labeling.models import PairwiseModel
+from projects import states
+from projects.models import Candidate, Example, Label
 from tests.labeling.conftest import LABELS, FakeEncoder, synthetic_pairs
 
 from .factories import project_with_candidates, researcher
@@ -140,12 +141,12 @@ def test_a_model_without_pair_inputs_is_clustered_on_its_probabilities():
 
     pairs, _ = synthetic_pairs(5)
     messages: list[str] = []
-    proba, feats = routing._active_scores(ProbaOnly(), pairs, messages)  # type: ignore[arg-type]
+    proba, feats = labeling_selectors._active_scores(ProbaOnly(), pairs, messages)  # type: ignore[arg-type]
     assert proba.shape == feats.shape == (5, 3)
     assert any("no pair features" in m for m in messages)
 
 
-def test_active_is_offered_by_the_command_the_dashboard_and_the_api(capsys):
+def test_active_is_offered_by_the_command_the_dashboard_and_the_api(capsys, django_capture_on_commit_callbacks):
     project = project_with_candidates(name="cmd", n=30)
     call_command("route", "--project", "cmd", "--budget", "0.1", "--strategy", "active", "--seed", "4")
     out = capsys.readouterr()
@@ -158,5 +159,9 @@ def test_active_is_offered_by_the_command_the_dashboard_and_the_api(capsys):
     assert "<option>active</option>" in c.get(f"/annotate/projects/{project.pk}/dashboard/").content.decode()
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
-    r = api.post(f"/api/v1/projects/{project.pk}/route/", {"strategy": "active", "budget": 0.2}, format="json")
-    assert r.status_code == 200 and r.json()["strategy"] == "random" and r.json()["routed"] == 3
+    with django_capture_on_commit_callbacks(execute=True):  # the job runs eagerly on commit
+        r = api.post(f"/api/v1/projects/{project.pk}/route/", {"strategy": "active", "budget": 0.2}, format="json")
+    assert r.status_code == 202 and r.json()["kind"] == "route" and r.json()["status"] == "queued"
+    job = api.get(f"/api/v1/jobs/{r.json()['id']}/").json()
+    assert job["status"] == "succeeded", job
+    assert job["result"]["strategy"] == "random" and job["result"]["routed"] == 3

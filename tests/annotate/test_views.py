@@ -3,8 +3,9 @@
 import pytest
 from django.test import Client
 
-from annotate.models import Annotation, Assignment, Item, ProjectMembership
+from annotate.models import Annotation, Assignment, Item
 from annotate.services.routing import project_route
+from projects.models import ProjectMembership
 
 from .factories import annotator, project_with_candidates, researcher
 

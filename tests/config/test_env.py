@@ -1,6 +1,13 @@
 import pytest
 
-from config.env import ImproperlyConfiguredEnv, env, env_bool, env_float, env_int, env_list
+from config.env import (
+    ImproperlyConfiguredEnv,
+    env,
+    env_bool,
+    env_float,
+    env_int,
+    env_list,
+)
 
 
 def test_env_default_and_required(monkeypatch):

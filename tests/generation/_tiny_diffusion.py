@@ -29,7 +29,12 @@ def text_config_kwargs(vocab_size: int) -> dict:
 
 def save_tiny_pipeline(path: Path, seed: int = 0) -> Path:
     import torch
-    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+    from diffusers import (
+        AutoencoderKL,
+        DDIMScheduler,
+        StableDiffusionPipeline,
+        UNet2DConditionModel,
+    )
     from transformers import CLIPTextConfig, CLIPTextModel
 
     torch.manual_seed(seed)

@@ -3,7 +3,7 @@
 import pytest
 from django.contrib.auth.models import Group, User
 
-from annotate import roles
+from projects import permissions
 
 
 def user_with_role(username: str, role: str) -> User:
@@ -14,9 +14,9 @@ def user_with_role(username: str, role: str) -> User:
 
 @pytest.fixture
 def researcher(db):
-    return user_with_role("res", roles.RESEARCHER)
+    return user_with_role("res", permissions.RESEARCHER)
 
 
 @pytest.fixture
 def annotator(db):
-    return user_with_role("ann", roles.ANNOTATOR)
+    return user_with_role("ann", permissions.ANNOTATOR)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from generation.ml import registry
 from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip
-from generation.models import Example, Project
-from generation.services.projects import project_create
+from projects.models import Example, Project
+from projects.services.projects import project_create
 
 CODES = ("negation", "lexical", "insert")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from generation.ml.embeddings import N_ALIGN, Encoder, alignment_features
+from projects.ml.embeddings import N_ALIGN, Encoder, alignment_features
 
 
 def test_alignment_features_read_how_well_the_second_text_is_covered_by_the_first():

@@ -154,7 +154,7 @@ def test_masked_lm_candidates(tmp_path):
 # -- real MiniLM ----------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_real_minilm_keeps_only_pairs_in_the_band(shared_data):
-    from generation.ml.embeddings import Encoder
+    from projects.ml.embeddings import Encoder
 
     path = Path(shared_data) / "coco_cf" / "captions_val2017.tsv"
     with path.open(encoding="utf-8") as fh:

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from generation.ml import embeddings, registry
-from generation.models import Candidate, Example
-from generation.services.projects import project_create
+from generation.ml import registry
 from generation.services.runs import run_create, run_execute
+from projects.ml import embeddings
+from projects.models import Candidate, Example
+from projects.services.projects import project_create
 
 CAPTIONS = {
     "179765_0": "A black Honda motorcycle parked in front of a garage.",
@@ -49,7 +50,7 @@ def test_text_only_run_writes_caption_pairs_and_says_so(project, settings):
     run = run_create(project=project, generator="coco-cf", options={"filters": ["similarity", "dedup"]})
     run = run_execute(run_id=run.pk, encoder=BandEncoder())
     assert run.status == "succeeded", run.error
-    cands = list(Candidate.objects.filter(generation_run=run).select_related("example"))
+    cands = list(Candidate.objects.filter(job_id=run.job_id).select_related("example"))
     assert len(cands) == 3 and run.skipped == 0
     for c in cands:
         orig = c.example.fields["caption"]
@@ -73,7 +74,7 @@ def test_run_with_a_diffusion_model_stores_images_under_media_root(project, sett
         "generator_options": {"steps": 2, "height": 32, "width": 32}})
     run = run_execute(run_id=run.pk)
     assert run.status == "succeeded", run.error
-    cands = list(Candidate.objects.filter(generation_run=run))
+    cands = list(Candidate.objects.filter(job_id=run.job_id))
     assert len(cands) == 2
     for c in cands:
         assert c.image.startswith(f"generated/{run.pk}/") and c.image.endswith("-1.jpg")

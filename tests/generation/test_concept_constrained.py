@@ -10,7 +10,11 @@ import pytest
 
 from generation.ml import registry
 from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip
-from generation.ml.concept_constrained import ConceptConstrainedGenerator, concept_clause, extract_concepts
+from generation.ml.concept_constrained import (
+    ConceptConstrainedGenerator,
+    concept_clause,
+    extract_concepts,
+)
 from tests.generation._tiny_hf import save_gpt2, save_t5, torch_single_thread  # noqa: F401 - autouse fixture
 
 LABELS = ("negative", "positive")

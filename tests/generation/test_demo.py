@@ -11,9 +11,8 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.test import Client
 
-from annotate.models import ProjectMembership
-from annotate.roles import ANNOTATOR, RESEARCHER
-from generation.models import Candidate, Example, Project
+from projects.models import Candidate, Example, Project, ProjectMembership
+from projects.permissions import ANNOTATOR, RESEARCHER
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""generation.services.exports.data_export and ``manage.py export``."""
+"""projects.services.exports.data_export and ``manage.py export``."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from generation import states
-from generation.models import Candidate, Example, Project
-from generation.services.exports import ExportError, data_export
-from generation.services.imports import data_import
-from generation.services.projects import project_create
+from projects import states
+from projects.models import Candidate, Example, Project
+from projects.services.exports import ExportError, data_export
+from projects.services.imports import data_import
+from projects.services.projects import project_create
 
 pytestmark = pytest.mark.django_db
 

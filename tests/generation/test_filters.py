@@ -50,7 +50,7 @@ def test_comparison_texts_uses_window_then_changed_field() -> None:
 
 @pytest.mark.slow  # real MiniLM
 def test_similarity_band_with_real_minilm() -> None:
-    from generation.ml.embeddings import Encoder
+    from projects.ml.embeddings import Encoder
 
     enc = Encoder()
     orig = "A man is riding a bike in the park."

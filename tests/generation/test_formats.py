@@ -1,4 +1,4 @@
-"""Readers and writers in generation.formats (pure Python: no database)."""
+"""Readers and writers in projects.formats (pure Python: no database)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from generation import formats
-from generation.formats import FormatError, OriginalRecord, PairRecord, Problem, read
+from projects import formats
+from projects.formats import FormatError, OriginalRecord, PairRecord, Problem, read
 
 
 def kinds(records) -> Counter:  # noqa: ANN001

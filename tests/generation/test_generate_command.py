@@ -9,8 +9,13 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from generation.ml import registry
-from generation.models import Candidate, GenerationRun
-from tests.generation.run_fixtures import EchoGenerator, make_project, register_test_generators
+from generation.models import GenerationRun
+from projects.models import Candidate
+from tests.generation.run_fixtures import (
+    EchoGenerator,
+    make_project,
+    register_test_generators,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -62,15 +67,15 @@ def test_async_enqueues_and_prints_the_run_id(project, django_capture_on_commit_
 
 
 def test_async_with_broker_down_fails_loudly(transactional_db, monkeypatch):
-    from generation import tasks
+    from projects import tasks
 
     make_project(name="cmd", n=2)
 
     def down(*a, **k):
         raise ConnectionError("broker unreachable")
 
-    monkeypatch.setattr(tasks.generation_run_execute, "delay", down)
-    with pytest.raises(CommandError, match="broker unreachable"):  # autocommit: on_commit runs at once
+    monkeypatch.setattr(tasks.job_execute_task, "apply_async", down)
+    with pytest.raises(CommandError, match="broker is unreachable"):  # autocommit: on_commit runs at once
         _call("--project", "cmd", "--generator", "test-echo", "--async")
     run = GenerationRun.objects.get()
     assert run.status == "failed" and "could not enqueue" in run.error

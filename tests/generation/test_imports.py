@@ -1,4 +1,4 @@
-"""generation.services.imports.data_import and ``manage.py import_data``."""
+"""projects.services.imports.data_import and ``manage.py import_data``."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from generation import states
-from generation.models import Candidate, Example, Project
-from generation.services import imports
-from generation.services.imports import ImportRefused, data_import
-from generation.services.projects import project_create
+from projects import states
+from projects.models import Candidate, Example, Project
+from projects.services import imports
+from projects.services.imports import ImportRefused, data_import
+from projects.services.projects import project_create
 
 pytestmark = pytest.mark.django_db
 

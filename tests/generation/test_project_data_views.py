@@ -3,10 +3,10 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from annotate import roles
+from projects import permissions
+from projects.models import Candidate, Example
+from projects.services.projects import project_create
 from tests.generation.conftest import user_with_role
-from generation.models import Candidate, Example
-from generation.services.projects import project_create
 
 
 def pair(i, label="positive", source="gold"):
@@ -70,7 +70,7 @@ def test_oversized_upload_is_refused_and_writes_nothing(researcher_client, proje
 def test_upload_without_csrf_token_is_refused(db, project):
     from django.test import Client
 
-    u = user_with_role("res2", roles.RESEARCHER)
+    u = user_with_role("res2", permissions.RESEARCHER)
     c = Client(enforce_csrf_checks=True)
     c.force_login(u)
     resp = upload(c, project, pair(1).encode())

@@ -1,9 +1,8 @@
 import pytest
 
-from annotate.models import ProjectMembership
-from generation import states
-from generation.models import Candidate, Example
-from generation.services.projects import project_create
+from projects import states
+from projects.models import Candidate, Example, ProjectMembership
+from projects.services.projects import project_create
 
 
 @pytest.fixture

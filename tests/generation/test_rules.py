@@ -231,9 +231,9 @@ def test_generate_is_lazy() -> None:
 
 @pytest.mark.slow  # real CAD data, no model
 def test_rules_targets_on_cad_dev_without_model(shared_data) -> None:  # noqa: ANN001
-    from generation.formats import read
-    from generation.formats.records import OriginalRecord, PairRecord
     from generation.ml.metrics import introduced_stats
+    from projects.formats import read
+    from projects.formats.records import OriginalRecord, PairRecord
 
     origs: dict[str, Original] = {}
     for fmt, task in (("cad-nli", "nli"), ("cad-sentiment", "sentiment")):

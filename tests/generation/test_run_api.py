@@ -6,10 +6,10 @@ import pytest
 from django.contrib.auth.models import Group, User
 from rest_framework.test import APIClient
 
-from annotate import roles
 from generation.ml import registry
 from generation.models import GenerationRun
 from generation.services.runs import run_create, run_execute
+from projects import permissions
 from tests.generation.run_fixtures import make_project, register_test_generators
 
 
@@ -34,7 +34,7 @@ def project(db):
 @pytest.fixture
 def api(db):
     c = APIClient()
-    c.force_authenticate(_user("res", roles.RESEARCHER))
+    c.force_authenticate(_user("res", permissions.RESEARCHER))
     return c
 
 
@@ -43,7 +43,7 @@ def test_annotators_and_anonymous_are_refused(project):
     anon = APIClient()
     assert anon.get(f"/api/v1/generation/runs/{run.pk}/").status_code in (401, 403)
     c = APIClient()
-    c.force_authenticate(_user("ann", roles.ANNOTATOR))
+    c.force_authenticate(_user("ann", permissions.ANNOTATOR))
     assert c.get(f"/api/v1/generation/runs/{run.pk}/").status_code == 403
     assert c.post(f"/api/v1/generation/projects/{project.pk}/runs/", {"generator": "test-echo"}, format="json").status_code == 403
     assert c.post(f"/api/v1/generation/runs/{run.pk}/cancel/").status_code == 403

@@ -122,7 +122,7 @@ def test_run_list(rclient, project):
 
 
 def test_new_run_form_preselects_the_generator_for_the_task(client, researcher):
-    from generation.services.projects import project_create
+    from projects.services.projects import project_create
 
     client.force_login(researcher)
     text = project_create(name="t-nli", task="nli")

@@ -10,15 +10,21 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from generation import states
 from generation.ml import filters as ml_filters
 from generation.ml import registry
 from generation.ml.base import GeneratedCandidate, Original
-from generation.models import Candidate, Example, GenerationRun
+from generation.models import GenerationRun
 from generation.selectors import run_progress, runs_of_project
 from generation.services import run_quality
 from generation.services.runs import run_cancel, run_create, run_execute
-from tests.generation.run_fixtures import EchoGenerator, FakeEncoder, make_project, register_test_generators
+from projects import states
+from projects.models import Candidate, Example, Job
+from tests.generation.run_fixtures import (
+    EchoGenerator,
+    FakeEncoder,
+    make_project,
+    register_test_generators,
+)
 
 NO_SIM = ["dedup", "artifacts"]
 
@@ -84,7 +90,7 @@ def test_execute_writes_candidates_with_deterministic_ids_and_progress(project):
     assert run.status == "succeeded" and run.error == ""
     assert (run.done, run.total, run.skipped) == (10, 10, 0)
     assert seen == [3, 6, 9, 10]  # progress per batch
-    cands = Candidate.objects.filter(generation_run=run)
+    cands = Candidate.objects.filter(job_id=run.job_id)
     assert cands.count() == 30
     assert set(cands.values_list("external_id", flat=True)) == {
         f"{run.pk}:ex-{i:03d}:{k}" for i in range(10) for k in range(3)
@@ -104,13 +110,13 @@ def test_limit_max_per_original_and_split(project):
     Example.objects.create(project=project, external_id="other", split="train", fields={"premise": "a b", "hypothesis": "c d"})
     run = run_execute(run_id=_run(project, limit=4, max_per_original=2, split="dev").pk)
     assert (run.done, run.total) == (4, 4)
-    per = Counter(Candidate.objects.filter(generation_run=run).values_list("example__external_id", flat=True))
+    per = Counter(Candidate.objects.filter(job_id=run.job_id).values_list("example__external_id", flat=True))
     assert per == {"ex-000": 2, "ex-001": 2, "ex-002": 2, "ex-003": 2}
 
 
 def test_generator_options_reach_the_generator(project):
     run = run_execute(run_id=_run(project, generator_options={"per_original": 1}).pk)
-    assert Candidate.objects.filter(generation_run=run).count() == 10
+    assert Candidate.objects.filter(job_id=run.job_id).count() == 10
 
 
 def test_per_original_skips_are_recorded_and_the_run_continues(project):
@@ -129,7 +135,7 @@ def test_per_original_skips_are_recorded_and_the_run_continues(project):
     assert reasons["ex-001"] == "empty field 'hypothesis'"
     assert reasons["ex-002"] == "too short to perturb"
     assert reasons["ex-003"].startswith("generator error: RuntimeError: generator exploded")
-    assert Candidate.objects.filter(generation_run=run).count() == 6 * 3
+    assert Candidate.objects.filter(job_id=run.job_id).count() == 6 * 3
     assert run.metrics["originals_skipped"] == 4
 
 
@@ -173,13 +179,17 @@ def test_killed_mid_run_resumes_without_duplicates_and_with_full_coverage(projec
     assert run.status == "running"  # the worker "died": nothing marked it finished
     assert run.done == 6  # three batches of two committed; the fourth (ex-006, ex-007) rolled back
     assert run.metrics["cursor"] == project.examples.get(external_id="ex-005").pk
-    assert Candidate.objects.filter(generation_run=run).count() == 18
-    # The message is redelivered: the same run id executes again.
+    assert Candidate.objects.filter(job_id=run.job_id).count() == 18
+    # Its heartbeat is fresh, so a redelivered message does not take it over yet ...
+    assert run_execute(run_id=run.pk).status == "running" and Candidate.objects.count() == 18
+    # ... once the heartbeat is stale (the executor is dead), the same run id executes again.
+    Job.objects.filter(pk=run.job_id).update(heartbeat_at=timezone.now() - timedelta(minutes=5))
     run = run_execute(run_id=run.pk)
     assert run.status == "succeeded" and (run.done, run.total) == (10, 10)
-    ids = list(Candidate.objects.filter(generation_run=run).values_list("external_id", flat=True))
+    assert run.job.attempts == 2
+    ids = list(Candidate.objects.filter(job_id=run.job_id).values_list("external_id", flat=True))
     assert len(ids) == len(set(ids)) == 30
-    per = Counter(Candidate.objects.filter(generation_run=run).values_list("example__external_id", flat=True))
+    per = Counter(Candidate.objects.filter(job_id=run.job_id).values_list("example__external_id", flat=True))
     assert per == {f"ex-{i:03d}": 3 for i in range(10)}
     assert run.metrics["candidates"] == 30  # metrics are computed from the stored rows
 
@@ -196,11 +206,11 @@ def test_a_second_executor_of_the_same_run_stops_without_writing(project):
 
     def other_executor_wrote_a_batch(r):
         if r.done == 2:  # simulate another worker committing the next batch meanwhile
-            GenerationRun.objects.filter(pk=r.pk).update(done=4)
+            Job.objects.filter(pk=r.job_id).update(done=4)
 
     result = run_execute(run_id=run.pk, on_progress=other_executor_wrote_a_batch)
     assert result.status == "running" and result.done == 4
-    assert Candidate.objects.filter(generation_run=run).count() == 6  # only its own first batch
+    assert Candidate.objects.filter(job_id=run.job_id).count() == 6  # only its own first batch
 
 
 # -- cancel ------------------------------------------------------------------------------
@@ -208,7 +218,7 @@ def test_cancel_stops_at_the_next_batch(project):
     run = _run(project, batch_size=2)
     result = run_execute(run_id=run.pk, on_progress=lambda r: r.done == 4 and run_cancel(run=r))
     assert result.status == "cancelled" and result.done == 4 and result.cancel_requested
-    assert Candidate.objects.filter(generation_run=run).count() == 12
+    assert Candidate.objects.filter(job_id=run.job_id).count() == 12
     assert result.metrics["candidates"] == 12
 
 
@@ -253,7 +263,7 @@ def test_filters_score_every_candidate_and_keep_the_filtered_ones(db):
         run = run_execute(run_id=run.pk, encoder=FakeEncoder())
     finally:
         registry.unregister("test-fixed")
-    cands = list(Candidate.objects.filter(generation_run=run).order_by("external_id"))
+    cands = list(Candidate.objects.filter(job_id=run.job_id).order_by("external_id"))
     assert [c.state for c in cands] == [states.POOLED] + [states.FILTERED_OUT] * 5
     failed = [sorted(k for k, ok in c.meta["filters"].items() if not ok) for c in cands]
     assert failed == [[], ["dedup", "similarity"], ["dedup"], ["similarity"], ["artifacts"], ["artifacts"]]
@@ -272,14 +282,14 @@ def test_filters_score_every_candidate_and_keep_the_filtered_ones(db):
 def test_dedup_against_another_run_of_the_same_originals(project):
     first = run_execute(run_id=_run(project).pk)
     second = run_execute(run_id=_run(project).pk)
-    assert Candidate.objects.filter(generation_run=first, state=states.POOLED).count() == 30
-    assert Candidate.objects.filter(generation_run=second, state=states.POOLED).count() == 0
+    assert Candidate.objects.filter(job_id=first.job_id, state=states.POOLED).count() == 30
+    assert Candidate.objects.filter(job_id=second.job_id, state=states.POOLED).count() == 0
     assert second.metrics["acceptance_by_filter"]["dedup"] == 0.0
 
 
 def test_similarity_filter_loads_minilm_failure_fails_at_start(project, settings):
     settings.COUNTERPART = {**settings.COUNTERPART, "MINILM_PATH": "/nonexistent/minilm"}
-    from generation.ml import embeddings
+    from projects.ml import embeddings
 
     embeddings._shared.clear()
     run = run_execute(run_id=run_create(project=project, generator="test-echo", options={}).pk)
@@ -309,7 +319,7 @@ def test_metrics_match_the_metrics_module_on_the_same_candidates(project):
 
     run = run_execute(run_id=_run(project, filters="dedup").pk)
     stats = []
-    for c in Candidate.objects.filter(generation_run=run).select_related("example").order_by("pk"):
+    for c in Candidate.objects.filter(job_id=run.job_id).select_related("example").order_by("pk"):
         a, b = ml_filters.comparison_texts(c.example.fields, c.fields, c.meta)
         stats.append(ml_metrics.CandidateStat(a, b, c.perturbation, kept=c.meta["filters"]))
     ref = ml_metrics.run_metrics(10, stats)
@@ -324,7 +334,7 @@ def test_metrics_match_the_metrics_module_on_the_same_candidates(project):
 def test_progress_rate_and_eta(project):
     run = _run(project)
     now = timezone.now()
-    GenerationRun.objects.filter(pk=run.pk).update(status="running", total=10, done=4, started_at=now - timedelta(seconds=8))
+    Job.objects.filter(pk=run.job_id).update(status="running", total=10, done=4, started_at=now - timedelta(seconds=8))
     run.refresh_from_db()
     p = run_progress(run=run, now=now)
     assert (p.done, p.total, p.percent) == (4, 10, 40)
@@ -348,7 +358,7 @@ RULES_NLI = [
 
 @pytest.fixture
 def rules_project(db):
-    from generation.services.projects import project_create
+    from projects.services.projects import project_create
 
     p = project_create(name="rules-nli", task="nli")
     ent = p.labels.get(name="entailment")
@@ -368,7 +378,7 @@ def test_real_rules_generator_through_the_run(rules_project):
     run = run_execute(run_id=run.pk)
     assert run.status == "succeeded", run.error
     assert (run.done, run.total) == (5, 5)
-    cands = Candidate.objects.filter(generation_run=run)
+    cands = Candidate.objects.filter(job_id=run.job_id)
     assert cands.filter(state=states.POOLED).exists()
     assert set(cands.values_list("generator", flat=True)) == {"rules"}
     assert set(cands.values_list("perturbation", flat=True)) <= set(CODES)
@@ -391,7 +401,7 @@ def test_real_rules_with_real_minilm_similarity_band(rules_project):
     run = run_create(project=rules_project, generator="rules", options={"similarity_band": "0.6,0.99", "seed": 1})
     run = run_execute(run_id=run.pk)
     assert run.status == "succeeded", run.error
-    cands = list(Candidate.objects.filter(generation_run=run))
+    cands = list(Candidate.objects.filter(job_id=run.job_id))
     assert cands
     for c in cands:
         sim = c.scores["similarity"]
@@ -496,7 +506,7 @@ def test_candidate_scores_and_meta_are_stored_as_plain_json(db):
         run = run_execute(run_id=run_create(project=p, generator="test-odd", options={"filters": "none"}).pk)
     finally:
         registry.unregister("test-odd")
-    c = Candidate.objects.get(generation_run=run)
+    c = Candidate.objects.get(job_id=run.job_id)
     assert c.scores == {"np": 0.5, "nan": None}
     assert c.meta["arr"] == [1, 2] and isinstance(c.meta["obj"], str)
     assert c.target_label is None and c.meta["target_label_unknown"] == "nope"
@@ -504,8 +514,10 @@ def test_candidate_scores_and_meta_are_stored_as_plain_json(db):
 
 @pytest.mark.postgres
 def test_two_executors_of_one_run_on_postgresql_write_each_batch_once(transactional_db):
-    """A redelivered message while the first worker still runs: two executors race on the
-    same run; the row lock + done check lets exactly one write each batch."""
+    """Two executors of the same run at once (a person resumed a run whose worker was in fact
+    alive: ``take_over``). The first holds its first batch while the second takes the job over
+    and finishes it; the first's write is then refused (row lock + token/done check) and it
+    stops quietly: every batch is written exactly once."""
     import threading
 
     from django.db import connection, connections
@@ -513,12 +525,20 @@ def test_two_executors_of_one_run_on_postgresql_write_each_batch_once(transactio
     from tests.conftest import need
 
     need(connection.vendor == "postgresql", "needs DATABASE_URL=postgres://... (scripts/test.sh runs these)")
-    barrier = threading.Barrier(2, timeout=60)
+    first_holds = threading.Event()
+    second_done = threading.Event()
+    made: list[int] = []
 
     class Racing(EchoGenerator):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.number = len(made)
+            made.append(self.number)
+
         def generate(self, originals):
-            if self.calls == 0:
-                barrier.wait()  # both executors hold the same first batch before either writes
+            if self.number == 0 and self.calls == 0:
+                first_holds.set()
+                second_done.wait(60)  # holds its first batch until the other executor is done
             return super().generate(originals)
 
     registry.register("test-echo", factory=Racing)
@@ -526,22 +546,26 @@ def test_two_executors_of_one_run_on_postgresql_write_each_batch_once(transactio
     run = _run(p, batch_size=2, generator_options={"delay": 0.01})
     results, errors = [], []
 
-    def execute():
+    def execute(resume: bool, done: threading.Event | None = None):
         try:
-            results.append(run_execute(run_id=run.pk).status)
+            results.append(run_execute(run_id=run.pk, resume=resume).status)
         except Exception as exc:  # noqa: BLE001
             errors.append(exc)
         finally:
             connections.close_all()
+            if done is not None:
+                done.set()
 
-    threads = [threading.Thread(target=execute) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
+    first = threading.Thread(target=execute, args=(False,))
+    first.start()
+    assert first_holds.wait(60)
+    second = threading.Thread(target=execute, args=(True, second_done))
+    second.start()
+    for t in (second, first):
         t.join(120)
     assert not errors
     run.refresh_from_db()
-    assert (run.status, run.done) == ("succeeded", 20)
-    assert sorted(results) == ["running", "succeeded"]  # the loser stopped quietly
-    ids = list(Candidate.objects.filter(generation_run=run).values_list("external_id", flat=True))
+    assert (run.status, run.done) == ("succeeded", 20) and run.job.attempts == 2
+    assert results == ["succeeded", "succeeded"]  # the superseded one returned without failing the job
+    ids = list(Candidate.objects.filter(job_id=run.job_id).values_list("external_id", flat=True))
     assert len(ids) == len(set(ids)) == 60

@@ -1,10 +1,10 @@
 import pytest
 from django.db import IntegrityError, transaction
 
-from generation import states
-from generation.models import Candidate, Example
-from generation.services.candidates import candidate_transition, candidates_transition
-from generation.services.projects import project_create
+from projects import states
+from projects.models import Candidate, Example
+from projects.services.candidates import candidate_transition, candidates_transition
+from projects.services.projects import project_create
 
 
 @pytest.fixture

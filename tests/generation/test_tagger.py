@@ -92,8 +92,8 @@ def test_tagger_mostly_agrees_with_the_rules_generator() -> None:
 
 
 def _cad_pairs(shared_data, fmt: str, task: str, split: str):  # noqa: ANN001, ANN202
-    from generation.formats import read
-    from generation.formats.records import PairRecord
+    from projects.formats import read
+    from projects.formats.records import PairRecord
 
     for rec in read(fmt, [str(shared_data / "cad")], task=task, split=split):
         if isinstance(rec, PairRecord):

@@ -1,8 +1,15 @@
-"""A generation run on a REAL Celery worker (prefork pool) over the REAL Redis broker,
-sharing a file-based SQLite database with this test. The worker's pool process is killed
-(SIGKILL) mid-run; with ``acks_late`` + ``reject_on_worker_lost`` the message is requeued,
-a fresh pool process executes the same run id, and the run resumes from its last
-committed batch: no duplicate candidates, every original covered."""
+"""Generation runs (jobs) on a REAL Celery worker (prefork pool, embedded beat) over the REAL
+Redis broker, sharing a file-based SQLite database with this test.
+
+* The worker's pool process is killed (SIGKILL) mid-run.
+* The whole worker — main process, pool and beat, its process group — is killed with
+  ``kill -9`` mid-run, and a new worker is started.
+
+Either way the job's heartbeat stops; the stale-job sweep (beat, and once when a worker
+starts) re-enqueues it, a new execution claims it and resumes after the last committed
+batch: no duplicate candidates, every original covered, no ``--resume`` by hand. The stale
+threshold is shortened here (``COUNTERPART_JOB_STALE_SECONDS``) so the test takes seconds;
+with the defaults (60 s stale, 30 s sweep) a job resumes within about 90 s of the kill."""
 
 from __future__ import annotations
 
@@ -31,6 +38,10 @@ def _env(tmp_path: Path, redis_url: str) -> dict[str, str]:
         "CELERY_RESULT_BACKEND": "",
         "DJANGO_LOG_LEVEL": "WARNING",
         "PYTHONPATH": str(REPO),
+        "COUNTERPART_JOB_HEARTBEAT_SECONDS": "0.5",
+        "COUNTERPART_JOB_STALE_SECONDS": "3",
+        "COUNTERPART_JOB_SWEEP_SECONDS": "1",
+        "CELERY_BEAT_SCHEDULE_FILENAME": str(tmp_path / "celerybeat-schedule"),
     }
 
 
@@ -52,13 +63,40 @@ def _wait_for(predicate, timeout: float, what: str):  # noqa: ANN001
     pytest.fail(f"timed out waiting for {what}")
 
 
-def _start_worker(env: dict[str, str]) -> subprocess.Popen:
+def _start_worker(env: dict[str, str], log: Path | None = None) -> subprocess.Popen:
+    """A worker on the generation and default queues with an embedded beat (-B), in its own
+    process group (so the test can kill all of it at once)."""
+    out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - closed with the process
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "tests.integration.generation_worker_app", "worker",
-         "-Q", "generation", "--concurrency", "1", "--pool", "prefork", "--loglevel", "WARNING",
+        [sys.executable, "-m", "celery", "-A", "tests.integration.generation_worker_app", "worker", "-B",
+         "-Q", "generation,default", "--concurrency", "1", "--pool", "prefork", "--loglevel", "WARNING",
          "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
     )
+
+
+def _clean_broker(url: str) -> None:
+    """No stale messages (or unacked ones of a killed worker) from an earlier run."""
+    import redis
+
+    r = redis.Redis.from_url(url)
+    r.delete("generation", "default", "unacked", "unacked_index", "unacked_mutex")
+
+
+def _progress(db: Path, run_id: int) -> tuple[str, int, int]:
+    return _query(db, "SELECT j.status, j.done, j.total FROM generation_generationrun r "
+                      "JOIN projects_job j ON j.id = r.job_id WHERE r.id = ?", run_id)[0]
+
+
+def _check_candidates(db: Path, run_id: int) -> None:
+    rows = _query(db, "SELECT c.external_id, e.external_id FROM generation_candidate c "
+                      "JOIN generation_example e ON e.id = c.example_id "
+                      "WHERE c.job_id = (SELECT job_id FROM generation_generationrun WHERE id = ?)", run_id)
+    ids = [r[0] for r in rows]
+    assert len(ids) == len(set(ids)) == 3 * N  # no duplicates
+    assert Counter(r[1] for r in rows) == {f"ex-{i:03d}": 3 for i in range(N)}  # full coverage
+    metrics = json.loads(_query(db, "SELECT metrics FROM generation_generationrun WHERE id = ?", run_id)[0][0])
+    assert metrics["candidates"] == 3 * N and metrics["originals"] == N
 
 
 def _seed(env: dict[str, str], name: str, options: dict) -> int:
@@ -72,11 +110,13 @@ def _seed(env: dict[str, str], name: str, options: dict) -> int:
 
 
 def _stop(worker: subprocess.Popen) -> None:
-    worker.terminate()
     try:
+        os.killpg(worker.pid, signal.SIGTERM)
         worker.wait(timeout=20)
     except subprocess.TimeoutExpired:
-        worker.kill()
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait()
+    except ProcessLookupError:
         worker.wait()
 
 
@@ -87,9 +127,7 @@ def worker_env(tmp_path_factory):
 
     url = os.environ.get("COUNTERPART_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
     need(_reachable("127.0.0.1", 6379), "Redis not reachable on 127.0.0.1:6379")
-    import redis
-
-    redis.Redis.from_url(url).delete("generation")  # no stale messages from an aborted run
+    _clean_broker(url)
     tmp = tmp_path_factory.mktemp("generation-worker")
     env = _env(tmp, url)
     worker = _start_worker(env)
@@ -111,7 +149,7 @@ def test_worker_killed_mid_run_resumes_without_duplicates(redis_url, worker_env,
     run_id = _seed(env, "killed", options)
 
     def progress() -> tuple[str, int, int]:
-        return _query(db, "SELECT status, done, total FROM generation_generationrun WHERE id = ?", run_id)[0]
+        return _progress(db, run_id)
 
     # Let a few batches commit, then kill the pool process doing the work.
     _wait_for(lambda: progress()[1] >= 6 and pid_file.exists(), 90, "the first batches")
@@ -121,19 +159,12 @@ def test_worker_killed_mid_run_resumes_without_duplicates(redis_url, worker_env,
     os.kill(first_pid, signal.SIGKILL)
     gate.touch()  # let the next process through
 
-    # The message is requeued (reject_on_worker_lost) and a new pool process resumes it.
+    # The heartbeat stops; the sweep re-enqueues the job and a new pool process resumes it.
     _wait_for(lambda: progress()[0] in ("succeeded", "failed", "cancelled"), 120, "the run to finish")
     status, done, total = progress()
     assert (status, done, total) == ("succeeded", N, N)
     assert int(pid_file.read_text()) != first_pid  # finished by another process
-
-    rows = _query(db, "SELECT c.external_id, e.external_id FROM generation_candidate c "
-                      "JOIN generation_example e ON e.id = c.example_id WHERE c.generation_run_id = ?", run_id)
-    ids = [r[0] for r in rows]
-    assert len(ids) == len(set(ids)) == 3 * N  # no duplicates
-    assert Counter(r[1] for r in rows) == {f"ex-{i:03d}": 3 for i in range(N)}  # full coverage
-    metrics = json.loads(_query(db, "SELECT metrics FROM generation_generationrun WHERE id = ?", run_id)[0][0])
-    assert metrics["candidates"] == 3 * N and metrics["originals"] == N
+    _check_candidates(db, run_id)
 
 
 @pytest.mark.broker
@@ -145,7 +176,7 @@ def test_cancel_reaches_a_running_worker(redis_url, worker_env, tmp_path):
                                       "generator_options": {"gate_file": str(gate), "gate_after": 2}})
 
     def progress() -> tuple[str, int, int]:
-        return _query(db, "SELECT status, done, total FROM generation_generationrun WHERE id = ?", run_id)[0]
+        return _progress(db, run_id)
 
     _wait_for(lambda: progress()[1] >= 2, 90, "the first batch")
     subprocess.run(  # what the Cancel button / API does, from another process
@@ -157,5 +188,43 @@ def test_cancel_reaches_a_running_worker(redis_url, worker_env, tmp_path):
     _wait_for(lambda: progress()[0] != "running", 60, "the worker to stop")
     status, done, total = progress()
     assert (status, done, total) == ("cancelled", 4, N)
-    n = _query(db, "SELECT COUNT(*) FROM generation_candidate WHERE generation_run_id = ?", run_id)[0][0]
+    n = _query(db, "SELECT COUNT(*) FROM generation_candidate WHERE job_id = (SELECT job_id FROM generation_generationrun WHERE id = ?)", run_id)[0][0]
     assert n == 3 * done
+
+
+@pytest.mark.broker
+@pytest.mark.slow
+def test_whole_worker_killed_with_kill_9_resumes_on_its_own(redis_url, tmp_path):
+    """kill -9 on the worker's process group (main process, pool, beat): nothing acks, rejects
+    or marks the job; the message sits unacked in Redis. A new worker's sweep finds the
+    stale heartbeat and the job resumes by itself, without duplicates."""
+    url = redis_url.rsplit("/", 1)[0] + "/14"  # its own broker db and SQLite file
+    _clean_broker(url)
+    env = _env(tmp_path, url)
+    db = tmp_path / "db.sqlite3"
+    pid_file, gate = tmp_path / "generator.pid", tmp_path / "gate"
+    log = tmp_path / "worker.log"
+    worker = _start_worker(env, log)
+    try:
+        run_id = _seed(env, "killed-whole", {
+            "batch_size": 2, "filters": "none",
+            "generator_options": {"delay": 0.05, "pid_file": str(pid_file), "gate_file": str(gate), "gate_after": 6}})
+        _wait_for(lambda: _progress(db, run_id)[1] >= 6 and pid_file.exists(), 90, "the first batches")
+        assert _progress(db, run_id) == ("running", 6, N)
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait()
+        killed_at = time.monotonic()
+        time.sleep(1)
+        assert _progress(db, run_id)[0] == "running"  # nobody marked it: it is stranded
+        gate.touch()
+        worker = _start_worker(env, log)
+        _wait_for(lambda: _progress(db, run_id)[0] != "running", 120, "the job to resume and finish")
+        assert time.monotonic() - killed_at < 120
+        assert _progress(db, run_id) == ("succeeded", N, N), log.read_text()[-3000:]
+        attempts = _query(db, "SELECT j.attempts FROM generation_generationrun r JOIN projects_job j "
+                              "ON j.id = r.job_id WHERE r.id = ?", run_id)[0][0]
+        assert attempts == 2
+        _check_candidates(db, run_id)
+    finally:
+        _stop(worker)
+        _clean_broker(url)

@@ -9,7 +9,11 @@ WORDS = ("[PAD] [UNK] [CLS] [SEP] [MASK] a man dog runs sleeps park the is not m
 def save_tiny_bert(path, id2label):  # noqa: ANN001, ANN201
     import torch
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-    from transformers import BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast
+    from transformers import (
+        BertConfig,
+        BertForSequenceClassification,
+        PreTrainedTokenizerFast,
+    )
 
     vocab = {w: i for i, w in enumerate(WORDS)}
     tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))

@@ -7,7 +7,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from labeling.ml.bench import parse_warm_spec
+from labeling.ml.pairs import parse_warm_spec
 
 
 def test_parse_warm_spec():

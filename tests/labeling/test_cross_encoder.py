@@ -42,9 +42,9 @@ def test_service_cross_encoder_needs_pc_and_enough_labels(tmp_path, settings, mo
 
 @pytest.mark.django_db
 def test_service_cross_encoder_trains_and_autolabels(tmp_path, settings, monkeypatch):
-    from generation import states
-    from generation.models import Candidate
     from labeling import services
+    from projects import states
+    from projects.models import Candidate
 
     from .conftest import FakeEncoder
     from .test_services import make_project

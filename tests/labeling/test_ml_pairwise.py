@@ -5,11 +5,21 @@ import pytest
 
 from labeling.ml import baselines
 from labeling.ml.active import diverse_uncertain, margin_uncertainty, select_active
-from labeling.ml.base_classifier import EmbeddingClassifier, TfidfClassifier, TooFewLabels
+from labeling.ml.base_classifier import (
+    EmbeddingClassifier,
+    TfidfClassifier,
+    TooFewLabels,
+)
 from labeling.ml.edits import edit_features, field_edit, n_edit_features
 from labeling.ml.metrics import scores
-from labeling.ml.pairwise import (LabelingModel, PairwiseClassifier, apply_temperature, check_labels,
-                                  fit_temperature, prepare_inputs)
+from labeling.ml.pairwise import (
+    LabelingModel,
+    PairwiseClassifier,
+    apply_temperature,
+    check_labels,
+    fit_temperature,
+    prepare_inputs,
+)
 
 from .conftest import FIELDS, LABELS, fake_embed, synthetic_pairs
 

@@ -7,12 +7,12 @@ from django.contrib.auth.models import Group, User
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
-from generation import states
-from generation.models import Candidate, Example, Label
-from generation.services.projects import project_create
 from labeling import services
 from labeling.models import AutolabelRun, PairwiseModel
 from labeling.selectors import flip_rates_for
+from projects import states
+from projects.models import Candidate, Example, Label
+from projects.services.projects import project_create
 
 from .conftest import FakeEncoder, synthetic_pairs
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Group, User
 
-from annotate import roles
-from generation import states
-from generation.models import Candidate
-from generation.services.projects import project_create
 from labeling import services
 from labeling.models import PairwiseModel
+from projects import permissions, states
+from projects.models import Candidate
+from projects.services.projects import project_create
 
 from .conftest import FakeEncoder
 from .test_services import make_project
@@ -32,7 +31,7 @@ def login(client, role):
 
 
 def test_train_with_too_few_labels_is_refused_at_once(client):
-    login(client, roles.RESEARCHER)
+    login(client, permissions.RESEARCHER)
     project = project_create(name="empty", task="nli")
     resp = client.post(f"/labeling/projects/{project.pk}/train/", {"mode": "capc"})
     assert resp.status_code == 400
@@ -41,7 +40,7 @@ def test_train_with_too_few_labels_is_refused_at_once(client):
 
 
 def test_train_then_autolabel_through_the_page(client, django_capture_on_commit_callbacks):
-    login(client, roles.RESEARCHER)
+    login(client, permissions.RESEARCHER)
     project, _ = make_project()
     with django_capture_on_commit_callbacks(execute=True):
         resp = client.post(f"/labeling/projects/{project.pk}/train/", {"mode": "pc"})
@@ -54,7 +53,7 @@ def test_train_then_autolabel_through_the_page(client, django_capture_on_commit_
 
 
 def test_autolabel_without_a_model_and_bad_threshold(client):
-    login(client, roles.RESEARCHER)
+    login(client, permissions.RESEARCHER)
     project, _ = make_project()
     resp = client.post(f"/labeling/projects/{project.pk}/autolabel/")
     assert resp.status_code == 400 and b"no pairwise model yet" in resp.content
@@ -65,7 +64,7 @@ def test_autolabel_without_a_model_and_bad_threshold(client):
 
 
 def test_annotators_cannot_train_or_autolabel(client):
-    login(client, roles.ANNOTATOR)
+    login(client, permissions.ANNOTATOR)
     project, _ = make_project()
     assert client.post(f"/labeling/projects/{project.pk}/train/").status_code == 403
     assert client.post(f"/labeling/projects/{project.pk}/autolabel/").status_code == 403
@@ -74,6 +73,6 @@ def test_annotators_cannot_train_or_autolabel(client):
 
 
 def test_get_is_not_allowed(client):
-    login(client, roles.RESEARCHER)
+    login(client, permissions.RESEARCHER)
     project = project_create(name="p2", task="nli")
     assert client.get(f"/labeling/projects/{project.pk}/train/").status_code == 405

@@ -31,12 +31,10 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import Count, F
 from django.utils import timezone
 
-from annotate import roles
-from annotate.models import Annotation, Item, ProjectMembership
-from generation import states
-from generation.models import Candidate, Example, Label, Project
-from generation.services.projects import project_create
-
+from annotate.models import Annotation, Item
+from projects import permissions, states
+from projects.models import Candidate, Example, Label, Project, ProjectMembership
+from projects.services.projects import project_create
 
 
 def _free_port() -> int:
@@ -122,7 +120,7 @@ class Command(BaseCommand):
         User = get_user_model()
         from rest_framework.authtoken.models import Token
 
-        group, _ = Group.objects.get_or_create(name=roles.ANNOTATOR)
+        group, _ = Group.objects.get_or_create(name=permissions.ANNOTATOR)
         users = User.objects.bulk_create([User(username=f"{name}-a{i}", password="!") for i in range(n_annotators)])
         users = list(User.objects.filter(username__startswith=f"{name}-a"))
         group.user_set.add(*users)

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from annotate.services.routing import STRATEGIES, project_route
-from generation.models import Project
+from projects.models import Project
 
 
 class Command(BaseCommand):

@@ -56,7 +56,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **opts: Any) -> None:
         from generation.ml.captions import CocoCounterfactualGenerator, caption_swaps
-        from generation.ml.embeddings import Encoder
+        from projects.ml.embeddings import Encoder
 
         folder = Path(opts["data"] or Path(settings.COUNTERPART["SHARED_DATA_DIR"]) / "coco_cf")
         tsv, meta = folder / "captions_val2017.tsv", folder / "metadata.jsonl"

@@ -34,10 +34,10 @@ TASK_FOR_FORMAT = {"cad-nli": "nli", "cad-sentiment": "sentiment"}
 
 
 def load_originals(fmt: str, path: str, task: str, split: str, limit: int) -> list[Original]:
-    """Originals of a data file via ``generation.formats.read`` (pairs give their originals)."""
-    from generation.formats import read
-    from generation.formats.reading import TASK_LABELS
-    from generation.formats.records import OriginalRecord, PairRecord
+    """Originals of a data file via ``projects.formats.read`` (pairs give their originals)."""
+    from projects.formats import read
+    from projects.formats.reading import TASK_LABELS
+    from projects.formats.records import OriginalRecord, PairRecord
 
     labels = tuple(TASK_LABELS.get(task, []))
     seen: set[str] = set()
@@ -93,10 +93,10 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **opts: Any) -> None:
         from generation.ml import filters
-        from generation.ml.embeddings import Encoder
         from generation.ml.metrics import introduced_stats
         from generation.ml.rules import RulesConfig, RulesGenerator
         from generation.ml.rules.tokens import sentence_spans, words
+        from projects.ml.embeddings import Encoder
 
         fmt: str = opts["format"]
         task: str = opts["task"] or TASK_FOR_FORMAT.get(fmt, "nli")

@@ -14,8 +14,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from generation.ml import registry
-from generation.models import GenerationRun, Project
+from generation.models import GenerationRun
 from generation.services.runs import run_create, run_execute, run_start
+from projects.models import Project
 
 
 def _option_pair(text: str) -> tuple[str, Any]:
@@ -53,7 +54,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **opts: Any) -> None:
         if opts["resume"]:
-            run = GenerationRun.objects.filter(pk=opts["resume"]).first()
+            run = GenerationRun.objects.select_related("job").filter(pk=opts["resume"]).first()
             if run is None:
                 raise CommandError(f"no run {opts['resume']}")
             return self._foreground(run, opts)
@@ -100,7 +101,7 @@ class Command(BaseCommand):
 
         self.stdout.write(f"run {run.pk}: {run.generator} on project {run.project.name}")
         try:
-            run = run_execute(run_id=run.pk, on_progress=progress)
+            run = run_execute(run_id=run.pk, on_progress=progress, resume=bool(opts.get("resume")))
         except KeyboardInterrupt:
             raise CommandError(f"interrupted; continue with: manage.py generate --resume {run.pk}") from None
         finally:

@@ -26,9 +26,9 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        from generation.formats import read
-        from generation.formats.records import PairRecord, Problem
         from generation.ml.tagger import CODES, distribution, tag_pair
+        from projects.formats import read
+        from projects.formats.records import PairRecord, Problem
 
         tags = []
         problems = 0

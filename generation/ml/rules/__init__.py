@@ -19,7 +19,13 @@ from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Origina
 from generation.ml.rules import lexical_codes, structural_codes
 from generation.ml.rules.lexical_codes import Proposal, Sentence
 from generation.ml.rules.phrases import fix_tags
-from generation.ml.rules.tokens import apply_edits, loose_sentence_spans, sentence_spans, tag, words
+from generation.ml.rules.tokens import (
+    apply_edits,
+    loose_sentence_spans,
+    sentence_spans,
+    tag,
+    words,
+)
 
 CODES: tuple[str, ...] = ("negation", "quantifier", "lexical", "resemantic", "insert", "delete", "restructure",
                           "shuffle")

@@ -12,8 +12,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from generation.models import Project
 from labeling.services import autolabel
+from projects.models import Project
 
 
 def _prob(value: str) -> float:

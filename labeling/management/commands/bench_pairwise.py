@@ -16,12 +16,17 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from generation.formats import FORMATS, TASK_FIELDS, TASK_LABELS, FormatError, read
-from generation.models import TASKS
 from labeling.ml.base_classifier import TooFewLabels
-from labeling.ml.bench import (CURVE, LabelledPairs, pairs_from_records, parse_warm_spec, run_benchmark,
-                                sample_by_group)
+from labeling.ml.bench import CURVE, run_benchmark
+from labeling.ml.pairs import (
+    LabelledPairs,
+    pairs_from_records,
+    parse_warm_spec,
+    sample_by_group,
+)
 from labeling.services import embedder
+from projects.formats import FORMATS, TASK_FIELDS, TASK_LABELS, FormatError, read
+from projects.models import TASKS
 
 
 def _budget(value: str) -> float:

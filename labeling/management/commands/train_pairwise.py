@@ -12,9 +12,9 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from generation.models import Project
 from labeling.models import MODES
 from labeling.services import pairwise_train
+from projects.models import Project
 
 
 class Command(BaseCommand):

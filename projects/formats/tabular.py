@@ -2,7 +2,7 @@
 header row. Two shapes, told apart by the header:
 
 **Pairs** (any column starts with ``counterfactual.``) — the columns mirror the JSON keys of
-``pairs-jsonl`` (see :mod:`generation.formats.pairs`), dotted::
+``pairs-jsonl`` (see :mod:`projects.formats.pairs`), dotted::
 
     id, group, original.id, original.<field>…, original.label, original.image,
     original.split, original.source, original.meta,
@@ -30,10 +30,18 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
-from generation.formats import reading as r
-from generation.formats.cad import csv_rows
-from generation.formats.pairs import RowError, _dict, _image, _label, _str, pair_from_json, pair_to_json
-from generation.formats.records import OriginalRecord, PairRecord, Problem, Record
+from projects.formats import reading as r
+from projects.formats.cad import csv_rows
+from projects.formats.pairs import (
+    RowError,
+    _dict,
+    _image,
+    _label,
+    _str,
+    pair_from_json,
+    pair_to_json,
+)
+from projects.formats.records import OriginalRecord, PairRecord, Problem, Record
 
 ORIGINAL_KEYS = ["id", "label", "image", "split", "source", "meta"]
 CF_KEYS = ["label", "target_label", "generator", "perturbation", "label_source", "confidence", "gold_label", "image", "scores"]

@@ -13,10 +13,10 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from generation.formats import FORMAT_TASKS, FORMATS
-from generation.models import TASKS, Project
-from generation.services.imports import ImportRefused, data_import
-from generation.services.projects import project_get_or_create
+from projects.formats import FORMAT_TASKS, FORMATS
+from projects.models import TASKS, Project
+from projects.services.imports import ImportRefused, data_import
+from projects.services.projects import project_get_or_create
 
 SHOW_PROBLEMS = 50
 

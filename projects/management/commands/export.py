@@ -12,8 +12,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from generation.models import Project
-from generation.services.exports import EXPORT_FORMATS, ExportError, data_export
+from projects.models import Project
+from projects.services.exports import EXPORT_FORMATS, ExportError, data_export
 
 
 def _csv_list(value: str) -> list[str]:

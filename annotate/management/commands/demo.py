@@ -3,7 +3,7 @@
 Creates the ``researcher`` and ``annotator`` groups, a researcher account and an annotator
 account, and a demo project: CAD NLI dev (200 originals, 800 human-written counterfactuals)
 from ``COUNTERPART["SHARED_DATA_DIR"]`` when it is there, else the 40-pair excerpt shipped in
-``generation/fixtures/demo_nli_pairs.jsonl``. The annotator becomes a member of the demo
+``projects/fixtures/demo_nli_pairs.jsonl``. The annotator becomes a member of the demo
 project, and the project's human budget (10%) is routed to annotators so there is something
 to label at once (``--no-route``: leave everything pooled). Running it again is harmless: it re-sets the passwords and imports nothing twice.
 """
@@ -21,15 +21,15 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
 from annotate.services.routing import project_add_annotators, project_route
-from annotate.roles import ANNOTATOR, RESEARCHER
-from generation.services.imports import data_import
-from generation.services.projects import project_get_or_create
+from projects.permissions import ANNOTATOR, RESEARCHER
+from projects.services.imports import data_import
+from projects.services.projects import project_get_or_create
 
 DEMO_PROJECT = "demo-nli"
 RESEARCHER_USERNAME = "researcher"
 ANNOTATOR_USERNAME = "annotator"
 URL = "http://127.0.0.1:8000"
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "demo_nli_pairs.jsonl"
+FIXTURE = Path(__file__).resolve().parents[3] / "projects" / "fixtures" / "demo_nli_pairs.jsonl"
 
 
 def demo_source() -> tuple[str, list[str], str, str]:

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from generation.models import TASK_DEFAULTS, TASKS, Label, Project
+from projects.models import TASK_DEFAULTS, TASKS, Label, Project
 
 
 @transaction.atomic

@@ -7,7 +7,7 @@ both, the gold answer goes to the optional ``counterfactual.gold_label``. The ex
 writes the optional keys ``original.id``, ``original.split``, ``original.source``,
 ``original.meta`` and ``counterfactual.scores`` so that an export re-imports to the same
 data (import -> export -> import -> export gives the same bytes). ``csv`` has the same
-content in columns (see :mod:`generation.formats.tabular`).
+content in columns (see :mod:`projects.formats.tabular`).
 
 Only pairs are exported (originals without candidates are not). Rows come in candidate id
 order, i.e. in the order they were imported or generated. The candidate's *state* is not
@@ -20,14 +20,17 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import IO, Any
 
+from django.conf import settings
 from django.db.models import Q, QuerySet
 
-from generation import formats, states
-from generation.formats import OriginalRecord, PairRecord
-from generation.formats.reading import LABEL_SOURCES
-from generation.models import Candidate, Label, Project
+from projects import formats, states
+from projects.formats import OriginalRecord, PairRecord
+from projects.formats.reading import LABEL_SOURCES
+from projects.models import Candidate, Job, Label, Project
+from projects.services.jobs import JobContext, JobFailed, job_start
 
 EXPORT_FORMATS = ["pairs-jsonl", "csv"]
 
@@ -161,3 +164,34 @@ def _remove(path: str) -> Any:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+# -- the ``export`` job kind (large exports; registered in ProjectsConfig.ready) -------------
+EXPORT_FILTERS = ("state", "label_source", "min_confidence", "split")
+
+
+def export_path(*, job_id: int, format: str) -> Path:
+    ext = "csv" if format == "csv" else "jsonl"
+    return Path(settings.COUNTERPART["EXPORT_DIR"]) / f"export-{job_id}.{ext}"
+
+
+def export_start(*, project: Project, format: str, filters: dict[str, Any] | None = None,
+                 created_by: Any = None) -> Job:
+    """Check the format, then queue the export as a job; the file lands in ``EXPORT_DIR``."""
+    if format not in EXPORT_FORMATS:
+        raise ExportError(f"unknown export format {format!r}; choose one of {', '.join(EXPORT_FORMATS)}")
+    filters = {k: v for k, v in (filters or {}).items() if k in EXPORT_FILTERS and v not in (None, [], "")}
+    return job_start(kind="export", project=project, created_by=created_by, params={"format": format, **filters})
+
+
+def export_job(job: Job, ctx: JobContext) -> dict[str, Any]:
+    assert job.project is not None
+    p = dict(job.params)
+    fmt = p.pop("format")
+    path = export_path(job_id=job.pk, format=fmt)
+    try:
+        n = data_export(project=job.project, format=fmt, out=str(path), **p)
+    except ExportError as exc:
+        raise JobFailed(str(exc)) from exc
+    ctx.progress(n, n)
+    return {"pairs": n, "format": fmt, "file": path.name, "bytes": path.stat().st_size}

@@ -34,9 +34,9 @@ from django.conf import settings
 from django.db import connection, models, transaction
 from django.utils import timezone
 
-from generation import formats, states
-from generation.formats import FormatError, OriginalRecord, PairRecord, Problem
-from generation.models import Candidate, Example, Label, Project
+from projects import formats, states
+from projects.formats import FormatError, OriginalRecord, PairRecord, Problem
+from projects.models import Candidate, Example, Label, Project
 
 FINAL_STATES = {"human": states.HUMAN_LABELED, "imported": states.HUMAN_LABELED, "auto": states.AUTO_LABELED}
 

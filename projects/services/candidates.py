@@ -8,8 +8,8 @@ from typing import Any
 from django.db import transaction
 from django.db.models import QuerySet
 
-from generation import states
-from generation.models import Candidate
+from projects import states
+from projects.models import Candidate
 
 
 def candidates_transition(

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from generation.formats.records import Problem
+from projects.formats.records import Problem
 
 # Per-task defaults (the same as generation.models.TASK_DEFAULTS, repeated here because this
 # package must not import Django).

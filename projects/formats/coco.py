@@ -19,8 +19,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from generation.formats import reading as r
-from generation.formats.records import OriginalRecord, PairRecord, Problem, Record
+from projects.formats import reading as r
+from projects.formats.records import OriginalRecord, PairRecord, Problem, Record
 
 
 def _check_fields(text_fields: list[str] | None) -> None:

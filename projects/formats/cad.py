@@ -30,8 +30,14 @@ import csv
 import os
 from collections.abc import Iterator
 
-from generation.formats.reading import TASK_FIELDS, TASK_LABELS, FormatError, LabelMap, iter_lines
-from generation.formats.records import OriginalRecord, PairRecord, Problem, Record
+from projects.formats.reading import (
+    TASK_FIELDS,
+    TASK_LABELS,
+    FormatError,
+    LabelMap,
+    iter_lines,
+)
+from projects.formats.records import OriginalRecord, PairRecord, Problem, Record
 
 NLI_FIELDS = TASK_FIELDS["nli"]
 SENTIMENT_FIELDS = TASK_FIELDS["sentiment"]

@@ -17,8 +17,8 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
-from generation.formats import reading as r
-from generation.formats.records import OriginalRecord, PairRecord, Problem, Record
+from projects.formats import reading as r
+from projects.formats.records import OriginalRecord, PairRecord, Problem, Record
 
 
 class RowError(ValueError):

@@ -1,14 +1,14 @@
 """Reading and writing data files. Pure Python (no Django): benchmarks and ML code read
 data through :func:`read` too.
 
-    from generation.formats import read, PairRecord
+    from projects.formats import read, PairRecord
     for rec in read("cad-nli", ["../shared/data/cad"], task="nli", split="dev"):
         ...  # OriginalRecord | PairRecord | Problem
 
 Formats (``FORMATS``):
 
 - ``cad-nli``: each original as an ``OriginalRecord``, then its four ``PairRecord``\\ s (which
-  embed the same original). See :mod:`generation.formats.cad`.
+  embed the same original). See :mod:`projects.formats.cad`.
 - ``cad-sentiment``: one ``PairRecord`` per ``batch_id`` (original embedded).
 - ``pairs-jsonl``: FORMATS.md §1, one ``PairRecord`` per line. See :mod:`.pairs`.
 - ``csv``: pairs or originals with a header. See :mod:`.tabular`.
@@ -25,11 +25,17 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from generation.formats import cad, coco, pairs, tabular
-from generation.formats.reading import DEFAULT_MAX_LINE_BYTES, TASK_FIELDS, TASK_LABELS, FormatError, check_file
-from generation.formats.records import OriginalRecord, PairRecord, Problem, Record
-from generation.formats.pairs import pair_to_json, write_pairs_jsonl
-from generation.formats.tabular import write_csv
+from projects.formats import cad, coco, pairs, tabular
+from projects.formats.pairs import pair_to_json, write_pairs_jsonl
+from projects.formats.reading import (
+    DEFAULT_MAX_LINE_BYTES,
+    TASK_FIELDS,
+    TASK_LABELS,
+    FormatError,
+    check_file,
+)
+from projects.formats.records import OriginalRecord, PairRecord, Problem, Record
+from projects.formats.tabular import write_csv
 
 FORMATS = ["cad-nli", "cad-sentiment", "pairs-jsonl", "csv", "coco-captions", "coco-cf"]
 

@@ -1,0 +1,83 @@
+"""Labelled pair data for h: pairs from imported records, the originals behind them, group
+sampling, and the ``FORMAT:PATH[:SPLIT]`` spec of a warm-start file. Used by the labelling
+service (warm start) and by the benchmarks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from labeling.ml.features import Pair
+
+
+@dataclass(frozen=True)
+class LabelledPairs:
+    pairs: list[Pair]
+    y_prime: list[str]
+
+
+def unique_originals(pairs: Sequence[Pair]) -> tuple[list[dict[str, str]], list[str]]:
+    seen: dict[tuple[tuple[str, str], ...], str] = {}
+    for p in pairs:
+        key = tuple(sorted(p.original.items()))
+        seen.setdefault(key, p.y)
+    return [dict(k) for k in seen], list(seen.values())
+
+
+def pairs_from_records(records: Sequence[Any], labels: Sequence[str]) -> tuple[LabelledPairs, list[str]]:
+    """Labelled pairs from ``projects.formats`` records (PairRecords whose original and
+    counterfactual labels are both known); other records are skipped. Returns the pairs and
+    the problems (as text)."""
+    pairs: list[Pair] = []
+    ys: list[str] = []
+    problems: list[str] = []
+    label_set = set(labels)
+    for rec in records:
+        if type(rec).__name__ == "Problem":
+            problems.append(str(rec))
+            continue
+        if not hasattr(rec, "cf_fields"):
+            continue  # an original without a counterfactual
+        y, y2 = rec.original.label, rec.cf_label
+        if y is None or y2 is None:
+            continue
+        if y not in label_set or y2 not in label_set:
+            problems.append(f"{rec.id}: label not in the label set")
+            continue
+        pairs.append(Pair(dict(rec.original.fields), dict(rec.cf_fields), y, rec.perturbation or "",
+                          rec.group or rec.original.id))
+        ys.append(y2)
+    return LabelledPairs(pairs, ys), problems
+
+
+def sample_by_group(data: LabelledPairs, limit: int, seed: int = 0) -> LabelledPairs:
+    """About ``limit`` pairs: whole groups (all counterfactuals of an original) in a random
+    order, so a slice keeps the label mix and the sibling structure of the full data."""
+    groups: dict[str, list[int]] = {}
+    for i, p in enumerate(data.pairs):
+        groups.setdefault(p.group or str(i), []).append(i)
+    keys = list(groups)
+    order = np.random.default_rng(seed).permutation(len(keys))
+    rows: list[int] = []
+    for k in order:
+        if len(rows) >= limit:
+            break
+        rows.extend(groups[keys[k]])
+    rows = sorted(rows[:limit])
+    return LabelledPairs([data.pairs[i] for i in rows], [data.y_prime[i] for i in rows])
+
+
+SPLITS = ("train", "dev", "test", "validation", "val")
+
+
+def parse_warm_spec(spec: str) -> tuple[str, str, str]:
+    """``FORMAT:PATH[:SPLIT]`` -> (format, path, split)."""
+    parts = spec.split(":")
+    if len(parts) < 2 or not parts[0] or not parts[1]:
+        raise ValueError(f"warm start must be FORMAT:PATH[:SPLIT], got {spec!r}")
+    if len(parts) >= 3 and parts[-1] in SPLITS:
+        return parts[0], ":".join(parts[1:-1]), parts[-1]
+    return parts[0], ":".join(parts[1:]), ""

@@ -1,0 +1,16 @@
+from django.apps import AppConfig
+
+
+class ProjectsConfig(AppConfig):
+    name = "projects"
+    verbose_name = "Projects (kernel)"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django.conf import settings
+
+        from projects.services.exports import export_job
+        from projects.services.jobs import job_kind_register
+
+        job_kind_register(name="export", queue="default", handler=export_job,
+                          time_limit=int(settings.COUNTERPART["JOB_TIME_LIMIT"]))

@@ -1,0 +1,48 @@
+"""python manage.py jobs [--project NAME] [--kind KIND] [--limit N] [--json]
+
+Background jobs, newest first (FORMATS.md §3: with ``--json`` the last line of stdout is a
+JSON array of ``{id, kind, project, status, done, total, error, started_at, finished_at, …}``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from projects.models import JOB_KINDS, Project
+from projects.selectors import job_as_dict, jobs_list
+
+
+class Command(BaseCommand):
+    help = "List background jobs (generation, train, autolabel, route, export, evaluate) and their progress."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--project", help="only this project's jobs")
+        parser.add_argument("--kind", choices=JOB_KINDS, help="only jobs of this kind")
+        parser.add_argument("--limit", type=int, default=50, help="at most this many (default 50; 0 for all)")
+        parser.add_argument("--json", action="store_true", help="print one JSON array as the last line")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        project = None
+        if opts["project"]:
+            project = Project.objects.filter(name=opts["project"]).first()
+            if project is None:
+                raise CommandError(f"no project called {opts['project']!r}")
+        if opts["limit"] < 0:
+            raise CommandError("--limit must be 0 or more")
+        jobs = [job_as_dict(job=j) for j in jobs_list(project=project, kind=opts["kind"], limit=opts["limit"] or None)]
+        if opts["json"]:
+            self.stdout.write(json.dumps(jobs))
+            return
+        if not jobs:
+            self.stdout.write("no jobs")
+            return
+        for j in jobs:
+            progress = f"{j['done']}/{j['total']}" if j["total"] else str(j["done"])
+            line = f"{j['id']:>6}  {j['kind']:<10} {j['status']:<9} {progress:>12}  {j['project'] or '-'}"
+            if j["eta_seconds"] is not None:
+                line += f"  (about {j['eta_seconds']:.0f} s left)"
+            if j["error"]:
+                line += f"  error: {j['error'][:200]}"
+            self.stdout.write(line)

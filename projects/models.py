@@ -1,0 +1,234 @@
+"""The kernel's models: projects, their label sets, originals (examples), counterfactual
+candidates, who belongs to which project, and background jobs.
+
+Models hold fields, constraints and small derived properties only; writes live in
+``projects/services/``. The tables keep the names they had before the kernel moved out of
+``generation``/``annotate`` (``db_table``), so existing databases migrate in place."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+from projects import states
+
+TASKS = ["sentiment", "nli", "paraphrase", "boolean-qa", "image-caption"]
+
+# Default label sets and text fields per task (a project may override both).
+TASK_DEFAULTS: dict[str, dict[str, list[str]]] = {
+    "sentiment": {"labels": ["negative", "positive"], "fields": ["text"]},
+    "nli": {"labels": ["entailment", "neutral", "contradiction"], "fields": ["premise", "hypothesis"]},
+    "paraphrase": {"labels": ["not_paraphrase", "paraphrase"], "fields": ["sentence1", "sentence2"]},
+    "boolean-qa": {"labels": ["false", "true"], "fields": ["passage", "question"]},
+    "image-caption": {"labels": ["caption_a", "caption_b", "both", "neither"], "fields": ["caption"]},
+}
+
+LABEL_SOURCES = ["human", "auto", "gold", "imported"]
+
+
+class Project(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    task = models.CharField(max_length=32, choices=[(t, t) for t in TASKS])
+    text_fields = models.JSONField(help_text="ordered list of the task's text field names")
+    human_budget = models.FloatField(default=0.10)
+    annotators_per_item = models.PositiveSmallIntegerField(default=3)
+    description = models.TextField(blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "generation_project"
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(task__in=TASKS), name="project_task_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(human_budget__gte=0) & Q(human_budget__lte=1), name="project_budget_0_1"
+            ),
+            models.CheckConstraint(condition=Q(annotators_per_item__gte=1), name="project_k_ge_1"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Label(models.Model):
+    """One label of a project's ordered label set. Every label column points here, so the
+    database itself refuses a label that is not in the project's set."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="labels")
+    name = models.CharField(max_length=64)
+    position = models.PositiveSmallIntegerField()
+
+    class Meta:
+        db_table = "generation_label"
+        ordering = ["project_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="label_unique_name"),
+            models.UniqueConstraint(fields=["project", "position"], name="label_unique_position"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Example(models.Model):
+    """An original: its text fields (and image for image-caption), gold label, source, split."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="examples")
+    external_id = models.CharField(max_length=200)
+    fields = models.JSONField()
+    image = models.CharField(max_length=500, blank=True, default="")
+    label = models.ForeignKey(Label, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    source = models.CharField(max_length=200, blank=True, default="")
+    split = models.CharField(max_length=32, blank=True, default="")
+    meta = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "generation_example"
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "external_id"], name="example_unique_id"),
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class Candidate(models.Model):
+    """A counterfactual pair: the original (``example``) and its edited copy."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="candidates")
+    external_id = models.CharField(max_length=200)
+    example = models.ForeignKey(Example, on_delete=models.CASCADE, related_name="candidates")
+    group = models.CharField(max_length=200, blank=True, default="")
+    fields = models.JSONField()
+    image = models.CharField(max_length=500, blank=True, default="", help_text="image of the counterfactual caption")
+    generator = models.CharField(max_length=64, blank=True, default="")
+    perturbation = models.CharField(max_length=32, blank=True, default="")
+    target_label = models.ForeignKey(Label, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    scores = models.JSONField(default=dict, blank=True)
+    state = models.CharField(max_length=16, default=states.POOLED, choices=[(s, s) for s in states.STATES])
+    # The final label and where it came from.
+    label = models.ForeignKey(Label, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    label_source = models.CharField(max_length=16, blank=True, default="")
+    confidence = models.FloatField(null=True, blank=True)
+    # A known answer (e.g. CAD's human-written label): used for gold checks and evaluation,
+    # never shown to annotators or the pairwise classifier unless routed as gold.
+    gold_label = models.ForeignKey(Label, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    # The job that produced it (a generation run's job); empty for imported pairs.
+    job = models.ForeignKey("Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="candidates")
+    meta = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "generation_candidate"
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "external_id"], name="candidate_unique_id"),
+            models.CheckConstraint(condition=Q(state__in=states.STATES), name="candidate_state_valid"),
+            models.CheckConstraint(
+                condition=Q(label_source__in=["", *LABEL_SOURCES]), name="candidate_label_source_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(confidence__isnull=True) | (Q(confidence__gte=0) & Q(confidence__lte=1)),
+                name="candidate_confidence_0_1",
+            ),
+            # A final label always has a source, and labelled states always have a label.
+            models.CheckConstraint(
+                condition=Q(label__isnull=True, label_source="") | (Q(label__isnull=False) & ~Q(label_source="")),
+                name="candidate_label_has_source",
+            ),
+            models.CheckConstraint(
+                condition=~Q(state__in=[states.HUMAN_LABELED, states.AUTO_LABELED]) | Q(label__isnull=False),
+                name="candidate_labeled_state_has_label",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["project", "state"], name="candidate_project_state"),
+            models.Index(fields=["example"], name="candidate_example"),
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class ProjectMembership(models.Model):
+    """Who annotates which project. Quality bookkeeping (gold answers, qualification, flags)
+    is updated with F() expressions by ``annotate`` when a gold answer is saved, so that
+    next-item never has to count over the annotation table."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    created_at = models.DateTimeField(auto_now_add=True)
+    gold_answered = models.PositiveIntegerField(default=0)
+    gold_correct = models.PositiveIntegerField(default=0)
+    qualified_at = models.DateTimeField(null=True, blank=True)
+    flagged = models.BooleanField(default=False)
+    flag_reason = models.CharField(max_length=300, blank=True, default="")
+
+    class Meta:
+        db_table = "annotate_projectmembership"
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="membership_unique"),
+            models.CheckConstraint(condition=Q(gold_correct__lte=F("gold_answered")), name="membership_gold_le"),
+        ]
+
+
+JOB_KINDS = ["generation", "train", "autolabel", "route", "export", "evaluate"]
+JOB_STATUSES = ["queued", "running", "succeeded", "failed", "cancelled"]
+JOB_ACTIVE = ("queued", "running")
+JOB_FINISHED = ("succeeded", "failed", "cancelled")
+
+
+class Job(models.Model):
+    """One long operation, run by a Celery worker (see ``projects/services/jobs.py``).
+
+    ``heartbeat_at`` is refreshed by the worker while the job runs; a running job whose
+    heartbeat is stale (the whole worker was killed) is re-enqueued by the periodic sweep and
+    resumes. ``attempts`` counts executions; ``token`` names the execution that owns the job
+    right now, so a superseded execution can tell it must stop."""
+
+    kind = models.CharField(max_length=16, choices=[(k, k) for k in JOB_KINDS])
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    status = models.CharField(max_length=16, default="queued", choices=[(s, s) for s in JOB_STATUSES])
+    params = models.JSONField(default=dict, blank=True, help_text="the job's arguments")
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    result = models.JSONField(default=dict, blank=True, help_text="summary written when the job ends")
+    error = models.TextField(blank=True, default="")
+    cancel_requested = models.BooleanField(default=False)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    token = models.CharField(max_length=32, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(kind__in=JOB_KINDS), name="job_kind_valid"),
+            models.CheckConstraint(condition=Q(status__in=JOB_STATUSES), name="job_status_valid"),
+        ]
+        indexes = [
+            models.Index(fields=["status", "heartbeat_at"], name="job_status_heartbeat"),
+            models.Index(fields=["project", "kind", "-created_at"], name="job_project_kind"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} job {self.pk} ({self.status})"
+
+    @property
+    def finished(self) -> bool:
+        return self.status in JOB_FINISHED

@@ -1,0 +1,72 @@
+"""Who may do what — the one place.
+
+Roles are Django groups: ``researcher`` or ``annotator``; a superuser is an admin.
+
+| who        | may                                                                              |
+|------------|----------------------------------------------------------------------------------|
+| admin      | everything a researcher may, plus Django's admin                                 |
+| researcher | every project: create, import/export, generate, route, train, auto-label, jobs  |
+| annotator  | only projects they are a member of, and only the annotation pages and API        |
+
+Pages use :func:`researcher_required`; DRF views use :class:`IsResearcher`; reads that list
+projects use :func:`projects.selectors.projects_visible_to`, which applies the same rule.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from rest_framework.permissions import BasePermission
+
+RESEARCHER = "researcher"
+ANNOTATOR = "annotator"
+ROLES = [RESEARCHER, ANNOTATOR]
+
+
+def is_admin(user: Any) -> bool:
+    return bool(user.is_authenticated and user.is_superuser)
+
+
+def is_researcher(user: Any) -> bool:
+    """Researchers and admins."""
+    if not user.is_authenticated:
+        return False
+    return is_admin(user) or user.groups.filter(name=RESEARCHER).exists()
+
+
+def is_annotator(user: Any) -> bool:
+    return bool(user.is_authenticated and user.groups.filter(name=ANNOTATOR).exists())
+
+
+def can_annotate(user: Any, project: Any) -> bool:
+    """Members of the project, and researchers/admins (who may try the annotator page)."""
+    if not user.is_authenticated:
+        return False
+    return is_researcher(user) or project.memberships.filter(user=user).exists()
+
+
+class IsResearcher(BasePermission):
+    """DRF: authenticated researchers and admins only."""
+
+    message = "researchers only"
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        return is_researcher(request.user)
+
+
+def researcher_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Pages: log in first, then 403 unless researcher or admin."""
+
+    @login_required
+    @functools.wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not is_researcher(request.user):
+            raise PermissionDenied("researchers only")
+        return view(request, *args, **kwargs)
+
+    return wrapped

@@ -1,0 +1,140 @@
+"""Reads of the kernel: which projects a user sees, project lists with counts (one query),
+candidates per state, a project's overview."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
+
+from projects import permissions, states
+from projects.models import JOB_FINISHED, Candidate, Job, Project
+
+
+def projects_visible_to(*, user: Any) -> QuerySet[Project]:
+    """Admins and researchers see every project; annotators only those they are members of."""
+    if permissions.is_researcher(user):
+        return Project.objects.all()
+    return Project.objects.filter(memberships__user=user)
+
+
+def project_list_with_counts(*, user: Any) -> QuerySet[Project]:
+    """Projects with their example/candidate counts in one query (no N+1)."""
+    return projects_visible_to(user=user).annotate(
+        n_examples=Count("examples", distinct=True),
+        n_candidates=Count("candidates", distinct=True),
+    )
+
+
+def project_state_counts(*, project: Project) -> dict[str, int]:
+    """Candidates per state, every state present (zeros included), in one query."""
+    rows = Candidate.objects.filter(project=project).values("state").annotate(n=Count("id"))
+    counts = dict.fromkeys(states.STATES, 0)
+    for row in rows:
+        counts[row["state"]] = row["n"]
+    return counts
+
+
+def project_overview(*, project: Project) -> dict[str, Any]:
+    by_state = project_state_counts(project=project)
+    sources = Candidate.objects.filter(project=project).aggregate(
+        human=Count("id", filter=Q(label_source="human")),
+        auto=Count("id", filter=Q(label_source="auto")),
+        imported=Count("id", filter=Q(label_source="imported")),
+        with_gold=Count("id", filter=Q(gold_label__isnull=False)),
+    )
+    return {
+        "by_state": by_state,
+        "total": sum(by_state.values()),
+        "n_examples": project.examples.count(),
+        "label_sources": sources,
+        "labels": list(project.labels.values_list("name", flat=True)),
+    }
+
+
+# -- jobs -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    """How far a job is: ``rate`` in units (``done``) per second over its wall time so far
+    (time a killed worker was down counts, so a resumed job's rate is conservative) and the
+    ``eta_seconds`` left at that rate; ``None`` when unknown or finished."""
+
+    done: int
+    total: int
+    fraction: float
+    percent: int
+    rate: float | None
+    eta_seconds: float | None
+    elapsed_seconds: float
+    finished: bool
+
+
+def job_progress(*, job: Job, now: Any = None) -> JobProgress:
+    now = now or timezone.now()
+    finished = job.status in JOB_FINISHED
+    elapsed = 0.0
+    if job.started_at:
+        end = job.finished_at if (finished and job.finished_at) else now
+        elapsed = max(0.0, (end - job.started_at).total_seconds())
+    rate = job.done / elapsed if elapsed > 0 and job.done else None
+    eta = max(0.0, (job.total - job.done) / rate) if (not finished and rate) else None
+    fraction = min(1.0, job.done / job.total) if job.total else (1.0 if job.status == "succeeded" else 0.0)
+    return JobProgress(
+        done=job.done, total=job.total, fraction=round(fraction, 4), percent=int(fraction * 100),
+        rate=round(rate, 3) if rate is not None else None, eta_seconds=round(eta, 1) if eta is not None else None,
+        elapsed_seconds=round(elapsed, 1), finished=finished,
+    )
+
+
+def job_as_dict(*, job: Job, now: Any = None) -> dict[str, Any]:
+    """The public shape of a job (FORMATS.md §3 ``jobs --json``), plus progress and result."""
+    p = job_progress(job=job, now=now)
+    return {
+        "id": job.pk,
+        "kind": job.kind,
+        "project": job.project.name if job.project_id else None,
+        "project_id": job.project_id,
+        "status": job.status,
+        "done": job.done,
+        "total": job.total,
+        "error": job.error or None,
+        "started_at": job.started_at.isoformat() if job.started_at else None,
+        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+        "created_at": job.created_at.isoformat() if job.created_at else None,
+        "created_by": job.created_by.get_username() if job.created_by_id else None,
+        "rate": p.rate,
+        "eta_seconds": p.eta_seconds,
+        "percent": p.percent,
+        "heartbeat_at": job.heartbeat_at.isoformat() if job.heartbeat_at else None,
+        "attempts": job.attempts,
+        "cancel_requested": job.cancel_requested,
+        "params": job.params,
+        "result": job.result,
+    }
+
+
+def jobs_list(*, project: Project | None = None, kind: str | None = None, user: Any = None,
+              limit: int | None = None) -> QuerySet[Job]:
+    """Jobs newest first, optionally of one project/kind; with ``user``, only the projects
+    that user may see."""
+    qs = Job.objects.select_related("project", "created_by").order_by("-created_at", "-id")
+    if project is not None:
+        qs = qs.filter(project=project)
+    if kind:
+        qs = qs.filter(kind=kind)
+    if user is not None and not permissions.is_researcher(user):
+        qs = qs.none()
+    return qs[:limit] if limit else qs
+
+
+def job_get(*, job_id: int) -> Job | None:
+    return Job.objects.select_related("project", "created_by").filter(pk=job_id).first()
+
+
+def job_latest(*, project: Project, kind: str) -> Job | None:
+    return jobs_list(project=project, kind=kind).first()
+

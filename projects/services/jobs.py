@@ -1,0 +1,334 @@
+"""The one background-job mechanism.
+
+Every long operation (generation, training h, auto-labelling, routing, large exports, later
+evaluation) is a :class:`projects.models.Job` row plus one Celery task,
+``projects.tasks.job_execute_task``, that looks up the job's *kind* in a registry filled by
+each app in ``AppConfig.ready()`` (so this kernel imports no other app). The task takes the
+job id and calls :func:`job_execute`, which
+
+1. **claims** the job with one conditional UPDATE (queued, or running with a stale
+   heartbeat — its executor died) and a fresh ``token``; an execution that cannot claim
+   returns at once, so a duplicate message is harmless;
+2. keeps ``heartbeat_at`` fresh from a background thread while the kind's handler runs, and
+   lets the handler report ``done``/``total`` through :class:`JobContext`;
+3. records the outcome: ``succeeded`` with the handler's result summary, ``failed`` with a
+   clear message (never a silent success), or ``cancelled``.
+
+A worker killed outright (SIGKILL of the main process and its pool) leaves the job
+``running`` with a heartbeat that stops moving. :func:`jobs_sweep` — run every
+``JOB_SWEEP_SECONDS`` by celery beat and once when a worker starts — re-enqueues every job
+whose heartbeat is older than ``JOB_STALE_SECONDS``; the new execution claims it and the
+handler resumes from what was committed (generation runs continue after their cursor). The
+message of the killed execution may be redelivered later by the broker; it finds the job
+finished or owned and does nothing.
+
+Enqueueing happens after the transaction commits (:func:`job_start`). When the broker cannot
+be reached the job is marked failed with a clear message and :class:`BrokerUnavailable` is
+raised, which pages and APIs answer with 503 — the job never runs inside the web request.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from projects.models import JOB_ACTIVE, JOB_KINDS, Job, Project
+
+logger = logging.getLogger(__name__)
+
+
+class BrokerUnavailable(RuntimeError):
+    """The task broker could not be reached; the job was marked failed."""
+
+
+class JobCancelled(Exception):
+    """Raised inside a handler (by :meth:`JobContext.check_cancelled`) to stop cleanly."""
+
+
+class JobFailed(Exception):
+    """A handler's clear, user-facing failure (no traceback is shown for it)."""
+
+
+class JobSuperseded(Exception):
+    """Another execution owns the job now (this one was presumed dead); stop quietly."""
+
+
+Handler = Callable[[Job, "JobContext"], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class JobKind:
+    name: str
+    queue: str
+    handler: Handler
+    time_limit: int | None = None
+
+
+_KINDS: dict[str, JobKind] = {}
+
+
+def job_kind_register(*, name: str, queue: str, handler: Handler, time_limit: int | None = None) -> None:
+    """Called from an app's ``AppConfig.ready()``: ``name`` must be one of ``JOB_KINDS``."""
+    if name not in JOB_KINDS:
+        raise ValueError(f"unknown job kind {name!r}; add it to projects.models.JOB_KINDS")
+    _KINDS[name] = JobKind(name=name, queue=queue, handler=handler, time_limit=time_limit)
+
+
+def job_kind(name: str) -> JobKind:
+    try:
+        return _KINDS[name]
+    except KeyError:
+        raise LookupError(f"no handler registered for job kind {name!r}") from None
+
+
+def _cfg(key: str) -> Any:
+    return settings.COUNTERPART[key]
+
+
+# ---------------------------------------------------------------------------------------
+# create / enqueue / cancel
+# ---------------------------------------------------------------------------------------
+def job_create(
+    *, kind: str, project: Project | None, params: dict[str, Any] | None = None, created_by: Any = None,
+    total: int = 0,
+) -> Job:
+    job_kind(kind)  # refuse a kind nobody handles
+    user = created_by if getattr(created_by, "is_authenticated", False) else None
+    return Job.objects.create(kind=kind, project=project, params=dict(params or {}), created_by=user, total=total)
+
+
+def job_enqueue(*, job_id: int) -> None:
+    """Send the job's message now (callers use :func:`job_start`, which does it on commit).
+    A broker that cannot be reached marks the job failed and raises ``BrokerUnavailable``."""
+    from projects.tasks import job_execute_task
+
+    job = Job.objects.get(pk=job_id)
+    kind = job_kind(job.kind)
+    options: dict[str, Any] = {"queue": kind.queue}
+    if kind.time_limit:
+        options.update(time_limit=kind.time_limit, soft_time_limit=max(kind.time_limit - 60, 1))
+    Job.objects.filter(pk=job_id).update(enqueued_at=timezone.now())
+    try:
+        job_execute_task.apply_async(args=[job_id], **options)
+    except _broker_errors() as exc:
+        message = f"could not enqueue the job: the task broker is unreachable ({type(exc).__name__})"
+        logger.error("job %s: %s: %s", job_id, message, exc)
+        Job.objects.filter(pk=job_id, status="queued").update(
+            status="failed", error=message, finished_at=timezone.now()
+        )
+        raise BrokerUnavailable(message) from exc
+
+
+def _broker_errors() -> tuple[type[BaseException], ...]:
+    from kombu.exceptions import OperationalError as KombuOperationalError
+
+    return (KombuOperationalError, ConnectionError, OSError, TimeoutError)
+
+
+def job_start(
+    *, kind: str, project: Project | None, params: dict[str, Any] | None = None, created_by: Any = None,
+    total: int = 0,
+) -> Job:
+    """Create a job and enqueue it once the surrounding transaction commits."""
+    with transaction.atomic():
+        job = job_create(kind=kind, project=project, params=params, created_by=created_by, total=total)
+        job_id = job.pk
+        transaction.on_commit(lambda: job_enqueue(job_id=job_id))
+    job.refresh_from_db()
+    return job
+
+
+def job_cancel(*, job: Job) -> Job:
+    """A queued job is cancelled at once; a running one is asked to stop (its handler checks
+    between steps). A finished job is left as it is."""
+    now = timezone.now()
+    with transaction.atomic():
+        Job.objects.filter(pk=job.pk, status="queued").update(cancel_requested=True, status="cancelled",
+                                                                finished_at=now)
+        Job.objects.filter(pk=job.pk, status="running").update(cancel_requested=True)
+    job.refresh_from_db()
+    return job
+
+
+# ---------------------------------------------------------------------------------------
+# execute
+# ---------------------------------------------------------------------------------------
+@dataclass
+class JobContext:
+    """What a handler gets besides the job: progress, cancellation and ownership checks."""
+
+    job_id: int
+    token: str
+    _last: dict[str, Any] = field(default_factory=dict)
+
+    def owned(self) -> Any:
+        return Job.objects.filter(pk=self.job_id, token=self.token, status="running")
+
+    def progress(self, done: int, total: int | None = None) -> None:
+        values: dict[str, Any] = {"done": max(0, int(done)), "heartbeat_at": timezone.now()}
+        if total is not None:
+            values["total"] = max(0, int(total))
+        if not self.owned().update(**values):
+            raise JobSuperseded(f"job {self.job_id} is no longer owned by this execution")
+
+    def cancel_requested(self) -> bool:
+        return Job.objects.filter(pk=self.job_id, cancel_requested=True).exists()
+
+    def check_cancelled(self) -> None:
+        if self.cancel_requested():
+            raise JobCancelled()
+
+
+class _Heartbeat:
+    """Refreshes ``heartbeat_at`` every ``JOB_HEARTBEAT_SECONDS`` from a daemon thread while
+    a handler runs (a long training step reports no progress, but its worker is alive)."""
+
+    def __init__(self, job_id: int, token: str, interval: float) -> None:
+        self.job_id, self.token, self.interval = job_id, token, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"job-{job_id}-heartbeat", daemon=True)
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    Job.objects.filter(pk=self.job_id, token=self.token, status="running").update(
+                        heartbeat_at=timezone.now()
+                    )
+                except Exception:  # noqa: BLE001 - a missed beat is retried; the sweep tolerates a few
+                    logger.warning("job %s: heartbeat failed", self.job_id, exc_info=True)
+        finally:
+            connection.close()
+
+    def __enter__(self) -> _Heartbeat:
+        if self.interval > 0:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+
+def _claim(job_id: int, *, take_over: bool) -> str | None:
+    now = timezone.now()
+    stale = now - timedelta(seconds=float(_cfg("JOB_STALE_SECONDS")))
+    token = uuid.uuid4().hex
+    dead = Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True)
+    claimable = Q(status="queued") | Q(status="running") & (Q() if take_over else dead)
+    n = Job.objects.filter(claimable, pk=job_id).update(
+        status="running", token=token, heartbeat_at=now, attempts=F("attempts") + 1,
+        started_at=Coalesce(F("started_at"), now),
+    )
+    return token if n else None
+
+
+def _finish(job_id: int, token: str, status: str, *, error: str = "", result: dict[str, Any] | None = None) -> None:
+    values: dict[str, Any] = {"status": status, "error": error[:5000], "finished_at": timezone.now()}
+    if result is not None:
+        values["result"] = result
+    Job.objects.filter(pk=job_id, token=token, status="running").update(**values)
+
+
+def job_execute(*, job_id: int, handler: Handler | None = None, take_over: bool = False) -> Job:
+    """Run (or resume) a job in this process. Safe to call for any job at any time: a job
+    that is finished, or owned by a live execution, is returned untouched — unless
+    ``take_over`` (a person said its executor is dead: ``generate --resume``). ``handler``
+    replaces the kind's registered one (a foreground command passing a progress bar)."""
+    cancelled_while_queued = Job.objects.filter(pk=job_id, status="queued", cancel_requested=True).update(
+        status="cancelled", finished_at=timezone.now()
+    )
+    if cancelled_while_queued:
+        return Job.objects.get(pk=job_id)
+    token = _claim(job_id, take_over=take_over)
+    if token is None:
+        return Job.objects.get(pk=job_id)
+    job = Job.objects.select_related("project", "created_by").get(pk=job_id)
+    if job.cancel_requested:  # asked to stop while its last executor was dead
+        _finish(job_id, token, "cancelled")
+        return Job.objects.get(pk=job_id)
+    if job.attempts > 1:
+        logger.info("resuming %s job %s (attempt %s)", job.kind, job_id, job.attempts)
+    ctx = JobContext(job_id=job_id, token=token)
+    interval = float(_cfg("JOB_HEARTBEAT_SECONDS")) if _cfg("JOB_HEARTBEAT_THREAD") else 0.0
+    with _Heartbeat(job_id, token, interval):
+        try:
+            result = (handler or job_kind(job.kind).handler)(job, ctx)
+        except JobSuperseded as exc:
+            logger.warning("%s; stopping this execution", exc)
+        except JobCancelled:
+            _finish(job_id, token, "cancelled")
+        except JobFailed as exc:
+            logger.warning("%s job %s failed: %s", job.kind, job_id, exc)
+            _finish(job_id, token, "failed", error=str(exc))
+        except Exception as exc:
+            logger.exception("%s job %s failed", job.kind, job_id)
+            _finish(job_id, token, "failed", error=f"{type(exc).__name__}: {exc}")
+            raise
+        else:
+            final = "cancelled" if ctx.cancel_requested() else "succeeded"
+            _finish(job_id, token, final, result=_jsonable(result or {}))
+    return Job.objects.get(pk=job_id)
+
+
+def _jsonable(value: Any) -> Any:
+    import json
+    import math
+
+    def clean(v: Any) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, dict):
+            return {str(k): clean(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [clean(x) for x in v]
+        return v
+
+    return clean(json.loads(json.dumps(value, default=lambda o: o.item() if hasattr(o, "item") else str(o))))
+
+
+# ---------------------------------------------------------------------------------------
+# sweep
+# ---------------------------------------------------------------------------------------
+def jobs_sweep(*, now: Any = None) -> list[int]:
+    """Re-enqueue running jobs whose executor stopped beating (a killed worker). Each stale
+    job is re-sent at most once per ``JOB_STALE_SECONDS``; returns the ids re-sent."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=float(_cfg("JOB_STALE_SECONDS")))
+    candidates = list(
+        Job.objects.filter(status="running", heartbeat_at__lt=stale)
+        .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=stale))
+        .values_list("pk", flat=True)
+    )
+    sent = []
+    for job_id in candidates:
+        # One sweeper wins each job (several workers may sweep at once).
+        if Job.objects.filter(pk=job_id, status="running", heartbeat_at__lt=stale).filter(
+            Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=stale)
+        ).update(enqueued_at=now):
+            logger.warning("job %s: no heartbeat since before %s; re-enqueueing it", job_id, stale.isoformat())
+            try:
+                job_enqueue(job_id=job_id)
+            except BrokerUnavailable:
+                continue
+            sent.append(job_id)
+    return sent
+
+
+__all__ = [
+    "JOB_ACTIVE", "BrokerUnavailable", "JobCancelled", "JobContext", "JobFailed", "JobSuperseded",
+    "job_cancel", "job_create", "job_enqueue", "job_execute", "job_kind", "job_kind_register", "job_start",
+    "jobs_sweep",
+]

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from projects import views
+
+urlpatterns: list = [
+    path("", views.home, name="home"),
+    path("projects/", views.project_list, name="project-list"),
+    path("projects/<int:pk>/", views.project_detail, name="project-detail"),
+    path("projects/<int:pk>/export/", views.project_export, name="project-export"),
+    path("projects/<int:pk>/import/", views.project_import, name="project-import"),
+    path("jobs/", views.job_list, name="job-list"),
+    path("jobs/<int:pk>/", views.job_fragment, name="job-fragment"),
+]

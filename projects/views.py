@@ -1,0 +1,171 @@
+"""Project pages: home (role-based redirect), the project list, a project's overview, data
+import (streamed upload with a size limit) and export. Thin: parse, call one service or
+selector, render."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.middleware.csrf import CsrfViewMiddleware
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET
+from django_htmx.http import HttpResponseStopPolling, trigger_client_event
+
+from projects import permissions
+from projects.formats import FORMATS
+from projects.models import Project
+from projects.permissions import researcher_required
+from projects.selectors import (
+    job_get,
+    job_progress,
+    jobs_list,
+    project_list_with_counts,
+    project_overview,
+)
+from projects.services.exports import ExportError, data_export
+from projects.services.imports import ImportRefused, data_import
+from projects.uploads import MaxSizeUploadHandler
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    if permissions.is_researcher(request.user):
+        return redirect("project-list")
+    return redirect("annotate-home")
+
+
+@researcher_required
+def project_list(request: HttpRequest) -> HttpResponse:
+    projects = project_list_with_counts(user=request.user)
+    return render(request, "projects/project_list.html", {"projects": projects})
+
+
+@researcher_required
+def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    project = get_object_or_404(Project, pk=pk)
+    context = {"project": project, "overview": project_overview(project=project)}
+    if request.htmx:
+        return render(request, "projects/project_detail.html#counts", context)
+    return render(request, "projects/project_detail.html", context)
+
+
+@researcher_required
+def project_export(request: HttpRequest, pk: int) -> HttpResponse:
+    """Download the project's pairs (``?format=pairs-jsonl|csv`` plus the export filters)."""
+    project = get_object_or_404(Project, pk=pk)
+    fmt = request.GET.get("format", "pairs-jsonl")
+    fd, path = tempfile.mkstemp(suffix=".export")
+    os.close(fd)
+    try:
+        data_export(
+            project=project,
+            format=fmt,
+            out=path,
+            state=request.GET.getlist("state") or None,
+            label_source=request.GET.getlist("label_source") or None,
+            min_confidence=float(request.GET["min_confidence"]) if request.GET.get("min_confidence") else None,
+            split=request.GET.getlist("split") or None,
+        )
+        fh = open(path, "rb")  # noqa: SIM115 - FileResponse closes it
+    except (ExportError, ValueError) as exc:
+        return HttpResponseBadRequest(str(exc))
+    finally:
+        os.unlink(path)  # the open handle keeps the data until the response is sent
+    ext = "csv" if fmt == "csv" else "jsonl"
+    return FileResponse(fh, as_attachment=True, filename=f"{project.name}.{ext}")
+
+
+@csrf_exempt  # the CSRF check runs below, after the upload handlers are in place
+@researcher_required
+def project_import(request: HttpRequest, pk: int) -> HttpResponse:
+    """Upload a data file into the project. Oversized uploads are refused while streaming."""
+    project = get_object_or_404(Project, pk=pk)
+    limit = settings.COUNTERPART["MAX_UPLOAD_BYTES"]
+    if request.method != "POST":
+        return render(request, "projects/project_import.html", {"project": project, "formats": FORMATS, "limit": limit})
+    declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    if declared > limit + 64 * 1024:
+        return _import_error(request, project, f"upload refused: {declared} bytes is over the {limit}-byte limit", 413)
+    handler = MaxSizeUploadHandler(request, limit)
+    request.upload_handlers.insert(0, handler)
+    reason = CsrfViewMiddleware(lambda r: HttpResponse()).process_view(request, lambda r: HttpResponse(), (), {})
+    if reason is not None:
+        return reason
+    upload = request.FILES.get("file")
+    if handler.exceeded:
+        return _import_error(request, project, f"upload refused: over the {limit}-byte limit", 413)
+    fmt = request.POST.get("format", "")
+    if upload is None:
+        return _import_error(request, project, "choose a file to upload", 400)
+    if fmt not in FORMATS or fmt.startswith("cad-"):
+        return _import_error(request, project, f"choose a file format: {', '.join(f for f in FORMATS if not f.startswith('cad-'))}", 400)
+    suffix = os.path.splitext(upload.name or "")[1][:10]
+    with tempfile.TemporaryDirectory() as tmpdir:
+        path = os.path.join(tmpdir, f"upload{suffix}")
+        with open(path, "wb") as fh:
+            for chunk in upload.chunks():
+                fh.write(chunk)
+        try:
+            report = data_import(
+                project=project,
+                format=fmt,
+                paths=[path],
+                split=request.POST.get("split", ""),
+                strict=not request.POST.get("skip_bad_rows"),
+            )
+        except ImportRefused as exc:
+            name = upload.name or "upload"
+            return _import_error(request, project, str(exc).replace(path, name), 400,
+                                 [p.replace(path, name) for p in exc.problems[:200]])
+    problems = [p.replace(path, upload.name or "upload") for p in report.problems[:200]]
+    return render(request, "projects/project_import.html",
+                  {"project": project, "formats": FORMATS, "limit": limit, "report": report, "problems": problems})
+
+
+def _import_error(
+    request: HttpRequest, project: Project, message: str, status: int, problems: list[str] | None = None
+) -> HttpResponse:
+    return render(request, "projects/project_import.html",
+                  {"project": project, "formats": FORMATS, "limit": settings.COUNTERPART["MAX_UPLOAD_BYTES"],
+                   "error": message, "problems": problems or []}, status=status)
+
+
+# -- jobs -------------------------------------------------------------------
+
+
+def job_context(job: Any) -> dict[str, Any]:
+    return {"job": job, "progress": job_progress(job=job)}
+
+
+def render_job(request: HttpRequest, job: Any, *, status: int = 200) -> HttpResponse:
+    """The ``_job.html`` fragment of one job (used by every page that starts a job)."""
+    return render(request, "projects/_job.html", job_context(job), status=status)
+
+
+@researcher_required
+@require_GET
+def job_fragment(request: HttpRequest, pk: int) -> HttpResponse:
+    """A job's progress fragment. Once the job has ended: HTTP 286 (htmx stops polling) and
+    a ``job-finished`` event, so the section that shows the job's results reloads them."""
+    job = job_get(job_id=pk)
+    if job is None:
+        return HttpResponse("no such job", status=404)
+    if job.finished and request.htmx:
+        html = render_to_string("projects/_job.html", job_context(job), request=request)
+        return trigger_client_event(HttpResponseStopPolling(html), "job-finished", {"id": job.pk, "kind": job.kind})
+    return render_job(request, job)
+
+
+@researcher_required
+@require_GET
+def job_list(request: HttpRequest) -> HttpResponse:
+    jobs = list(jobs_list(user=request.user, limit=200))
+    rows = [{"job": j, "progress": job_progress(job=j)} for j in jobs]
+    return render(request, "projects/job_list.html", {"rows": rows})

@@ -1,0 +1,205 @@
+"""The one job mechanism: create/enqueue after commit, broker down → failed + 503, claiming
+(a finished or live-owned job is left alone, a stale one is taken over), the heartbeat sweep,
+cancel, progress, the ``jobs`` command, the jobs API and the polling fragment."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from projects import tasks
+from projects.models import Job
+from projects.selectors import job_progress
+from projects.services import jobs as svc
+from projects.services.projects import project_create
+from tests.annotate.factories import annotator, researcher
+
+pytestmark = pytest.mark.django_db
+
+CALLS: list[int] = []
+
+
+def _handler(job: Job, ctx: svc.JobContext) -> dict:
+    CALLS.append(job.pk)
+    for i in range(job.params.get("steps", 3)):
+        ctx.check_cancelled()
+        ctx.progress(i + 1, job.params.get("steps", 3))
+    if job.params.get("fail"):
+        raise svc.JobFailed("the data cannot do that")
+    return {"answer": 42}
+
+
+@pytest.fixture(autouse=True)
+def _export_kind_is_a_test_handler(monkeypatch):
+    """Tests drive the mechanism through the ``export`` kind with a test handler."""
+    monkeypatch.setitem(svc._KINDS, "export", svc.JobKind("export", "default", _handler))
+    CALLS.clear()
+
+
+@pytest.fixture
+def project():
+    return project_create(name="jobs", task="nli")
+
+
+def test_a_job_is_enqueued_on_commit_and_runs_to_success(project, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        job = svc.job_start(kind="export", project=project, params={"steps": 4})
+        assert job.status == "queued" and not CALLS  # nothing runs before the commit
+    assert len(callbacks) == 1
+    job.refresh_from_db()
+    assert (job.status, job.done, job.total, job.result, job.attempts) == ("succeeded", 4, 4, {"answer": 42}, 1)
+    assert job.started_at and job.finished_at and job.enqueued_at and job.token
+    p = job_progress(job=job)
+    assert p.finished and p.percent == 100 and p.eta_seconds is None
+
+
+def test_broker_down_marks_the_job_failed_with_a_clear_message(project, monkeypatch, django_capture_on_commit_callbacks):
+    def down(*a, **k):
+        raise ConnectionError("[Errno 111] Connection refused")
+
+    monkeypatch.setattr(tasks.job_execute_task, "apply_async", down)
+    with pytest.raises(svc.BrokerUnavailable, match="broker is unreachable"), \
+            django_capture_on_commit_callbacks(execute=True):
+        svc.job_start(kind="export", project=project)
+    job = Job.objects.get()
+    assert job.status == "failed" and "could not enqueue the job" in job.error and not CALLS
+
+
+def test_a_handler_failure_is_recorded_not_hidden(project):
+    job = svc.job_create(kind="export", project=project, params={"fail": True})
+    svc.job_execute(job_id=job.pk)
+    job.refresh_from_db()
+    assert (job.status, job.error) == ("failed", "the data cannot do that")
+
+
+def test_an_unexpected_exception_fails_the_job_and_is_raised(project, monkeypatch):
+    def boom(job, ctx):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setitem(svc._KINDS, "export", svc.JobKind("export", "default", boom))
+    job = svc.job_create(kind="export", project=project)
+    with pytest.raises(RuntimeError):
+        svc.job_execute(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == "failed" and job.error == "RuntimeError: disk full"
+
+
+def test_finished_and_live_jobs_are_left_alone_stale_ones_are_taken_over(project):
+    done = svc.job_create(kind="export", project=project)
+    svc.job_execute(job_id=done.pk)
+    assert svc.job_execute(job_id=done.pk).attempts == 1 and CALLS == [done.pk]  # a redelivered message
+    live = svc.job_create(kind="export", project=project)
+    Job.objects.filter(pk=live.pk).update(status="running", heartbeat_at=timezone.now(), token="other", attempts=1)
+    assert svc.job_execute(job_id=live.pk).token == "other" and live.pk not in CALLS
+    Job.objects.filter(pk=live.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=10))
+    resumed = svc.job_execute(job_id=live.pk)
+    assert resumed.status == "succeeded" and resumed.attempts == 2 and resumed.token != "other"
+
+
+def test_a_superseded_execution_stops_without_finishing_the_job(project, monkeypatch):
+    def stolen(job, ctx):
+        Job.objects.filter(pk=job.pk).update(token="someone-else")  # presumed dead, taken over
+        ctx.progress(1, 2)
+        return {"never": "recorded"}
+
+    monkeypatch.setitem(svc._KINDS, "export", svc.JobKind("export", "default", stolen))
+    job = svc.job_create(kind="export", project=project)
+    job = svc.job_execute(job_id=job.pk)
+    assert job.status == "running" and job.result == {} and job.token == "someone-else"
+
+
+def test_cancel_a_queued_job_at_once_and_a_running_one_at_its_next_step(project):
+    queued = svc.job_cancel(job=svc.job_create(kind="export", project=project))
+    assert queued.status == "cancelled" and queued.finished_at
+    assert svc.job_execute(job_id=queued.pk).status == "cancelled" and not CALLS
+
+    def cancel_midway(job, ctx):
+        ctx.progress(1, 3)
+        svc.job_cancel(job=job)
+        ctx.check_cancelled()
+        raise AssertionError("not reached")
+
+    svc._KINDS["export"] = svc.JobKind("export", "default", cancel_midway)
+    running = svc.job_create(kind="export", project=project)
+    running = svc.job_execute(job_id=running.pk)
+    assert (running.status, running.done) == ("cancelled", 1)
+
+
+def test_the_sweep_re_enqueues_stale_running_jobs_once_per_window(project, settings, monkeypatch):
+    settings.COUNTERPART = {**settings.COUNTERPART, "JOB_STALE_SECONDS": 60}
+    sent: list[int] = []
+    monkeypatch.setattr(tasks.job_execute_task, "apply_async", lambda args, **kw: sent.append(args[0]))
+    now = timezone.now()
+    stale = svc.job_create(kind="export", project=project)
+    fresh = svc.job_create(kind="export", project=project)
+    queued = svc.job_create(kind="export", project=project)
+    Job.objects.filter(pk=stale.pk).update(status="running", heartbeat_at=now - timedelta(seconds=90),
+                                           enqueued_at=now - timedelta(hours=1))
+    Job.objects.filter(pk=fresh.pk).update(status="running", heartbeat_at=now - timedelta(seconds=5))
+    assert svc.jobs_sweep(now=now) == [stale.pk] and sent == [stale.pk]
+    assert svc.jobs_sweep(now=now + timedelta(seconds=10)) == []  # not again within the window
+    Job.objects.filter(pk=fresh.pk).update(heartbeat_at=now + timedelta(seconds=55))  # its worker beats on
+    assert svc.jobs_sweep(now=now + timedelta(seconds=61)) == [stale.pk]
+    assert queued.pk not in sent and fresh.pk not in sent
+
+
+def test_unknown_kind_is_refused(project):
+    with pytest.raises(LookupError):
+        svc.job_create(kind="generation-typo", project=project)
+
+
+def test_jobs_command_json_is_the_formats_contract(project):
+    job = svc.job_create(kind="export", project=project)
+    svc.job_execute(job_id=job.pk)
+    svc.job_create(kind="export", project=project)
+    out = StringIO()
+    call_command("jobs", "--project", "jobs", "--json", stdout=out)
+    rows = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert [r["status"] for r in rows] == ["queued", "succeeded"]  # newest first
+    for key in ("id", "kind", "project", "status", "done", "total", "error", "started_at", "finished_at"):
+        assert key in rows[0]
+    assert rows[1]["project"] == "jobs" and rows[1]["kind"] == "export" and rows[1]["error"] is None
+    text = StringIO()
+    call_command("jobs", stdout=text)
+    assert "export" in text.getvalue() and "succeeded" in text.getvalue()
+
+
+def test_jobs_api_list_detail_cancel_and_roles(project):
+    job = svc.job_create(kind="export", project=project)
+    api = APIClient()
+    api.force_authenticate(researcher())
+    assert api.get("/api/v1/jobs/").json()[0]["id"] == job.pk
+    assert api.get(f"/api/v1/jobs/?project={project.pk}&kind=export").status_code == 200
+    assert api.get("/api/v1/jobs/?project=abc").status_code == 400
+    assert api.get("/api/v1/jobs/?kind=nope").status_code == 400
+    assert api.get("/api/v1/jobs/?limit=0").status_code == 400
+    assert api.get("/api/v1/jobs/999999/").status_code == 404
+    assert api.get(f"/api/v1/jobs/{job.pk}/").json()["status"] == "queued"
+    r = api.post(f"/api/v1/jobs/{job.pk}/cancel/")
+    assert r.status_code == 200 and r.json()["status"] == "cancelled"
+    assert api.post(f"/api/v1/jobs/{job.pk}/cancel/").status_code == 409
+    other = APIClient()
+    other.force_authenticate(annotator(project))
+    assert other.get("/api/v1/jobs/").status_code == 403
+    assert APIClient().get("/api/v1/jobs/").status_code in (401, 403)
+
+
+def test_the_fragment_polls_until_the_job_ends_then_stops_and_says_so(project):
+    job = svc.job_create(kind="export", project=project, params={"steps": 2})
+    c = Client()
+    c.force_login(researcher())
+    r = c.get(f"/jobs/{job.pk}/", HTTP_HX_REQUEST="true")
+    assert r.status_code == 200 and b'hx-trigger="every 1s"' in r.content
+    svc.job_execute(job_id=job.pk)
+    r = c.get(f"/jobs/{job.pk}/", HTTP_HX_REQUEST="true")
+    assert r.status_code == 286 and b"every 1s" not in r.content and b"succeeded" in r.content
+    assert json.loads(r["HX-Trigger"])["job-finished"]["id"] == job.pk
+    assert c.get("/jobs/").status_code == 200
+    assert c.get("/jobs/99999/").status_code == 404
