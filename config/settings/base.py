@@ -23,6 +23,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
     "generation",
@@ -91,9 +92,11 @@ MEDIA_URL = "media/"
 MEDIA_ROOT = env("COUNTERPART_MEDIA_ROOT", str(VAR_DIR / "media"))
 
 REST_FRAMEWORK = {
+    # Token first: DRF takes the WWW-Authenticate header from the first class, so a missing or bad
+    # token is a 401 with "WWW-Authenticate: Token" (session first would make it a bare 403).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "config.schema.AutoSchema",
@@ -104,6 +107,16 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Counterfactual data augmentation with a human in the loop.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # /api/schema/ and /api/docs/ for signed-in users (session or token) only, in every environment.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SERVE_AUTHENTICATION": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    # Swagger UI and Redoc from drf-spectacular-sidecar's static files, never from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Celery. Default broker needs no server: kombu's SQLAlchemy transport over a SQLite file.
