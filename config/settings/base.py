@@ -78,8 +78,19 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Django's four standard validators (forms, createsuperuser, changepassword; set_password() as
+# used by `manage.py demo` does not validate). The minimum length is never below 8.
+PASSWORD_MIN_LENGTH = env_int("COUNTERPART_PASSWORD_MIN_LENGTH", 10)
+if PASSWORD_MIN_LENGTH < 8:
+    raise ImproperlyConfiguredEnv(f"COUNTERPART_PASSWORD_MIN_LENGTH={PASSWORD_MIN_LENGTH} is below 8")
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": PASSWORD_MIN_LENGTH},
+    },
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
