@@ -136,10 +136,9 @@ class TokenFailureThrottleMiddleware:
             response["Retry-After"] = str(window)
             return response
         response = self.get_response(request)
-        if response.status_code == 401:
-            if not cache.add(key, 1, window):
-                try:
-                    cache.incr(key)
-                except ValueError:  # expired between add and incr
-                    cache.add(key, 1, window)
+        if response.status_code == 401 and not cache.add(key, 1, window):
+            try:
+                cache.incr(key)
+            except ValueError:  # expired between add and incr
+                cache.add(key, 1, window)
         return response

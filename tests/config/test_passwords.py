@@ -7,7 +7,10 @@ import sys
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.password_validation import get_password_validators, validate_password
+from django.contrib.auth.password_validation import (
+    get_password_validators,
+    validate_password,
+)
 from django.core.exceptions import ValidationError
 
 from config.env import ImproperlyConfiguredEnv
