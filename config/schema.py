@@ -32,10 +32,10 @@ class AutoSchema(SpectacularAutoSchema):
 
 
 class FastTokenScheme(OpenApiAuthenticationExtension):
-    """``annotate.authentication.FastTokenAuthentication`` subclasses DRF's TokenAuthentication;
+    """``projects.authentication.FastTokenAuthentication`` subclasses DRF's TokenAuthentication;
     without its own scheme both would claim the component name ``tokenAuth``."""
 
-    target_class = "annotate.authentication.FastTokenAuthentication"
+    target_class = "projects.authentication.FastTokenAuthentication"
     name = "fastTokenAuth"
     priority = 1  # before drf-spectacular's TokenScheme, which matches subclasses
 

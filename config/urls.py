@@ -4,7 +4,7 @@ from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from config import lockout
+from projects import lockout
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -37,7 +37,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "config.lockout.TokenFailureThrottleMiddleware",
+    "projects.lockout.TokenFailureThrottleMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -97,11 +97,11 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
-# Log-in throttling (config/lockout.py, docs/security.md). django-axes refuses a username from an
+# Log-in throttling (projects/lockout.py, docs/security.md). django-axes refuses a username from an
 # address after LOGIN_FAILURE_LIMIT failed passwords, even the right one, for the cool-off
 # (restarted by each further try), or until a researcher/admin unlocks it.
 AUTHENTICATION_BACKENDS = [
-    "config.lockout.LoginLockoutBackend",  # axes' check first
+    "projects.lockout.LoginLockoutBackend",  # axes' check first
     "django.contrib.auth.backends.ModelBackend",
 ]
 _LOGIN_COOLOFF_MINUTES = env_int("COUNTERPART_LOGIN_COOLOFF_MINUTES", 15)  # 0: locked until unlocked
@@ -111,8 +111,8 @@ AXES_COOLOFF_TIME = timedelta(minutes=_LOGIN_COOLOFF_MINUTES) if _LOGIN_COOLOFF_
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # the pair: a guesser cannot lock a user out everywhere
 AXES_RESET_ON_SUCCESS = True
 AXES_HTTP_RESPONSE_CODE = 429
-AXES_LOCKOUT_CALLABLE = "config.lockout.lockout_response"
-AXES_CLIENT_IP_CALLABLE = "config.lockout.client_ip"
+AXES_LOCKOUT_CALLABLE = "projects.lockout.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "projects.lockout.client_ip"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -126,7 +126,7 @@ MEDIA_URL = "media/"
 MEDIA_ROOT = env("COUNTERPART_MEDIA_ROOT", str(VAR_DIR / "media"))
 
 # Cache: per process unless DJANGO_CACHE_URL names a Redis (redis://host:6379/1), which makes the
-# API-token failure counts (config/lockout.py) shared by all web processes.
+# API-token failure counts (projects/lockout.py) shared by all web processes.
 CACHE_URL = env("DJANGO_CACHE_URL", "")
 if CACHE_URL.startswith(("redis://", "rediss://")):
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}}
@@ -202,7 +202,7 @@ COUNTERPART = {
     "IMPORT_BATCH_SIZE": env_int("COUNTERPART_IMPORT_BATCH_SIZE", 1000),
     "IMPORT_MAX_PROBLEMS": env_int("COUNTERPART_IMPORT_MAX_PROBLEMS", 10000),  # messages kept per import
     "DEMO_PASSWORD": env("COUNTERPART_DEMO_PASSWORD", "counterpart-demo"),
-    # Security (config/lockout.py)
+    # Security (projects/lockout.py)
     "TRUSTED_PROXY_COUNT": env_int("COUNTERPART_TRUSTED_PROXY_COUNT", 0),  # proxies appending X-Forwarded-For
     "API_TOKEN_FAILURE_LIMIT": env_int("COUNTERPART_API_TOKEN_FAILURE_LIMIT", 20),  # 401s per address; 0: off
     "API_TOKEN_FAILURE_WINDOW_SECONDS": 60 * max(_LOGIN_COOLOFF_MINUTES, 1),

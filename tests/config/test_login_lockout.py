@@ -12,7 +12,7 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from config.lockout import client_ip
+from projects.lockout import client_ip
 from tests.annotate.factories import UserFactory, annotator, researcher
 
 pytestmark = pytest.mark.django_db

@@ -30,7 +30,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
-from annotate import roles
+from projects import permissions
 
 
 def client_ip(request: HttpRequest) -> str | None:
@@ -88,7 +88,7 @@ def locked_attempts() -> Any:
 @require_http_methods(["GET", "POST"])
 def lockouts(request: HttpRequest) -> HttpResponse:
     """Researchers and admins see the locked-out log-ins and unlock them."""
-    if not roles.is_researcher(request.user):
+    if not permissions.is_researcher(request.user):
         raise PermissionDenied
     if request.method == "POST":
         attempt = get_object_or_404(AccessAttempt, pk=request.POST.get("attempt"))
