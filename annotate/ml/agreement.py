@@ -59,8 +59,7 @@ __all__ = [
 FLEISS_FORMULA = "κ = (P̄ − P̄ₑ) / (1 − P̄ₑ)"
 """Fleiss' kappa; P̄ = mean per-item agreement, P̄ₑ = Σⱼ pⱼ² (chance agreement)."""
 FLEISS_DETAIL = (
-    "Pᵢ = Σⱼ nᵢⱼ(nᵢⱼ − 1) / (nᵢ(nᵢ − 1)), P̄ = mean of Pᵢ over items with nᵢ ≥ 2, "
-    "pⱼ = Σᵢ nᵢⱼ / Σᵢ nᵢ, P̄ₑ = Σⱼ pⱼ²"
+    "Pᵢ = Σⱼ nᵢⱼ(nᵢⱼ − 1) / (nᵢ(nᵢ − 1)), P̄ = mean of Pᵢ over items with nᵢ ≥ 2, pⱼ = Σᵢ nᵢⱼ / Σᵢ nᵢ, P̄ₑ = Σⱼ pⱼ²"
 )
 KRIPPENDORFF_FORMULA = "α = 1 − Dₒ / Dₑ"
 """Krippendorff's alpha; Dₒ = observed, Dₑ = expected disagreement (coincidence matrix)."""
@@ -260,9 +259,7 @@ def dawid_skene(
         item_pos = {item: i for i, item in enumerate(table.items)}
         for item, lab in gold.items():
             if lab not in label_pos:
-                raise ValueError(
-                    f"gold label {lab!r} of item {item!r} is not one of {table.labels!r}"
-                )
+                raise ValueError(f"gold label {lab!r} of item {item!r} is not one of {table.labels!r}")
             if item in item_pos:
                 gold_idx[item_pos[item]] = label_pos[lab]
     if engine == "crowdkit":
@@ -274,10 +271,7 @@ def dawid_skene(
     labs = table.labels
     return DawidSkeneResult(
         labels=labs,
-        posteriors={
-            item: {labs[j]: float(post[i, j]) for j in range(k)}
-            for i, item in enumerate(table.items)
-        },
+        posteriors={item: {labs[j]: float(post[i, j]) for j in range(k)} for i, item in enumerate(table.items)},
         label_of={item: labs[int(np.argmax(post[i]))] for i, item in enumerate(table.items)},
         confusion={
             ann: {labs[t]: {labs[g]: float(errs[a, t, g]) for g in range(k)} for t in range(k)}
@@ -340,9 +334,7 @@ def _ds_crowdkit(
     from crowdkit.aggregation import DawidSkene
 
     n_items, n_ann, k = len(table.items), len(table.annotators), len(table.labels)
-    data = pd.DataFrame(
-        {"task": table.item_idx, "worker": table.annotator_idx, "label": table.label_idx}
-    )
+    data = pd.DataFrame({"task": table.item_idx, "worker": table.annotator_idx, "label": table.label_idx})
     rows = np.flatnonzero(gold_idx >= 0)
     true_labels = pd.Series(gold_idx[rows], index=rows) if rows.size else None
     model = DawidSkene(n_iter=max_iter, tol=tol)
@@ -400,9 +392,7 @@ def _pairable(counts: np.ndarray) -> np.ndarray:
     return rows
 
 
-def fleiss_kappa(
-    annotations: Iterable[tuple[Hashable, Hashable, str]], *, labels: Sequence[str]
-) -> AgreementScore:
+def fleiss_kappa(annotations: Iterable[tuple[Hashable, Hashable, str]], *, labels: Sequence[str]) -> AgreementScore:
     """Fleiss' kappa, generalised to items with unequal numbers of raters.
 
     Items with a single annotation are dropped (they carry no agreement information). For each
@@ -422,9 +412,7 @@ def fleiss_kappa(
     p_j = counts.sum(axis=0) / n_i.sum()
     p_e = float((p_j**2).sum())
     value = math.nan if 1.0 - p_e < 1e-12 else (p_bar - p_e) / (1.0 - p_e)
-    return AgreementScore(
-        "Fleiss' kappa", FLEISS_FORMULA, value, int(counts.shape[0]), int(n_i.sum()), p_bar, p_e
-    )
+    return AgreementScore("Fleiss' kappa", FLEISS_FORMULA, value, int(counts.shape[0]), int(n_i.sum()), p_bar, p_e)
 
 
 def krippendorff_alpha(
@@ -469,9 +457,7 @@ def krippendorff_alpha(
                 level_of_measurement=level,
             )
         )
-    return AgreementScore(
-        method, KRIPPENDORFF_FORMULA, value, n_items, int(n_values), observed, expected
-    )
+    return AgreementScore(method, KRIPPENDORFF_FORMULA, value, n_items, int(n_values), observed, expected)
 
 
 @dataclass(frozen=True)
@@ -554,9 +540,7 @@ class Accuracy:
     confidence: float = 0.95
 
 
-def gold_accuracy(
-    answers: Iterable[tuple[Hashable, bool]], *, confidence: float = 0.95
-) -> dict[Hashable, Accuracy]:
+def gold_accuracy(answers: Iterable[tuple[Hashable, bool]], *, confidence: float = 0.95) -> dict[Hashable, Accuracy]:
     """Per-annotator accuracy on gold items from ``(annotator, correct)`` pairs."""
     tally: dict[Hashable, list[int]] = {}
     for annotator, correct in answers:

@@ -53,9 +53,7 @@ def random_sample(ids: Iterable[T], n: int, seed: int | None) -> list[T]:
     return random.Random(seed).sample(_canonical(pool), min(n, len(pool)))
 
 
-def proportional_allocation(
-    sizes: Mapping[S, int], n: int, *, min_one: bool = True
-) -> dict[S, int]:
+def proportional_allocation(sizes: Mapping[S, int], n: int, *, min_one: bool = True) -> dict[S, int]:
     """Split ``n`` over strata in proportion to their ``sizes`` (Hamilton / largest remainder).
 
     Each stratum first gets ⌊n·Nₕ/N⌋; the units left over go to the largest fractional parts
@@ -82,9 +80,7 @@ def proportional_allocation(
         alloc[h] += 1
     non_empty = [h for h in strata if sizes[h] > 0]
     if min_one and n >= len(non_empty):
-        starved = sorted(
-            (h for h in non_empty if alloc[h] == 0), key=lambda h: (-exact[h], order[h])
-        )
+        starved = sorted((h for h in non_empty if alloc[h] == 0), key=lambda h: (-exact[h], order[h]))
         for h in starved:
             donor = max(
                 (d for d in strata if alloc[d] >= 2),
@@ -95,9 +91,7 @@ def proportional_allocation(
     return alloc
 
 
-def stratified_sample(
-    ids_with_strata: Iterable[tuple[T, Hashable]], n: int, seed: int | None
-) -> list[T]:
+def stratified_sample(ids_with_strata: Iterable[tuple[T, Hashable]], n: int, seed: int | None) -> list[T]:
     """A stratified random sample of ``n`` ids from ``(id, stratum)`` pairs.
 
     Quotas come from ``proportional_allocation`` (proportional, largest remainder, at least one

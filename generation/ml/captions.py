@@ -49,9 +49,7 @@ _NOT_SWAPPABLE = frozenset(
     "lot lots top side front back middle couple pair bunch group kind sort type way area view "
     "something someone thing things picture image photo photograph close closeup shot day time".split()
 )
-_BLOCKED = frozenset(
-    "whore bitch slut bastard nigger nigga fag faggot cunt dick cock pussy prostitute".split()
-)
+_BLOCKED = frozenset("whore bitch slut bastard nigger nigga fag faggot cunt dick cock pussy prostitute".split())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,13 +112,20 @@ def _related_by_hyponymy(a: str, b: str) -> bool:
 def _acceptable(noun: str, cand: str) -> bool:
     c = cand.lower()
     return (
-        c.isalpha() and len(c) > 1 and c != noun and c not in _BLOCKED and c not in _NOT_SWAPPABLE
-        and singularize(c) != noun and pluralize(noun) != c and not _related_by_hyponymy(noun, c)
+        c.isalpha()
+        and len(c) > 1
+        and c != noun
+        and c not in _BLOCKED
+        and c not in _NOT_SWAPPABLE
+        and singularize(c) != noun
+        and pluralize(noun) != c
+        and not _related_by_hyponymy(noun, c)
     )
 
 
-def wordnet_candidates(noun: str, k: int = 10, vocabulary: Mapping[str, int] | None = None,
-                       min_count: int = 2) -> list[str]:
+def wordnet_candidates(
+    noun: str, k: int = 10, vocabulary: Mapping[str, int] | None = None, min_count: int = 2
+) -> list[str]:
     """Up to ``k`` single-word sister terms of ``noun`` (singular base form), most frequent
     (SemCor) first: co-hyponyms under the hypernyms of its first two senses, then — when fewer
     than ``k`` — siblings one level up. Hypernyms and hyponyms of the noun are excluded. With a
@@ -173,7 +178,7 @@ class MaskedLMCandidates:
         tokenizer, model = self.loaded.tokenizer, self.loaded.model
         if tokenizer.mask_token is None:
             raise GeneratorConfigError("the masked language model's tokenizer has no mask token")
-        masked = caption[: tok.start] + tokenizer.mask_token + caption[tok.end:]
+        masked = caption[: tok.start] + tokenizer.mask_token + caption[tok.end :]
         enc = tokenizer(masked, return_tensors="pt", truncation=True, max_length=128)
         enc = {key: v.to(self.loaded.device) for key, v in enc.items()}
         pos = (enc["input_ids"][0] == tokenizer.mask_token_id).nonzero()
@@ -246,8 +251,9 @@ def load_vocabulary(path: str | Path) -> Counter[str]:
     return counts
 
 
-def caption_swaps(caption: str, *, k: int = 10, mlm: Candidates | None = None,
-                  vocabulary: Mapping[str, int] | None = None) -> list[CaptionSwap]:
+def caption_swaps(
+    caption: str, *, k: int = 10, mlm: Candidates | None = None, vocabulary: Mapping[str, int] | None = None
+) -> list[CaptionSwap]:
     """Every single-noun counterfactual of ``caption``: up to ``k`` per noun (WordNet sister
     terms, restricted to ``vocabulary`` when given, or the masked LM's fill-ins)."""
     toks = tag(caption)
@@ -271,8 +277,13 @@ def caption_swaps(caption: str, *, k: int = 10, mlm: Candidates | None = None,
     return out
 
 
-def select_in_band(swaps: Sequence[CaptionSwap], sims: Sequence[ml_filters.FilterResult], *, n: int = 1,
-                   perplexities: Sequence[float] | None = None) -> list[tuple[CaptionSwap, float, float | None]]:
+def select_in_band(
+    swaps: Sequence[CaptionSwap],
+    sims: Sequence[ml_filters.FilterResult],
+    *,
+    n: int = 1,
+    perplexities: Sequence[float] | None = None,
+) -> list[tuple[CaptionSwap, float, float | None]]:
     """The ``n`` best swaps whose similarity is in the band: lowest perplexity when given, else
     best-ranked replacement then highest similarity; at most one swap per noun until every
     noun with a kept swap has one."""
@@ -344,17 +355,43 @@ class CocoCounterfactualGenerator:
     name = "coco-cf"
 
     def __init__(
-        self, *, minilm_path: str = "", embedding_cache_dir: str = "", mlm_path: str = "",
-        perplexity_lm_path: str = "", diffusion_path: str = "", clip_path: str = "", device: str = "cpu",
-        seed: int = 0, max_per_original: int | None = None, image_dir: str = "", per_original: int = 1,
-        top_k: int = 10, candidates: str = "auto", band: Any = None, images: Any = "auto", steps: int = 30,
-        guidance_scale: float = 7.5, height: int | None = None, width: int | None = None,
-        cross_replace: float = 0.8, self_replace: float = 0.4, attempts: int = 1, clip_filter: Any = True,
-        min_text_image: float | None = None, min_image_image: float | None = None,
-        vocabulary: str = "", encoder: Any = None, image_pairs: Any = None, clip_scorer: Any = None,
+        self,
+        *,
+        minilm_path: str = "",
+        embedding_cache_dir: str = "",
+        mlm_path: str = "",
+        perplexity_lm_path: str = "",
+        diffusion_path: str = "",
+        clip_path: str = "",
+        device: str = "cpu",
+        seed: int = 0,
+        max_per_original: int | None = None,
+        image_dir: str = "",
+        per_original: int = 1,
+        top_k: int = 10,
+        candidates: str = "auto",
+        band: Any = None,
+        images: Any = "auto",
+        steps: int = 30,
+        guidance_scale: float = 7.5,
+        height: int | None = None,
+        width: int | None = None,
+        cross_replace: float = 0.8,
+        self_replace: float = 0.4,
+        attempts: int = 1,
+        clip_filter: Any = True,
+        min_text_image: float | None = None,
+        min_image_image: float | None = None,
+        vocabulary: str = "",
+        encoder: Any = None,
+        image_pairs: Any = None,
+        clip_scorer: Any = None,
     ) -> None:
-        for label, obj, method in (("encoder", encoder, "cosine"), ("image_pairs", image_pairs, "generate"),
-                                   ("clip_scorer", clip_scorer, "embed_images")):
+        for label, obj, method in (
+            ("encoder", encoder, "cosine"),
+            ("image_pairs", image_pairs, "generate"),
+            ("clip_scorer", clip_scorer, "embed_images"),
+        ):
             if obj is not None and not callable(getattr(obj, method, None)):
                 raise ValueError(f"{label} is set by code, not a run option")
         self.seed = int(seed or 0)
@@ -408,8 +445,10 @@ class CocoCounterfactualGenerator:
         elif self._pairs is None and not diffusion_path:
             if want_images is True:
                 raise GeneratorConfigError("images=true needs a diffusion model (set COUNTERPART_DIFFUSION_PATH)")
-            self.notes.append("no diffusion model configured (COUNTERPART_DIFFUSION_PATH is empty): "
-                              "text-only caption pairs, no images generated")
+            self.notes.append(
+                "no diffusion model configured (COUNTERPART_DIFFUSION_PATH is empty): "
+                "text-only caption pairs, no images generated"
+            )
         else:
             if self.image_dir is None:
                 raise GeneratorConfigError("image generation needs an image directory (option image_dir)")
@@ -418,9 +457,14 @@ class CocoCounterfactualGenerator:
             if self._pairs is None:
                 ml_images.check_pipeline_dir(diffusion_path)
                 self._pairs = ml_images.PairImageGenerator(
-                    diffusion_path, device=self.device, steps=int(steps), guidance_scale=float(guidance_scale),
-                    height=int(height) if height else None, width=int(width) if width else None,
-                    cross_replace=float(cross_replace), self_replace=float(self_replace),
+                    diffusion_path,
+                    device=self.device,
+                    steps=int(steps),
+                    guidance_scale=float(guidance_scale),
+                    height=int(height) if height else None,
+                    width=int(width) if width else None,
+                    cross_replace=float(cross_replace),
+                    self_replace=float(self_replace),
                 )
             use_clip = _as_bool(clip_filter, "clip_filter")
             if self._clip is None and use_clip and clip_path:
@@ -429,8 +473,9 @@ class CocoCounterfactualGenerator:
             if not use_clip:
                 self._clip = None
             if self._clip is None:
-                self.notes.append("no CLIP filter (COUNTERPART_CLIP_PATH empty or clip_filter=false): "
-                                  "image pairs are kept unchecked")
+                self.notes.append(
+                    "no CLIP filter (COUNTERPART_CLIP_PATH empty or clip_filter=false): image pairs are kept unchecked"
+                )
             self.images = True
 
     # -- models ----------------------------------------------------------------------------
@@ -465,28 +510,34 @@ class CocoCounterfactualGenerator:
         if not per:
             return
         flat = [s for _, swaps in per for s in swaps]
-        results = ml_filters.similarity_band(self.encoder, [s.caption for s in flat],
-                                             [s.counterfactual for s in flat], self.band)
+        results = ml_filters.similarity_band(
+            self.encoder, [s.caption for s in flat], [s.counterfactual for s in flat], self.band
+        )
         at = 0
         for o, swaps in per:
-            sims = results[at: at + len(swaps)]
+            sims = results[at : at + len(swaps)]
             at += len(swaps)
             in_band = [s for s, r in zip(swaps, sims, strict=True) if r.keep]
             ppl = None
             if in_band and self._perplexity_path:
-                scores = dict(zip([s.counterfactual for s in in_band], self._perplexities(
-                    [s.counterfactual for s in in_band]) or [], strict=True))
+                scores = dict(
+                    zip(
+                        [s.counterfactual for s in in_band],
+                        self._perplexities([s.counterfactual for s in in_band]) or [],
+                        strict=True,
+                    )
+                )
                 ppl = [scores.get(s.counterfactual, float("inf")) for s in swaps]
             chosen = select_in_band(swaps, sims, n=self.per_original, perplexities=ppl)
             if not chosen:
                 lo, hi = self.band
-                yield Skip(o.id, f"no counterfactual caption in the similarity band ({lo}, {hi}] "
-                                 f"({len(swaps)} tried)")
+                yield Skip(o.id, f"no counterfactual caption in the similarity band ({lo}, {hi}] ({len(swaps)} tried)")
                 continue
             yield from self._emit(o, chosen, tried=len(swaps), in_band=len(in_band))
 
-    def _emit(self, o: Original, chosen: list[tuple[CaptionSwap, float, float | None]], *, tried: int,
-              in_band: int) -> Iterator[GeneratedCandidate | Skip]:
+    def _emit(
+        self, o: Original, chosen: list[tuple[CaptionSwap, float, float | None]], *, tried: int, in_band: int
+    ) -> Iterator[GeneratedCandidate | Skip]:
         rejected = []
         emitted = 0
         for k, (swap, sim, ppl) in enumerate(chosen):
@@ -496,8 +547,11 @@ class CocoCounterfactualGenerator:
             if swap.source == "mlm":
                 scores["mlm_prob"] = swap.score
             meta: dict[str, object] = {
-                "replaced": swap.replaced, "by": swap.by, "source": swap.source,
-                "tried": tried, "in_band": in_band,
+                "replaced": swap.replaced,
+                "by": swap.by,
+                "source": swap.source,
+                "tried": tried,
+                "in_band": in_band,
             }
             if self.images:
                 result = self._image_pair(o, k, swap)
@@ -511,8 +565,13 @@ class CocoCounterfactualGenerator:
                 meta["images"] = "not generated"
             emitted += 1
             yield GeneratedCandidate(
-                original_id=o.id, fields={**o.fields, FIELD: swap.counterfactual}, generator=self.name,
-                perturbation="lexical", target_label=None, scores=scores, meta=meta,
+                original_id=o.id,
+                fields={**o.fields, FIELD: swap.counterfactual},
+                generator=self.name,
+                perturbation="lexical",
+                target_label=None,
+                scores=scores,
+                meta=meta,
             )
         if not emitted and rejected:
             yield Skip(o.id, f"the CLIP filter rejected every image pair ({', '.join(rejected)})")
@@ -533,9 +592,13 @@ class CocoCounterfactualGenerator:
             if self._clip is None:
                 best = (0.0, pair, None, seed)
                 break
-            verdict = ml_images.clip_judge(self._clip, pair.images, (swap.caption, swap.counterfactual),
-                                           min_text_image=self.min_text_image,
-                                           min_image_image=self.min_image_image)
+            verdict = ml_images.clip_judge(
+                self._clip,
+                pair.images,
+                (swap.caption, swap.counterfactual),
+                min_text_image=self.min_text_image,
+                min_image_image=self.min_image_image,
+            )
             verdicts.append(verdict)
             if verdict.keep and (best is None or verdict.clip_dir > best[0]):
                 best = (verdict.clip_dir, pair, verdict, seed)
@@ -548,8 +611,12 @@ class CocoCounterfactualGenerator:
         for img, path in zip(pair.images, paths, strict=True):
             ml_images.save_jpeg(img, path)
         meta: dict[str, object] = {
-            "original_image": str(paths[0]), "image": str(paths[1]), "seed": seed,
-            "cross_replace": pair.cross_replace, "self_replace": pair.self_replace, "steps": pair.steps,
+            "original_image": str(paths[0]),
+            "image": str(paths[1]),
+            "seed": seed,
+            "cross_replace": pair.cross_replace,
+            "self_replace": pair.self_replace,
+            "steps": pair.steps,
         }
         scores: dict[str, float] = {}
         if verdict is not None:
@@ -560,6 +627,12 @@ class CocoCounterfactualGenerator:
 
 
 __all__ = [
-    "CaptionSwap", "CocoCounterfactualGenerator", "MaskedLMCandidates", "caption_swaps", "noun_indices",
-    "realise", "select_in_band", "wordnet_candidates",
+    "CaptionSwap",
+    "CocoCounterfactualGenerator",
+    "MaskedLMCandidates",
+    "caption_swaps",
+    "noun_indices",
+    "realise",
+    "select_in_band",
+    "wordnet_candidates",
 ]

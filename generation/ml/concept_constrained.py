@@ -23,8 +23,14 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from generation.ml.base import (GeneratedCandidate, GeneratorConfigError, Original, PerOriginalGenerator, Skip,
-                                edit_field_of)
+from generation.ml.base import (
+    GeneratedCandidate,
+    GeneratorConfigError,
+    Original,
+    PerOriginalGenerator,
+    Skip,
+    edit_field_of,
+)
 from generation.ml.llm_prompt import NLI_VERBALIZER, phrase_chunks
 from generation.ml.neurologic import (
     CausalStepModel,
@@ -58,7 +64,7 @@ def extract_concepts(text: str, max_concepts: int = 4) -> list[str]:
             elif run:
                 break
         if run:
-            found.append(ch.text[run[0][0]:run[-1][1]])
+            found.append(ch.text[run[0][0] : run[-1][1]])
     uniq: list[str] = []
     for c in found:
         if c.lower() not in {u.lower() for u in uniq}:
@@ -97,12 +103,27 @@ def steer_prompt(task: str, field: str, target: str, other_name: str | None, oth
 class ConceptConstrainedGenerator(PerOriginalGenerator):
     name = NAME
 
-    def __init__(self, *, model_path: str = "", causal_lm_path: str = "", seq2seq_path: str = "",
-                 steer_paths: Mapping[str, str] | None = None, device: str = "cpu", edit_field: str = "",
-                 max_concepts: int = 4, beam_size: int = 6, candidate_k: int = 12, candidates_per_label: int = 2,
-                 max_new_tokens: int = 0, progress_weight: float = 1.0, min_coverage: float = 1.0,
-                 prefix: str = "1g", min_words: int = 3, classifier_path: str = "",
-                 classifier: TextClassifier | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        model_path: str = "",
+        causal_lm_path: str = "",
+        seq2seq_path: str = "",
+        steer_paths: Mapping[str, str] | None = None,
+        device: str = "cpu",
+        edit_field: str = "",
+        max_concepts: int = 4,
+        beam_size: int = 6,
+        candidate_k: int = 12,
+        candidates_per_label: int = 2,
+        max_new_tokens: int = 0,
+        progress_weight: float = 1.0,
+        min_coverage: float = 1.0,
+        prefix: str = "1g",
+        min_words: int = 3,
+        classifier_path: str = "",
+        classifier: TextClassifier | None = None,
+    ) -> None:
         from generation.ml import hf
 
         if prefix not in ("1g", "none"):
@@ -113,9 +134,14 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         path = model_path or causal_lm_path or seq2seq_path
         self.lm = hf.load_generator_lm(path, device) if path else None
         # An unconfigured model is not an error: every original is skipped with the reason.
-        self.unconfigured = "" if (self.lm is not None or self.steers) else (
-            "no language model configured: set COUNTERPART_CAUSAL_LM_PATH or COUNTERPART_SEQ2SEQ_PATH "
-            "(or the model_path / steer_paths options)")
+        self.unconfigured = (
+            ""
+            if (self.lm is not None or self.steers)
+            else (
+                "no language model configured: set COUNTERPART_CAUSAL_LM_PATH or COUNTERPART_SEQ2SEQ_PATH "
+                "(or the model_path / steer_paths options)"
+            )
+        )
         if classifier is None and classifier_path:
             classifier = load_classifier(classifier_path, device=device)
         self.classifier = classifier
@@ -156,8 +182,9 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
                 continue
             steered_by_model = target.lower() in self.steers
             first = words[0] if self.prefix == "1g" else ""
-            results = self._decode(lm, o.task, field, target, other_name, other, first, concepts, steered_by_model,
-                                   len(words))
+            results = self._decode(
+                lm, o.task, field, target, other_name, other, first, concepts, steered_by_model, len(words)
+            )
             if not results:
                 notes.append(f"{target}: no hypothesis met the constraints")
             for new_text, coverage, lp, kept_concepts in results:
@@ -184,17 +211,30 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
             if not math.isnan(p):
                 scores["p_target"] = round(p, 6)
             yield GeneratedCandidate(
-                original_id=o.id, fields={**o.fields, field: new_text}, generator=NAME,
+                original_id=o.id,
+                fields={**o.fields, field: new_text},
+                generator=NAME,
                 perturbation=control_code(dict(o.fields), {**o.fields, field: new_text}),
-                target_label=target, scores=scores,
+                target_label=target,
+                scores=scores,
                 meta={"field": field, "concepts": concepts, "satisfied": kept_concepts},
             )
         if not final:
             yield Skip(o.id, "; ".join(notes) or "no candidate generated")
 
-    def _decode(self, lm: Any, task: str, field: str, target: str, other_name: str | None, other: str | None,
-                first: str, concepts: list[str], steered_by_model: bool, n_words: int,
-                ) -> list[tuple[str, float, float, list[str]]]:
+    def _decode(
+        self,
+        lm: Any,
+        task: str,
+        field: str,
+        target: str,
+        other_name: str | None,
+        other: str | None,
+        first: str,
+        concepts: list[str],
+        steered_by_model: bool,
+        n_words: int,
+    ) -> list[tuple[str, float, float, list[str]]]:
         tok = lm.tokenizer
         clauses = [c for c in (concept_clause(x, tok) for x in concepts) if c is not None]
         if not clauses:
@@ -217,9 +257,14 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
             lead = first
         need = sum(min(len(a) for a in c.alternatives) for c in clauses)
         max_new = self.max_new_tokens or min(96, max(need + 4, math.ceil(1.5 * n_words) + 4))
-        cfg = SearchConfig(beam_size=self.beam_size, max_new_tokens=max_new, candidate_k=self.candidate_k,
-                           progress_weight=self.progress_weight, banned_ids=special_ids(tok, keep=[eos]),
-                           min_new_tokens=min(max_new - 1, max(1, n_words // 2)))
+        cfg = SearchConfig(
+            beam_size=self.beam_size,
+            max_new_tokens=max_new,
+            candidate_k=self.candidate_k,
+            progress_weight=self.progress_weight,
+            banned_ids=special_ids(tok, keep=[eos]),
+            min_new_tokens=min(max_new - 1, max(1, n_words // 2)),
+        )
         hyps = constrained_beam_search(model, clauses, cfg)
         out = []
         for h in hyps:

@@ -40,8 +40,18 @@ def alignment_features(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.zeros(N_ALIGN, dtype=np.float32)
     sim = b @ a.T
     best_b, best_a = sim.max(axis=1), sim.max(axis=0)
-    return np.asarray([best_b.mean(), best_b.min(), (best_b < 0.5).mean(), (best_b < 0.7).mean(),
-                       best_a.mean(), best_a.min(), (best_a < 0.5).mean()], dtype=np.float32)
+    return np.asarray(
+        [
+            best_b.mean(),
+            best_b.min(),
+            (best_b < 0.5).mean(),
+            (best_b < 0.7).mean(),
+            best_a.mean(),
+            best_a.min(),
+            (best_a < 0.5).mean(),
+        ],
+        dtype=np.float32,
+    )
 
 
 def default_model_path() -> str:
@@ -57,8 +67,9 @@ def text_key(text: str) -> str:
 class Encoder:
     """``encode(texts) -> float32 array (n, 384)``, L2-normalised, cached per distinct text."""
 
-    def __init__(self, model_path: str | None = None, cache_dir: str | None = None, batch_size: int = 64,
-                 device: str = "cpu") -> None:
+    def __init__(
+        self, model_path: str | None = None, cache_dir: str | None = None, batch_size: int = 64, device: str = "cpu"
+    ) -> None:
         self.model_path = model_path or default_model_path()
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.batch_size = batch_size
@@ -139,8 +150,13 @@ class Encoder:
         if not texts:
             return []
         model = self.model
-        outs = model.encode(list(texts), output_value="token_embeddings", batch_size=self.batch_size,
-                            convert_to_numpy=False, show_progress_bar=False)
+        outs = model.encode(
+            list(texts),
+            output_value="token_embeddings",
+            batch_size=self.batch_size,
+            convert_to_numpy=False,
+            show_progress_bar=False,
+        )
         tokenizer = model.tokenizer
         max_len = getattr(model, "max_seq_length", None) or 256
         result = []
@@ -148,8 +164,13 @@ class Encoder:
             pieces = tokenizer.convert_ids_to_tokens(tokenizer(text, truncation=True, max_length=max_len)["input_ids"])
             vecs = out.detach().cpu().numpy().astype(np.float32)
             n = min(len(pieces), len(vecs))
-            keep = [i for i in range(n) if pieces[i] not in tokenizer.all_special_tokens
-                    and pieces[i].lstrip("#").isalnum() and pieces[i].lower() not in _ALIGN_STOP]
+            keep = [
+                i
+                for i in range(n)
+                if pieces[i] not in tokenizer.all_special_tokens
+                and pieces[i].lstrip("#").isalnum()
+                and pieces[i].lower() not in _ALIGN_STOP
+            ]
             v = vecs[keep]
             result.append(v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9))
         return result

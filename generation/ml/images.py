@@ -90,14 +90,14 @@ def load_pipeline(path: str | os.PathLike[str], device: str = "cpu") -> Any:
             raise GeneratorConfigError(f"diffusers is not installed: {exc}") from exc
         try:
             pipe = DiffusionPipeline.from_pretrained(str(p), local_files_only=True)
-        except Exception as exc:  # noqa: BLE001 - any load failure is a configuration problem
+        except Exception as exc:
             raise GeneratorConfigError(f"cannot load the diffusion pipeline at {p}: {exc}") from exc
         for needed in ("unet", "tokenizer", "scheduler", "vae"):
             if getattr(pipe, needed, None) is None:
                 raise GeneratorConfigError(f"the pipeline at {p} has no {needed}: not a text-to-image UNet pipeline")
         try:
             pipe = pipe.to(device)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise GeneratorConfigError(f"cannot move the diffusion pipeline to {device!r}: {exc}") from exc
         if hasattr(pipe, "set_progress_bar_config"):
             pipe.set_progress_bar_config(disable=True)
@@ -130,8 +130,15 @@ class AttentionController:
     """Shared state of the injecting processors for one pipeline call: which step we are at
     (advanced by the pipeline's step-end callback), the step limits and the token map."""
 
-    def __init__(self, *, steps: int, cross_replace: float, self_replace: float, alignment: Sequence[int],
-                 self_max_tokens: int = 256) -> None:
+    def __init__(
+        self,
+        *,
+        steps: int,
+        cross_replace: float,
+        self_replace: float,
+        alignment: Sequence[int],
+        self_max_tokens: int = 256,
+    ) -> None:
         self.steps = max(1, int(steps))
         self.cross_steps = int(round(max(0.0, min(1.0, cross_replace)) * self.steps))
         self.self_steps = int(round(max(0.0, min(1.0, self_replace)) * self.steps))
@@ -189,8 +196,16 @@ class InjectingAttnProcessor:
     def __init__(self, controller: AttentionController | None) -> None:
         self.controller = controller
 
-    def __call__(self, attn: Any, hidden_states: Any, encoder_hidden_states: Any = None, attention_mask: Any = None,
-                 temb: Any = None, *args: Any, **kwargs: Any) -> Any:
+    def __call__(
+        self,
+        attn: Any,
+        hidden_states: Any,
+        encoder_hidden_states: Any = None,
+        attention_mask: Any = None,
+        temb: Any = None,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
         import torch
 
         is_cross = encoder_hidden_states is not None
@@ -252,9 +267,20 @@ class ImagePair:
 class PairImageGenerator:
     """Draw the two images of a caption pair from one pipeline call with shared latents."""
 
-    def __init__(self, path: str | None = None, *, pipeline: Any = None, device: str = "cpu", steps: int = 30,
-                 guidance_scale: float = 7.5, height: int | None = None, width: int | None = None,
-                 cross_replace: float = 0.8, self_replace: float = 0.4, self_max_tokens: int = 256) -> None:
+    def __init__(
+        self,
+        path: str | None = None,
+        *,
+        pipeline: Any = None,
+        device: str = "cpu",
+        steps: int = 30,
+        guidance_scale: float = 7.5,
+        height: int | None = None,
+        width: int | None = None,
+        cross_replace: float = 0.8,
+        self_replace: float = 0.4,
+        self_max_tokens: int = 256,
+    ) -> None:
         if pipeline is None and path is None:
             raise GeneratorConfigError("PairImageGenerator needs a pipeline path or a pipeline")
         self.path = path
@@ -302,8 +328,15 @@ class PairImageGenerator:
         ids_1 = tok(caption_1, **kw).input_ids
         return token_alignment(ids_0, ids_1)
 
-    def generate(self, caption_0: str, caption_1: str, *, seed: int, cross_replace: float | None = None,
-                 self_replace: float | None = None) -> ImagePair:
+    def generate(
+        self,
+        caption_0: str,
+        caption_1: str,
+        *,
+        seed: int,
+        cross_replace: float | None = None,
+        self_replace: float | None = None,
+    ) -> ImagePair:
         import torch
 
         pipe = self.pipe
@@ -315,22 +348,40 @@ class PairImageGenerator:
         saved = None
         kwargs: dict[str, Any] = {}
         if cross > 0 or selfr > 0:
-            controller = AttentionController(steps=self.steps, cross_replace=cross, self_replace=selfr,
-                                             alignment=self._alignment(caption_0, caption_1),
-                                             self_max_tokens=self.self_max_tokens)
+            controller = AttentionController(
+                steps=self.steps,
+                cross_replace=cross,
+                self_replace=selfr,
+                alignment=self._alignment(caption_0, caption_1),
+                self_max_tokens=self.self_max_tokens,
+            )
             saved = dict(pipe.unet.attn_processors)
             pipe.unet.set_attn_processor(InjectingAttnProcessor(controller))
             kwargs["callback_on_step_end"] = controller.on_step_end
         try:
             with torch.no_grad():
-                out = pipe(prompt=[caption_0, caption_1], latents=latents, num_inference_steps=self.steps,
-                           guidance_scale=self.guidance_scale, height=h, width=w, output_type="pil", **kwargs)
+                out = pipe(
+                    prompt=[caption_0, caption_1],
+                    latents=latents,
+                    num_inference_steps=self.steps,
+                    guidance_scale=self.guidance_scale,
+                    height=h,
+                    width=w,
+                    output_type="pil",
+                    **kwargs,
+                )
         finally:
             if saved is not None:
                 pipe.unet.set_attn_processor(saved)
         images = out.images
-        return ImagePair(images=(images[0], images[1]), seed=int(seed), steps=self.steps, cross_replace=cross,
-                         self_replace=selfr, injected=dict(controller.injected) if controller else {})
+        return ImagePair(
+            images=(images[0], images[1]),
+            seed=int(seed),
+            steps=self.steps,
+            cross_replace=cross,
+            self_replace=selfr,
+            injected=dict(controller.injected) if controller else {},
+        )
 
 
 def save_jpeg(image: Any, path: str | os.PathLike[str], quality: int = 92) -> Path:
@@ -346,8 +397,9 @@ def save_jpeg(image: Any, path: str | os.PathLike[str], quality: int = 92) -> Pa
 class ClipScorer:
     """L2-normalised CLIP embeddings of images and texts from a local CLIP model."""
 
-    def __init__(self, path: str | None = None, *, model: Any = None, processor: Any = None,
-                 device: str = "cpu") -> None:
+    def __init__(
+        self, path: str | None = None, *, model: Any = None, processor: Any = None, device: str = "cpu"
+    ) -> None:
         if model is None or processor is None:
             p = check_clip_dir(path)
             _quiet()
@@ -356,7 +408,7 @@ class ClipScorer:
 
                 model = CLIPModel.from_pretrained(str(p), local_files_only=True)
                 processor = AutoProcessor.from_pretrained(str(p), local_files_only=True)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 raise GeneratorConfigError(f"cannot load the CLIP model at {p}: {exc}") from exc
         self.model = model.to(device).eval()
         self.processor = processor
@@ -364,8 +416,11 @@ class ClipScorer:
 
     @staticmethod
     def _tensor(out: Any) -> Any:
-        return out if hasattr(out, "norm") else (getattr(out, "pooler_output", None) if
-                                                  getattr(out, "pooler_output", None) is not None else out[0])
+        return (
+            out
+            if hasattr(out, "norm")
+            else (getattr(out, "pooler_output", None) if getattr(out, "pooler_output", None) is not None else out[0])
+        )
 
     def embed_images(self, images: Sequence[Any]) -> np.ndarray:
         import torch
@@ -381,9 +436,12 @@ class ClipScorer:
 
         inputs = self.processor(text=list(texts), return_tensors="pt", padding=True, truncation=True)
         with torch.no_grad():
-            feats = self._tensor(self.model.get_text_features(
-                input_ids=inputs["input_ids"].to(self.device),
-                attention_mask=inputs["attention_mask"].to(self.device) if "attention_mask" in inputs else None))
+            feats = self._tensor(
+                self.model.get_text_features(
+                    input_ids=inputs["input_ids"].to(self.device),
+                    attention_mask=inputs["attention_mask"].to(self.device) if "attention_mask" in inputs else None,
+                )
+            )
         feats = feats / feats.norm(dim=-1, keepdim=True)
         return feats.float().cpu().numpy()
 
@@ -398,16 +456,33 @@ class ClipVerdict:
 
     def scores(self) -> dict[str, float]:
         m = self.matrix
-        return {"clip_own_0": m[0][0], "clip_other_0": m[0][1], "clip_own_1": m[1][1], "clip_other_1": m[1][0],
-                "clip_image_image": self.image_image, "clip_dir": self.clip_dir}
+        return {
+            "clip_own_0": m[0][0],
+            "clip_other_0": m[0][1],
+            "clip_own_1": m[1][1],
+            "clip_other_1": m[1][0],
+            "clip_image_image": self.image_image,
+            "clip_dir": self.clip_dir,
+        }
 
     def as_meta(self) -> dict[str, object]:
-        return {"keep": self.keep, "matrix": [list(r) for r in self.matrix], "image_image": self.image_image,
-                "clip_dir": self.clip_dir, "reasons": list(self.reasons)}
+        return {
+            "keep": self.keep,
+            "matrix": [list(r) for r in self.matrix],
+            "image_image": self.image_image,
+            "clip_dir": self.clip_dir,
+            "reasons": list(self.reasons),
+        }
 
 
-def clip_decide(matrix: Any, *, image_image: float = 1.0, clip_dir: float = 0.0, min_text_image: float | None = None,
-                min_image_image: float | None = None) -> ClipVerdict:
+def clip_decide(
+    matrix: Any,
+    *,
+    image_image: float = 1.0,
+    clip_dir: float = 0.0,
+    min_text_image: float | None = None,
+    min_image_image: float | None = None,
+) -> ClipVerdict:
     """Keep the pair when each image is closer (CLIP cosine) to its own caption than to the other
     one; optionally also the paper's floors. ``matrix[k][j]``: image k with caption j."""
     m = np.asarray(matrix, dtype=np.float64)
@@ -422,12 +497,19 @@ def clip_decide(matrix: Any, *, image_image: float = 1.0, clip_dir: float = 0.0,
     if min_image_image is not None and image_image < min_image_image:
         reasons.append(f"image-image cosine {image_image:.3f} < {min_image_image}")
     mat = ((float(m[0, 0]), float(m[0, 1])), (float(m[1, 0]), float(m[1, 1])))
-    return ClipVerdict(keep=not reasons, matrix=mat, image_image=float(image_image), clip_dir=float(clip_dir),
-                       reasons=tuple(reasons))
+    return ClipVerdict(
+        keep=not reasons, matrix=mat, image_image=float(image_image), clip_dir=float(clip_dir), reasons=tuple(reasons)
+    )
 
 
-def clip_judge(scorer: Any, images: Sequence[Any], captions: Sequence[str], *, min_text_image: float | None = None,
-               min_image_image: float | None = None) -> ClipVerdict:
+def clip_judge(
+    scorer: Any,
+    images: Sequence[Any],
+    captions: Sequence[str],
+    *,
+    min_text_image: float | None = None,
+    min_image_image: float | None = None,
+) -> ClipVerdict:
     """Embed the two images and the two captions with ``scorer`` and decide (:func:`clip_decide`)."""
     iv = np.asarray(scorer.embed_images(list(images)), dtype=np.float64)
     tv = np.asarray(scorer.embed_texts(list(captions)), dtype=np.float64)
@@ -435,12 +517,27 @@ def clip_judge(scorer: Any, images: Sequence[Any], captions: Sequence[str], *, m
     di, dt = iv[1] - iv[0], tv[1] - tv[0]
     denom = float(np.linalg.norm(di) * np.linalg.norm(dt))
     clip_dir = float(di @ dt / denom) if denom > 0 else 0.0
-    return clip_decide(matrix, image_image=float(iv[0] @ iv[1]), clip_dir=clip_dir, min_text_image=min_text_image,
-                       min_image_image=min_image_image)
+    return clip_decide(
+        matrix,
+        image_image=float(iv[0] @ iv[1]),
+        clip_dir=clip_dir,
+        min_text_image=min_text_image,
+        min_image_image=min_image_image,
+    )
 
 
 __all__ = [
-    "AttentionController", "ClipScorer", "ClipVerdict", "ImagePair", "InjectingAttnProcessor", "PairImageGenerator",
-    "check_clip_dir", "check_pipeline_dir", "clip_decide", "clip_judge", "load_pipeline", "save_jpeg",
+    "AttentionController",
+    "ClipScorer",
+    "ClipVerdict",
+    "ImagePair",
+    "InjectingAttnProcessor",
+    "PairImageGenerator",
+    "check_clip_dir",
+    "check_pipeline_dir",
+    "clip_decide",
+    "clip_judge",
+    "load_pipeline",
+    "save_jpeg",
     "token_alignment",
 ]

@@ -26,8 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from generation.ml.base import (GeneratedCandidate, GeneratorConfigError, Original, PerOriginalGenerator, Skip,
-                                edit_field_of)
+from generation.ml.base import (
+    GeneratedCandidate,
+    GeneratorConfigError,
+    Original,
+    PerOriginalGenerator,
+    Skip,
+    edit_field_of,
+)
 from generation.ml.saliency import TextClassifier, is_word, label_index, load_classifier, word_spans
 
 NAME = "llm-prompt"
@@ -46,10 +52,10 @@ class Chunk:
 
 
 def window_chunks(text: str, size: int = 3) -> list[Chunk]:
-    spans = [s for s in word_spans(text) if is_word(text[s[0]:s[1]])]
+    spans = [s for s in word_spans(text) if is_word(text[s[0] : s[1]])]
     out = []
     for i in range(0, len(spans), max(1, size)):
-        group = spans[i:i + size]
+        group = spans[i : i + size]
         a, b = group[0][0], group[-1][1]
         out.append(Chunk(a, b, text[a:b], "window"))
     return out
@@ -128,10 +134,19 @@ def _short_reason(reason: str) -> str:
     return re.sub(r"\W+", "_", reason.lower()).strip("_")[:40]
 
 
-def artifact_reasons(*, original_fields: dict[str, str], new_fields: dict[str, str], fill: str, span: str,
-                     prompt: str, prompt_words: set[str], target: str | None,
-                     shortcut_labels: Sequence[str] = ("contradiction", "negative"),
-                     hypothesis_jaccard: float = 0.6, premise_jaccard: float = 0.35) -> list[str]:
+def artifact_reasons(
+    *,
+    original_fields: dict[str, str],
+    new_fields: dict[str, str],
+    fill: str,
+    span: str,
+    prompt: str,
+    prompt_words: set[str],
+    target: str | None,
+    shortcut_labels: Sequence[str] = ("contradiction", "negative"),
+    hypothesis_jaccard: float = 0.6,
+    premise_jaccard: float = 0.35,
+) -> list[str]:
     """Why a fill looks like an artifact ([] when it does not), as short codes.
 
     Our own checks: the fill is empty, unchanged, uses the prompt's own wording (the blank
@@ -152,10 +167,15 @@ def artifact_reasons(*, original_fields: dict[str, str], new_fields: dict[str, s
         reasons.append("copies_prompt")
     if len(f_words) > 2 * len(word_set(span)) + 4:
         reasons.append("too_long")
-    shared = artifacts(original_fields, new_fields, prompt=prompt,
-                       target_label=target.lower() if target else None,
-                       shortcut_labels=tuple(x.lower() for x in shortcut_labels),
-                       hypothesis_max=hypothesis_jaccard, premise_max=premise_jaccard)
+    shared = artifacts(
+        original_fields,
+        new_fields,
+        prompt=prompt,
+        target_label=target.lower() if target else None,
+        shortcut_labels=tuple(x.lower() for x in shortcut_labels),
+        hypothesis_max=hypothesis_jaccard,
+        premise_max=premise_jaccard,
+    )
     for r in shared.reasons:
         code = _short_reason(r)
         if code not in reasons:
@@ -194,15 +214,16 @@ def verbalize(task: str, label: str) -> str:
     return label
 
 
-def build_prompt(task: str, field: str, masked: str, other_name: str | None, other: str | None,
-                 target: str) -> str:
+def build_prompt(task: str, field: str, masked: str, other_name: str | None, other: str | None, target: str) -> str:
     """The causal-LM prompt: the text with a blank, the other field, the target, "Blank:"."""
     v = verbalize(task, target)
     if task == "nli":
-        lines = [f"Fill in the blank so that the hypothesis is {v} given the premise.",
-                 f"Premise: {masked}" if field != "hypothesis" else f"Premise: {other}",
-                 f"Hypothesis: {other}" if field != "hypothesis" else f"Hypothesis: {masked}",
-                 f"It is {v} that the hypothesis follows."]
+        lines = [
+            f"Fill in the blank so that the hypothesis is {v} given the premise.",
+            f"Premise: {masked}" if field != "hypothesis" else f"Premise: {other}",
+            f"Hypothesis: {other}" if field != "hypothesis" else f"Hypothesis: {masked}",
+            f"It is {v} that the hypothesis follows.",
+        ]
     elif task == "sentiment":
         lines = [f"Fill in the blank so that the review is {v}.", f"Review: {masked}", f"Sentiment: {v}"]
     else:
@@ -224,20 +245,43 @@ def clean_fill(raw: str) -> str:
 class LLMPromptGenerator(PerOriginalGenerator):
     name = NAME
 
-    def __init__(self, *, model_path: str = "", causal_lm_path: str = "", seq2seq_path: str = "",
-                 device: str = "cpu", teacher_path: str = "", teacher: TextClassifier | None = None,
-                 teacher_threshold: float = 0.25, edit_field: str = "", span_mode: str = "phrases",
-                 window: int = 3, max_spans: int = 6, decoding: str = "sample", num_return_sequences: int = 3,
-                 temperature: float = 0.8, top_p: float = 0.9, max_new_tokens: int = 12, min_words: int = 3,
-                 hypothesis_jaccard: float = 0.6, premise_jaccard: float = 0.35,
-                 negation_shortcut_labels: Sequence[str] = ("contradiction", "negative"), seed: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        model_path: str = "",
+        causal_lm_path: str = "",
+        seq2seq_path: str = "",
+        device: str = "cpu",
+        teacher_path: str = "",
+        teacher: TextClassifier | None = None,
+        teacher_threshold: float = 0.25,
+        edit_field: str = "",
+        span_mode: str = "phrases",
+        window: int = 3,
+        max_spans: int = 6,
+        decoding: str = "sample",
+        num_return_sequences: int = 3,
+        temperature: float = 0.8,
+        top_p: float = 0.9,
+        max_new_tokens: int = 12,
+        min_words: int = 3,
+        hypothesis_jaccard: float = 0.6,
+        premise_jaccard: float = 0.35,
+        negation_shortcut_labels: Sequence[str] = ("contradiction", "negative"),
+        seed: int = 0,
+    ) -> None:
         from generation.ml import hf
 
         path = model_path or causal_lm_path or seq2seq_path
         # An unconfigured model is not an error: every original is skipped with the reason.
-        self.unconfigured = "" if path else (
-            "no language model configured: set COUNTERPART_CAUSAL_LM_PATH or COUNTERPART_SEQ2SEQ_PATH "
-            "(or the model_path option)")
+        self.unconfigured = (
+            ""
+            if path
+            else (
+                "no language model configured: set COUNTERPART_CAUSAL_LM_PATH or COUNTERPART_SEQ2SEQ_PATH "
+                "(or the model_path option)"
+            )
+        )
         if decoding not in ("sample", "beam"):
             raise GeneratorConfigError("decoding must be 'sample' or 'beam'")
         if span_mode not in ("phrases", "window"):
@@ -262,7 +306,9 @@ class LLMPromptGenerator(PerOriginalGenerator):
         if self.lm is not None:
             tok = self.lm.tokenizer
             self.sentinel = self.lm.is_encoder_decoder and tok.convert_tokens_to_ids("<extra_id_0>") not in (
-                None, tok.unk_token_id)
+                None,
+                tok.unk_token_id,
+            )
 
     def _one(self, o: Original) -> Iterator[GeneratedCandidate | Skip]:
         field = edit_field_of(o, self.edit_field, nli_default="premise")  # DISCO perturbs the premise
@@ -289,19 +335,26 @@ class LLMPromptGenerator(PerOriginalGenerator):
         pending: list[tuple[str, Chunk, str, dict[str, str]]] = []
         seen: set[tuple[str, str]] = set()
         for si, span in enumerate(spans):
-            masked = text[:span.start] + BLANK + text[span.end:]
+            masked = text[: span.start] + BLANK + text[span.end :]
             for ti, target in enumerate(targets):
                 prompt = build_prompt(o.task, field, masked, other_name, other, target)
                 prompt_words = prompt_only_words(prompt, masked, [text, *(v for v in o.fields.values())])
                 for fill in self._fills(prompt, text, span, target, seed=self.seed + 97 * si + ti):
                     if span.start == 0 and span.text[:1].isupper():
                         fill = fill[:1].upper() + fill[1:]
-                    new_text = re.sub(r" {2,}", " ", text[:span.start] + fill + text[span.end:]).strip()
-                    reasons = artifact_reasons(original_fields=dict(o.fields),
-                                               new_fields={**o.fields, field: new_text}, fill=fill,
-                                               span=span.text, prompt=prompt, prompt_words=prompt_words,
-                                               target=target, shortcut_labels=self.shortcut_labels,
-                                               hypothesis_jaccard=self.hj, premise_jaccard=self.pj)
+                    new_text = re.sub(r" {2,}", " ", text[: span.start] + fill + text[span.end :]).strip()
+                    reasons = artifact_reasons(
+                        original_fields=dict(o.fields),
+                        new_fields={**o.fields, field: new_text},
+                        fill=fill,
+                        span=span.text,
+                        prompt=prompt,
+                        prompt_words=prompt_words,
+                        target=target,
+                        shortcut_labels=self.shortcut_labels,
+                        hypothesis_jaccard=self.hj,
+                        premise_jaccard=self.pj,
+                    )
                     if reasons:
                         rejected.update(reasons)
                         continue
@@ -327,8 +380,13 @@ class LLMPromptGenerator(PerOriginalGenerator):
                     continue
                 probs = self.teacher.predict_proba([base, *(_as_input(pending[i][3], names) for i in idx)])
                 labels = list(self.teacher.labels)
-                res = filter_teacher_shift(np.repeat(probs[:1], len(idx), axis=0), probs[1:], labels,
-                                           [labels[ti]] * len(idx), threshold=self.threshold)
+                res = filter_teacher_shift(
+                    np.repeat(probs[:1], len(idx), axis=0),
+                    probs[1:],
+                    labels,
+                    [labels[ti]] * len(idx),
+                    threshold=self.threshold,
+                )
                 for i, p, r in zip(idx, probs[1:], res, strict=True):
                     shifts[i] = r.score
                     p_new[i] = float(p[ti])
@@ -345,10 +403,20 @@ class LLMPromptGenerator(PerOriginalGenerator):
                 scores = {"teacher_shift": round(shifts[i], 6), "teacher_p_target": round(p_new[i], 6)}
             kept += 1
             yield GeneratedCandidate(
-                original_id=o.id, fields=fields, generator=NAME, perturbation=control_code(dict(o.fields), fields),
-                target_label=target, scores=scores,
-                meta={"field": field, "span": span.text, "span_kind": span.kind, "fill": fill,
-                      "model": self.lm.path, "teacher": self.teacher is not None},
+                original_id=o.id,
+                fields=fields,
+                generator=NAME,
+                perturbation=control_code(dict(o.fields), fields),
+                target_label=target,
+                scores=scores,
+                meta={
+                    "field": field,
+                    "span": span.text,
+                    "span_kind": span.kind,
+                    "fill": fill,
+                    "model": self.lm.path,
+                    "teacher": self.teacher is not None,
+                },
             )
         if not kept:
             detail = ", ".join(f"{k}={v}" for k, v in sorted(rejected.items())) or "no fills generated"
@@ -364,8 +432,11 @@ class LLMPromptGenerator(PerOriginalGenerator):
             source = prompt
         enc = tok(source, return_tensors="pt", truncation=True, max_length=1024)
         enc = {k: v.to(self.device) for k, v in enc.items()}
-        kw: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "num_return_sequences": self.n,
-                              "pad_token_id": tok.pad_token_id}
+        kw: dict[str, Any] = {
+            "max_new_tokens": self.max_new_tokens,
+            "num_return_sequences": self.n,
+            "pad_token_id": tok.pad_token_id,
+        }
         if self.decoding == "sample":
             kw.update(do_sample=True, temperature=self.temperature, top_p=self.top_p)
         else:
@@ -374,7 +445,7 @@ class LLMPromptGenerator(PerOriginalGenerator):
         with torch.no_grad():
             out = model.generate(**enc, **kw)
         if not self.lm.is_encoder_decoder:
-            out = out[:, enc["input_ids"].shape[1]:]
+            out = out[:, enc["input_ids"].shape[1] :]
         fills = []
         for seq in out:
             if self.sentinel:

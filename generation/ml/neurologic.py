@@ -77,7 +77,7 @@ def update_satisfied(tokens: Sequence[int], clauses: Sequence[Clause], satisfied
         if ci in new:
             continue
         for alt in clause.alternatives:
-            if len(tokens) >= len(alt) and tuple(tokens[-len(alt):]) == alt:
+            if len(tokens) >= len(alt) and tuple(tokens[-len(alt) :]) == alt:
                 new.add(ci)
                 break
     return frozenset(new)
@@ -147,9 +147,9 @@ def select(candidates: Sequence[Hypothesis], beam_size: int) -> list[Hypothesis]
 def _repeats_ngram(tokens: Sequence[int], tok: int, n: int) -> bool:
     if n <= 0 or len(tokens) < n - 1:
         return False
-    new = tuple(tokens[len(tokens) - n + 1:]) + (tok,)
+    new = tuple(tokens[len(tokens) - n + 1 :]) + (tok,)
     for i in range(len(tokens) - n + 1):
-        if tuple(tokens[i:i + n]) == new:
+        if tuple(tokens[i : i + n]) == new:
             return True
     return False
 
@@ -167,8 +167,11 @@ class SearchConfig:
     banned_ids: frozenset[int] = field(default_factory=frozenset)
 
 
-def constrained_beam_search(model: StepModel, clauses: Sequence[Clause], config: SearchConfig | None = None,
-                            ) -> list[Hypothesis]:
+def constrained_beam_search(
+    model: StepModel,
+    clauses: Sequence[Clause],
+    config: SearchConfig | None = None,
+) -> list[Hypothesis]:
     """Finished hypotheses, best first: more satisfied clauses first, then length-normalised
     log-probability."""
     cfg = config or SearchConfig()
@@ -222,7 +225,7 @@ def constrained_beam_search(model: StepModel, clauses: Sequence[Clause], config:
 
     def rank(h: Hypothesis) -> tuple[int, float]:
         length = max(1, len(h.tokens) + 1)
-        return (h.n_satisfied(), h.logprob / (length ** cfg.length_penalty))
+        return (h.n_satisfied(), h.logprob / (length**cfg.length_penalty))
 
     uniq: dict[tuple[int, ...], Hypothesis] = {}
     for h in finished:
@@ -289,6 +292,9 @@ class Seq2SeqStepModel:
         dec = torch.tensor([[self.start, *p] for p in prefixes], dtype=torch.long, device=self.device)
         enc = BaseModelOutput(last_hidden_state=self.encoded.expand(b, -1, -1))
         with torch.no_grad():
-            logits = self.model(encoder_outputs=enc, attention_mask=self.attention.expand(b, -1),
-                                decoder_input_ids=dec).logits[:, -1, :].float()
+            logits = (
+                self.model(encoder_outputs=enc, attention_mask=self.attention.expand(b, -1), decoder_input_ids=dec)
+                .logits[:, -1, :]
+                .float()
+            )
         return torch.log_softmax(logits, dim=-1).cpu().numpy()

@@ -47,21 +47,61 @@ DEFAULT_NLTK_DATA = str(Path(__file__).resolve().parents[2] / "var" / "nltk_data
 
 # A small label-word lexicon: polarity pairs (positive, negative), used in both directions.
 POLARITY_PAIRS: tuple[tuple[str, str], ...] = (
-    ("good", "bad"), ("great", "terrible"), ("excellent", "awful"), ("best", "worst"),
-    ("love", "hate"), ("loved", "hated"), ("loves", "hates"), ("like", "dislike"),
-    ("liked", "disliked"), ("interesting", "boring"), ("enjoyable", "tedious"),
-    ("beautiful", "ugly"), ("brilliant", "dull"), ("funny", "unfunny"), ("perfect", "flawed"),
-    ("strong", "weak"), ("wonderful", "dreadful"), ("fantastic", "horrible"),
-    ("amazing", "disappointing"), ("superb", "poor"), ("memorable", "forgettable"),
-    ("impressive", "unimpressive"), ("fun", "painful"), ("well", "badly"), ("better", "worse"),
-    ("entertaining", "dull"), ("clever", "stupid"), ("masterpiece", "mess"), ("gem", "disaster"),
-    ("recommend", "avoid"), ("enjoyed", "endured"), ("charming", "annoying"),
-    ("engaging", "tedious"), ("moving", "lifeless"), ("original", "derivative"), ("smart", "dumb"),
-    ("fresh", "stale"), ("compelling", "uninspired"), ("thrilling", "tiresome"), ("hilarious", "lame"),
-    ("superior", "inferior"), ("succeeds", "fails"), ("success", "failure"), ("pleasure", "chore"),
-    ("beautifully", "poorly"), ("nice", "nasty"), ("highly", "barely"), ("wonderfully", "terribly"),
-    ("stunning", "bland"), ("believable", "implausible"), ("sharp", "sloppy"), ("solid", "shaky"),
-    ("favorite", "least favorite"), ("masterful", "amateurish"), ("worth", "not worth"),
+    ("good", "bad"),
+    ("great", "terrible"),
+    ("excellent", "awful"),
+    ("best", "worst"),
+    ("love", "hate"),
+    ("loved", "hated"),
+    ("loves", "hates"),
+    ("like", "dislike"),
+    ("liked", "disliked"),
+    ("interesting", "boring"),
+    ("enjoyable", "tedious"),
+    ("beautiful", "ugly"),
+    ("brilliant", "dull"),
+    ("funny", "unfunny"),
+    ("perfect", "flawed"),
+    ("strong", "weak"),
+    ("wonderful", "dreadful"),
+    ("fantastic", "horrible"),
+    ("amazing", "disappointing"),
+    ("superb", "poor"),
+    ("memorable", "forgettable"),
+    ("impressive", "unimpressive"),
+    ("fun", "painful"),
+    ("well", "badly"),
+    ("better", "worse"),
+    ("entertaining", "dull"),
+    ("clever", "stupid"),
+    ("masterpiece", "mess"),
+    ("gem", "disaster"),
+    ("recommend", "avoid"),
+    ("enjoyed", "endured"),
+    ("charming", "annoying"),
+    ("engaging", "tedious"),
+    ("moving", "lifeless"),
+    ("original", "derivative"),
+    ("smart", "dumb"),
+    ("fresh", "stale"),
+    ("compelling", "uninspired"),
+    ("thrilling", "tiresome"),
+    ("hilarious", "lame"),
+    ("superior", "inferior"),
+    ("succeeds", "fails"),
+    ("success", "failure"),
+    ("pleasure", "chore"),
+    ("beautifully", "poorly"),
+    ("nice", "nasty"),
+    ("highly", "barely"),
+    ("wonderfully", "terribly"),
+    ("stunning", "bland"),
+    ("believable", "implausible"),
+    ("sharp", "sloppy"),
+    ("solid", "shaky"),
+    ("favorite", "least favorite"),
+    ("masterful", "amateurish"),
+    ("worth", "not worth"),
 )
 POSITIVE_WORDS = tuple(p for p, _ in POLARITY_PAIRS)
 NEGATIVE_WORDS = tuple(n for _, n in POLARITY_PAIRS)
@@ -209,11 +249,12 @@ def apply_fills(fields: dict[str, str], slots: Sequence[Slot], fills: Sequence[s
     """Replace each slot's characters by its fill (spans applied right to left per field)."""
     out = dict(fields)
     for name in fields:
-        pairs = sorted(((s, f) for s, f in zip(slots, fills, strict=True) if s.field == name),
-                       key=lambda x: -x[0].start)
+        pairs = sorted(
+            ((s, f) for s, f in zip(slots, fills, strict=True) if s.field == name), key=lambda x: -x[0].start
+        )
         text = fields[name]
         for s, f in pairs:
-            text = text[:s.start] + f + text[s.end:]
+            text = text[: s.start] + f + text[s.end :]
         out[name] = re.sub(r" {2,}", " ", text).strip()
     return out
 
@@ -223,8 +264,9 @@ def as_input(fields: dict[str, str], names: Sequence[str]) -> ClassifierInput:
     return vals[0] if len(vals) == 1 else (vals[0], vals[1])
 
 
-def consistency_filter(classifier: TextClassifier, inputs: Sequence[ClassifierInput],
-                       targets: Sequence[str]) -> list[tuple[bool, float]]:
+def consistency_filter(
+    classifier: TextClassifier, inputs: Sequence[ClassifierInput], targets: Sequence[str]
+) -> list[tuple[bool, float]]:
     """(kept, p(target)) per input: kept when the classifier's prediction is the target
     (:func:`generation.ml.filters.consistency`; project label names matched case-insensitively)."""
     from generation.ml.filters import consistency
@@ -288,11 +330,25 @@ def parse_sentinels(text: str, n: int) -> dict[int, str] | None:
 class RationaleInfillGenerator(PerOriginalGenerator):
     name = NAME
 
-    def __init__(self, *, base_classifier_path: str = "", classifier: TextClassifier | None = None,
-                 infiller: str = "auto", mlm_path: str = "", seq2seq_path: str = "", device: str = "cpu",
-                 top_fraction: float = 0.3, min_saliency: float = 0.1, min_confidence: float = 0.8,
-                 candidates_per_label: int = 3, edit_fields: Sequence[str] | None = None, min_words: int = 3,
-                 consistency: bool = True, seed: int = 0, nltk_data: str = "") -> None:
+    def __init__(
+        self,
+        *,
+        base_classifier_path: str = "",
+        classifier: TextClassifier | None = None,
+        infiller: str = "auto",
+        mlm_path: str = "",
+        seq2seq_path: str = "",
+        device: str = "cpu",
+        top_fraction: float = 0.3,
+        min_saliency: float = 0.1,
+        min_confidence: float = 0.8,
+        candidates_per_label: int = 3,
+        edit_fields: Sequence[str] | None = None,
+        min_words: int = 3,
+        consistency: bool = True,
+        seed: int = 0,
+        nltk_data: str = "",
+    ) -> None:
         if not 0 < top_fraction <= 1:
             raise GeneratorConfigError("top_fraction must be in (0, 1]")
         if not 0 <= min_confidence < 1:
@@ -307,7 +363,8 @@ class RationaleInfillGenerator(PerOriginalGenerator):
             else:
                 self.unconfigured = (
                     "no base classifier configured: set COUNTERPART_BASE_CLASSIFIER_PATH (a local "
-                    "sequence-classification model directory or a joblib scikit-learn pipeline)")
+                    "sequence-classification model directory or a joblib scikit-learn pipeline)"
+                )
         self.classifier: TextClassifier = classifier  # type: ignore[assignment]
         self.top_fraction = top_fraction
         self.min_saliency = min_saliency
@@ -346,7 +403,7 @@ class RationaleInfillGenerator(PerOriginalGenerator):
         if not names or len(names) > 2:
             yield Skip(o.id, f"expected one or two text fields, got {len(names)}")
             return
-        for n in (self.edit_fields or ()):
+        for n in self.edit_fields or ():
             if n not in o.fields:
                 yield Skip(o.id, f"missing field {n!r}")
                 return
@@ -354,8 +411,13 @@ class RationaleInfillGenerator(PerOriginalGenerator):
         if empty:
             yield Skip(o.id, f"empty field {empty[0]!r}")
             return
-        editable_words = sum(1 for n in names if self.edit_fields is None or n in self.edit_fields
-                             for a, b in word_spans(o.fields[n]) if is_word(o.fields[n][a:b]))
+        editable_words = sum(
+            1
+            for n in names
+            if self.edit_fields is None or n in self.edit_fields
+            for a, b in word_spans(o.fields[n])
+            if is_word(o.fields[n][a:b])
+        )
         if editable_words < self.min_words:
             yield Skip(o.id, f"too short to perturb ({editable_words} words, needs {self.min_words})")
             return
@@ -369,8 +431,11 @@ class RationaleInfillGenerator(PerOriginalGenerator):
         inp = as_input(o.fields, names)
         probs = self.classifier.predict_proba([inp])[0]
         if int(np.argmax(probs)) != gold or float(probs[gold]) <= self.min_confidence:
-            yield Skip(o.id, f"base classifier not right and sure (p({o.label})={float(probs[gold]):.2f}, "
-                             f"needs > {self.min_confidence})")
+            yield Skip(
+                o.id,
+                f"base classifier not right and sure (p({o.label})={float(probs[gold]):.2f}, "
+                f"needs > {self.min_confidence})",
+            )
             return
         slots = self._rationale(o, names, inp, gold)
         if slots is None:
@@ -396,20 +461,30 @@ class RationaleInfillGenerator(PerOriginalGenerator):
         if not pending:
             yield Skip(o.id, "the infiller produced no change")
             return
-        verdicts = consistency_filter(self.classifier, [as_input(f, names) for _, f in pending],
-                                      [t for t, _ in pending])
+        verdicts = consistency_filter(
+            self.classifier, [as_input(f, names) for _, f in pending], [t for t, _ in pending]
+        )
         kept = 0
         for (target, new), (ok, p) in zip(pending, verdicts, strict=True):
             if self.consistency and not ok:
                 continue
             kept += 1
             yield GeneratedCandidate(
-                original_id=o.id, fields=new, generator=NAME, perturbation=control_code(dict(o.fields), new),
+                original_id=o.id,
+                fields=new,
+                generator=NAME,
+                perturbation=control_code(dict(o.fields), new),
                 target_label=target,
-                scores={"p_target": round(p, 6), "consistency": 1.0 if ok else 0.0,
-                        "p_original": round(float(probs[gold]), 6)},
-                meta={"infiller": self.infiller, "rationale": [s.text for s in slots],
-                      "rationale_fields": sorted({s.field for s in slots})},
+                scores={
+                    "p_target": round(p, 6),
+                    "consistency": 1.0 if ok else 0.0,
+                    "p_original": round(float(probs[gold]), 6),
+                },
+                meta={
+                    "infiller": self.infiller,
+                    "rationale": [s.text for s in slots],
+                    "rationale_fields": sorted({s.field for s in slots}),
+                },
             )
         if not kept:
             yield Skip(o.id, f"no candidate passed the consistency filter ({len(pending)} generated)")
@@ -423,13 +498,16 @@ class RationaleInfillGenerator(PerOriginalGenerator):
             for (s, e), sc in zip(spans, seg_scores, strict=True):
                 flat.append((name, s, e, text[s:e], float(sc)))
         markup = {name: [(m.start(), m.end()) for m in MARKUP_RE.finditer(o.fields[name])] for name in names}
-        editable = [(self.edit_fields is None or f[0] in self.edit_fields)
-                    and not any(a <= f[1] < b for a, b in markup[f[0]]) for f in flat]
+        editable = [
+            (self.edit_fields is None or f[0] in self.edit_fields) and not any(a <= f[1] < b for a, b in markup[f[0]])
+            for f in flat
+        ]
         n_words = sum(1 for f, ok in zip(flat, editable, strict=True) if ok and is_word(f[3]))
         if n_words < self.min_words:
             return None
-        chosen = select_rationale([f[4] for f in flat], [f[3] for f in flat], self.top_fraction,
-                                  self.min_saliency, editable)
+        chosen = select_rationale(
+            [f[4] for f in flat], [f[3] for f in flat], self.top_fraction, self.min_saliency, editable
+        )
         tags: dict[str, list[str]] = {}
         slots = []
         for i in chosen:
@@ -471,8 +549,7 @@ class RationaleInfillGenerator(PerOriginalGenerator):
         masked = apply_fills(o.fields, slots, [mask] * len(slots))
         segs = [masked[n] for n in names]
         segs[0] = f"{target} : {segs[0]}"
-        enc = tok(segs[0], segs[1] if len(segs) > 1 else None, return_tensors="pt", truncation=True,
-                  max_length=512)
+        enc = tok(segs[0], segs[1] if len(segs) > 1 else None, return_tensors="pt", truncation=True, max_length=512)
         enc = {k: v.to(self.device) for k, v in enc.items()}
         positions = (enc["input_ids"][0] == tok.mask_token_id).nonzero().flatten().tolist()
         if len(positions) != len(slots):  # truncated away
@@ -480,10 +557,14 @@ class RationaleInfillGenerator(PerOriginalGenerator):
         if self._mlm_vocab is None:  # computed once: whole-word, alphabetic, non-special tokens only
             vocab_tokens = tok.convert_ids_to_tokens(list(range(len(tok))))
             banned = set(tok.all_special_ids) | {
-                i for i, t in enumerate(vocab_tokens)
-                if t is None or t.startswith("##") or not re.search(r"[A-Za-z]", t)}
-            self._mlm_vocab = (vocab_tokens, torch.tensor(sorted(b for b in banned if b < model.config.vocab_size),
-                                                          dtype=torch.long))
+                i
+                for i, t in enumerate(vocab_tokens)
+                if t is None or t.startswith("##") or not re.search(r"[A-Za-z]", t)
+            }
+            self._mlm_vocab = (
+                vocab_tokens,
+                torch.tensor(sorted(b for b in banned if b < model.config.vocab_size), dtype=torch.long),
+            )
         vocab_tokens, banned_t = self._mlm_vocab
         gen = torch.Generator().manual_seed(seed)
         out: list[list[str]] = []
@@ -515,7 +596,7 @@ class RationaleInfillGenerator(PerOriginalGenerator):
         groups: list[list[int]] = []
         for i, s in enumerate(slots):
             prev = slots[i - 1] if i else None
-            if prev and prev.field == s.field and not o.fields[s.field][prev.end:s.start].strip():
+            if prev and prev.field == s.field and not o.fields[s.field][prev.end : s.start].strip():
                 groups[-1].append(i)
             else:
                 groups.append([i])
@@ -528,8 +609,14 @@ class RationaleInfillGenerator(PerOriginalGenerator):
         enc = {k: v.to(self.device) for k, v in enc.items()}
         torch.manual_seed(seed)
         with torch.no_grad():
-            outs = model.generate(**enc, do_sample=True, top_p=0.9, temperature=0.7, num_return_sequences=self.n,
-                                  max_new_tokens=8 * len(groups) + 8)
+            outs = model.generate(
+                **enc,
+                do_sample=True,
+                top_p=0.9,
+                temperature=0.7,
+                num_return_sequences=self.n,
+                max_new_tokens=8 * len(groups) + 8,
+            )
         results: list[list[str]] = []
         drop = {t for t in (tok.pad_token, tok.eos_token) if t}
         for seq in outs:
@@ -544,4 +631,3 @@ class RationaleInfillGenerator(PerOriginalGenerator):
                 fills[idx[0]] = spans[g]
             results.append(fills)
         return results
-

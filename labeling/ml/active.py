@@ -20,8 +20,9 @@ def margin_uncertainty(proba: np.ndarray) -> np.ndarray:
     return 1.0 - (s[:, -1] - s[:, -2]) if proba.shape[1] >= 2 else np.zeros(len(proba))
 
 
-def diverse_uncertain(features: np.ndarray, uncertainty: np.ndarray, candidates: np.ndarray, k: int,
-                      seed: int = 0, density: bool = True) -> np.ndarray:
+def diverse_uncertain(
+    features: np.ndarray, uncertainty: np.ndarray, candidates: np.ndarray, k: int, seed: int = 0, density: bool = True
+) -> np.ndarray:
     """``k`` rows of ``candidates``: k-means into k clusters, the most uncertain of each (times
     a density weight unless ``density`` is false)."""
     from sklearn.cluster import MiniBatchKMeans
@@ -61,10 +62,18 @@ def reduce_features(X: np.ndarray, dims: int = 32, seed: int = 0) -> np.ndarray:
     return PCA(n_components=d, random_state=seed).fit_transform(Xs)
 
 
-def select_active(n_pool: int, budget_n: int, *, features: np.ndarray, proba_fn: ProbaFn,
-                  rng: np.random.Generator, rounds: int = 3, seed_fraction: float = 0.4,
-                  warm_proba: np.ndarray | None = None, can_train: Callable[[np.ndarray], bool] | None = None,
-                  ) -> np.ndarray:
+def select_active(
+    n_pool: int,
+    budget_n: int,
+    *,
+    features: np.ndarray,
+    proba_fn: ProbaFn,
+    rng: np.random.Generator,
+    rounds: int = 3,
+    seed_fraction: float = 0.4,
+    warm_proba: np.ndarray | None = None,
+    can_train: Callable[[np.ndarray], bool] | None = None,
+) -> np.ndarray:
     """Indices (into the pool) of ``budget_n`` pairs to give to humans."""
     budget_n = min(budget_n, n_pool)
     feats = reduce_features(features, seed=int(rng.integers(1 << 30)))

@@ -67,8 +67,14 @@ def sentence_pair_matrix(emb: np.ndarray) -> np.ndarray:
 
 
 class EmbeddingClassifier:
-    def __init__(self, labels: Sequence[str], fields: Sequence[str], embed: Embed | None = None, C: float = 1.0,
-                 relations: bool = True) -> None:
+    def __init__(
+        self,
+        labels: Sequence[str],
+        fields: Sequence[str],
+        embed: Embed | None = None,
+        C: float = 1.0,
+        relations: bool = True,
+    ) -> None:
         self.labels = list(labels)
         self.fields = list(fields)
         self.embed = embed
@@ -119,8 +125,12 @@ class TfidfClassifier:
         self.model: Any = None
 
     def _texts(self, records: Sequence[dict[str, str]]) -> list[str]:
-        return [" ".join(" ".join(f"{k}_{w}" for w in (r.get(f, "") or "").lower().split())
-                         for k, f in enumerate(self.fields)) for r in records]
+        return [
+            " ".join(
+                " ".join(f"{k}_{w}" for w in (r.get(f, "") or "").lower().split()) for k, f in enumerate(self.fields)
+            )
+            for r in records
+        ]
 
     def fit(self, records: Sequence[dict[str, str]], y: Sequence[str]) -> TfidfClassifier:
         from sklearn.feature_extraction.text import TfidfVectorizer
@@ -128,8 +138,10 @@ class TfidfClassifier:
         from sklearn.pipeline import make_pipeline
 
         yi = _check_fit_data(y, self.labels)
-        self.model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=1, sublinear_tf=True),
-                                   LogisticRegression(C=self.C, max_iter=2000))
+        self.model = make_pipeline(
+            TfidfVectorizer(ngram_range=(1, 2), min_df=1, sublinear_tf=True),
+            LogisticRegression(C=self.C, max_iter=2000),
+        )
         with blas_threads():
             self.model.fit(self._texts(records), yi)
         return self
@@ -144,8 +156,15 @@ class TfidfClassifier:
 class HFSequenceClassifier:
     """Inference with a local sequence-classification model; ``fit`` only checks the labels."""
 
-    def __init__(self, labels: Sequence[str], fields: Sequence[str], model_path: str, device: str = "cpu",
-                 batch_size: int = 32, max_length: int = 256) -> None:
+    def __init__(
+        self,
+        labels: Sequence[str],
+        fields: Sequence[str],
+        model_path: str,
+        device: str = "cpu",
+        batch_size: int = 32,
+        max_length: int = 256,
+    ) -> None:
         self.labels = list(labels)
         self.fields = list(fields)
         self.model_path = model_path
@@ -200,18 +219,26 @@ class HFSequenceClassifier:
         out = []
         with torch.no_grad():
             for i in range(0, len(records), self.batch_size):
-                batch = records[i:i + self.batch_size]
+                batch = records[i : i + self.batch_size]
                 cols = [[r.get(f, "") or "" for r in batch] for f in self.fields[:2]]
-                enc = self._tokenizer(*cols, truncation=True, max_length=self.max_length, padding=True,
-                                      return_tensors="pt").to(self.device)
+                enc = self._tokenizer(
+                    *cols, truncation=True, max_length=self.max_length, padding=True, return_tensors="pt"
+                ).to(self.device)
                 logits = self._model(**enc).logits
                 out.append(torch.softmax(logits.float(), dim=-1).cpu().numpy())
         p = np.vstack(out) if out else np.zeros((0, len(self.labels)))
         return p[:, self._order]
 
 
-def make_base_classifier(kind: str, *, labels: Sequence[str], fields: Sequence[str], embed: Embed | None = None,
-                         model_path: str = "", device: str = "cpu") -> BaseClassifier:
+def make_base_classifier(
+    kind: str,
+    *,
+    labels: Sequence[str],
+    fields: Sequence[str],
+    embed: Embed | None = None,
+    model_path: str = "",
+    device: str = "cpu",
+) -> BaseClassifier:
     if kind == "minilm":
         return EmbeddingClassifier(labels, fields, embed)
     if kind == "tfidf":
@@ -261,8 +288,9 @@ class CrossFitted:
         state["factory"] = None  # a closure; the fitted copies are all that is needed later
         return state
 
-    def predict_proba(self, records: Sequence[dict[str, str]],
-                      keys: Sequence[dict[str, str]] | None = None) -> np.ndarray:
+    def predict_proba(
+        self, records: Sequence[dict[str, str]], keys: Sequence[dict[str, str]] | None = None
+    ) -> np.ndarray:
         """``keys``: the record whose fold decides the copy (the pair's original); default the
         record itself."""
         keys = records if keys is None else keys

@@ -49,5 +49,7 @@ def random_pairing(pairs: Sequence[Pair], rng: np.random.Generator) -> list[Pair
     for i in fixed:
         j = (i + 1) % n
         perm[i], perm[j] = perm[j], perm[i]
-    return [Pair(pairs[perm[i]].original, p.counterfactual, pairs[perm[i]].y, p.perturbation, p.group)
-            for i, p in enumerate(pairs)]
+    return [
+        Pair(pairs[perm[i]].original, p.counterfactual, pairs[perm[i]].y, p.perturbation, p.group)
+        for i, p in enumerate(pairs)
+    ]

@@ -114,8 +114,9 @@ def run_benchmark(
     errors: dict[str, str] = {}
     curve_rows: dict[str, list[float]] = {str(b): [] for b in curve}
 
-    def record(name: str, test: np.ndarray, proba: np.ndarray, with_ece: bool = True,
-               h: PairwiseClassifier | None = None) -> None:
+    def record(
+        name: str, test: np.ndarray, proba: np.ndarray, with_ece: bool = True, h: PairwiseClassifier | None = None
+    ) -> None:
         s = scores(yi[test], proba)
         if not with_ece:
             s.pop("ece")
@@ -126,8 +127,9 @@ def run_benchmark(
             s["accuracy_confident"] = float((proba.argmax(1)[ok] == yi[test][ok]).mean()) if ok.any() else float("nan")
         results.setdefault(name, []).append(s)
 
-    def fit_h(mode: str, inp: PairInputs, train: np.ndarray, seed: int,
-              warm_model: PairwiseClassifier | None = None) -> PairwiseClassifier:
+    def fit_h(
+        mode: str, inp: PairInputs, train: np.ndarray, seed: int, warm_model: PairwiseClassifier | None = None
+    ) -> PairwiseClassifier:
         h = PairwiseClassifier(labels, fields, mode=mode, seed=seed, threshold=threshold)
         if warm_model is not None:
             h.with_warm(warm_model)
@@ -176,6 +178,7 @@ def run_benchmark(
         attempt("training-only", run_training_only)
 
         if warm_h is not None and inputs_w is not None:
+
             def run_warm() -> None:
                 assert inputs_w is not None
                 h = fit_h("capc", inputs_w, train, seed, warm_model=warm_h)
@@ -188,8 +191,9 @@ def run_benchmark(
             warm_proba = None
             if warm_h is not None and inputs_w is not None:
                 warm_proba = warm_h.predict_proba(inputs_w)
-            feats = np.hstack([act_inputs.enc.emb_c.reshape(n, -1) - act_inputs.enc.emb_o.reshape(n, -1),
-                               act_inputs.enc.edits])
+            feats = np.hstack(
+                [act_inputs.enc.emb_c.reshape(n, -1) - act_inputs.enc.emb_o.reshape(n, -1), act_inputs.enc.edits]
+            )
 
             def proba_fn(sel: np.ndarray) -> np.ndarray:
                 h = fit_h("capc", act_inputs, sel, seed, warm_model=warm_h)
@@ -199,8 +203,15 @@ def run_benchmark(
                 c = np.bincount(yi[sel], minlength=len(labels))
                 return len(sel) >= 10 and bool((c >= 2).all())
 
-            chosen = select_active(n, k, features=feats, proba_fn=proba_fn, rng=np.random.default_rng(1000 + seed),
-                                   warm_proba=warm_proba, can_train=can_train)
+            chosen = select_active(
+                n,
+                k,
+                features=feats,
+                proba_fn=proba_fn,
+                rng=np.random.default_rng(1000 + seed),
+                warm_proba=warm_proba,
+                can_train=can_train,
+            )
             rest = np.setdiff1d(np.arange(n), chosen)
             h = fit_h("capc", act_inputs, np.sort(chosen), seed, warm_model=warm_h)
             record("capc+active", rest, h.predict_proba(act_inputs.subset(rest)), h=h)
@@ -208,6 +219,7 @@ def run_benchmark(
         attempt("capc+active", run_active)
 
         for b in curve:
+
             def run_curve(b: float = b) -> None:
                 kb = n_budget(b)
                 tr_b, te_b = np.sort(perm[:kb]), np.sort(perm[kb:])
@@ -221,8 +233,7 @@ def run_benchmark(
             attempt(f"curve {b}", run_curve)
         say(f"seed {seed + 1}/{seeds} done at {time.perf_counter() - t0:.1f}s")
 
-    order = ["invariant", "trust", "w-trust", "random-pairs", "training-only", "pc", "capc", "capc+warm",
-             "capc+active"]
+    order = ["invariant", "trust", "w-trust", "random-pairs", "training-only", "pc", "capc", "capc+warm", "capc+active"]
     methods: dict[str, Any] = {}
     for name in order:
         if name in results:
@@ -263,8 +274,11 @@ def pairs_from_records(records: Sequence[Any], labels: Sequence[str]) -> tuple[L
         if y not in label_set or y2 not in label_set:
             problems.append(f"{rec.id}: label not in the label set")
             continue
-        pairs.append(Pair(dict(rec.original.fields), dict(rec.cf_fields), y, rec.perturbation or "",
-                          rec.group or rec.original.id))
+        pairs.append(
+            Pair(
+                dict(rec.original.fields), dict(rec.cf_fields), y, rec.perturbation or "", rec.group or rec.original.id
+            )
+        )
         ys.append(y2)
     return LabelledPairs(pairs, ys), problems
 

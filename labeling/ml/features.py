@@ -76,31 +76,70 @@ class PairEncoding:
             raise ValueError("this encoding has no reversed edit features")
         half = self.bag.shape[1] // 2
         bag = np.hstack([self.bag[:, half:], self.bag[:, :half]]) if half else self.bag
-        return PairEncoding(self.fields, self.emb_c, self.emb_o, self.edits_rev, bag, np.asarray(y_prime, dtype=int),
-                            list(self.perturbation), self.emb_del, self.emb_ins, self.emb_other, self.rel_c, self.rel_o,
-                            self.edits, self.align_c, self.align_o)
+        return PairEncoding(
+            self.fields,
+            self.emb_c,
+            self.emb_o,
+            self.edits_rev,
+            bag,
+            np.asarray(y_prime, dtype=int),
+            list(self.perturbation),
+            self.emb_del,
+            self.emb_ins,
+            self.emb_other,
+            self.rel_c,
+            self.rel_o,
+            self.edits,
+            self.align_c,
+            self.align_o,
+        )
 
     @staticmethod
     def concat(a: PairEncoding, b: PairEncoding) -> PairEncoding:
         def cat(x: np.ndarray | None, y: np.ndarray | None) -> np.ndarray | None:
             return None if x is None or y is None else np.concatenate([x, y])
 
-        return PairEncoding(a.fields, np.concatenate([a.emb_o, b.emb_o]), np.concatenate([a.emb_c, b.emb_c]),
-                            np.concatenate([a.edits, b.edits]), np.concatenate([a.bag, b.bag]),
-                            np.concatenate([a.y, b.y]), a.perturbation + b.perturbation, cat(a.emb_ins, b.emb_ins),
-                            cat(a.emb_del, b.emb_del), cat(a.emb_other, b.emb_other), cat(a.rel_o, b.rel_o),
-                            cat(a.rel_c, b.rel_c), cat(a.edits_rev, b.edits_rev), cat(a.align_o, b.align_o),
-                            cat(a.align_c, b.align_c))
+        return PairEncoding(
+            a.fields,
+            np.concatenate([a.emb_o, b.emb_o]),
+            np.concatenate([a.emb_c, b.emb_c]),
+            np.concatenate([a.edits, b.edits]),
+            np.concatenate([a.bag, b.bag]),
+            np.concatenate([a.y, b.y]),
+            a.perturbation + b.perturbation,
+            cat(a.emb_ins, b.emb_ins),
+            cat(a.emb_del, b.emb_del),
+            cat(a.emb_other, b.emb_other),
+            cat(a.rel_o, b.rel_o),
+            cat(a.rel_c, b.rel_c),
+            cat(a.edits_rev, b.edits_rev),
+            cat(a.align_o, b.align_o),
+            cat(a.align_c, b.align_c),
+        )
 
     def subset(self, idx: np.ndarray | Sequence[int]) -> PairEncoding:
         idx = np.asarray(idx, dtype=int)
+
         def sub(a: np.ndarray | None) -> np.ndarray | None:
             return None if a is None else a[idx]
 
-        return PairEncoding(self.fields, self.emb_o[idx], self.emb_c[idx], self.edits[idx], self.bag[idx],
-                            self.y[idx], [self.perturbation[i] for i in idx], sub(self.emb_ins), sub(self.emb_del),
-                            sub(self.emb_other), sub(self.rel_o), sub(self.rel_c), sub(self.edits_rev),
-                            sub(self.align_o), sub(self.align_c))
+        return PairEncoding(
+            self.fields,
+            self.emb_o[idx],
+            self.emb_c[idx],
+            self.edits[idx],
+            self.bag[idx],
+            self.y[idx],
+            [self.perturbation[i] for i in idx],
+            sub(self.emb_ins),
+            sub(self.emb_del),
+            sub(self.emb_other),
+            sub(self.rel_o),
+            sub(self.rel_c),
+            sub(self.edits_rev),
+            sub(self.align_o),
+            sub(self.align_c),
+        )
 
 
 def embed_fields(records: Sequence[dict[str, str]], fields: Sequence[str], embed: Embed | None) -> np.ndarray:
@@ -113,8 +152,15 @@ def embed_fields(records: Sequence[dict[str, str]], fields: Sequence[str], embed
     return vecs.reshape(n, len(fields), -1)
 
 
-def encode_pairs(pairs: Sequence[Pair], *, labels: Sequence[str], fields: Sequence[str], embed: Embed | None,
-                 hash_features: int = 512, spans: bool = True) -> PairEncoding:
+def encode_pairs(
+    pairs: Sequence[Pair],
+    *,
+    labels: Sequence[str],
+    fields: Sequence[str],
+    embed: Embed | None,
+    hash_features: int = 512,
+    spans: bool = True,
+) -> PairEncoding:
     from sklearn.feature_extraction.text import HashingVectorizer
 
     index = {lab: i for i, lab in enumerate(labels)}
@@ -124,13 +170,20 @@ def encode_pairs(pairs: Sequence[Pair], *, labels: Sequence[str], fields: Sequen
     fields = list(fields)
     emb_o = embed_fields([p.original for p in pairs], fields, embed)
     emb_c = embed_fields([p.counterfactual for p in pairs], fields, embed)
-    edits = np.stack([edit_features(p.original, p.counterfactual, fields) for p in pairs]) if pairs else \
-        np.zeros((0, 0), dtype=np.float32)
-    edits_rev = np.stack([edit_features(p.counterfactual, p.original, fields) for p in pairs]) if pairs else \
-        np.zeros((0, 0), dtype=np.float32)
+    edits = (
+        np.stack([edit_features(p.original, p.counterfactual, fields) for p in pairs])
+        if pairs
+        else np.zeros((0, 0), dtype=np.float32)
+    )
+    edits_rev = (
+        np.stack([edit_features(p.counterfactual, p.original, fields) for p in pairs])
+        if pairs
+        else np.zeros((0, 0), dtype=np.float32)
+    )
     if hash_features:
-        hv = HashingVectorizer(n_features=hash_features, alternate_sign=False, token_pattern=r"\S+",
-                               lowercase=False, norm=None)
+        hv = HashingVectorizer(
+            n_features=hash_features, alternate_sign=False, token_pattern=r"\S+", lowercase=False, norm=None
+        )
         bags = [edit_bags(p.original, p.counterfactual, fields) for p in pairs]
         ins = hv.transform([b[0] for b in bags]).toarray()
         dele = hv.transform([b[1] for b in bags]).toarray()
@@ -143,7 +196,7 @@ def encode_pairs(pairs: Sequence[Pair], *, labels: Sequence[str], fields: Sequen
         ins, dele, other = zip(*(edit_spans(p.original, p.counterfactual, fields) for p in pairs), strict=True)
         vecs = np.asarray(embed(list(ins) + list(dele) + list(other)), dtype=np.float32)
         n = len(pairs)
-        emb_ins, emb_del, emb_other = vecs[:n], vecs[n:2 * n], vecs[2 * n:]
+        emb_ins, emb_del, emb_other = vecs[:n], vecs[n : 2 * n], vecs[2 * n :]
     rel_o = rel_c = align_o = align_c = None
     if len(fields) >= 2 and pairs:
         rel_o = np.stack([relation_features(p.original, fields) for p in pairs])
@@ -151,11 +204,28 @@ def encode_pairs(pairs: Sequence[Pair], *, labels: Sequence[str], fields: Sequen
         aligner = alignment_of(embed)
         if aligner is not None:
             a, b = fields[0], fields[1]
-            both = aligner([(p.original.get(a, "") or "", p.original.get(b, "") or "") for p in pairs]
-                           + [(p.counterfactual.get(a, "") or "", p.counterfactual.get(b, "") or "") for p in pairs])
-            align_o, align_c = np.asarray(both[: len(pairs)]), np.asarray(both[len(pairs):])
-    return PairEncoding(fields, emb_o, emb_c, edits, bag, y, [p.perturbation or "" for p in pairs],
-                        emb_ins, emb_del, emb_other, rel_o, rel_c, edits_rev, align_o, align_c)
+            both = aligner(
+                [(p.original.get(a, "") or "", p.original.get(b, "") or "") for p in pairs]
+                + [(p.counterfactual.get(a, "") or "", p.counterfactual.get(b, "") or "") for p in pairs]
+            )
+            align_o, align_c = np.asarray(both[: len(pairs)]), np.asarray(both[len(pairs) :])
+    return PairEncoding(
+        fields,
+        emb_o,
+        emb_c,
+        edits,
+        bag,
+        y,
+        [p.perturbation or "" for p in pairs],
+        emb_ins,
+        emb_del,
+        emb_other,
+        rel_o,
+        rel_c,
+        edits_rev,
+        align_o,
+        align_c,
+    )
 
 
 def alignment_of(embed: Embed | None) -> Callable[[Sequence[tuple[str, str]]], np.ndarray] | None:
@@ -194,9 +264,16 @@ def _onehot(idx: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-def pair_matrix(enc: PairEncoding, *, n_labels: int, perturbations: Sequence[str], config: FeatureConfig,
-                f_proba_o: np.ndarray | None = None, f_proba_c: np.ndarray | None = None,
-                extra: np.ndarray | None = None) -> np.ndarray:
+def pair_matrix(
+    enc: PairEncoding,
+    *,
+    n_labels: int,
+    perturbations: Sequence[str],
+    config: FeatureConfig,
+    f_proba_o: np.ndarray | None = None,
+    f_proba_c: np.ndarray | None = None,
+    extra: np.ndarray | None = None,
+) -> np.ndarray:
     """The design matrix of h. ``f_proba_*`` (CAPC) are f's probabilities on x and x';
     ``extra`` are further per-pair columns (e.g. a warm-start model's log-probabilities)."""
     n = len(enc)
@@ -223,8 +300,12 @@ def pair_matrix(enc: PairEncoding, *, n_labels: int, perturbations: Sequence[str
         if enc.emb_ins is not None and enc.emb_del is not None and enc.emb_other is not None:
             ei, ed, eo = enc.emb_ins, enc.emb_del, enc.emb_other
             blocks += [ei, ed, ei - ed]
-            small.append(np.stack([np.einsum("ij,ij->i", ei, eo), np.einsum("ij,ij->i", ed, eo),
-                                   np.einsum("ij,ij->i", ei, ed)], axis=1))
+            small.append(
+                np.stack(
+                    [np.einsum("ij,ij->i", ei, eo), np.einsum("ij,ij->i", ed, eo), np.einsum("ij,ij->i", ei, ed)],
+                    axis=1,
+                )
+            )
     # vars(): a FeatureConfig pickled before ``relations`` existed must keep its old width
     if vars(config).get("relations", False) and enc.rel_c is not None and enc.rel_o is not None:
         small += [enc.rel_c, enc.rel_c - enc.rel_o]
@@ -247,8 +328,12 @@ def pair_matrix(enc: PairEncoding, *, n_labels: int, perturbations: Sequence[str
                 pmat[i, pidx[p]] = 1.0
         small.append(pmat)
     if f_proba_o is not None and f_proba_c is not None:
-        small += [f_proba_o, f_proba_c, f_proba_c - f_proba_o,
-                  (f_proba_o * f_proba_c) / np.maximum((f_proba_o * f_proba_c).sum(1, keepdims=True), 1e-9)]
+        small += [
+            f_proba_o,
+            f_proba_c,
+            f_proba_c - f_proba_o,
+            (f_proba_o * f_proba_c) / np.maximum((f_proba_o * f_proba_c).sum(1, keepdims=True), 1e-9),
+        ]
     if extra is not None:
         small.append(extra)
     y1 = _onehot(enc.y, n_labels)

@@ -119,8 +119,14 @@ def apply_temperature(log_proba: np.ndarray, t: float) -> np.ndarray:
 class LinearH:
     """Scaler + multinomial logistic regression with CV-chosen C and CV temperature."""
 
-    def __init__(self, n_labels: int, C_grid: Sequence[float] = (0.003, 0.01, 0.03), folds: int = 5,
-                 seed: int = 0, calibrate: bool = True) -> None:
+    def __init__(
+        self,
+        n_labels: int,
+        C_grid: Sequence[float] = (0.003, 0.01, 0.03),
+        folds: int = 5,
+        seed: int = 0,
+        calibrate: bool = True,
+    ) -> None:
         self.n_labels = n_labels
         self.C_grid = tuple(C_grid)
         self.folds = folds
@@ -143,13 +149,25 @@ class LinearH:
         out[:, model.classes_] = np.maximum(model.predict_log_proba(X), -50.0)
         return out
 
-    def fit(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None,
-            cv_mask: np.ndarray | None = None, tied: np.ndarray | None = None) -> LinearH:
+    def fit(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        sample_weight: np.ndarray | None = None,
+        cv_mask: np.ndarray | None = None,
+        tied: np.ndarray | None = None,
+    ) -> LinearH:
         with blas_threads():
             return self._fit(X, y, sample_weight, cv_mask, tied)
 
-    def _fit(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None,
-             cv_mask: np.ndarray | None, tied: np.ndarray | None) -> LinearH:
+    def _fit(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        sample_weight: np.ndarray | None,
+        cv_mask: np.ndarray | None,
+        tied: np.ndarray | None,
+    ) -> LinearH:
         """``cv_mask``: rows that count in the CV scores and the temperature (the project's own
         pairs, read forwards); the other rows are trained on in every fold, except that a row
         ``tied`` to a held-out row (``tied[i]``: the row it was derived from, -1 for none; e.g.
@@ -211,8 +229,9 @@ class LinearH:
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         with blas_threads():
             if self.fold_models:
-                return np.mean([apply_temperature(self._log_proba(m, X), self.temperature) for m in self.fold_models],
-                               axis=0)
+                return np.mean(
+                    [apply_temperature(self._log_proba(m, X), self.temperature) for m in self.fold_models], axis=0
+                )
             return apply_temperature(self._log_proba(self.model, X), self.temperature)
 
     def report(self, threshold: float) -> CVReport:
@@ -221,9 +240,15 @@ class LinearH:
         pred, conf = p.argmax(1), p.max(1)
         ok = conf >= threshold
         return CVReport(
-            n=len(y), folds=int(min(self.folds, np.bincount(y)[np.bincount(y) > 0].min())), C=self.C,
-            temperature=self.temperature, accuracy=accuracy(y, pred), macro_f1=macro_f1(y, pred, self.n_labels),
-            ece=ece(conf, pred == y), threshold=threshold, coverage=float(ok.mean()),
+            n=len(y),
+            folds=int(min(self.folds, np.bincount(y)[np.bincount(y) > 0].min())),
+            C=self.C,
+            temperature=self.temperature,
+            accuracy=accuracy(y, pred),
+            macro_f1=macro_f1(y, pred, self.n_labels),
+            ece=ece(conf, pred == y),
+            threshold=threshold,
+            coverage=float(ok.mean()),
             accuracy_confident=accuracy(y[ok], pred[ok]) if ok.any() else float("nan"),
         )
 
@@ -275,8 +300,11 @@ class PairInputs:
 
     def subset(self, idx: np.ndarray | Sequence[int]) -> PairInputs:
         idx = np.asarray(idx, dtype=int)
-        return PairInputs(self.enc.subset(idx), None if self.f_o is None else self.f_o[idx],
-                          None if self.f_c is None else self.f_c[idx])
+        return PairInputs(
+            self.enc.subset(idx),
+            None if self.f_o is None else self.f_o[idx],
+            None if self.f_c is None else self.f_c[idx],
+        )
 
     def with_reversed(self, y_prime: np.ndarray) -> PairInputs:
         """These pairs followed by the same pairs read backwards ((x', x, y') -> y), f's
@@ -289,8 +317,16 @@ class PairInputs:
         return PairInputs(enc, both(self.f_o, self.f_c), both(self.f_c, self.f_o))
 
 
-def prepare_inputs(pairs: Sequence[Pair], *, labels: Sequence[str], fields: Sequence[str], embed: Embed | None,
-                   base: BaseClassifier | CrossFitted | None = None, hash_features: int = 512, spans: bool = True) -> PairInputs:
+def prepare_inputs(
+    pairs: Sequence[Pair],
+    *,
+    labels: Sequence[str],
+    fields: Sequence[str],
+    embed: Embed | None,
+    base: BaseClassifier | CrossFitted | None = None,
+    hash_features: int = 512,
+    spans: bool = True,
+) -> PairInputs:
     enc = encode_pairs(pairs, labels=labels, fields=fields, embed=embed, hash_features=hash_features, spans=spans)
     if base is None:
         return PairInputs(enc)
@@ -349,16 +385,25 @@ class PairwiseClassifier:
         extra = None
         if self.warm is not None:
             extra = self.warm_scale * np.log(np.clip(self.warm.predict_proba(inputs), 1e-6, 1.0))
-        return pair_matrix(inputs.enc, n_labels=len(self.labels), perturbations=self.perturbations,
-                           config=self.config, f_proba_o=inputs.f_o if capc else None,
-                           f_proba_c=inputs.f_c if capc else None, extra=extra)
+        return pair_matrix(
+            inputs.enc,
+            n_labels=len(self.labels),
+            perturbations=self.perturbations,
+            config=self.config,
+            f_proba_o=inputs.f_o if capc else None,
+            f_proba_c=inputs.f_c if capc else None,
+            extra=extra,
+        )
 
     # -- training ------------------------------------------------------------
     def fit(self, inputs: PairInputs, y_prime: Sequence[str], *, min_labels: int = MIN_LABELS) -> PairwiseClassifier:
         yi = check_labels(y_prime, self.labels, minimum=min_labels)
         self.perturbations = sorted({p for p in inputs.enc.perturbation if p})
-        configs = [c for c in (self.configs or (self.config,))
-                   if not (c.embeddings and len(yi) < self.full_min_n and len(self.configs) > 1)]
+        configs = [
+            c
+            for c in (self.configs or (self.config,))
+            if not (c.embeddings and len(yi) < self.full_min_n and len(self.configs) > 1)
+        ]
         if self.warm is not None:
             configs = [WARM_ONLY, STACK, *configs]
         # candidates go from the simplest to the richest; the "one standard error" rule keeps
@@ -382,7 +427,8 @@ class PairwiseClassifier:
                 learner = TemperatureH(len(self.labels), seed=self.seed).fit(self.matrix(inputs), yi)
             else:
                 learner = LinearH(len(self.labels), C_grid=grid, seed=self.seed).fit(
-                    self.matrix(train_inputs), y_train, sample_weight=weight, cv_mask=mask, tied=tied)
+                    self.matrix(train_inputs), y_train, sample_weight=weight, cv_mask=mask, tied=tied
+                )
             fitted.append((learner.cv_loss, learner.cv_loss_se, config, learner))
         best_loss, best_se = min((f[0], f[1]) for f in fitted)
         _, _, self.config, self.learner = next(f for f in fitted if f[0] <= best_loss + best_se)
@@ -444,8 +490,9 @@ class LabelingModel:
 
     def inputs(self, pairs: Sequence[Pair]) -> PairInputs:
         embed = getattr(self, "embed", None)
-        return prepare_inputs(pairs, labels=self.labels, fields=self.fields, embed=embed,
-                              base=self.base if self.mode == "capc" else None)
+        return prepare_inputs(
+            pairs, labels=self.labels, fields=self.fields, embed=embed, base=self.base if self.mode == "capc" else None
+        )
 
     def predict_proba(self, pairs: Sequence[Pair], inputs: PairInputs | None = None) -> np.ndarray:
         """``inputs``: ``self.inputs(pairs)`` when the caller already has them (not computed twice)."""
