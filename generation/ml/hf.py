@@ -79,7 +79,7 @@ def model_type(path: str | os.PathLike[str]) -> tuple[str, bool]:
         from transformers import AutoConfig
 
         cfg = AutoConfig.from_pretrained(str(p), local_files_only=True)
-    except Exception as exc:
+    except Exception as exc:  # any load failure is a configuration problem
         raise GeneratorConfigError(f"cannot read the model config at {p}: {exc}") from exc
     return str(getattr(cfg, "model_type", "")), bool(getattr(cfg, "is_encoder_decoder", False))
 
@@ -109,7 +109,7 @@ def load(path: str | os.PathLike[str] | None, kind: Kind, device: str = "cpu", w
             raise GeneratorConfigError(f"cannot load the {label} at {p} as {_AUTO_CLASSES[kind]}: {exc}") from exc
         try:
             model.to(device)
-        except Exception as exc:
+        except Exception as exc:  # e.g. device "cuda" on a CPU-only machine
             raise GeneratorConfigError(f"cannot move the {label} to device {device!r}: {exc}") from exc
         model.eval()
         if tokenizer.pad_token_id is None:

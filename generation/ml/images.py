@@ -90,7 +90,7 @@ def load_pipeline(path: str | os.PathLike[str], device: str = "cpu") -> Any:
             raise GeneratorConfigError(f"diffusers is not installed: {exc}") from exc
         try:
             pipe = DiffusionPipeline.from_pretrained(str(p), local_files_only=True)
-        except Exception as exc:
+        except Exception as exc:  # any load failure is a configuration problem
             raise GeneratorConfigError(f"cannot load the diffusion pipeline at {p}: {exc}") from exc
         for needed in ("unet", "tokenizer", "scheduler", "vae"):
             if getattr(pipe, needed, None) is None:
@@ -140,8 +140,8 @@ class AttentionController:
         self_max_tokens: int = 256,
     ) -> None:
         self.steps = max(1, int(steps))
-        self.cross_steps = int(round(max(0.0, min(1.0, cross_replace)) * self.steps))
-        self.self_steps = int(round(max(0.0, min(1.0, self_replace)) * self.steps))
+        self.cross_steps = round(max(0.0, min(1.0, cross_replace)) * self.steps)
+        self.self_steps = round(max(0.0, min(1.0, self_replace)) * self.steps)
         self.alignment = list(alignment)
         self.self_max_tokens = self_max_tokens
         self.step = 0

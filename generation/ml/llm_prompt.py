@@ -426,10 +426,7 @@ class LLMPromptGenerator(PerOriginalGenerator):
         import torch
 
         tok, model = self.lm.tokenizer, self.lm.model
-        if self.sentinel:
-            source = prompt.replace(BLANK, "<extra_id_0>").rsplit("\nBlank:", 1)[0]
-        else:
-            source = prompt
+        source = prompt.replace(BLANK, "<extra_id_0>").rsplit("\nBlank:", 1)[0] if self.sentinel else prompt
         enc = tok(source, return_tensors="pt", truncation=True, max_length=1024)
         enc = {k: v.to(self.device) for k, v in enc.items()}
         kw: dict[str, Any] = {

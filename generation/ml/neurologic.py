@@ -147,11 +147,8 @@ def select(candidates: Sequence[Hypothesis], beam_size: int) -> list[Hypothesis]
 def _repeats_ngram(tokens: Sequence[int], tok: int, n: int) -> bool:
     if n <= 0 or len(tokens) < n - 1:
         return False
-    new = tuple(tokens[len(tokens) - n + 1 :]) + (tok,)
-    for i in range(len(tokens) - n + 1):
-        if tuple(tokens[i : i + n]) == new:
-            return True
-    return False
+    new = (*tokens[len(tokens) - n + 1 :], tok)
+    return any(tuple(tokens[i : i + n]) == new for i in range(len(tokens) - n + 1))
 
 
 @dataclass
@@ -204,7 +201,7 @@ def constrained_beam_search(
                 is_eos = eos is not None and tok == eos
                 if is_eos and step < cfg.min_new_tokens:
                     continue
-                tokens = beam.tokens if is_eos else beam.tokens + (tok,)
+                tokens = beam.tokens if is_eos else (*beam.tokens, tok)
                 sat = beam.satisfied if is_eos else update_satisfied(tokens, clauses, beam.satisfied)
                 if cfg.prune:
                     if is_eos and len(sat) < len(clauses):

@@ -514,7 +514,7 @@ class RationaleInfillGenerator(PerOriginalGenerator):
             name, s, e, text, _ = flat[i]
             if name not in tags:
                 tags[name] = _pos_tags([o.fields[name][a:b] for a, b in word_spans(o.fields[name])])
-            wi = [k for k, (a, _) in enumerate(word_spans(o.fields[name])) if a == s][0]
+            wi = next(k for k, (a, _) in enumerate(word_spans(o.fields[name])) if a == s)
             slots.append(Slot(name, s, e, text, tags[name][wi]))
         return slots
 

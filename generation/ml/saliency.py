@@ -25,13 +25,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, Union, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from generation.ml.base import GeneratorConfigError
 
-ClassifierInput = Union[str, tuple[str, str]]
+ClassifierInput = str | tuple[str, str]
 
 WORD_RE = re.compile(r"\w+(?:[-'’]\w+)*|[^\w\s]")
 
@@ -181,10 +181,8 @@ def linear_word_saliency(pipeline: Any, text: str, label_index: int) -> list[flo
     if coef is None or not hasattr(vec, "build_analyzer") or not hasattr(vec, "vocabulary_"):
         return None
     coef = np.asarray(coef)
-    if coef.shape[0] == 1:  # binary: one weight vector for classes_[1]
-        w = coef[0] if label_index == 1 else -coef[0]
-    else:
-        w = coef[label_index]
+    # binary: one weight vector, for classes_[1]
+    w = (coef[0] if label_index == 1 else -coef[0]) if coef.shape[0] == 1 else coef[label_index]
     x = pipeline[:-1].transform([text]) if len(steps) > 2 else vec.transform([text])
     x = x.tocsr() if hasattr(x, "tocsr") else x
     contrib: dict[str, float] = {}

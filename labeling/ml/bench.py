@@ -83,7 +83,7 @@ def run_benchmark(
     yi = np.asarray([labels.index(v) for v in y_prime], dtype=int)
 
     def n_budget(b: float) -> int:
-        return max(1, int(round(b * n)))
+        return max(1, round(b * n))
 
     # f on the pool's originals (and the warm-start originals for capc+warm)
     originals, orig_y = unique_originals(pool)
@@ -141,7 +141,8 @@ def run_benchmark(
         except TooFewLabels as exc:
             errors[name] = str(exc)
 
-    for seed in range(seeds):
+    # a function per seed: the closures below (each run at once) take this seed's split from it
+    def run_seed(seed: int) -> None:
         rng = np.random.default_rng(seed)
         perm = rng.permutation(n)
         k = n_budget(budget)
@@ -231,6 +232,9 @@ def run_benchmark(
                 curve_rows[str(b)].append(float((p.argmax(1) == yi[te_b]).mean()))
 
             attempt(f"curve {b}", run_curve)
+
+    for seed in range(seeds):
+        run_seed(seed)
         say(f"seed {seed + 1}/{seeds} done at {time.perf_counter() - t0:.1f}s")
 
     order = ["invariant", "trust", "w-trust", "random-pairs", "training-only", "pc", "capc", "capc+warm", "capc+active"]

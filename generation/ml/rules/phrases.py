@@ -47,7 +47,7 @@ def np_chunks(toks: list[Token]) -> list[tuple[int, int]]:
         j = i
         if toks[j].pos in ("DT", "PRP$", "CD") and toks[j].lower not in ("that", "which", "all"):
             j += 1
-        while j < n and toks[j].pos in MOD_TAGS + ("RB",) and j + 1 < n and toks[j + 1].pos in MOD_TAGS + NOUN_TAGS:
+        while j < n and toks[j].pos in (*MOD_TAGS, "RB") and j + 1 < n and toks[j + 1].pos in MOD_TAGS + NOUN_TAGS:
             j += 1
         k = j
         while k < n and is_noun(toks[k]):
@@ -65,7 +65,7 @@ def np_chunks(toks: list[Token]) -> list[tuple[int, int]]:
 
 def pp_chunks(toks: list[Token]) -> list[tuple[int, int]]:
     """[start, end) spans of 'IN NP' prepositional phrases (NP as chunked above)."""
-    nps = {s: e for s, e in np_chunks(toks)}
+    nps = dict(np_chunks(toks))
     out = []
     for i, t in enumerate(toks):
         if t.pos in ("IN", "TO") and t.lower in lx.PREPOSITIONS and i + 1 in nps:

@@ -219,7 +219,7 @@ def shuffle(s: Sentence, rng: random.Random) -> list[Proposal]:
         edits = [(toks[a1].start, toks[b1 - 1].end, new1), (toks[a2].start, toks[b2 - 1].end, new2)]
         # subject-verb agreement when a subject's number changes
         if _plural(toks, a1, b1) != _plural(toks, a2, b2):
-            for (a, b), plural in (((a1, b1), _plural(toks, a2, b2)), ((a2, b2), _plural(toks, a1, b1))):
+            for (_, b), plural in (((a1, b1), _plural(toks, a2, b2)), ((a2, b2), _plural(toks, a1, b1))):
                 if b < len(toks) and (fixed := _agree_verb(toks[b], plural)) != toks[b].text:
                     edits.append((toks[b].start, toks[b].end, fixed))
         out.append(Proposal("shuffle", tuple(edits), (), (), f"swap '{t1}' <-> '{t2}'"))

@@ -59,9 +59,8 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     pos = 0
     for m in SENT_BREAK_RE.finditer(text):
         close = m.group("close") or m.group("close2") or ""
-        if m.end() == m.start():  # zero-width break ("movie.You"): nothing consumed
-            if m.start() == pos:
-                continue
+        if m.end() == m.start() == pos:  # a zero-width break ("movie.You") right here: nothing to cut
+            continue
         spans.append((pos, m.start() + len(close)))
         pos = m.end()
     spans.append((pos, len(text)))
