@@ -19,15 +19,15 @@ curve of capc at 5 / 10 / 20 / 50 %.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import NotRequired, Protocol, TypedDict, TypeGuard
 
 import numpy as np
 
 from labeling.ml import baselines
-from labeling.ml.active import select_active
-from labeling.ml.base_classifier import CrossFitted, TooFewLabels, make_base_classifier
+from labeling.ml.active import Index, select_active
+from labeling.ml.base_classifier import BaseClassifier, CrossFitted, Proba, TooFewLabels, make_base_classifier
 from labeling.ml.features import Embed, Pair
 from labeling.ml.metrics import scores
 from labeling.ml.pairwise import PairInputs, PairwiseClassifier, prepare_inputs
@@ -49,14 +49,27 @@ def unique_originals(pairs: Sequence[Pair]) -> tuple[list[dict[str, str]], list[
     return [dict(k) for k in seen], list(seen.values())
 
 
-def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
+class BenchResult(TypedDict):
+    task: str
+    n_pairs: int
+    budget: float
+    seeds: int
+    # per method, its scores averaged over the seeds (None: no seed had a number), or
+    # {"error": why it could not run}
+    methods: dict[str, dict[str, float | None] | dict[str, str]]
+    budget_curve: dict[str, dict[str, float | None]]  # {"capc": {budget: mean accuracy}}
+    seconds: float
+    warm_start_pairs: NotRequired[int]
+
+
+def _mean(rows: list[dict[str, float]]) -> dict[str, float | None]:
     if not rows:
         return {}
     out: dict[str, float | None] = {}
     for k in rows[0]:
         vals = [r[k] for r in rows if not np.isnan(r[k])]
         out[k] = round(float(np.mean(vals)), 4) if vals else None  # JSON has no NaN
-    return out  # type: ignore[return-value]
+    return out
 
 
 def run_benchmark(
@@ -74,7 +87,7 @@ def run_benchmark(
     threshold: float = 0.7,
     crossfit: bool = True,
     log: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
+) -> BenchResult:
     t0 = time.perf_counter()
     say = log or (lambda _m: None)
     labels, fields = list(labels), list(fields)
@@ -88,7 +101,7 @@ def run_benchmark(
     # f on the pool's originals (and the warm-start originals for capc+warm)
     originals, orig_y = unique_originals(pool)
 
-    def make_f() -> Any:
+    def make_f() -> BaseClassifier:
         return make_base_classifier(base_kind, labels=labels, fields=fields, embed=embed)
 
     # f as trained on the originals: the trust baselines use it as is; h gets the cross-fitted
@@ -115,7 +128,7 @@ def run_benchmark(
     curve_rows: dict[str, list[float]] = {str(b): [] for b in curve}
 
     def record(
-        name: str, test: np.ndarray, proba: np.ndarray, with_ece: bool = True, h: PairwiseClassifier | None = None
+        name: str, test: Index, proba: Proba, with_ece: bool = True, h: PairwiseClassifier | None = None
     ) -> None:
         s = scores(yi[test], proba)
         if not with_ece:
@@ -128,7 +141,7 @@ def run_benchmark(
         results.setdefault(name, []).append(s)
 
     def fit_h(
-        mode: str, inp: PairInputs, train: np.ndarray, seed: int, warm_model: PairwiseClassifier | None = None
+        mode: str, inp: PairInputs, train: Index, seed: int, warm_model: PairwiseClassifier | None = None
     ) -> PairwiseClassifier:
         h = PairwiseClassifier(labels, fields, mode=mode, seed=seed, threshold=threshold)
         if warm_model is not None:
@@ -196,11 +209,11 @@ def run_benchmark(
                 [act_inputs.enc.emb_c.reshape(n, -1) - act_inputs.enc.emb_o.reshape(n, -1), act_inputs.enc.edits]
             )
 
-            def proba_fn(sel: np.ndarray) -> np.ndarray:
+            def proba_fn(sel: Index) -> Proba:
                 h = fit_h("capc", act_inputs, sel, seed, warm_model=warm_h)
                 return h.predict_proba(act_inputs)
 
-            def can_train(sel: np.ndarray) -> bool:
+            def can_train(sel: Index) -> bool:
                 c = np.bincount(yi[sel], minlength=len(labels))
                 return len(sel) >= 10 and bool((c >= 2).all())
 
@@ -238,13 +251,13 @@ def run_benchmark(
         say(f"seed {seed + 1}/{seeds} done at {time.perf_counter() - t0:.1f}s")
 
     order = ["invariant", "trust", "w-trust", "random-pairs", "training-only", "pc", "capc", "capc+warm", "capc+active"]
-    methods: dict[str, Any] = {}
+    methods: dict[str, dict[str, float | None] | dict[str, str]] = {}
     for name in order:
         if name in results:
             methods[name] = _mean(results[name])
         elif name in errors:
             methods[name] = {"error": errors[name]}
-    out: dict[str, Any] = {
+    out: BenchResult = {
         "task": task,
         "n_pairs": n,
         "budget": budget,
@@ -258,7 +271,45 @@ def run_benchmark(
     return out
 
 
-def pairs_from_records(records: Sequence[Any], labels: Sequence[str]) -> tuple[LabelledPairs, list[str]]:
+class _OriginalLike(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def fields(self) -> Mapping[str, str]: ...
+
+    @property
+    def label(self) -> str | None: ...
+
+
+class _PairRecordLike(Protocol):
+    """The part of ``generation.formats.PairRecord`` read here (not imported: labeling.ml
+    does not depend on generation)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def original(self) -> _OriginalLike: ...
+
+    @property
+    def cf_fields(self) -> Mapping[str, str]: ...
+
+    @property
+    def cf_label(self) -> str | None: ...
+
+    @property
+    def perturbation(self) -> str: ...
+
+    @property
+    def group(self) -> str: ...
+
+
+def _is_pair(rec: object) -> TypeGuard[_PairRecordLike]:
+    return hasattr(rec, "cf_fields")
+
+
+def pairs_from_records(records: Sequence[object], labels: Sequence[str]) -> tuple[LabelledPairs, list[str]]:
     """Labelled pairs from ``generation.formats`` records (PairRecords whose original and
     counterfactual labels are both known); other records are skipped. Returns the pairs and
     the problems (as text)."""
@@ -270,7 +321,7 @@ def pairs_from_records(records: Sequence[Any], labels: Sequence[str]) -> tuple[L
         if type(rec).__name__ == "Problem":
             problems.append(str(rec))
             continue
-        if not hasattr(rec, "cf_fields"):
+        if not _is_pair(rec):
             continue  # an original without a counterfactual
         y, y2 = rec.original.label, rec.cf_label
         if y is None or y2 is None:

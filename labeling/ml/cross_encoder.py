@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
+from labeling.ml.base_classifier import Proba
 from labeling.ml.features import Pair
 from labeling.ml.metrics import accuracy, ece, macro_f1
 from labeling.ml.pairwise import CVReport, apply_temperature, check_labels, fit_temperature
@@ -49,6 +51,8 @@ class CrossEncoderH:
         self.threshold = threshold
         self.min_labels = min_labels
         self.temperature = 1.0
+        # transformers objects, set by fit: Any, as transformers' own annotations do not
+        # type-check their everyday use (PreTrainedModel.to(device), the tokenizer's __call__)
         self.model: Any = None
         self.tokenizer: Any = None
         self.cv: CVReport | None = None
@@ -58,7 +62,7 @@ class CrossEncoderH:
         b = [" | ".join(p.counterfactual.get(f, "") or "" for f in self.fields) for p in pairs]
         return a, b
 
-    def _logits(self, pairs: Sequence[Pair]) -> np.ndarray:
+    def _logits(self, pairs: Sequence[Pair]) -> NDArray[np.floating]:
         import torch
 
         self.model.eval()
@@ -131,7 +135,7 @@ class CrossEncoderH:
         )
         return self
 
-    def predict_proba_pairs(self, pairs: Sequence[Pair]) -> np.ndarray:
+    def predict_proba_pairs(self, pairs: Sequence[Pair]) -> Proba:
         if self.model is None:
             raise RuntimeError("the cross-encoder is not trained")
         return apply_temperature(self._logits(pairs), self.temperature)

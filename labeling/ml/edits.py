@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from numpy.typing import NDArray
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|n't|[^\sa-z0-9]", re.IGNORECASE)
 
@@ -97,7 +98,9 @@ def _neg_count(tokens: Sequence[str]) -> int:
 N_FIELD_EDIT_FEATURES = 12
 
 
-def edit_features(original: dict[str, str], counterfactual: dict[str, str], fields: Sequence[str]) -> np.ndarray:
+def edit_features(
+    original: dict[str, str], counterfactual: dict[str, str], fields: Sequence[str]
+) -> NDArray[np.float32]:
     """Numeric edit features for one pair: per field (changed?, insert/delete/replace op counts,
     inserted/deleted token counts and fractions, length ratio, negation change, and — for
     multi-field tasks — how much of what was inserted/deleted appears in the other fields),
@@ -292,7 +295,7 @@ def _content(tokens: Sequence[str]) -> list[str]:
 N_RELATION_FEATURES = 14
 
 
-def relation_features(record: dict[str, str], fields: Sequence[str]) -> np.ndarray:
+def relation_features(record: dict[str, str], fields: Sequence[str]) -> NDArray[np.float32]:
     """How the first two fields of one record relate (e.g. premise and hypothesis): word
     Jaccard, share of the second's (content) words found in the first, and of the first's in
     the second, content words of the second not in the first, negations in each and their

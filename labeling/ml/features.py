@@ -20,12 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from labeling.ml.edits import edit_bags, edit_features, edit_spans, relation_features
 
-Embed = Callable[[Sequence[str]], np.ndarray]
+Floats = NDArray[np.float32]  # every feature block is float32
+LabelIndex = NDArray[np.intp]  # label indices, one per pair
+Embed = Callable[[Sequence[str]], NDArray[np.floating]]  # texts -> (n, d) vectors
+Aligner = Callable[[Sequence[tuple[str, str]]], NDArray[np.floating]]  # text pairs -> (n, N_ALIGN)
+_S = TypeVar("_S", bound=np.generic)
 
 
 @dataclass(frozen=True)
@@ -44,31 +50,31 @@ class PairEncoding:
     """Everything about a list of pairs that costs time to compute, aligned by row."""
 
     fields: list[str]
-    emb_o: np.ndarray  # (n, n_fields, d)
-    emb_c: np.ndarray  # (n, n_fields, d)
-    edits: np.ndarray  # (n, n_edit)
-    bag: np.ndarray  # (n, 2 * hash_features)
-    y: np.ndarray  # (n,) index of the original label
+    emb_o: Floats  # (n, n_fields, d)
+    emb_c: Floats  # (n, n_fields, d)
+    edits: Floats  # (n, n_edit)
+    bag: Floats  # (n, 2 * hash_features)
+    y: LabelIndex  # (n,) index of the original label
     perturbation: list[str] = field(default_factory=list)
     # embeddings of the words inserted / deleted by the edit and of the other (unedited)
     # field: what the edit means, and how it relates to the rest of the input
-    emb_ins: np.ndarray | None = None  # (n, d)
-    emb_del: np.ndarray | None = None
-    emb_other: np.ndarray | None = None
+    emb_ins: Floats | None = None  # (n, d)
+    emb_del: Floats | None = None
+    emb_other: Floats | None = None
     # two-field tasks: how the fields relate (``edits.relation_features``) in x and in x'
-    rel_o: np.ndarray | None = None  # (n, n_rel)
-    rel_c: np.ndarray | None = None
+    rel_o: Floats | None = None  # (n, n_rel)
+    rel_c: Floats | None = None
     # the edit features of the reversed pair (x' -> x), for training on reversed pairs
-    edits_rev: np.ndarray | None = None
+    edits_rev: Floats | None = None
     # two-field tasks with a MiniLM encoder: soft word alignment of the fields in x and in x'
     # (``Encoder.alignment``)
-    align_o: np.ndarray | None = None  # (n, N_ALIGN)
-    align_c: np.ndarray | None = None
+    align_o: NDArray[np.floating] | None = None  # (n, N_ALIGN), as the aligner gives them
+    align_c: NDArray[np.floating] | None = None
 
     def __len__(self) -> int:
         return len(self.y)
 
-    def reversed(self, y_prime: np.ndarray) -> PairEncoding:
+    def reversed(self, y_prime: LabelIndex) -> PairEncoding:
         """The pairs read backwards: x' is the original (with its label ``y_prime``) and x the
         counterfactual. Every block swaps sides; the unedited context is the same both ways
         (it is the untouched field), and a pair whose every field changed keeps its context."""
@@ -96,7 +102,7 @@ class PairEncoding:
 
     @staticmethod
     def concat(a: PairEncoding, b: PairEncoding) -> PairEncoding:
-        def cat(x: np.ndarray | None, y: np.ndarray | None) -> np.ndarray | None:
+        def cat(x: NDArray[_S] | None, y: NDArray[_S] | None) -> NDArray[_S] | None:
             return None if x is None or y is None else np.concatenate([x, y])
 
         return PairEncoding(
@@ -117,10 +123,10 @@ class PairEncoding:
             cat(a.align_c, b.align_c),
         )
 
-    def subset(self, idx: np.ndarray | Sequence[int]) -> PairEncoding:
+    def subset(self, idx: NDArray[np.integer] | Sequence[int]) -> PairEncoding:
         idx = np.asarray(idx, dtype=int)
 
-        def sub(a: np.ndarray | None) -> np.ndarray | None:
+        def sub(a: NDArray[_S] | None) -> NDArray[_S] | None:
             return None if a is None else a[idx]
 
         return PairEncoding(
@@ -142,7 +148,7 @@ class PairEncoding:
         )
 
 
-def embed_fields(records: Sequence[dict[str, str]], fields: Sequence[str], embed: Embed | None) -> np.ndarray:
+def embed_fields(records: Sequence[dict[str, str]], fields: Sequence[str], embed: Embed | None) -> Floats:
     """(n, n_fields, d) embeddings; ``embed=None`` gives a zero-width array (no embeddings)."""
     n = len(records)
     if embed is None:
@@ -228,7 +234,7 @@ def encode_pairs(
     )
 
 
-def alignment_of(embed: Embed | None) -> Callable[[Sequence[tuple[str, str]]], np.ndarray] | None:
+def alignment_of(embed: Embed | None) -> Aligner | None:
     """The word-alignment function that comes with ``embed``: the ``alignment`` method of the
     encoder (``embed`` is the encoder or its bound ``encode``), or None (e.g. a stand-in)."""
     owner = getattr(embed, "__self__", embed)
@@ -257,7 +263,7 @@ class FeatureConfig:
     C_grid: tuple[float, ...] = (0.003, 0.01, 0.03)
 
 
-def _onehot(idx: np.ndarray, k: int) -> np.ndarray:
+def _onehot(idx: LabelIndex, k: int) -> Floats:
     out = np.zeros((len(idx), k), dtype=np.float32)
     if len(idx):
         out[np.arange(len(idx)), idx] = 1.0
@@ -270,15 +276,15 @@ def pair_matrix(
     n_labels: int,
     perturbations: Sequence[str],
     config: FeatureConfig,
-    f_proba_o: np.ndarray | None = None,
-    f_proba_c: np.ndarray | None = None,
-    extra: np.ndarray | None = None,
-) -> np.ndarray:
+    f_proba_o: NDArray[np.floating] | None = None,
+    f_proba_c: NDArray[np.floating] | None = None,
+    extra: NDArray[np.floating] | None = None,
+) -> Floats:
     """The design matrix of h. ``f_proba_*`` (CAPC) are f's probabilities on x and x';
     ``extra`` are further per-pair columns (e.g. a warm-start model's log-probabilities)."""
     n = len(enc)
-    blocks: list[np.ndarray] = []
-    small: list[np.ndarray] = []  # low-dimensional blocks that also interact with y
+    blocks: list[NDArray[np.floating]] = []
+    small: list[NDArray[np.floating]] = []  # low-dimensional blocks that also interact with y
     if config.warm_only:
         if extra is None:
             raise ValueError("a warm-only feature set needs the warm-start columns")
