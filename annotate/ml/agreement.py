@@ -27,9 +27,10 @@ import warnings
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple, SupportsInt, cast
 
 import numpy as np
+from numpy.typing import NDArray
 
 __all__ = [
     "DAWID_SKENE_DESCRIPTION",
@@ -80,6 +81,12 @@ Engine = Literal["crowdkit", "numpy"]
 
 _EPS = 1e-10
 
+_Ints = NDArray[np.int64]  # indices and vote counts
+_Floats = NDArray[np.float64]
+# a Dawid-Skene fit: posteriors (n_items, k), error matrices (n_annotators, k true, k given),
+# priors (k,), iterations run, converged
+_DawidSkeneFit = tuple[_Floats, _Floats, _Floats, int, bool]
+
 
 class Annotation(NamedTuple):
     """One answer: ``annotator`` gave ``label`` to ``item``. Plain 3-tuples are accepted too."""
@@ -99,11 +106,11 @@ class _Table:
     labels: tuple[str, ...]
     items: tuple[Hashable, ...]
     annotators: tuple[Hashable, ...]
-    item_idx: np.ndarray  # (N,) int
-    annotator_idx: np.ndarray  # (N,) int
-    label_idx: np.ndarray  # (N,) int
+    item_idx: _Ints  # (N,)
+    annotator_idx: _Ints  # (N,)
+    label_idx: _Ints  # (N,)
 
-    def counts(self) -> np.ndarray:
+    def counts(self) -> _Ints:
         """(n_items, n_labels) matrix of vote counts."""
         out = np.zeros((len(self.items), len(self.labels)), dtype=np.int64)
         np.add.at(out, (self.item_idx, self.label_idx), 1)
@@ -284,7 +291,7 @@ def dawid_skene(
     )
 
 
-def _clamp_gold(post: np.ndarray, gold_idx: np.ndarray) -> np.ndarray:
+def _clamp_gold(post: _Floats, gold_idx: _Ints) -> _Floats:
     rows = np.flatnonzero(gold_idx >= 0)
     if rows.size:
         post = post.copy()
@@ -293,15 +300,13 @@ def _clamp_gold(post: np.ndarray, gold_idx: np.ndarray) -> np.ndarray:
     return post
 
 
-def _ds_numpy(
-    table: _Table, max_iter: int, tol: float, gold_idx: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
+def _ds_numpy(table: _Table, max_iter: int, tol: float, gold_idx: _Ints) -> _DawidSkeneFit:
     n_items, n_ann, k = len(table.items), len(table.annotators), len(table.labels)
     it, an, lb = table.item_idx, table.annotator_idx, table.label_idx
     counts = table.counts().astype(float)
     post = _clamp_gold(counts / counts.sum(axis=1, keepdims=True), gold_idx)
 
-    def m_step(post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def m_step(post: _Floats) -> tuple[_Floats, _Floats]:
         # errs[a, true, given] = Σ over a's annotations with label `given` of P(item true = true)
         given_true = np.zeros((n_ann, k, k))
         np.add.at(given_true, (an, lb), post[it])
@@ -327,9 +332,7 @@ def _ds_numpy(
     return post, errs, priors, iterations, converged
 
 
-def _ds_crowdkit(
-    table: _Table, max_iter: int, tol: float, gold_idx: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
+def _ds_crowdkit(table: _Table, max_iter: int, tol: float, gold_idx: _Ints) -> _DawidSkeneFit:
     import pandas as pd
     from crowdkit.aggregation import DawidSkene
 
@@ -343,15 +346,18 @@ def _ds_crowdkit(
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", FutureWarning)
         model.fit(data, true_labels=true_labels)
-    probas: Any = model.probas_
+    probas, errs_df = model.probas_, model.errors_
+    assert probas is not None and errs_df is not None  # fit() sets both
     post = probas.reindex(index=range(n_items), columns=range(k), fill_value=0.0).to_numpy(float)
     post = np.clip(post, 0.0, None)
     post /= post.sum(axis=1, keepdims=True)
-    errs_df: Any = model.errors_  # index (worker, given label), columns: true label
     errs = np.zeros((n_ann, k, k))  # [annotator, true, given]
-    for (worker, given), row in errs_df.iterrows():
+    # errs_df: index (worker, given label), columns: true label, all integer codes; pandas types
+    # an index entry as Hashable only
+    for key, row in errs_df.iterrows():
+        worker, given = cast("tuple[SupportsInt, SupportsInt]", key)
         for true, value in row.items():
-            errs[int(worker), int(true), int(given)] = float(value)
+            errs[int(worker), int(cast("SupportsInt", true)), int(given)] = float(value)
     # labels nobody used are absent from crowd-kit's matrices: renormalise rows, uniform if empty
     sums = errs.sum(axis=2, keepdims=True)
     errs = np.where(sums > 0, errs / np.where(sums > 0, sums, 1.0), 1.0 / k)
@@ -386,9 +392,9 @@ class AgreementScore:
         return not math.isnan(self.value)
 
 
-def _pairable(counts: np.ndarray) -> np.ndarray:
+def _pairable(counts: _Ints) -> _Ints:
     """Rows of items with at least two annotations."""
-    rows: np.ndarray = counts[counts.sum(axis=1) >= 2]
+    rows: _Ints = counts[counts.sum(axis=1) >= 2]
     return rows
 
 

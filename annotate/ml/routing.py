@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 __all__ = [
     "proportional_allocation",
@@ -30,11 +30,11 @@ T = TypeVar("T", bound=Hashable)
 S = TypeVar("S", bound=Hashable)
 
 
-def _canonical(values: Iterable[Any]) -> list[Any]:
+def _canonical(values: Iterable[T]) -> list[T]:
     """Sorted when the values are comparable, else in the given order."""
     out = list(values)
     try:
-        return sorted(out)
+        return sorted(out)  # type: ignore[type-var]  # T is only Hashable: the TypeError below is the check
     except TypeError:
         return out
 
