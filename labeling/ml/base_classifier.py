@@ -195,8 +195,8 @@ class HFSequenceClassifier:
         self.device = device
         self.batch_size = batch_size
         self.max_length = max_length
-        # transformers objects, loaded in _load: Any, as transformers' own annotations do not
-        # type-check their everyday use (PreTrainedModel.to(device), the tokenizer's __call__)
+        # transformers objects, loaded in _load: Any, as transformers types model.to(device)
+        # wrongly and its Auto* loaders and tokenizer calls as Any
         self._model: Any = None
         self._tokenizer: Any = None
         self._order: list[int] | None = None

@@ -51,8 +51,8 @@ class CrossEncoderH:
         self.threshold = threshold
         self.min_labels = min_labels
         self.temperature = 1.0
-        # transformers objects, set by fit: Any, as transformers' own annotations do not
-        # type-check their everyday use (PreTrainedModel.to(device), the tokenizer's __call__)
+        # transformers objects, set by fit: Any, as transformers types model.to(device) wrongly
+        # and its Auto* loaders and tokenizer calls as Any
         self.model: Any = None
         self.tokenizer: Any = None
         self.cv: CVReport | None = None
