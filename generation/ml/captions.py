@@ -34,13 +34,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from generation.ml import filters as ml_filters
 from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip
 from generation.ml.rules import wordnet as wnx
 from generation.ml.rules.phrases import article_for, pluralize, singularize
 from generation.ml.rules.tokens import Token, match_case, tag
+
+if TYPE_CHECKING:
+    from generation.ml.hf import LoadedModel
+    from generation.ml.images import ClipVerdict, ImagePair, ImageTextScorer, PairImages
 
 FIELD = "caption"
 NOUN_TAGS = ("NN", "NNS")
@@ -86,14 +90,14 @@ def _base(word: str, pos: str) -> str:
 
 
 @lru_cache(maxsize=65536)
-def _senses(word: str) -> frozenset[Any]:
+def _senses(word: str) -> frozenset[wnx.Synset]:
     return frozenset(wnx.wordnet().synsets(word, "n"))
 
 
 @lru_cache(maxsize=65536)
-def _ancestors(word: str) -> frozenset[Any]:
+def _ancestors(word: str) -> frozenset[wnx.Synset]:
     """Every noun sense of ``word`` and its hypernyms up to six levels."""
-    out: set[Any] = set()
+    out: set[wnx.Synset] = set()
     for s in _senses(word):
         out.add(s)
         out.update(s.closure(lambda x: x.hypernyms() + x.instance_hypernyms(), depth=6))
@@ -138,7 +142,7 @@ def wordnet_candidates(
     own = {lem.name().lower() for s in senses for lem in s.lemmas()}
     scored: dict[str, tuple[int, int]] = {}  # name -> (weighted SemCor count, -tier)
 
-    def add(synsets: Sequence[Any], weight: int, tier: int) -> None:
+    def add(synsets: Sequence[wnx.Synset], weight: int, tier: int) -> None:
         for syn in synsets:
             if syn in senses:
                 continue
@@ -169,7 +173,7 @@ def wordnet_candidates(
 class MaskedLMCandidates:
     """Top fill-ins of a masked LM for the masked noun (the paper used roberta-base)."""
 
-    def __init__(self, loaded: Any) -> None:
+    def __init__(self, loaded: LoadedModel) -> None:
         self.loaded = loaded
 
     def __call__(self, caption: str, tok: Token, k: int) -> list[tuple[str, float]]:
@@ -305,7 +309,7 @@ def select_in_band(
 # ---------------------------------------------------------------------------------------------
 # the generator
 # ---------------------------------------------------------------------------------------------
-def _as_bool(value: Any, name: str) -> bool:
+def _as_bool(value: object, name: str) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, int | float):
@@ -318,7 +322,7 @@ def _as_bool(value: Any, name: str) -> bool:
     raise ValueError(f"{name} must be true or false, got {value!r}")
 
 
-def _opt_float(value: Any, name: str) -> float | None:
+def _opt_float(value: str | float | None, name: str) -> float | None:
     if value is None or value == "":
         return None
     try:
@@ -370,8 +374,8 @@ class CocoCounterfactualGenerator:
         per_original: int = 1,
         top_k: int = 10,
         candidates: str = "auto",
-        band: Any = None,
-        images: Any = "auto",
+        band: str | Sequence[float] | None = None,  # "LOW,HIGH" or (low, high)
+        images: str | bool = "auto",
         steps: int = 30,
         guidance_scale: float = 7.5,
         height: int | None = None,
@@ -379,13 +383,13 @@ class CocoCounterfactualGenerator:
         cross_replace: float = 0.8,
         self_replace: float = 0.4,
         attempts: int = 1,
-        clip_filter: Any = True,
+        clip_filter: str | bool = True,
         min_text_image: float | None = None,
         min_image_image: float | None = None,
         vocabulary: str = "",
-        encoder: Any = None,
-        image_pairs: Any = None,
-        clip_scorer: Any = None,
+        encoder: ml_filters.SimilarityEncoder | None = None,
+        image_pairs: PairImages | None = None,
+        clip_scorer: ImageTextScorer | None = None,
     ) -> None:
         for label, obj, method in (
             ("encoder", encoder, "cosine"),
@@ -404,7 +408,11 @@ class CocoCounterfactualGenerator:
             if len(parts) != 2:
                 raise ValueError(f"band must be LOW,HIGH, got {band!r}")
             band = (float(parts[0]), float(parts[1]))
-        self.band = ml_filters.band_for("image-caption", tuple(band) if band else None)  # type: ignore[arg-type]
+        override = None
+        if band:
+            lo, hi = band
+            override = (lo, hi)
+        self.band = ml_filters.band_for("image-caption", override)
         if candidates not in ("auto", "wordnet", "mlm"):
             raise ValueError(f"candidates must be auto, wordnet or mlm, got {candidates!r}")
         if candidates == "mlm" and not mlm_path:
@@ -420,7 +428,7 @@ class CocoCounterfactualGenerator:
         self._encoder = encoder
         self._minilm_path = minilm_path or None
         self._cache_dir = embedding_cache_dir or None
-        self._perplexity: Any = None
+        self._perplexity: ml_filters.PerplexityScorer | None = None
         if perplexity_lm_path:
             from generation.ml import hf
 
@@ -480,7 +488,7 @@ class CocoCounterfactualGenerator:
 
     # -- models ----------------------------------------------------------------------------
     @property
-    def encoder(self) -> Any:
+    def encoder(self) -> ml_filters.SimilarityEncoder:
         if self._encoder is None:
             from generation.ml.embeddings import shared_encoder
 
@@ -583,8 +591,8 @@ class CocoCounterfactualGenerator:
     def _image_pair(self, o: Original, k: int, swap: CaptionSwap) -> tuple[dict[str, float], dict[str, object]] | None:
         from generation.ml import images as ml_images
 
-        assert self.image_dir is not None
-        best: tuple[float, Any, Any, int] | None = None
+        assert self.image_dir is not None and self._pairs is not None  # both set when self.images is
+        best: tuple[float, ImagePair, ClipVerdict | None, int] | None = None
         verdicts = []
         for attempt in range(self.attempts):
             seed = self.pair_seed(o.id, k, attempt)
@@ -604,7 +612,7 @@ class CocoCounterfactualGenerator:
                 best = (verdict.clip_dir, pair, verdict, seed)
         if best is None:
             return None
-        _, pair, verdict, seed = best
+        _, pair, kept, seed = best
         self.image_dir.mkdir(parents=True, exist_ok=True)
         stem = f"{_safe_name(o.id)}-{k}"
         paths = [self.image_dir / f"{stem}-0.jpg", self.image_dir / f"{stem}-1.jpg"]
@@ -619,9 +627,9 @@ class CocoCounterfactualGenerator:
             "steps": pair.steps,
         }
         scores: dict[str, float] = {}
-        if verdict is not None:
-            scores.update(verdict.scores())
-            meta["clip"] = verdict.as_meta()
+        if kept is not None:
+            scores.update(kept.scores())
+            meta["clip"] = kept.as_meta()
             meta["attempts"] = len(verdicts)
         return scores, meta
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from generation.ml.base import (
     GeneratedCandidate,
@@ -37,10 +37,14 @@ from generation.ml.neurologic import (
     Clause,
     SearchConfig,
     Seq2SeqStepModel,
+    StepModel,
     constrained_beam_search,
     special_ids,
 )
-from generation.ml.saliency import TextClassifier, is_word, label_index, load_classifier, word_spans
+from generation.ml.saliency import ClassifierInput, TextClassifier, is_word, label_index, load_classifier, word_spans
+
+if TYPE_CHECKING:
+    from generation.ml.hf import LoadedModel
 
 NAME = "concept-constrained"
 
@@ -74,7 +78,7 @@ def extract_concepts(text: str, max_concepts: int = 4) -> list[str]:
     return kept[:max_concepts]
 
 
-def concept_clause(concept: str, tokenizer: Any) -> Clause | None:
+def concept_clause(concept: str, tokenizer: Any) -> Clause | None:  # a transformers tokenizer
     variants = {concept, concept.lower(), concept[:1].upper() + concept[1:]}
     alts: set[tuple[int, ...]] = set()
     for v in variants:
@@ -224,7 +228,7 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
 
     def _decode(
         self,
-        lm: Any,
+        lm: LoadedModel,
         task: str,
         field: str,
         target: str,
@@ -243,7 +247,7 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         eos = tok.eos_token_id
         if lm.is_encoder_decoder:
             source = prompt + "Keep: " + ", ".join(c.text for c in clauses) + "."
-            model = Seq2SeqStepModel(lm.model, tok(source)["input_ids"], eos, self.device)
+            model: StepModel = Seq2SeqStepModel(lm.model, tok(source)["input_ids"], eos, self.device)
             lead = ""
         else:
             prompt_text = prompt + first
@@ -286,6 +290,6 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         return out
 
 
-def _as_input(fields: dict[str, str], names: Sequence[str]) -> Any:
+def _as_input(fields: dict[str, str], names: Sequence[str]) -> ClassifierInput:
     vals = [fields[n] for n in names]
     return vals[0] if len(vals) == 1 else (vals[0], vals[1])

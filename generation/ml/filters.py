@@ -21,9 +21,10 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from generation.ml import lexicons as lx
 from generation.ml.rules.tokens import introduced_removed, words
@@ -58,7 +59,7 @@ def band_for(task: str, override: tuple[float, float] | None = None) -> tuple[fl
 
 
 def comparison_texts(
-    original_fields: Mapping[str, str], candidate_fields: Mapping[str, str], meta: Mapping[str, Any] | None = None
+    original_fields: Mapping[str, str], candidate_fields: Mapping[str, str], meta: Mapping[str, object] | None = None
 ) -> tuple[str, str]:
     """What the similarity band compares: the edited window of a long text when the generator
     recorded one (``meta["window"] = [old, new]``), else the changed field(s), else all fields."""
@@ -76,8 +77,19 @@ def comparison_texts(
     )
 
 
+class SimilarityEncoder(Protocol):
+    """What the similarity band needs of an encoder (``generation.ml.embeddings.Encoder``)."""
+
+    def cosine(self, a: Sequence[str], b: Sequence[str]) -> NDArray[np.floating]:
+        """Row-wise cosine similarity of a[i] and b[i]."""
+        ...
+
+
 def similarity_band(
-    encoder: Any, originals: Sequence[str], candidates: Sequence[str], band: tuple[float, float] = COCO_BAND
+    encoder: SimilarityEncoder,
+    originals: Sequence[str],
+    candidates: Sequence[str],
+    band: tuple[float, float] = COCO_BAND,
 ) -> list[FilterResult]:
     """Row-wise cosine of ``originals[i]`` and ``candidates[i]`` (one batched encode each;
     the encoder caches repeated originals); keep when ``low < sim <= high``."""
@@ -169,6 +181,8 @@ class PerplexityScorer:
         self,
         path: str | None = None,
         *,
+        # transformers objects: Any, as transformers types model.to(device) wrongly and its
+        # Auto* loaders and tokenizer calls as Any
         model: Any = None,
         tokenizer: Any = None,
         device: str = "cpu",
@@ -190,7 +204,7 @@ class PerplexityScorer:
         self.max_length = max_length
         self.batch_size = batch_size
 
-    def score(self, texts: Sequence[str]) -> np.ndarray:
+    def score(self, texts: Sequence[str]) -> NDArray[np.float64]:
         import torch
 
         out = np.zeros(len(texts), dtype=np.float64)
@@ -279,7 +293,7 @@ def artifacts(
 
 
 # -- classifier-based --------------------------------------------------------------------------
-def _target_index(labels: Sequence[str], targets: Sequence[str]) -> np.ndarray:
+def _target_index(labels: Sequence[str], targets: Sequence[str]) -> NDArray[np.int64]:
     index = {lab: i for i, lab in enumerate(labels)}
     missing = [t for t in targets if t not in index]
     if missing:
@@ -287,7 +301,7 @@ def _target_index(labels: Sequence[str], targets: Sequence[str]) -> np.ndarray:
     return np.array([index[t] for t in targets], dtype=np.int64)
 
 
-def consistency(probs: np.ndarray, labels: Sequence[str], targets: Sequence[str]) -> list[FilterResult]:
+def consistency(probs: ArrayLike, labels: Sequence[str], targets: Sequence[str]) -> list[FilterResult]:
     """Keep when the classifier's top label is the target. Score: p(target | x')."""
     p = np.asarray(probs, dtype=np.float64)
     idx = _target_index(labels, targets)
@@ -300,8 +314,8 @@ def consistency(probs: np.ndarray, labels: Sequence[str], targets: Sequence[str]
 
 
 def teacher_shift(
-    p_original: np.ndarray,
-    p_candidate: np.ndarray,
+    p_original: ArrayLike,
+    p_candidate: ArrayLike,
     labels: Sequence[str],
     targets: Sequence[str],
     threshold: float = 0.25,

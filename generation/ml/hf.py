@@ -33,6 +33,8 @@ _lock = threading.Lock()
 
 @dataclass(frozen=True)
 class LoadedModel:
+    # Any: transformers types model.to(device) wrongly and its Auto* loaders and tokenizer
+    # calls as Any
     model: Any  # a transformers PreTrainedModel in eval mode
     tokenizer: Any  # a transformers tokenizer
     kind: str  # one of Kind

@@ -31,13 +31,22 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from generation.ml import hf
 from generation.ml.base import GeneratorConfigError
 
+if TYPE_CHECKING:
+    import torch
+    from diffusers.models.attention_processor import Attention
+    from PIL.Image import Image
+
+# A diffusers pipeline is Any below: its components (unet, vae, tokenizer, scheduler) are
+# attributes set at load time that diffusers' types do not declare. CLIP's model and processor
+# are Any as transformers types model.to(device) wrongly and its Auto* loaders as Any.
 _cache: dict[tuple[str, str, str], Any] = {}
 _lock = threading.Lock()
 
@@ -147,7 +156,9 @@ class AttentionController:
         self.step = 0
         self.injected = {"cross": 0, "self": 0}  # layer calls that injected (for tests and logs)
 
-    def on_step_end(self, pipe: Any, i: int, t: Any, callback_kwargs: dict[str, Any]) -> dict[str, Any]:
+    def on_step_end(
+        self, pipe: object, i: int, t: object, callback_kwargs: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
         self.step = i + 1
         return callback_kwargs
 
@@ -157,7 +168,7 @@ class AttentionController:
             return self.step < self.cross_steps
         return self.step < self.self_steps and queries <= self.self_max_tokens
 
-    def edit(self, probs: Any, heads: int, is_cross: bool) -> Any:
+    def edit(self, probs: torch.Tensor, heads: int, is_cross: bool) -> torch.Tensor:
         """``probs``: (batch*heads, queries, keys) attention probabilities, batch ordered as
         [uncond_0, uncond_1, cond_0, cond_1] (classifier-free guidance) or [cond_0, cond_1].
         Returns probs with each pair's second map taken from its first where due."""
@@ -198,14 +209,14 @@ class InjectingAttnProcessor:
 
     def __call__(
         self,
-        attn: Any,
-        hidden_states: Any,
-        encoder_hidden_states: Any = None,
-        attention_mask: Any = None,
-        temb: Any = None,
-        *args: Any,
-        **kwargs: Any,
-    ) -> Any:
+        attn: Attention,
+        hidden_states: torch.Tensor,
+        encoder_hidden_states: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        temb: torch.Tensor | None = None,
+        *args: object,
+        **kwargs: object,
+    ) -> torch.Tensor:
         import torch
 
         is_cross = encoder_hidden_states is not None
@@ -219,7 +230,8 @@ class InjectingAttnProcessor:
         batch_size, sequence_length, _ = (
             hidden_states.shape if encoder_hidden_states is None else encoder_hidden_states.shape
         )
-        attention_mask = attn.prepare_attention_mask(attention_mask, sequence_length, batch_size)
+        if attention_mask is not None:  # prepare_attention_mask returns None for None
+            attention_mask = attn.prepare_attention_mask(attention_mask, sequence_length, batch_size)
         if attn.group_norm is not None:
             hidden_states = attn.group_norm(hidden_states.transpose(1, 2)).transpose(1, 2)
         query = attn.to_q(hidden_states)
@@ -256,12 +268,18 @@ class InjectingAttnProcessor:
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ImagePair:
-    images: tuple[Any, Any]  # PIL images for caption_0, caption_1
+    images: tuple[Image, Image]  # for caption_0, caption_1
     seed: int
     steps: int
     cross_replace: float
     self_replace: float
     injected: dict[str, int] = field(default_factory=dict)
+
+
+class PairImages(Protocol):
+    """What the caption generator needs to draw an image pair (a :class:`PairImageGenerator`)."""
+
+    def generate(self, caption_0: str, caption_1: str, *, seed: int) -> ImagePair: ...
 
 
 class PairImageGenerator:
@@ -311,7 +329,7 @@ class PairImageGenerator:
         default = int(pipe.unet.config.sample_size) * int(pipe.vae_scale_factor)
         return int(self.height or default), int(self.width or default)
 
-    def initial_latents(self, seed: int) -> Any:
+    def initial_latents(self, seed: int) -> torch.Tensor:
         """(1, C, h, w) standard-normal latents from ``seed`` (before the scheduler's scaling)."""
         import torch
 
@@ -346,7 +364,7 @@ class PairImageGenerator:
         latents = self.initial_latents(seed).repeat(2, 1, 1, 1)  # the SAME noise for both captions
         controller = None
         saved = None
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, object] = {}
         if cross > 0 or selfr > 0:
             controller = AttentionController(
                 steps=self.steps,
@@ -384,7 +402,7 @@ class PairImageGenerator:
         )
 
 
-def save_jpeg(image: Any, path: str | os.PathLike[str], quality: int = 92) -> Path:
+def save_jpeg(image: Image, path: str | os.PathLike[str], quality: int = 92) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     image.convert("RGB").save(p, format="JPEG", quality=quality)
@@ -416,27 +434,31 @@ class ClipScorer:
 
     @staticmethod
     def _tensor(out: Any) -> Any:
+        """The embedding tensor of a get_*_features result: the result itself, or the pooled
+        output (or first element) of a model output, depending on the transformers version."""
         return (
             out
             if hasattr(out, "norm")
             else (getattr(out, "pooler_output", None) if getattr(out, "pooler_output", None) is not None else out[0])
         )
 
-    def embed_images(self, images: Sequence[Any]) -> np.ndarray:
+    def embed_images(self, images: Sequence[Image]) -> NDArray[np.float32]:
         import torch
 
         inputs = self.processor(images=list(images), return_tensors="pt")
         with torch.no_grad():
-            feats = self._tensor(self.model.get_image_features(pixel_values=inputs["pixel_values"].to(self.device)))
+            feats: torch.Tensor = self._tensor(
+                self.model.get_image_features(pixel_values=inputs["pixel_values"].to(self.device))
+            )
         feats = feats / feats.norm(dim=-1, keepdim=True)
         return feats.float().cpu().numpy()
 
-    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+    def embed_texts(self, texts: Sequence[str]) -> NDArray[np.float32]:
         import torch
 
         inputs = self.processor(text=list(texts), return_tensors="pt", padding=True, truncation=True)
         with torch.no_grad():
-            feats = self._tensor(
+            feats: torch.Tensor = self._tensor(
                 self.model.get_text_features(
                     input_ids=inputs["input_ids"].to(self.device),
                     attention_mask=inputs["attention_mask"].to(self.device) if "attention_mask" in inputs else None,
@@ -475,8 +497,17 @@ class ClipVerdict:
         }
 
 
+class ImageTextScorer(Protocol):
+    """What :func:`clip_judge` needs (a :class:`ClipScorer`): L2-normalised embeddings of
+    images and of texts in one space."""
+
+    def embed_images(self, images: Sequence[Image]) -> NDArray[np.floating]: ...
+
+    def embed_texts(self, texts: Sequence[str]) -> NDArray[np.floating]: ...
+
+
 def clip_decide(
-    matrix: Any,
+    matrix: ArrayLike,
     *,
     image_image: float = 1.0,
     clip_dir: float = 0.0,
@@ -503,8 +534,8 @@ def clip_decide(
 
 
 def clip_judge(
-    scorer: Any,
-    images: Sequence[Any],
+    scorer: ImageTextScorer,
+    images: Sequence[Image],
     captions: Sequence[str],
     *,
     min_text_image: float | None = None,

@@ -22,7 +22,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,7 +34,10 @@ from generation.ml.base import (
     Skip,
     edit_field_of,
 )
-from generation.ml.saliency import TextClassifier, is_word, label_index, load_classifier, word_spans
+from generation.ml.saliency import ClassifierInput, TextClassifier, is_word, label_index, load_classifier, word_spans
+
+if TYPE_CHECKING:
+    from generation.ml.hf import LoadedModel
 
 NAME = "llm-prompt"
 BLANK = "[blank]"
@@ -194,7 +197,9 @@ def prompt_only_words(prompt: str, masked: str, texts: Sequence[str]) -> set[str
     return {w for w in words if w not in FUNCTION_WORDS and len(w) > 2} | {"blank"}
 
 
-def teacher_shift(teacher: TextClassifier, before: Any, after: Sequence[Any], target: str) -> list[float] | None:
+def teacher_shift(
+    teacher: TextClassifier, before: ClassifierInput, after: Sequence[ClassifierInput], target: str
+) -> list[float] | None:
     """p(target | x') − p(target | x) per candidate input; None when the teacher lacks the label."""
     ti = label_index(teacher, target)
     if ti is None:
@@ -288,7 +293,7 @@ class LLMPromptGenerator(PerOriginalGenerator):
             raise GeneratorConfigError("span_mode must be 'phrases' or 'window'")
         if num_return_sequences < 1 or max_spans < 1 or max_new_tokens < 1:
             raise GeneratorConfigError("num_return_sequences, max_spans and max_new_tokens must be positive")
-        self.lm: Any = hf.load_generator_lm(path, device) if path else None
+        self.lm: LoadedModel | None = hf.load_generator_lm(path, device) if path else None
         if teacher is None and teacher_path:
             teacher = load_classifier(teacher_path, device=device)
         self.teacher = teacher
@@ -309,6 +314,12 @@ class LLMPromptGenerator(PerOriginalGenerator):
                 None,
                 tok.unk_token_id,
             )
+
+    def _configured_lm(self) -> LoadedModel:
+        """The language model (generate() skips every original while none is configured)."""
+        if self.lm is None:
+            raise GeneratorConfigError(self.unconfigured)
+        return self.lm
 
     def _one(self, o: Original) -> Iterator[GeneratedCandidate | Skip]:
         field = edit_field_of(o, self.edit_field, nli_default="premise")  # DISCO perturbs the premise
@@ -374,8 +385,8 @@ class LLMPromptGenerator(PerOriginalGenerator):
 
             base = _as_input(o.fields, names)
             for target, idx in by_target.items():
-                ti = label_index(self.teacher, target)
-                if ti is None:
+                t_index = label_index(self.teacher, target)
+                if t_index is None:
                     rejected["teacher_lacks_label"] += len(idx)
                     continue
                 probs = self.teacher.predict_proba([base, *(_as_input(pending[i][3], names) for i in idx)])
@@ -384,12 +395,12 @@ class LLMPromptGenerator(PerOriginalGenerator):
                     np.repeat(probs[:1], len(idx), axis=0),
                     probs[1:],
                     labels,
-                    [labels[ti]] * len(idx),
+                    [labels[t_index]] * len(idx),
                     threshold=self.threshold,
                 )
                 for i, p, r in zip(idx, probs[1:], res, strict=True):
                     shifts[i] = r.score
-                    p_new[i] = float(p[ti])
+                    p_new[i] = float(p[t_index])
         from generation.ml.rationale_infill import control_code
 
         for i, (target, span, fill, fields) in enumerate(pending):
@@ -414,7 +425,7 @@ class LLMPromptGenerator(PerOriginalGenerator):
                     "span": span.text,
                     "span_kind": span.kind,
                     "fill": fill,
-                    "model": self.lm.path,
+                    "model": self._configured_lm().path,
                     "teacher": self.teacher is not None,
                 },
             )
@@ -425,11 +436,12 @@ class LLMPromptGenerator(PerOriginalGenerator):
     def _fills(self, prompt: str, text: str, span: Chunk, target: str, seed: int) -> list[str]:
         import torch
 
-        tok, model = self.lm.tokenizer, self.lm.model
+        lm = self._configured_lm()
+        tok, model = lm.tokenizer, lm.model
         source = prompt.replace(BLANK, "<extra_id_0>").rsplit("\nBlank:", 1)[0] if self.sentinel else prompt
         enc = tok(source, return_tensors="pt", truncation=True, max_length=1024)
         enc = {k: v.to(self.device) for k, v in enc.items()}
-        kw: dict[str, Any] = {
+        kw: dict[str, object] = {
             "max_new_tokens": self.max_new_tokens,
             "num_return_sequences": self.n,
             "pad_token_id": tok.pad_token_id,
@@ -441,7 +453,7 @@ class LLMPromptGenerator(PerOriginalGenerator):
         torch.manual_seed(seed)
         with torch.no_grad():
             out = model.generate(**enc, **kw)
-        if not self.lm.is_encoder_decoder:
+        if not lm.is_encoder_decoder:
             out = out[:, enc["input_ids"].shape[1] :]
         fills = []
         for seq in out:
@@ -458,6 +470,6 @@ class LLMPromptGenerator(PerOriginalGenerator):
         return fills
 
 
-def _as_input(fields: dict[str, str], names: Sequence[str]) -> Any:
+def _as_input(fields: dict[str, str], names: Sequence[str]) -> ClassifierInput:
     vals = [fields[n] for n in names]
     return vals[0] if len(vals) == 1 else (vals[0], vals[1])

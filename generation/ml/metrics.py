@@ -13,7 +13,7 @@ import random
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from generation.ml.rules.tokens import introduced_removed, words
 
@@ -92,7 +92,14 @@ def token_edit_distance(a: Sequence[str], b: Sequence[str]) -> int:
     return prev[-1]
 
 
-def introduced_stats(introduced: Iterable[Sequence[str]]) -> dict[str, Any]:
+class IntroducedStats(TypedDict):
+    introduced_tokens: int
+    introduced_distinct_1: float
+    introduced_max_share: float
+    introduced_top: str
+
+
+def introduced_stats(introduced: Iterable[Sequence[str]]) -> IntroducedStats:
     """Over all candidates' introduced (inserted or replacing) tokens: how many, distinct-1,
     and the token with the largest share."""
     counts: Counter[str] = Counter()
@@ -123,7 +130,21 @@ class CandidateStat:
     kept: Mapping[str, bool] = field(default_factory=dict)  # filter name -> kept by it
 
 
-def run_metrics(n_originals: int, stats: Sequence[CandidateStat], *, self_bleu_max: int = 300) -> dict[str, Any]:
+class RunMetrics(IntroducedStats):
+    originals: int
+    candidates: int
+    candidates_per_original: float
+    acceptance_by_filter: dict[str, float]
+    accepted_all_filters: float
+    distinct_1: float
+    distinct_2: float
+    self_bleu: float
+    mean_token_edit_distance: float
+    mean_similarity: float | None
+    share_per_code: dict[str, float]
+
+
+def run_metrics(n_originals: int, stats: Sequence[CandidateStat], *, self_bleu_max: int = 300) -> RunMetrics:
     """The metrics stored on a GenerationRun (JSON-ready)."""
     n = len(stats)
     by_filter: dict[str, list[bool]] = {}
@@ -137,7 +158,7 @@ def run_metrics(n_originals: int, stats: Sequence[CandidateStat], *, self_bleu_m
         s.introduced if s.introduced is not None else introduced_removed(s.original, s.candidate)[0] for s in stats
     ]
     dists = [token_edit_distance(words(s.original), words(s.candidate)) for s in stats]
-    out: dict[str, Any] = {
+    out: RunMetrics = {
         "originals": n_originals,
         "candidates": n,
         "candidates_per_original": n / n_originals if n_originals else 0.0,
@@ -149,6 +170,6 @@ def run_metrics(n_originals: int, stats: Sequence[CandidateStat], *, self_bleu_m
         "mean_token_edit_distance": sum(dists) / n if n else 0.0,
         "mean_similarity": sum(sims) / len(sims) if sims else None,
         "share_per_code": {c: k / n for c, k in sorted(codes.items())} if n else {},
+        **introduced_stats(intro),
     }
-    out.update(introduced_stats(intro))
     return out

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
+from numpy.typing import NDArray
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class Clause:
 class StepModel(Protocol):
     eos_token_id: int | None
 
-    def step_logprobs(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray: ...
+    def step_logprobs(self, prefixes: Sequence[Sequence[int]]) -> NDArray[np.floating]: ...
 
 
 @dataclass(frozen=True)
@@ -232,6 +233,8 @@ def constrained_beam_search(
 
 
 # -- adapters for transformers ---------------------------------------------------------------
+# Models and tokenizers are Any: transformers types model.to(device) wrongly and its Auto*
+# loaders and tokenizer calls as Any.
 def special_ids(tokenizer: Any, keep: Iterable[int | None] = ()) -> frozenset[int]:
     keep_set = {k for k in keep if k is not None}
     return frozenset(int(i) for i in tokenizer.all_special_ids if i not in keep_set)
@@ -250,7 +253,7 @@ class CausalStepModel:
         if self.prompt.shape[1] == 0:
             raise ValueError("a causal LM needs a non-empty prompt")
 
-    def step_logprobs(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
+    def step_logprobs(self, prefixes: Sequence[Sequence[int]]) -> NDArray[np.floating]:
         import torch
 
         b = len(prefixes)
@@ -281,7 +284,7 @@ class Seq2SeqStepModel:
             start = model.config.pad_token_id
         self.start = int(start)
 
-    def step_logprobs(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
+    def step_logprobs(self, prefixes: Sequence[Sequence[int]]) -> NDArray[np.floating]:
         import torch
         from transformers.modeling_outputs import BaseModelOutput
 

@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -40,6 +40,12 @@ from generation.ml.saliency import (
     word_saliency,
     word_spans,
 )
+
+if TYPE_CHECKING:
+    import torch
+
+    from generation.ml.hf import LoadedModel
+    from generation.ml.rules.wordnet import WordNet
 
 NAME = "rationale-infill"
 MARKUP_RE = re.compile(r"<[^<>]{1,40}>")  # <br /> in IMDb reviews: never a rationale
@@ -111,15 +117,16 @@ NEGATIVE_LABELS = frozenset({"negative", "neg", "bad", "unfavorable", "unfavoura
 
 
 # -- WordNet ------------------------------------------------------------------------------------
-def wordnet(nltk_data: str = "") -> Any:
+def wordnet(nltk_data: str = "") -> WordNet:
     """``nltk.corpus.wordnet`` with the project's NLTK_DATA on the search path."""
     path = nltk_data or os.environ.get("NLTK_DATA") or DEFAULT_NLTK_DATA
     import nltk
 
     if path not in nltk.data.path:
         nltk.data.path.insert(0, path)
-    from nltk.corpus import wordnet as wn
+    from nltk.corpus import wordnet as nltk_wordnet
 
+    wn: WordNet = nltk_wordnet  # nltk is untyped
     try:
         wn.ensure_loaded()
     except LookupError as exc:
@@ -148,7 +155,7 @@ def _clean(name: str) -> str:
     return name.replace("_", " ")
 
 
-def label_substitutes(word: str, tag: str, target: str, wn: Any, limit: int = 4) -> list[str]:
+def label_substitutes(word: str, tag: str, target: str, wn: WordNet, limit: int = 4) -> list[str]:
     """Replacement words that push ``word`` towards ``target`` (most plausible first)."""
     low = word.lower()
     t = target.lower()
@@ -365,7 +372,7 @@ class RationaleInfillGenerator(PerOriginalGenerator):
                     "no base classifier configured: set COUNTERPART_BASE_CLASSIFIER_PATH (a local "
                     "sequence-classification model directory or a joblib scikit-learn pipeline)"
                 )
-        self.classifier: TextClassifier = classifier  # type: ignore[assignment]
+        self.classifier = classifier
         self.top_fraction = top_fraction
         self.min_saliency = min_saliency
         self.min_confidence = min_confidence
@@ -376,8 +383,8 @@ class RationaleInfillGenerator(PerOriginalGenerator):
         self.seed = seed
         self.device = device
         self.nltk_data = nltk_data
-        self.lm: Any = None
-        self._mlm_vocab: tuple[list[str], Any] | None = None
+        self.lm: LoadedModel | None = None
+        self._mlm_vocab: tuple[list[str], torch.Tensor] | None = None  # vocabulary, banned ids
         if infiller == "auto":
             infiller = "seq2seq" if seq2seq_path else ("mlm" if mlm_path else "lexical")
         if infiller not in ("seq2seq", "mlm", "lexical"):
@@ -398,7 +405,20 @@ class RationaleInfillGenerator(PerOriginalGenerator):
             self._wn = wordnet(nltk_data)
 
     # -- per original -------------------------------------------------------------------------
+    def _configured_classifier(self) -> TextClassifier:
+        """The base classifier (generate() skips every original while none is configured)."""
+        if self.classifier is None:
+            raise GeneratorConfigError(self.unconfigured)
+        return self.classifier
+
+    def _configured_lm(self) -> LoadedModel:
+        """The infilling model (set unless the infiller is lexical)."""
+        if self.lm is None:
+            raise GeneratorConfigError(f"the {self.infiller} infiller has no model")
+        return self.lm
+
     def _one(self, o: Original) -> Iterator[GeneratedCandidate | Skip]:
+        classifier = self._configured_classifier()
         names = list(o.fields)
         if not names or len(names) > 2:
             yield Skip(o.id, f"expected one or two text fields, got {len(names)}")
@@ -424,12 +444,12 @@ class RationaleInfillGenerator(PerOriginalGenerator):
         if not o.label:
             yield Skip(o.id, "original has no label")
             return
-        gold = label_index(self.classifier, o.label)
+        gold = label_index(classifier, o.label)
         if gold is None:
-            yield Skip(o.id, f"label {o.label!r} is unknown to the base classifier {self.classifier.labels}")
+            yield Skip(o.id, f"label {o.label!r} is unknown to the base classifier {classifier.labels}")
             return
         inp = as_input(o.fields, names)
-        probs = self.classifier.predict_proba([inp])[0]
+        probs = classifier.predict_proba([inp])[0]
         if int(np.argmax(probs)) != gold or float(probs[gold]) <= self.min_confidence:
             yield Skip(
                 o.id,
@@ -461,9 +481,7 @@ class RationaleInfillGenerator(PerOriginalGenerator):
         if not pending:
             yield Skip(o.id, "the infiller produced no change")
             return
-        verdicts = consistency_filter(
-            self.classifier, [as_input(f, names) for _, f in pending], [t for t, _ in pending]
-        )
+        verdicts = consistency_filter(classifier, [as_input(f, names) for _, f in pending], [t for t, _ in pending])
         kept = 0
         for (target, new), (ok, p) in zip(pending, verdicts, strict=True):
             if self.consistency and not ok:
@@ -490,7 +508,7 @@ class RationaleInfillGenerator(PerOriginalGenerator):
             yield Skip(o.id, f"no candidate passed the consistency filter ({len(pending)} generated)")
 
     def _rationale(self, o: Original, names: list[str], inp: ClassifierInput, gold: int) -> list[Slot] | None:
-        scores = word_saliency(self.classifier, inp, gold)
+        scores = word_saliency(self._configured_classifier(), inp, gold)
         flat: list[tuple[str, int, int, str, float]] = []
         for name, seg_scores in zip(names, scores, strict=True):
             text = o.fields[name]
@@ -544,7 +562,8 @@ class RationaleInfillGenerator(PerOriginalGenerator):
     def _mlm(self, o: Original, names: list[str], slots: list[Slot], target: str, seed: int) -> list[list[str]]:
         import torch
 
-        tok, model = self.lm.tokenizer, self.lm.model
+        lm = self._configured_lm()
+        tok, model = lm.tokenizer, lm.model
         mask = tok.mask_token
         masked = apply_fills(o.fields, slots, [mask] * len(slots))
         segs = [masked[n] for n in names]
@@ -591,7 +610,8 @@ class RationaleInfillGenerator(PerOriginalGenerator):
     def _seq2seq(self, o: Original, names: list[str], slots: list[Slot], target: str, seed: int) -> list[list[str]]:
         import torch
 
-        tok, model = self.lm.tokenizer, self.lm.model
+        lm = self._configured_lm()
+        tok, model = lm.tokenizer, lm.model
         # group adjacent masked words (same field, only spaces between) into one sentinel span
         groups: list[list[int]] = []
         for i, s in enumerate(slots):

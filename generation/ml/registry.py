@@ -21,7 +21,6 @@ import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from generation.ml.base import Generator, GeneratorConfigError
 
@@ -110,7 +109,7 @@ def _load_factory(e: GeneratorEntry) -> Factory:
             and callable(getattr(attr, "generate", None))
             and (attr.__module__ == mod.__name__ or attr.__module__.startswith(mod.__name__ + "."))
         ):
-            return attr  # type: ignore[no-any-return]
+            return attr
     raise GeneratorConfigError(f"generator {e.name!r}: module {e.module} defines no generator class named {e.name!r}")
 
 
@@ -130,7 +129,7 @@ def _parameters(factory: Factory) -> tuple[dict[str, inspect.Parameter], bool]:
     return params, var_kw
 
 
-def options_for(name: str) -> dict[str, Any]:
+def options_for(name: str) -> dict[str, object]:
     """The options a generator takes, with their defaults (``None`` where required or unknown).
     Importing the generator's module is needed; a missing one gives ``{}``."""
     try:
@@ -143,9 +142,9 @@ def options_for(name: str) -> dict[str, Any]:
 
 def create(
     name: str,
-    options: Mapping[str, Any] | None = None,
-    context: Mapping[str, Any] | None = None,
-    run_options: Mapping[str, Any] | None = None,
+    options: Mapping[str, object] | None = None,
+    context: Mapping[str, object] | None = None,
+    run_options: Mapping[str, object] | None = None,
 ) -> Generator:
     """Build generator ``name`` with ``options``.
 

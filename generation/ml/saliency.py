@@ -28,10 +28,15 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+from numpy.typing import NDArray
 
 from generation.ml.base import GeneratorConfigError
 
 ClassifierInput = str | tuple[str, str]
+Proba = NDArray[np.floating]  # (n, len(labels)) class probabilities
+
+# Models, tokenizers and scikit-learn pipelines are Any below: scikit-learn is untyped, and
+# transformers types model.to(device) wrongly and its Auto* loaders and tokenizer calls as Any.
 
 WORD_RE = re.compile(r"\w+(?:[-'’]\w+)*|[^\w\s]")
 
@@ -49,7 +54,15 @@ def is_word(token: str) -> bool:
 class TextClassifier(Protocol):
     labels: tuple[str, ...]
 
-    def predict_proba(self, inputs: Sequence[ClassifierInput]) -> np.ndarray: ...
+    def predict_proba(self, inputs: Sequence[ClassifierInput]) -> Proba: ...
+
+
+@runtime_checkable
+class WordSalient(Protocol):
+    """A classifier with its own word saliency (per segment of the input, one score per
+    :func:`word_spans` entry)."""
+
+    def word_saliency(self, inp: ClassifierInput, label_index: int) -> list[list[float]]: ...
 
 
 def label_index(classifier: TextClassifier, label: str) -> int | None:
@@ -227,9 +240,8 @@ def leave_one_out_saliency(classifier: TextClassifier, inp: ClassifierInput, lab
 
 def word_saliency(classifier: TextClassifier, inp: ClassifierInput, label_index: int) -> list[list[float]]:
     """Per segment of ``inp``, one score per :func:`word_spans` entry."""
-    own = getattr(classifier, "word_saliency", None)
-    if callable(own):
-        return own(inp, label_index)  # type: ignore[no-any-return]
+    if isinstance(classifier, WordSalient) and callable(classifier.word_saliency):
+        return classifier.word_saliency(inp, label_index)
     return leave_one_out_saliency(classifier, inp, label_index)
 
 
@@ -289,7 +301,7 @@ class HFClassifier:
         lm = load_sequence_classifier(path, device)
         return cls(lm.model, lm.tokenizer, device=device)
 
-    def predict_proba(self, inputs: Sequence[ClassifierInput]) -> np.ndarray:
+    def predict_proba(self, inputs: Sequence[ClassifierInput]) -> Proba:
         import torch
 
         out = []
@@ -339,7 +351,7 @@ class SklearnClassifier:
     def _text(self, inp: ClassifierInput) -> str:
         return inp if isinstance(inp, str) else self.joiner.join(inp)
 
-    def predict_proba(self, inputs: Sequence[ClassifierInput]) -> np.ndarray:
+    def predict_proba(self, inputs: Sequence[ClassifierInput]) -> Proba:
         if not inputs:
             return np.zeros((0, len(self.labels)))
         return np.asarray(self.pipeline.predict_proba([self._text(x) for x in inputs]), dtype=float)

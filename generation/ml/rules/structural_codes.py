@@ -103,7 +103,8 @@ def _plural(toks: list[Token], a: int, b: int) -> bool:
 
 
 def restructure(s: Sentence, rng: random.Random) -> list[Proposal]:
-    toks, text, out = s.toks, s.text, []
+    toks, text = s.toks, s.text
+    out: list[Proposal] = []
     end = _end_index(toks)
     if end < 3:
         return out
