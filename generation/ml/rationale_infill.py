@@ -282,12 +282,13 @@ def consistency_filter(
         return []
     idx = [label_index(classifier, t) for t in targets]
     probs = classifier.predict_proba(list(inputs))
-    known = [i for i, ti in enumerate(idx) if ti is not None]
+    known = [(i, ti) for i, ti in enumerate(idx) if ti is not None]
     out: list[tuple[bool, float]] = [(False, 0.0)] * len(targets)
     if known:
         labels = list(classifier.labels)
-        res = consistency(probs[known], labels, [labels[idx[i]] for i in known])  # type: ignore[index]
-        for i, r in zip(known, res, strict=True):
+        rows = [i for i, _ in known]
+        res = consistency(probs[rows], labels, [labels[ti] for _, ti in known])
+        for i, r in zip(rows, res, strict=True):
             out[i] = (r.keep, r.score)
     return out
 
