@@ -27,9 +27,10 @@ import warnings
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple, SupportsInt, cast
 
 import numpy as np
+from numpy.typing import NDArray
 
 __all__ = [
     "DAWID_SKENE_DESCRIPTION",
@@ -59,8 +60,7 @@ __all__ = [
 FLEISS_FORMULA = "κ = (P̄ − P̄ₑ) / (1 − P̄ₑ)"
 """Fleiss' kappa; P̄ = mean per-item agreement, P̄ₑ = Σⱼ pⱼ² (chance agreement)."""
 FLEISS_DETAIL = (
-    "Pᵢ = Σⱼ nᵢⱼ(nᵢⱼ − 1) / (nᵢ(nᵢ − 1)), P̄ = mean of Pᵢ over items with nᵢ ≥ 2, "
-    "pⱼ = Σᵢ nᵢⱼ / Σᵢ nᵢ, P̄ₑ = Σⱼ pⱼ²"
+    "Pᵢ = Σⱼ nᵢⱼ(nᵢⱼ − 1) / (nᵢ(nᵢ − 1)), P̄ = mean of Pᵢ over items with nᵢ ≥ 2, pⱼ = Σᵢ nᵢⱼ / Σᵢ nᵢ, P̄ₑ = Σⱼ pⱼ²"
 )
 KRIPPENDORFF_FORMULA = "α = 1 − Dₒ / Dₑ"
 """Krippendorff's alpha; Dₒ = observed, Dₑ = expected disagreement (coincidence matrix)."""
@@ -81,6 +81,12 @@ Engine = Literal["crowdkit", "numpy"]
 
 _EPS = 1e-10
 
+_Ints = NDArray[np.int64]  # indices and vote counts
+_Floats = NDArray[np.float64]
+# a Dawid-Skene fit: posteriors (n_items, k), error matrices (n_annotators, k true, k given),
+# priors (k,), iterations run, converged
+_DawidSkeneFit = tuple[_Floats, _Floats, _Floats, int, bool]
+
 
 class Annotation(NamedTuple):
     """One answer: ``annotator`` gave ``label`` to ``item``. Plain 3-tuples are accepted too."""
@@ -100,11 +106,11 @@ class _Table:
     labels: tuple[str, ...]
     items: tuple[Hashable, ...]
     annotators: tuple[Hashable, ...]
-    item_idx: np.ndarray  # (N,) int
-    annotator_idx: np.ndarray  # (N,) int
-    label_idx: np.ndarray  # (N,) int
+    item_idx: _Ints  # (N,)
+    annotator_idx: _Ints  # (N,)
+    label_idx: _Ints  # (N,)
 
-    def counts(self) -> np.ndarray:
+    def counts(self) -> _Ints:
         """(n_items, n_labels) matrix of vote counts."""
         out = np.zeros((len(self.items), len(self.labels)), dtype=np.int64)
         np.add.at(out, (self.item_idx, self.label_idx), 1)
@@ -260,9 +266,7 @@ def dawid_skene(
         item_pos = {item: i for i, item in enumerate(table.items)}
         for item, lab in gold.items():
             if lab not in label_pos:
-                raise ValueError(
-                    f"gold label {lab!r} of item {item!r} is not one of {table.labels!r}"
-                )
+                raise ValueError(f"gold label {lab!r} of item {item!r} is not one of {table.labels!r}")
             if item in item_pos:
                 gold_idx[item_pos[item]] = label_pos[lab]
     if engine == "crowdkit":
@@ -274,10 +278,7 @@ def dawid_skene(
     labs = table.labels
     return DawidSkeneResult(
         labels=labs,
-        posteriors={
-            item: {labs[j]: float(post[i, j]) for j in range(k)}
-            for i, item in enumerate(table.items)
-        },
+        posteriors={item: {labs[j]: float(post[i, j]) for j in range(k)} for i, item in enumerate(table.items)},
         label_of={item: labs[int(np.argmax(post[i]))] for i, item in enumerate(table.items)},
         confusion={
             ann: {labs[t]: {labs[g]: float(errs[a, t, g]) for g in range(k)} for t in range(k)}
@@ -290,7 +291,7 @@ def dawid_skene(
     )
 
 
-def _clamp_gold(post: np.ndarray, gold_idx: np.ndarray) -> np.ndarray:
+def _clamp_gold(post: _Floats, gold_idx: _Ints) -> _Floats:
     rows = np.flatnonzero(gold_idx >= 0)
     if rows.size:
         post = post.copy()
@@ -299,15 +300,13 @@ def _clamp_gold(post: np.ndarray, gold_idx: np.ndarray) -> np.ndarray:
     return post
 
 
-def _ds_numpy(
-    table: _Table, max_iter: int, tol: float, gold_idx: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
+def _ds_numpy(table: _Table, max_iter: int, tol: float, gold_idx: _Ints) -> _DawidSkeneFit:
     n_items, n_ann, k = len(table.items), len(table.annotators), len(table.labels)
     it, an, lb = table.item_idx, table.annotator_idx, table.label_idx
     counts = table.counts().astype(float)
     post = _clamp_gold(counts / counts.sum(axis=1, keepdims=True), gold_idx)
 
-    def m_step(post: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def m_step(post: _Floats) -> tuple[_Floats, _Floats]:
         # errs[a, true, given] = Σ over a's annotations with label `given` of P(item true = true)
         given_true = np.zeros((n_ann, k, k))
         np.add.at(given_true, (an, lb), post[it])
@@ -333,16 +332,12 @@ def _ds_numpy(
     return post, errs, priors, iterations, converged
 
 
-def _ds_crowdkit(
-    table: _Table, max_iter: int, tol: float, gold_idx: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
+def _ds_crowdkit(table: _Table, max_iter: int, tol: float, gold_idx: _Ints) -> _DawidSkeneFit:
     import pandas as pd
     from crowdkit.aggregation import DawidSkene
 
     n_items, n_ann, k = len(table.items), len(table.annotators), len(table.labels)
-    data = pd.DataFrame(
-        {"task": table.item_idx, "worker": table.annotator_idx, "label": table.label_idx}
-    )
+    data = pd.DataFrame({"task": table.item_idx, "worker": table.annotator_idx, "label": table.label_idx})
     rows = np.flatnonzero(gold_idx >= 0)
     true_labels = pd.Series(gold_idx[rows], index=rows) if rows.size else None
     model = DawidSkene(n_iter=max_iter, tol=tol)
@@ -351,15 +346,18 @@ def _ds_crowdkit(
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", FutureWarning)
         model.fit(data, true_labels=true_labels)
-    probas: Any = model.probas_
+    probas, errs_df = model.probas_, model.errors_
+    assert probas is not None and errs_df is not None  # fit() sets both
     post = probas.reindex(index=range(n_items), columns=range(k), fill_value=0.0).to_numpy(float)
     post = np.clip(post, 0.0, None)
     post /= post.sum(axis=1, keepdims=True)
-    errs_df: Any = model.errors_  # index (worker, given label), columns: true label
     errs = np.zeros((n_ann, k, k))  # [annotator, true, given]
-    for (worker, given), row in errs_df.iterrows():
+    # errs_df: index (worker, given label), columns: true label, all integer codes; pandas types
+    # an index entry as Hashable only
+    for key, row in errs_df.iterrows():
+        worker, given = cast("tuple[SupportsInt, SupportsInt]", key)
         for true, value in row.items():
-            errs[int(worker), int(true), int(given)] = float(value)
+            errs[int(worker), int(cast("SupportsInt", true)), int(given)] = float(value)
     # labels nobody used are absent from crowd-kit's matrices: renormalise rows, uniform if empty
     sums = errs.sum(axis=2, keepdims=True)
     errs = np.where(sums > 0, errs / np.where(sums > 0, sums, 1.0), 1.0 / k)
@@ -394,15 +392,13 @@ class AgreementScore:
         return not math.isnan(self.value)
 
 
-def _pairable(counts: np.ndarray) -> np.ndarray:
+def _pairable(counts: _Ints) -> _Ints:
     """Rows of items with at least two annotations."""
-    rows: np.ndarray = counts[counts.sum(axis=1) >= 2]
+    rows: _Ints = counts[counts.sum(axis=1) >= 2]
     return rows
 
 
-def fleiss_kappa(
-    annotations: Iterable[tuple[Hashable, Hashable, str]], *, labels: Sequence[str]
-) -> AgreementScore:
+def fleiss_kappa(annotations: Iterable[tuple[Hashable, Hashable, str]], *, labels: Sequence[str]) -> AgreementScore:
     """Fleiss' kappa, generalised to items with unequal numbers of raters.
 
     Items with a single annotation are dropped (they carry no agreement information). For each
@@ -422,9 +418,7 @@ def fleiss_kappa(
     p_j = counts.sum(axis=0) / n_i.sum()
     p_e = float((p_j**2).sum())
     value = math.nan if 1.0 - p_e < 1e-12 else (p_bar - p_e) / (1.0 - p_e)
-    return AgreementScore(
-        "Fleiss' kappa", FLEISS_FORMULA, value, int(counts.shape[0]), int(n_i.sum()), p_bar, p_e
-    )
+    return AgreementScore("Fleiss' kappa", FLEISS_FORMULA, value, int(counts.shape[0]), int(n_i.sum()), p_bar, p_e)
 
 
 def krippendorff_alpha(
@@ -469,9 +463,7 @@ def krippendorff_alpha(
                 level_of_measurement=level,
             )
         )
-    return AgreementScore(
-        method, KRIPPENDORFF_FORMULA, value, n_items, int(n_values), observed, expected
-    )
+    return AgreementScore(method, KRIPPENDORFF_FORMULA, value, n_items, int(n_values), observed, expected)
 
 
 @dataclass(frozen=True)
@@ -554,9 +546,7 @@ class Accuracy:
     confidence: float = 0.95
 
 
-def gold_accuracy(
-    answers: Iterable[tuple[Hashable, bool]], *, confidence: float = 0.95
-) -> dict[Hashable, Accuracy]:
+def gold_accuracy(answers: Iterable[tuple[Hashable, bool]], *, confidence: float = 0.95) -> dict[Hashable, Accuracy]:
     """Per-annotator accuracy on gold items from ``(annotator, correct)`` pairs."""
     tally: dict[Hashable, list[int]] = {}
     for annotator, correct in answers:

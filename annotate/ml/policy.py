@@ -34,9 +34,7 @@ class QualificationStatus(StrEnum):
     FAILED = "failed"
 
 
-def qualification_status(
-    gold_answers: Sequence[bool], *, required: int, min_accuracy: float
-) -> QualificationStatus:
+def qualification_status(gold_answers: Sequence[bool], *, required: int, min_accuracy: float) -> QualificationStatus:
     """Qualification outcome from an annotator's gold answers, oldest first (True = correct).
 
     Only the first ``required`` answers count (later gold answers are quality checks, not the

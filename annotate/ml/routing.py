@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 __all__ = [
     "proportional_allocation",
@@ -31,11 +31,11 @@ T = TypeVar("T", bound=Hashable)
 S = TypeVar("S", bound=Hashable)
 
 
-def _canonical(values: Iterable[Any]) -> list[Any]:
+def _canonical(values: Iterable[T]) -> list[T]:
     """Sorted when the values are comparable, else in the given order."""
     out = list(values)
     try:
-        return sorted(out)
+        return sorted(out)  # type: ignore[type-var]  # T is only Hashable: the TypeError below is the check
     except TypeError:
         return out
 
@@ -59,9 +59,7 @@ def random_sample(ids: Iterable[T], n: int, seed: int | random.Random | None) ->
     return _rng(seed).sample(_canonical(pool), min(n, len(pool)))
 
 
-def proportional_allocation(
-    sizes: Mapping[S, int], n: int, *, min_one: bool = True
-) -> dict[S, int]:
+def proportional_allocation(sizes: Mapping[S, int], n: int, *, min_one: bool = True) -> dict[S, int]:
     """Split ``n`` over strata in proportion to their ``sizes`` (Hamilton / largest remainder).
 
     Each stratum first gets ⌊n·Nₕ/N⌋; the units left over go to the largest fractional parts
@@ -88,9 +86,7 @@ def proportional_allocation(
         alloc[h] += 1
     non_empty = [h for h in strata if sizes[h] > 0]
     if min_one and n >= len(non_empty):
-        starved = sorted(
-            (h for h in non_empty if alloc[h] == 0), key=lambda h: (-exact[h], order[h])
-        )
+        starved = sorted((h for h in non_empty if alloc[h] == 0), key=lambda h: (-exact[h], order[h]))
         for h in starved:
             donor = max(
                 (d for d in strata if alloc[d] >= 2),

@@ -34,13 +34,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from generation.ml import filters as ml_filters
 from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip
 from generation.ml.rules import wordnet as wnx
 from generation.ml.rules.phrases import article_for, pluralize, singularize
 from generation.ml.rules.tokens import Token, match_case, tag
+
+if TYPE_CHECKING:
+    from generation.ml.hf import LoadedModel
+    from generation.ml.images import ClipVerdict, ImagePair, ImageTextScorer, PairImages
 
 FIELD = "caption"
 NOUN_TAGS = ("NN", "NNS")
@@ -49,9 +53,7 @@ _NOT_SWAPPABLE = frozenset(
     "lot lots top side front back middle couple pair bunch group kind sort type way area view "
     "something someone thing things picture image photo photograph close closeup shot day time".split()
 )
-_BLOCKED = frozenset(
-    "whore bitch slut bastard nigger nigga fag faggot cunt dick cock pussy prostitute".split()
-)
+_BLOCKED = frozenset("whore bitch slut bastard nigger nigga fag faggot cunt dick cock pussy prostitute".split())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,14 +90,14 @@ def _base(word: str, pos: str) -> str:
 
 
 @lru_cache(maxsize=65536)
-def _senses(word: str) -> frozenset[Any]:
+def _senses(word: str) -> frozenset[wnx.Synset]:
     return frozenset(wnx.wordnet().synsets(word, "n"))
 
 
 @lru_cache(maxsize=65536)
-def _ancestors(word: str) -> frozenset[Any]:
+def _ancestors(word: str) -> frozenset[wnx.Synset]:
     """Every noun sense of ``word`` and its hypernyms up to six levels."""
-    out: set[Any] = set()
+    out: set[wnx.Synset] = set()
     for s in _senses(word):
         out.add(s)
         out.update(s.closure(lambda x: x.hypernyms() + x.instance_hypernyms(), depth=6))
@@ -114,13 +116,20 @@ def _related_by_hyponymy(a: str, b: str) -> bool:
 def _acceptable(noun: str, cand: str) -> bool:
     c = cand.lower()
     return (
-        c.isalpha() and len(c) > 1 and c != noun and c not in _BLOCKED and c not in _NOT_SWAPPABLE
-        and singularize(c) != noun and pluralize(noun) != c and not _related_by_hyponymy(noun, c)
+        c.isalpha()
+        and len(c) > 1
+        and c != noun
+        and c not in _BLOCKED
+        and c not in _NOT_SWAPPABLE
+        and singularize(c) != noun
+        and pluralize(noun) != c
+        and not _related_by_hyponymy(noun, c)
     )
 
 
-def wordnet_candidates(noun: str, k: int = 10, vocabulary: Mapping[str, int] | None = None,
-                       min_count: int = 2) -> list[str]:
+def wordnet_candidates(
+    noun: str, k: int = 10, vocabulary: Mapping[str, int] | None = None, min_count: int = 2
+) -> list[str]:
     """Up to ``k`` single-word sister terms of ``noun`` (singular base form), most frequent
     (SemCor) first: co-hyponyms under the hypernyms of its first two senses, then — when fewer
     than ``k`` — siblings one level up. Hypernyms and hyponyms of the noun are excluded. With a
@@ -133,7 +142,7 @@ def wordnet_candidates(noun: str, k: int = 10, vocabulary: Mapping[str, int] | N
     own = {lem.name().lower() for s in senses for lem in s.lemmas()}
     scored: dict[str, tuple[int, int]] = {}  # name -> (weighted SemCor count, -tier)
 
-    def add(synsets: Sequence[Any], weight: int, tier: int) -> None:
+    def add(synsets: Sequence[wnx.Synset], weight: int, tier: int) -> None:
         for syn in synsets:
             if syn in senses:
                 continue
@@ -164,7 +173,7 @@ def wordnet_candidates(noun: str, k: int = 10, vocabulary: Mapping[str, int] | N
 class MaskedLMCandidates:
     """Top fill-ins of a masked LM for the masked noun (the paper used roberta-base)."""
 
-    def __init__(self, loaded: Any) -> None:
+    def __init__(self, loaded: LoadedModel) -> None:
         self.loaded = loaded
 
     def __call__(self, caption: str, tok: Token, k: int) -> list[tuple[str, float]]:
@@ -173,7 +182,7 @@ class MaskedLMCandidates:
         tokenizer, model = self.loaded.tokenizer, self.loaded.model
         if tokenizer.mask_token is None:
             raise GeneratorConfigError("the masked language model's tokenizer has no mask token")
-        masked = caption[: tok.start] + tokenizer.mask_token + caption[tok.end:]
+        masked = caption[: tok.start] + tokenizer.mask_token + caption[tok.end :]
         enc = tokenizer(masked, return_tensors="pt", truncation=True, max_length=128)
         enc = {key: v.to(self.loaded.device) for key, v in enc.items()}
         pos = (enc["input_ids"][0] == tokenizer.mask_token_id).nonzero()
@@ -246,8 +255,9 @@ def load_vocabulary(path: str | Path) -> Counter[str]:
     return counts
 
 
-def caption_swaps(caption: str, *, k: int = 10, mlm: Candidates | None = None,
-                  vocabulary: Mapping[str, int] | None = None) -> list[CaptionSwap]:
+def caption_swaps(
+    caption: str, *, k: int = 10, mlm: Candidates | None = None, vocabulary: Mapping[str, int] | None = None
+) -> list[CaptionSwap]:
     """Every single-noun counterfactual of ``caption``: up to ``k`` per noun (WordNet sister
     terms, restricted to ``vocabulary`` when given, or the masked LM's fill-ins)."""
     toks = tag(caption)
@@ -271,8 +281,13 @@ def caption_swaps(caption: str, *, k: int = 10, mlm: Candidates | None = None,
     return out
 
 
-def select_in_band(swaps: Sequence[CaptionSwap], sims: Sequence[ml_filters.FilterResult], *, n: int = 1,
-                   perplexities: Sequence[float] | None = None) -> list[tuple[CaptionSwap, float, float | None]]:
+def select_in_band(
+    swaps: Sequence[CaptionSwap],
+    sims: Sequence[ml_filters.FilterResult],
+    *,
+    n: int = 1,
+    perplexities: Sequence[float] | None = None,
+) -> list[tuple[CaptionSwap, float, float | None]]:
     """The ``n`` best swaps whose similarity is in the band: lowest perplexity when given, else
     best-ranked replacement then highest similarity; at most one swap per noun until every
     noun with a kept swap has one."""
@@ -294,7 +309,7 @@ def select_in_band(swaps: Sequence[CaptionSwap], sims: Sequence[ml_filters.Filte
 # ---------------------------------------------------------------------------------------------
 # the generator
 # ---------------------------------------------------------------------------------------------
-def _as_bool(value: Any, name: str) -> bool:
+def _as_bool(value: object, name: str) -> bool:
     if isinstance(value, bool):
         return value
     if isinstance(value, int | float):
@@ -307,7 +322,7 @@ def _as_bool(value: Any, name: str) -> bool:
     raise ValueError(f"{name} must be true or false, got {value!r}")
 
 
-def _opt_float(value: Any, name: str) -> float | None:
+def _opt_float(value: str | float | None, name: str) -> float | None:
     if value is None or value == "":
         return None
     try:
@@ -344,17 +359,43 @@ class CocoCounterfactualGenerator:
     name = "coco-cf"
 
     def __init__(
-        self, *, minilm_path: str = "", embedding_cache_dir: str = "", mlm_path: str = "",
-        perplexity_lm_path: str = "", diffusion_path: str = "", clip_path: str = "", device: str = "cpu",
-        seed: int = 0, max_per_original: int | None = None, image_dir: str = "", per_original: int = 1,
-        top_k: int = 10, candidates: str = "auto", band: Any = None, images: Any = "auto", steps: int = 30,
-        guidance_scale: float = 7.5, height: int | None = None, width: int | None = None,
-        cross_replace: float = 0.8, self_replace: float = 0.4, attempts: int = 1, clip_filter: Any = True,
-        min_text_image: float | None = None, min_image_image: float | None = None,
-        vocabulary: str = "", encoder: Any = None, image_pairs: Any = None, clip_scorer: Any = None,
+        self,
+        *,
+        minilm_path: str = "",
+        embedding_cache_dir: str = "",
+        mlm_path: str = "",
+        perplexity_lm_path: str = "",
+        diffusion_path: str = "",
+        clip_path: str = "",
+        device: str = "cpu",
+        seed: int = 0,
+        max_per_original: int | None = None,
+        image_dir: str = "",
+        per_original: int = 1,
+        top_k: int = 10,
+        candidates: str = "auto",
+        band: str | Sequence[float] | None = None,  # "LOW,HIGH" or (low, high)
+        images: str | bool = "auto",
+        steps: int = 30,
+        guidance_scale: float = 7.5,
+        height: int | None = None,
+        width: int | None = None,
+        cross_replace: float = 0.8,
+        self_replace: float = 0.4,
+        attempts: int = 1,
+        clip_filter: str | bool = True,
+        min_text_image: float | None = None,
+        min_image_image: float | None = None,
+        vocabulary: str = "",
+        encoder: ml_filters.SimilarityEncoder | None = None,
+        image_pairs: PairImages | None = None,
+        clip_scorer: ImageTextScorer | None = None,
     ) -> None:
-        for label, obj, method in (("encoder", encoder, "cosine"), ("image_pairs", image_pairs, "generate"),
-                                   ("clip_scorer", clip_scorer, "embed_images")):
+        for label, obj, method in (
+            ("encoder", encoder, "cosine"),
+            ("image_pairs", image_pairs, "generate"),
+            ("clip_scorer", clip_scorer, "embed_images"),
+        ):
             if obj is not None and not callable(getattr(obj, method, None)):
                 raise ValueError(f"{label} is set by code, not a run option")
         self.seed = int(seed or 0)
@@ -367,7 +408,11 @@ class CocoCounterfactualGenerator:
             if len(parts) != 2:
                 raise ValueError(f"band must be LOW,HIGH, got {band!r}")
             band = (float(parts[0]), float(parts[1]))
-        self.band = ml_filters.band_for("image-caption", tuple(band) if band else None)  # type: ignore[arg-type]
+        override = None
+        if band:
+            lo, hi = band
+            override = (lo, hi)
+        self.band = ml_filters.band_for("image-caption", override)
         if candidates not in ("auto", "wordnet", "mlm"):
             raise ValueError(f"candidates must be auto, wordnet or mlm, got {candidates!r}")
         if candidates == "mlm" and not mlm_path:
@@ -383,7 +428,7 @@ class CocoCounterfactualGenerator:
         self._encoder = encoder
         self._minilm_path = minilm_path or None
         self._cache_dir = embedding_cache_dir or None
-        self._perplexity: Any = None
+        self._perplexity: ml_filters.PerplexityScorer | None = None
         if perplexity_lm_path:
             from generation.ml import hf
 
@@ -408,8 +453,10 @@ class CocoCounterfactualGenerator:
         elif self._pairs is None and not diffusion_path:
             if want_images is True:
                 raise GeneratorConfigError("images=true needs a diffusion model (set COUNTERPART_DIFFUSION_PATH)")
-            self.notes.append("no diffusion model configured (COUNTERPART_DIFFUSION_PATH is empty): "
-                              "text-only caption pairs, no images generated")
+            self.notes.append(
+                "no diffusion model configured (COUNTERPART_DIFFUSION_PATH is empty): "
+                "text-only caption pairs, no images generated"
+            )
         else:
             if self.image_dir is None:
                 raise GeneratorConfigError("image generation needs an image directory (option image_dir)")
@@ -418,9 +465,14 @@ class CocoCounterfactualGenerator:
             if self._pairs is None:
                 ml_images.check_pipeline_dir(diffusion_path)
                 self._pairs = ml_images.PairImageGenerator(
-                    diffusion_path, device=self.device, steps=int(steps), guidance_scale=float(guidance_scale),
-                    height=int(height) if height else None, width=int(width) if width else None,
-                    cross_replace=float(cross_replace), self_replace=float(self_replace),
+                    diffusion_path,
+                    device=self.device,
+                    steps=int(steps),
+                    guidance_scale=float(guidance_scale),
+                    height=int(height) if height else None,
+                    width=int(width) if width else None,
+                    cross_replace=float(cross_replace),
+                    self_replace=float(self_replace),
                 )
             use_clip = _as_bool(clip_filter, "clip_filter")
             if self._clip is None and use_clip and clip_path:
@@ -429,13 +481,14 @@ class CocoCounterfactualGenerator:
             if not use_clip:
                 self._clip = None
             if self._clip is None:
-                self.notes.append("no CLIP filter (COUNTERPART_CLIP_PATH empty or clip_filter=false): "
-                                  "image pairs are kept unchecked")
+                self.notes.append(
+                    "no CLIP filter (COUNTERPART_CLIP_PATH empty or clip_filter=false): image pairs are kept unchecked"
+                )
             self.images = True
 
     # -- models ----------------------------------------------------------------------------
     @property
-    def encoder(self) -> Any:
+    def encoder(self) -> ml_filters.SimilarityEncoder:
         if self._encoder is None:
             from projects.ml.embeddings import shared_encoder
 
@@ -465,28 +518,34 @@ class CocoCounterfactualGenerator:
         if not per:
             return
         flat = [s for _, swaps in per for s in swaps]
-        results = ml_filters.similarity_band(self.encoder, [s.caption for s in flat],
-                                             [s.counterfactual for s in flat], self.band)
+        results = ml_filters.similarity_band(
+            self.encoder, [s.caption for s in flat], [s.counterfactual for s in flat], self.band
+        )
         at = 0
         for o, swaps in per:
-            sims = results[at: at + len(swaps)]
+            sims = results[at : at + len(swaps)]
             at += len(swaps)
             in_band = [s for s, r in zip(swaps, sims, strict=True) if r.keep]
             ppl = None
             if in_band and self._perplexity_path:
-                scores = dict(zip([s.counterfactual for s in in_band], self._perplexities(
-                    [s.counterfactual for s in in_band]) or [], strict=True))
+                scores = dict(
+                    zip(
+                        [s.counterfactual for s in in_band],
+                        self._perplexities([s.counterfactual for s in in_band]) or [],
+                        strict=True,
+                    )
+                )
                 ppl = [scores.get(s.counterfactual, float("inf")) for s in swaps]
             chosen = select_in_band(swaps, sims, n=self.per_original, perplexities=ppl)
             if not chosen:
                 lo, hi = self.band
-                yield Skip(o.id, f"no counterfactual caption in the similarity band ({lo}, {hi}] "
-                                 f"({len(swaps)} tried)")
+                yield Skip(o.id, f"no counterfactual caption in the similarity band ({lo}, {hi}] ({len(swaps)} tried)")
                 continue
             yield from self._emit(o, chosen, tried=len(swaps), in_band=len(in_band))
 
-    def _emit(self, o: Original, chosen: list[tuple[CaptionSwap, float, float | None]], *, tried: int,
-              in_band: int) -> Iterator[GeneratedCandidate | Skip]:
+    def _emit(
+        self, o: Original, chosen: list[tuple[CaptionSwap, float, float | None]], *, tried: int, in_band: int
+    ) -> Iterator[GeneratedCandidate | Skip]:
         rejected = []
         emitted = 0
         for k, (swap, sim, ppl) in enumerate(chosen):
@@ -496,8 +555,11 @@ class CocoCounterfactualGenerator:
             if swap.source == "mlm":
                 scores["mlm_prob"] = swap.score
             meta: dict[str, object] = {
-                "replaced": swap.replaced, "by": swap.by, "source": swap.source,
-                "tried": tried, "in_band": in_band,
+                "replaced": swap.replaced,
+                "by": swap.by,
+                "source": swap.source,
+                "tried": tried,
+                "in_band": in_band,
             }
             if self.images:
                 result = self._image_pair(o, k, swap)
@@ -511,8 +573,13 @@ class CocoCounterfactualGenerator:
                 meta["images"] = "not generated"
             emitted += 1
             yield GeneratedCandidate(
-                original_id=o.id, fields={**o.fields, FIELD: swap.counterfactual}, generator=self.name,
-                perturbation="lexical", target_label=None, scores=scores, meta=meta,
+                original_id=o.id,
+                fields={**o.fields, FIELD: swap.counterfactual},
+                generator=self.name,
+                perturbation="lexical",
+                target_label=None,
+                scores=scores,
+                meta=meta,
             )
         if not emitted and rejected:
             yield Skip(o.id, f"the CLIP filter rejected every image pair ({', '.join(rejected)})")
@@ -524,8 +591,8 @@ class CocoCounterfactualGenerator:
     def _image_pair(self, o: Original, k: int, swap: CaptionSwap) -> tuple[dict[str, float], dict[str, object]] | None:
         from generation.ml import images as ml_images
 
-        assert self.image_dir is not None
-        best: tuple[float, Any, Any, int] | None = None
+        assert self.image_dir is not None and self._pairs is not None  # both set when self.images is
+        best: tuple[float, ImagePair, ClipVerdict | None, int] | None = None
         verdicts = []
         for attempt in range(self.attempts):
             seed = self.pair_seed(o.id, k, attempt)
@@ -533,33 +600,47 @@ class CocoCounterfactualGenerator:
             if self._clip is None:
                 best = (0.0, pair, None, seed)
                 break
-            verdict = ml_images.clip_judge(self._clip, pair.images, (swap.caption, swap.counterfactual),
-                                           min_text_image=self.min_text_image,
-                                           min_image_image=self.min_image_image)
+            verdict = ml_images.clip_judge(
+                self._clip,
+                pair.images,
+                (swap.caption, swap.counterfactual),
+                min_text_image=self.min_text_image,
+                min_image_image=self.min_image_image,
+            )
             verdicts.append(verdict)
             if verdict.keep and (best is None or verdict.clip_dir > best[0]):
                 best = (verdict.clip_dir, pair, verdict, seed)
         if best is None:
             return None
-        _, pair, verdict, seed = best
+        _, pair, kept, seed = best
         self.image_dir.mkdir(parents=True, exist_ok=True)
         stem = f"{_safe_name(o.id)}-{k}"
         paths = [self.image_dir / f"{stem}-0.jpg", self.image_dir / f"{stem}-1.jpg"]
         for img, path in zip(pair.images, paths, strict=True):
             ml_images.save_jpeg(img, path)
         meta: dict[str, object] = {
-            "original_image": str(paths[0]), "image": str(paths[1]), "seed": seed,
-            "cross_replace": pair.cross_replace, "self_replace": pair.self_replace, "steps": pair.steps,
+            "original_image": str(paths[0]),
+            "image": str(paths[1]),
+            "seed": seed,
+            "cross_replace": pair.cross_replace,
+            "self_replace": pair.self_replace,
+            "steps": pair.steps,
         }
         scores: dict[str, float] = {}
-        if verdict is not None:
-            scores.update(verdict.scores())
-            meta["clip"] = verdict.as_meta()
+        if kept is not None:
+            scores.update(kept.scores())
+            meta["clip"] = kept.as_meta()
             meta["attempts"] = len(verdicts)
         return scores, meta
 
 
 __all__ = [
-    "CaptionSwap", "CocoCounterfactualGenerator", "MaskedLMCandidates", "caption_swaps", "noun_indices",
-    "realise", "select_in_band", "wordnet_candidates",
+    "CaptionSwap",
+    "CocoCounterfactualGenerator",
+    "MaskedLMCandidates",
+    "caption_swaps",
+    "noun_indices",
+    "realise",
+    "select_in_band",
+    "wordnet_candidates",
 ]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from generation.ml.base import (
     GeneratedCandidate,
@@ -37,16 +37,14 @@ from generation.ml.neurologic import (
     Clause,
     SearchConfig,
     Seq2SeqStepModel,
+    StepModel,
     constrained_beam_search,
     special_ids,
 )
-from generation.ml.saliency import (
-    TextClassifier,
-    is_word,
-    label_index,
-    load_classifier,
-    word_spans,
-)
+from generation.ml.saliency import ClassifierInput, TextClassifier, is_word, label_index, load_classifier, word_spans
+
+if TYPE_CHECKING:
+    from generation.ml.hf import LoadedModel
 
 NAME = "concept-constrained"
 
@@ -70,7 +68,7 @@ def extract_concepts(text: str, max_concepts: int = 4) -> list[str]:
             elif run:
                 break
         if run:
-            found.append(ch.text[run[0][0]:run[-1][1]])
+            found.append(ch.text[run[0][0] : run[-1][1]])
     uniq: list[str] = []
     for c in found:
         if c.lower() not in {u.lower() for u in uniq}:
@@ -80,7 +78,7 @@ def extract_concepts(text: str, max_concepts: int = 4) -> list[str]:
     return kept[:max_concepts]
 
 
-def concept_clause(concept: str, tokenizer: Any) -> Clause | None:
+def concept_clause(concept: str, tokenizer: Any) -> Clause | None:  # a transformers tokenizer
     variants = {concept, concept.lower(), concept[:1].upper() + concept[1:]}
     alts: set[tuple[int, ...]] = set()
     for v in variants:
@@ -109,12 +107,27 @@ def steer_prompt(task: str, field: str, target: str, other_name: str | None, oth
 class ConceptConstrainedGenerator(PerOriginalGenerator):
     name = NAME
 
-    def __init__(self, *, model_path: str = "", causal_lm_path: str = "", seq2seq_path: str = "",
-                 steer_paths: Mapping[str, str] | None = None, device: str = "cpu", edit_field: str = "",
-                 max_concepts: int = 4, beam_size: int = 6, candidate_k: int = 12, candidates_per_label: int = 2,
-                 max_new_tokens: int = 0, progress_weight: float = 1.0, min_coverage: float = 1.0,
-                 prefix: str = "1g", min_words: int = 3, classifier_path: str = "",
-                 classifier: TextClassifier | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        model_path: str = "",
+        causal_lm_path: str = "",
+        seq2seq_path: str = "",
+        steer_paths: Mapping[str, str] | None = None,
+        device: str = "cpu",
+        edit_field: str = "",
+        max_concepts: int = 4,
+        beam_size: int = 6,
+        candidate_k: int = 12,
+        candidates_per_label: int = 2,
+        max_new_tokens: int = 0,
+        progress_weight: float = 1.0,
+        min_coverage: float = 1.0,
+        prefix: str = "1g",
+        min_words: int = 3,
+        classifier_path: str = "",
+        classifier: TextClassifier | None = None,
+    ) -> None:
         from generation.ml import hf
 
         if prefix not in ("1g", "none"):
@@ -125,9 +138,14 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         path = model_path or causal_lm_path or seq2seq_path
         self.lm = hf.load_generator_lm(path, device) if path else None
         # An unconfigured model is not an error: every original is skipped with the reason.
-        self.unconfigured = "" if (self.lm is not None or self.steers) else (
-            "no language model configured: set COUNTERPART_CAUSAL_LM_PATH or COUNTERPART_SEQ2SEQ_PATH "
-            "(or the model_path / steer_paths options)")
+        self.unconfigured = (
+            ""
+            if (self.lm is not None or self.steers)
+            else (
+                "no language model configured: set COUNTERPART_CAUSAL_LM_PATH or COUNTERPART_SEQ2SEQ_PATH "
+                "(or the model_path / steer_paths options)"
+            )
+        )
         if classifier is None and classifier_path:
             classifier = load_classifier(classifier_path, device=device)
         self.classifier = classifier
@@ -168,8 +186,9 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
                 continue
             steered_by_model = target.lower() in self.steers
             first = words[0] if self.prefix == "1g" else ""
-            results = self._decode(lm, o.task, field, target, other_name, other, first, concepts, steered_by_model,
-                                   len(words))
+            results = self._decode(
+                lm, o.task, field, target, other_name, other, first, concepts, steered_by_model, len(words)
+            )
             if not results:
                 notes.append(f"{target}: no hypothesis met the constraints")
             for new_text, coverage, lp, kept_concepts in results:
@@ -196,17 +215,30 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
             if not math.isnan(p):
                 scores["p_target"] = round(p, 6)
             yield GeneratedCandidate(
-                original_id=o.id, fields={**o.fields, field: new_text}, generator=NAME,
+                original_id=o.id,
+                fields={**o.fields, field: new_text},
+                generator=NAME,
                 perturbation=control_code(dict(o.fields), {**o.fields, field: new_text}),
-                target_label=target, scores=scores,
+                target_label=target,
+                scores=scores,
                 meta={"field": field, "concepts": concepts, "satisfied": kept_concepts},
             )
         if not final:
             yield Skip(o.id, "; ".join(notes) or "no candidate generated")
 
-    def _decode(self, lm: Any, task: str, field: str, target: str, other_name: str | None, other: str | None,
-                first: str, concepts: list[str], steered_by_model: bool, n_words: int,
-                ) -> list[tuple[str, float, float, list[str]]]:
+    def _decode(
+        self,
+        lm: LoadedModel,
+        task: str,
+        field: str,
+        target: str,
+        other_name: str | None,
+        other: str | None,
+        first: str,
+        concepts: list[str],
+        steered_by_model: bool,
+        n_words: int,
+    ) -> list[tuple[str, float, float, list[str]]]:
         tok = lm.tokenizer
         clauses = [c for c in (concept_clause(x, tok) for x in concepts) if c is not None]
         if not clauses:
@@ -215,7 +247,7 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         eos = tok.eos_token_id
         if lm.is_encoder_decoder:
             source = prompt + "Keep: " + ", ".join(c.text for c in clauses) + "."
-            model = Seq2SeqStepModel(lm.model, tok(source)["input_ids"], eos, self.device)
+            model: StepModel = Seq2SeqStepModel(lm.model, tok(source)["input_ids"], eos, self.device)
             lead = ""
         else:
             prompt_text = prompt + first
@@ -229,9 +261,14 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
             lead = first
         need = sum(min(len(a) for a in c.alternatives) for c in clauses)
         max_new = self.max_new_tokens or min(96, max(need + 4, math.ceil(1.5 * n_words) + 4))
-        cfg = SearchConfig(beam_size=self.beam_size, max_new_tokens=max_new, candidate_k=self.candidate_k,
-                           progress_weight=self.progress_weight, banned_ids=special_ids(tok, keep=[eos]),
-                           min_new_tokens=min(max_new - 1, max(1, n_words // 2)))
+        cfg = SearchConfig(
+            beam_size=self.beam_size,
+            max_new_tokens=max_new,
+            candidate_k=self.candidate_k,
+            progress_weight=self.progress_weight,
+            banned_ids=special_ids(tok, keep=[eos]),
+            min_new_tokens=min(max_new - 1, max(1, n_words // 2)),
+        )
         hyps = constrained_beam_search(model, clauses, cfg)
         out = []
         for h in hyps:
@@ -253,6 +290,6 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         return out
 
 
-def _as_input(fields: dict[str, str], names: Sequence[str]) -> Any:
+def _as_input(fields: dict[str, str], names: Sequence[str]) -> ClassifierInput:
     vals = [fields[n] for n in names]
     return vals[0] if len(vals) == 1 else (vals[0], vals[1])

@@ -21,9 +21,10 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from generation.ml import lexicons as lx
 from generation.ml.rules.tokens import introduced_removed, words
@@ -57,8 +58,9 @@ def band_for(task: str, override: tuple[float, float] | None = None) -> tuple[fl
     return DEFAULT_BANDS.get(task, COCO_BAND)
 
 
-def comparison_texts(original_fields: Mapping[str, str], candidate_fields: Mapping[str, str],
-                     meta: Mapping[str, Any] | None = None) -> tuple[str, str]:
+def comparison_texts(
+    original_fields: Mapping[str, str], candidate_fields: Mapping[str, str], meta: Mapping[str, object] | None = None
+) -> tuple[str, str]:
     """What the similarity band compares: the edited window of a long text when the generator
     recorded one (``meta["window"] = [old, new]``), else the changed field(s), else all fields."""
     meta = meta or {}
@@ -69,12 +71,26 @@ def comparison_texts(original_fields: Mapping[str, str], candidate_fields: Mappi
     if isinstance(meta.get("field"), str) and meta["field"] in candidate_fields:
         changed = [str(meta["field"])]
     keys = changed or list(candidate_fields)
-    return (" ".join(str(original_fields.get(k, "")) for k in keys),
-            " ".join(str(candidate_fields.get(k, "")) for k in keys))
+    return (
+        " ".join(str(original_fields.get(k, "")) for k in keys),
+        " ".join(str(candidate_fields.get(k, "")) for k in keys),
+    )
 
 
-def similarity_band(encoder: Any, originals: Sequence[str], candidates: Sequence[str],
-                    band: tuple[float, float] = COCO_BAND) -> list[FilterResult]:
+class SimilarityEncoder(Protocol):
+    """What the similarity band needs of an encoder (``generation.ml.embeddings.Encoder``)."""
+
+    def cosine(self, a: Sequence[str], b: Sequence[str]) -> NDArray[np.floating]:
+        """Row-wise cosine similarity of a[i] and b[i]."""
+        ...
+
+
+def similarity_band(
+    encoder: SimilarityEncoder,
+    originals: Sequence[str],
+    candidates: Sequence[str],
+    band: tuple[float, float] = COCO_BAND,
+) -> list[FilterResult]:
     """Row-wise cosine of ``originals[i]`` and ``candidates[i]`` (one batched encode each;
     the encoder caches repeated originals); keep when ``low < sim <= high``."""
     if len(originals) != len(candidates):
@@ -84,8 +100,12 @@ def similarity_band(encoder: Any, originals: Sequence[str], candidates: Sequence
     lo, hi = band
     # rounded: float32 cosines must not fall on the wrong side of a band edge (0.8 -> 0.80000001)
     sims = np.round(np.asarray(encoder.cosine(list(originals), list(candidates)), dtype=np.float64), 6)
-    return [FilterResult(float(s), bool(lo < s <= hi), () if lo < s <= hi else
-                         (f"similarity {s:.3f} outside ({lo}, {hi}]",)) for s in sims]
+    return [
+        FilterResult(
+            float(s), bool(lo < s <= hi), () if lo < s <= hi else (f"similarity {s:.3f} outside ({lo}, {hi}]",)
+        )
+        for s in sims
+    ]
 
 
 # -- duplicates --------------------------------------------------------------------------------
@@ -109,8 +129,12 @@ def edit_signature(original: str, candidate: str) -> frozenset[str]:
     return frozenset([f"+{w}" for w in intro] + [f"-{w}" for w in rem])
 
 
-def dedupe(original: str, candidates: Sequence[str], threshold: float = 0.9,
-           windows: Sequence[tuple[str, str] | None] | None = None) -> list[FilterResult]:
+def dedupe(
+    original: str,
+    candidates: Sequence[str],
+    threshold: float = 0.9,
+    windows: Sequence[tuple[str, str] | None] | None = None,
+) -> list[FilterResult]:
     """Siblings of one original, in order. Drop exact duplicates (normalised text equal to the
     original or an earlier kept sibling) and near duplicates: a candidate whose word edit
     (introduced/removed words against the original) has Jaccard >= ``threshold`` with an earlier
@@ -153,8 +177,18 @@ def token_jaccard(a: str, b: str) -> float:
 class PerplexityScorer:
     """Perplexity under a causal LM loaded from a local directory (or given model+tokenizer)."""
 
-    def __init__(self, path: str | None = None, *, model: Any = None, tokenizer: Any = None,
-                 device: str = "cpu", max_length: int = 256, batch_size: int = 16) -> None:
+    def __init__(
+        self,
+        path: str | None = None,
+        *,
+        # transformers objects: Any, as transformers types model.to(device) wrongly and its
+        # Auto* loaders and tokenizer calls as Any
+        model: Any = None,
+        tokenizer: Any = None,
+        device: str = "cpu",
+        max_length: int = 256,
+        batch_size: int = 16,
+    ) -> None:
         if model is None or tokenizer is None:
             import os
 
@@ -170,14 +204,16 @@ class PerplexityScorer:
         self.max_length = max_length
         self.batch_size = batch_size
 
-    def score(self, texts: Sequence[str]) -> np.ndarray:
+    def score(self, texts: Sequence[str]) -> NDArray[np.float64]:
         import torch
 
         out = np.zeros(len(texts), dtype=np.float64)
         for b in range(0, len(texts), self.batch_size):
-            batch = list(texts[b: b + self.batch_size])
+            batch = list(texts[b : b + self.batch_size])
             for k, text in enumerate(batch):  # one at a time: no pad-token assumptions
-                ids = self.tokenizer(text, return_tensors="pt", truncation=True, max_length=self.max_length)["input_ids"]
+                ids = self.tokenizer(text, return_tensors="pt", truncation=True, max_length=self.max_length)[
+                    "input_ids"
+                ]
                 ids = ids.to(self.device)
                 if ids.shape[1] < 2:
                     out[b + k] = float("inf")
@@ -188,27 +224,41 @@ class PerplexityScorer:
         return out
 
 
-def perplexity(scorer: PerplexityScorer, originals: Sequence[str], candidates: Sequence[str],
-               max_ratio: float = 1.5) -> list[FilterResult]:
+def perplexity(
+    scorer: PerplexityScorer, originals: Sequence[str], candidates: Sequence[str], max_ratio: float = 1.5
+) -> list[FilterResult]:
     """Keep a candidate whose perplexity is at most ``max_ratio`` x its original's (score: the
     candidate's perplexity). Relative, because absolute perplexity depends on the text."""
     distinct = list(dict.fromkeys(originals))
     base = dict(zip(distinct, scorer.score(distinct), strict=True))
     cand = scorer.score(candidates)
-    return [FilterResult(float(p), bool(p <= max_ratio * base[o]),
-                         () if p <= max_ratio * base[o] else (f"perplexity {p:.1f} > {max_ratio} x {base[o]:.1f}",))
-            for o, p in zip(originals, cand, strict=True)]
+    return [
+        FilterResult(
+            float(p),
+            bool(p <= max_ratio * base[o]),
+            () if p <= max_ratio * base[o] else (f"perplexity {p:.1f} > {max_ratio} x {base[o]:.1f}",),
+        )
+        for o, p in zip(originals, cand, strict=True)
+    ]
 
 
 # -- DISCO artifact heuristics -----------------------------------------------------------------
 NEGATION_TOKENS = lx.NEGATION_WORDS | lx.NEGATED_CONTRACTIONS
 
 
-def artifacts(original_fields: Mapping[str, str], candidate_fields: Mapping[str, str], *,
-              premise_field: str = "premise", hypothesis_field: str = "hypothesis",
-              introduced: Sequence[str] | None = None, prompt: str | None = None,
-              target_label: str | None = None, shortcut_labels: Sequence[str] = ("contradiction",),
-              hypothesis_max: float = 0.6, premise_max: float = 0.35) -> FilterResult:
+def artifacts(
+    original_fields: Mapping[str, str],
+    candidate_fields: Mapping[str, str],
+    *,
+    premise_field: str = "premise",
+    hypothesis_field: str = "hypothesis",
+    introduced: Sequence[str] | None = None,
+    prompt: str | None = None,
+    target_label: str | None = None,
+    shortcut_labels: Sequence[str] = ("contradiction",),
+    hypothesis_max: float = 0.6,
+    premise_max: float = 0.35,
+) -> FilterResult:
     """The DISCO heuristics for one candidate. Score: the number of heuristics that fire."""
     reasons: list[str] = []
     changed = [k for k in candidate_fields if candidate_fields[k] != original_fields.get(k)]
@@ -243,7 +293,7 @@ def artifacts(original_fields: Mapping[str, str], candidate_fields: Mapping[str,
 
 
 # -- classifier-based --------------------------------------------------------------------------
-def _target_index(labels: Sequence[str], targets: Sequence[str]) -> np.ndarray:
+def _target_index(labels: Sequence[str], targets: Sequence[str]) -> NDArray[np.int64]:
     index = {lab: i for i, lab in enumerate(labels)}
     missing = [t for t in targets if t not in index]
     if missing:
@@ -251,18 +301,25 @@ def _target_index(labels: Sequence[str], targets: Sequence[str]) -> np.ndarray:
     return np.array([index[t] for t in targets], dtype=np.int64)
 
 
-def consistency(probs: np.ndarray, labels: Sequence[str], targets: Sequence[str]) -> list[FilterResult]:
+def consistency(probs: ArrayLike, labels: Sequence[str], targets: Sequence[str]) -> list[FilterResult]:
     """Keep when the classifier's top label is the target. Score: p(target | x')."""
     p = np.asarray(probs, dtype=np.float64)
     idx = _target_index(labels, targets)
     pt = p[np.arange(len(idx)), idx]
     top = p.argmax(axis=1)
-    return [FilterResult(float(s), bool(t == i), () if t == i else (f"predicts {labels[t]}",))
-            for s, t, i in zip(pt, top, idx, strict=True)]
+    return [
+        FilterResult(float(s), bool(t == i), () if t == i else (f"predicts {labels[t]}",))
+        for s, t, i in zip(pt, top, idx, strict=True)
+    ]
 
 
-def teacher_shift(p_original: np.ndarray, p_candidate: np.ndarray, labels: Sequence[str],
-                  targets: Sequence[str], threshold: float = 0.25) -> list[FilterResult]:
+def teacher_shift(
+    p_original: ArrayLike,
+    p_candidate: ArrayLike,
+    labels: Sequence[str],
+    targets: Sequence[str],
+    threshold: float = 0.25,
+) -> list[FilterResult]:
     """DISCO's distillation filter: keep when p(target|x') - p(target|x) > ``threshold``."""
     po, pc = np.asarray(p_original, dtype=np.float64), np.asarray(p_candidate, dtype=np.float64)
     if po.shape != pc.shape:
@@ -270,5 +327,7 @@ def teacher_shift(p_original: np.ndarray, p_candidate: np.ndarray, labels: Seque
     idx = _target_index(labels, targets)
     rows = np.arange(len(idx))
     shift = pc[rows, idx] - po[rows, idx]
-    return [FilterResult(float(s), bool(s > threshold), () if s > threshold else (f"shift {s:.2f} <= {threshold}",))
-            for s in shift]
+    return [
+        FilterResult(float(s), bool(s > threshold), () if s > threshold else (f"shift {s:.2f} <= {threshold}",))
+        for s in shift
+    ]

@@ -33,6 +33,8 @@ _lock = threading.Lock()
 
 @dataclass(frozen=True)
 class LoadedModel:
+    # Any: transformers types model.to(device) wrongly and its Auto* loaders and tokenizer
+    # calls as Any
     model: Any  # a transformers PreTrainedModel in eval mode
     tokenizer: Any  # a transformers tokenizer
     kind: str  # one of Kind
@@ -79,7 +81,7 @@ def model_type(path: str | os.PathLike[str]) -> tuple[str, bool]:
         from transformers import AutoConfig
 
         cfg = AutoConfig.from_pretrained(str(p), local_files_only=True)
-    except Exception as exc:  # noqa: BLE001 - any load failure is a configuration problem
+    except Exception as exc:  # any load failure is a configuration problem
         raise GeneratorConfigError(f"cannot read the model config at {p}: {exc}") from exc
     return str(getattr(cfg, "model_type", "")), bool(getattr(cfg, "is_encoder_decoder", False))
 
@@ -101,15 +103,15 @@ def load(path: str | os.PathLike[str] | None, kind: Kind, device: str = "cpu", w
         auto = getattr(transformers, _AUTO_CLASSES[kind])
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(p), local_files_only=True)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise GeneratorConfigError(f"cannot load a tokenizer for the {label} at {p}: {exc}") from exc
         try:
             model = auto.from_pretrained(str(p), local_files_only=True)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise GeneratorConfigError(f"cannot load the {label} at {p} as {_AUTO_CLASSES[kind]}: {exc}") from exc
         try:
             model.to(device)
-        except Exception as exc:  # noqa: BLE001 - e.g. device "cuda" on a CPU-only machine
+        except Exception as exc:  # e.g. device "cuda" on a CPU-only machine
             raise GeneratorConfigError(f"cannot move the {label} to device {device!r}: {exc}") from exc
         model.eval()
         if tokenizer.pad_token_id is None:

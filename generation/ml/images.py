@@ -31,13 +31,22 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from generation.ml import hf
 from generation.ml.base import GeneratorConfigError
 
+if TYPE_CHECKING:
+    import torch
+    from diffusers.models.attention_processor import Attention
+    from PIL.Image import Image
+
+# A diffusers pipeline is Any below: its components (unet, vae, tokenizer, scheduler) are
+# attributes set at load time that diffusers' types do not declare. CLIP's model and processor
+# are Any as transformers types model.to(device) wrongly and its Auto* loaders as Any.
 _cache: dict[tuple[str, str, str], Any] = {}
 _lock = threading.Lock()
 
@@ -90,14 +99,14 @@ def load_pipeline(path: str | os.PathLike[str], device: str = "cpu") -> Any:
             raise GeneratorConfigError(f"diffusers is not installed: {exc}") from exc
         try:
             pipe = DiffusionPipeline.from_pretrained(str(p), local_files_only=True)
-        except Exception as exc:  # noqa: BLE001 - any load failure is a configuration problem
+        except Exception as exc:  # any load failure is a configuration problem
             raise GeneratorConfigError(f"cannot load the diffusion pipeline at {p}: {exc}") from exc
         for needed in ("unet", "tokenizer", "scheduler", "vae"):
             if getattr(pipe, needed, None) is None:
                 raise GeneratorConfigError(f"the pipeline at {p} has no {needed}: not a text-to-image UNet pipeline")
         try:
             pipe = pipe.to(device)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise GeneratorConfigError(f"cannot move the diffusion pipeline to {device!r}: {exc}") from exc
         if hasattr(pipe, "set_progress_bar_config"):
             pipe.set_progress_bar_config(disable=True)
@@ -130,17 +139,26 @@ class AttentionController:
     """Shared state of the injecting processors for one pipeline call: which step we are at
     (advanced by the pipeline's step-end callback), the step limits and the token map."""
 
-    def __init__(self, *, steps: int, cross_replace: float, self_replace: float, alignment: Sequence[int],
-                 self_max_tokens: int = 256) -> None:
+    def __init__(
+        self,
+        *,
+        steps: int,
+        cross_replace: float,
+        self_replace: float,
+        alignment: Sequence[int],
+        self_max_tokens: int = 256,
+    ) -> None:
         self.steps = max(1, int(steps))
-        self.cross_steps = int(round(max(0.0, min(1.0, cross_replace)) * self.steps))
-        self.self_steps = int(round(max(0.0, min(1.0, self_replace)) * self.steps))
+        self.cross_steps = round(max(0.0, min(1.0, cross_replace)) * self.steps)
+        self.self_steps = round(max(0.0, min(1.0, self_replace)) * self.steps)
         self.alignment = list(alignment)
         self.self_max_tokens = self_max_tokens
         self.step = 0
         self.injected = {"cross": 0, "self": 0}  # layer calls that injected (for tests and logs)
 
-    def on_step_end(self, pipe: Any, i: int, t: Any, callback_kwargs: dict[str, Any]) -> dict[str, Any]:
+    def on_step_end(
+        self, pipe: object, i: int, t: object, callback_kwargs: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
         self.step = i + 1
         return callback_kwargs
 
@@ -150,7 +168,7 @@ class AttentionController:
             return self.step < self.cross_steps
         return self.step < self.self_steps and queries <= self.self_max_tokens
 
-    def edit(self, probs: Any, heads: int, is_cross: bool) -> Any:
+    def edit(self, probs: torch.Tensor, heads: int, is_cross: bool) -> torch.Tensor:
         """``probs``: (batch*heads, queries, keys) attention probabilities, batch ordered as
         [uncond_0, uncond_1, cond_0, cond_1] (classifier-free guidance) or [cond_0, cond_1].
         Returns probs with each pair's second map taken from its first where due."""
@@ -189,8 +207,16 @@ class InjectingAttnProcessor:
     def __init__(self, controller: AttentionController | None) -> None:
         self.controller = controller
 
-    def __call__(self, attn: Any, hidden_states: Any, encoder_hidden_states: Any = None, attention_mask: Any = None,
-                 temb: Any = None, *args: Any, **kwargs: Any) -> Any:
+    def __call__(
+        self,
+        attn: Attention,
+        hidden_states: torch.Tensor,
+        encoder_hidden_states: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        temb: torch.Tensor | None = None,
+        *args: object,
+        **kwargs: object,
+    ) -> torch.Tensor:
         import torch
 
         is_cross = encoder_hidden_states is not None
@@ -204,7 +230,8 @@ class InjectingAttnProcessor:
         batch_size, sequence_length, _ = (
             hidden_states.shape if encoder_hidden_states is None else encoder_hidden_states.shape
         )
-        attention_mask = attn.prepare_attention_mask(attention_mask, sequence_length, batch_size)
+        if attention_mask is not None:  # prepare_attention_mask returns None for None
+            attention_mask = attn.prepare_attention_mask(attention_mask, sequence_length, batch_size)
         if attn.group_norm is not None:
             hidden_states = attn.group_norm(hidden_states.transpose(1, 2)).transpose(1, 2)
         query = attn.to_q(hidden_states)
@@ -241,7 +268,7 @@ class InjectingAttnProcessor:
 # ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ImagePair:
-    images: tuple[Any, Any]  # PIL images for caption_0, caption_1
+    images: tuple[Image, Image]  # for caption_0, caption_1
     seed: int
     steps: int
     cross_replace: float
@@ -249,12 +276,29 @@ class ImagePair:
     injected: dict[str, int] = field(default_factory=dict)
 
 
+class PairImages(Protocol):
+    """What the caption generator needs to draw an image pair (a :class:`PairImageGenerator`)."""
+
+    def generate(self, caption_0: str, caption_1: str, *, seed: int) -> ImagePair: ...
+
+
 class PairImageGenerator:
     """Draw the two images of a caption pair from one pipeline call with shared latents."""
 
-    def __init__(self, path: str | None = None, *, pipeline: Any = None, device: str = "cpu", steps: int = 30,
-                 guidance_scale: float = 7.5, height: int | None = None, width: int | None = None,
-                 cross_replace: float = 0.8, self_replace: float = 0.4, self_max_tokens: int = 256) -> None:
+    def __init__(
+        self,
+        path: str | None = None,
+        *,
+        pipeline: Any = None,
+        device: str = "cpu",
+        steps: int = 30,
+        guidance_scale: float = 7.5,
+        height: int | None = None,
+        width: int | None = None,
+        cross_replace: float = 0.8,
+        self_replace: float = 0.4,
+        self_max_tokens: int = 256,
+    ) -> None:
         if pipeline is None and path is None:
             raise GeneratorConfigError("PairImageGenerator needs a pipeline path or a pipeline")
         self.path = path
@@ -285,7 +329,7 @@ class PairImageGenerator:
         default = int(pipe.unet.config.sample_size) * int(pipe.vae_scale_factor)
         return int(self.height or default), int(self.width or default)
 
-    def initial_latents(self, seed: int) -> Any:
+    def initial_latents(self, seed: int) -> torch.Tensor:
         """(1, C, h, w) standard-normal latents from ``seed`` (before the scheduler's scaling)."""
         import torch
 
@@ -302,8 +346,15 @@ class PairImageGenerator:
         ids_1 = tok(caption_1, **kw).input_ids
         return token_alignment(ids_0, ids_1)
 
-    def generate(self, caption_0: str, caption_1: str, *, seed: int, cross_replace: float | None = None,
-                 self_replace: float | None = None) -> ImagePair:
+    def generate(
+        self,
+        caption_0: str,
+        caption_1: str,
+        *,
+        seed: int,
+        cross_replace: float | None = None,
+        self_replace: float | None = None,
+    ) -> ImagePair:
         import torch
 
         pipe = self.pipe
@@ -313,27 +364,45 @@ class PairImageGenerator:
         latents = self.initial_latents(seed).repeat(2, 1, 1, 1)  # the SAME noise for both captions
         controller = None
         saved = None
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, object] = {}
         if cross > 0 or selfr > 0:
-            controller = AttentionController(steps=self.steps, cross_replace=cross, self_replace=selfr,
-                                             alignment=self._alignment(caption_0, caption_1),
-                                             self_max_tokens=self.self_max_tokens)
+            controller = AttentionController(
+                steps=self.steps,
+                cross_replace=cross,
+                self_replace=selfr,
+                alignment=self._alignment(caption_0, caption_1),
+                self_max_tokens=self.self_max_tokens,
+            )
             saved = dict(pipe.unet.attn_processors)
             pipe.unet.set_attn_processor(InjectingAttnProcessor(controller))
             kwargs["callback_on_step_end"] = controller.on_step_end
         try:
             with torch.no_grad():
-                out = pipe(prompt=[caption_0, caption_1], latents=latents, num_inference_steps=self.steps,
-                           guidance_scale=self.guidance_scale, height=h, width=w, output_type="pil", **kwargs)
+                out = pipe(
+                    prompt=[caption_0, caption_1],
+                    latents=latents,
+                    num_inference_steps=self.steps,
+                    guidance_scale=self.guidance_scale,
+                    height=h,
+                    width=w,
+                    output_type="pil",
+                    **kwargs,
+                )
         finally:
             if saved is not None:
                 pipe.unet.set_attn_processor(saved)
         images = out.images
-        return ImagePair(images=(images[0], images[1]), seed=int(seed), steps=self.steps, cross_replace=cross,
-                         self_replace=selfr, injected=dict(controller.injected) if controller else {})
+        return ImagePair(
+            images=(images[0], images[1]),
+            seed=int(seed),
+            steps=self.steps,
+            cross_replace=cross,
+            self_replace=selfr,
+            injected=dict(controller.injected) if controller else {},
+        )
 
 
-def save_jpeg(image: Any, path: str | os.PathLike[str], quality: int = 92) -> Path:
+def save_jpeg(image: Image, path: str | os.PathLike[str], quality: int = 92) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     image.convert("RGB").save(p, format="JPEG", quality=quality)
@@ -346,8 +415,9 @@ def save_jpeg(image: Any, path: str | os.PathLike[str], quality: int = 92) -> Pa
 class ClipScorer:
     """L2-normalised CLIP embeddings of images and texts from a local CLIP model."""
 
-    def __init__(self, path: str | None = None, *, model: Any = None, processor: Any = None,
-                 device: str = "cpu") -> None:
+    def __init__(
+        self, path: str | None = None, *, model: Any = None, processor: Any = None, device: str = "cpu"
+    ) -> None:
         if model is None or processor is None:
             p = check_clip_dir(path)
             _quiet()
@@ -356,7 +426,7 @@ class ClipScorer:
 
                 model = CLIPModel.from_pretrained(str(p), local_files_only=True)
                 processor = AutoProcessor.from_pretrained(str(p), local_files_only=True)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 raise GeneratorConfigError(f"cannot load the CLIP model at {p}: {exc}") from exc
         self.model = model.to(device).eval()
         self.processor = processor
@@ -364,26 +434,36 @@ class ClipScorer:
 
     @staticmethod
     def _tensor(out: Any) -> Any:
-        return out if hasattr(out, "norm") else (getattr(out, "pooler_output", None) if
-                                                  getattr(out, "pooler_output", None) is not None else out[0])
+        """The embedding tensor of a get_*_features result: the result itself, or the pooled
+        output (or first element) of a model output, depending on the transformers version."""
+        return (
+            out
+            if hasattr(out, "norm")
+            else (getattr(out, "pooler_output", None) if getattr(out, "pooler_output", None) is not None else out[0])
+        )
 
-    def embed_images(self, images: Sequence[Any]) -> np.ndarray:
+    def embed_images(self, images: Sequence[Image]) -> NDArray[np.float32]:
         import torch
 
         inputs = self.processor(images=list(images), return_tensors="pt")
         with torch.no_grad():
-            feats = self._tensor(self.model.get_image_features(pixel_values=inputs["pixel_values"].to(self.device)))
+            feats: torch.Tensor = self._tensor(
+                self.model.get_image_features(pixel_values=inputs["pixel_values"].to(self.device))
+            )
         feats = feats / feats.norm(dim=-1, keepdim=True)
         return feats.float().cpu().numpy()
 
-    def embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+    def embed_texts(self, texts: Sequence[str]) -> NDArray[np.float32]:
         import torch
 
         inputs = self.processor(text=list(texts), return_tensors="pt", padding=True, truncation=True)
         with torch.no_grad():
-            feats = self._tensor(self.model.get_text_features(
-                input_ids=inputs["input_ids"].to(self.device),
-                attention_mask=inputs["attention_mask"].to(self.device) if "attention_mask" in inputs else None))
+            feats: torch.Tensor = self._tensor(
+                self.model.get_text_features(
+                    input_ids=inputs["input_ids"].to(self.device),
+                    attention_mask=inputs["attention_mask"].to(self.device) if "attention_mask" in inputs else None,
+                )
+            )
         feats = feats / feats.norm(dim=-1, keepdim=True)
         return feats.float().cpu().numpy()
 
@@ -398,16 +478,42 @@ class ClipVerdict:
 
     def scores(self) -> dict[str, float]:
         m = self.matrix
-        return {"clip_own_0": m[0][0], "clip_other_0": m[0][1], "clip_own_1": m[1][1], "clip_other_1": m[1][0],
-                "clip_image_image": self.image_image, "clip_dir": self.clip_dir}
+        return {
+            "clip_own_0": m[0][0],
+            "clip_other_0": m[0][1],
+            "clip_own_1": m[1][1],
+            "clip_other_1": m[1][0],
+            "clip_image_image": self.image_image,
+            "clip_dir": self.clip_dir,
+        }
 
     def as_meta(self) -> dict[str, object]:
-        return {"keep": self.keep, "matrix": [list(r) for r in self.matrix], "image_image": self.image_image,
-                "clip_dir": self.clip_dir, "reasons": list(self.reasons)}
+        return {
+            "keep": self.keep,
+            "matrix": [list(r) for r in self.matrix],
+            "image_image": self.image_image,
+            "clip_dir": self.clip_dir,
+            "reasons": list(self.reasons),
+        }
 
 
-def clip_decide(matrix: Any, *, image_image: float = 1.0, clip_dir: float = 0.0, min_text_image: float | None = None,
-                min_image_image: float | None = None) -> ClipVerdict:
+class ImageTextScorer(Protocol):
+    """What :func:`clip_judge` needs (a :class:`ClipScorer`): L2-normalised embeddings of
+    images and of texts in one space."""
+
+    def embed_images(self, images: Sequence[Image]) -> NDArray[np.floating]: ...
+
+    def embed_texts(self, texts: Sequence[str]) -> NDArray[np.floating]: ...
+
+
+def clip_decide(
+    matrix: ArrayLike,
+    *,
+    image_image: float = 1.0,
+    clip_dir: float = 0.0,
+    min_text_image: float | None = None,
+    min_image_image: float | None = None,
+) -> ClipVerdict:
     """Keep the pair when each image is closer (CLIP cosine) to its own caption than to the other
     one; optionally also the paper's floors. ``matrix[k][j]``: image k with caption j."""
     m = np.asarray(matrix, dtype=np.float64)
@@ -422,12 +528,19 @@ def clip_decide(matrix: Any, *, image_image: float = 1.0, clip_dir: float = 0.0,
     if min_image_image is not None and image_image < min_image_image:
         reasons.append(f"image-image cosine {image_image:.3f} < {min_image_image}")
     mat = ((float(m[0, 0]), float(m[0, 1])), (float(m[1, 0]), float(m[1, 1])))
-    return ClipVerdict(keep=not reasons, matrix=mat, image_image=float(image_image), clip_dir=float(clip_dir),
-                       reasons=tuple(reasons))
+    return ClipVerdict(
+        keep=not reasons, matrix=mat, image_image=float(image_image), clip_dir=float(clip_dir), reasons=tuple(reasons)
+    )
 
 
-def clip_judge(scorer: Any, images: Sequence[Any], captions: Sequence[str], *, min_text_image: float | None = None,
-               min_image_image: float | None = None) -> ClipVerdict:
+def clip_judge(
+    scorer: ImageTextScorer,
+    images: Sequence[Image],
+    captions: Sequence[str],
+    *,
+    min_text_image: float | None = None,
+    min_image_image: float | None = None,
+) -> ClipVerdict:
     """Embed the two images and the two captions with ``scorer`` and decide (:func:`clip_decide`)."""
     iv = np.asarray(scorer.embed_images(list(images)), dtype=np.float64)
     tv = np.asarray(scorer.embed_texts(list(captions)), dtype=np.float64)
@@ -435,12 +548,27 @@ def clip_judge(scorer: Any, images: Sequence[Any], captions: Sequence[str], *, m
     di, dt = iv[1] - iv[0], tv[1] - tv[0]
     denom = float(np.linalg.norm(di) * np.linalg.norm(dt))
     clip_dir = float(di @ dt / denom) if denom > 0 else 0.0
-    return clip_decide(matrix, image_image=float(iv[0] @ iv[1]), clip_dir=clip_dir, min_text_image=min_text_image,
-                       min_image_image=min_image_image)
+    return clip_decide(
+        matrix,
+        image_image=float(iv[0] @ iv[1]),
+        clip_dir=clip_dir,
+        min_text_image=min_text_image,
+        min_image_image=min_image_image,
+    )
 
 
 __all__ = [
-    "AttentionController", "ClipScorer", "ClipVerdict", "ImagePair", "InjectingAttnProcessor", "PairImageGenerator",
-    "check_clip_dir", "check_pipeline_dir", "clip_decide", "clip_judge", "load_pipeline", "save_jpeg",
+    "AttentionController",
+    "ClipScorer",
+    "ClipVerdict",
+    "ImagePair",
+    "InjectingAttnProcessor",
+    "PairImageGenerator",
+    "check_clip_dir",
+    "check_pipeline_dir",
+    "clip_decide",
+    "clip_judge",
+    "load_pipeline",
+    "save_jpeg",
     "token_alignment",
 ]

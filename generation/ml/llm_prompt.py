@@ -22,7 +22,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,13 +34,10 @@ from generation.ml.base import (
     Skip,
     edit_field_of,
 )
-from generation.ml.saliency import (
-    TextClassifier,
-    is_word,
-    label_index,
-    load_classifier,
-    word_spans,
-)
+from generation.ml.saliency import ClassifierInput, TextClassifier, is_word, label_index, load_classifier, word_spans
+
+if TYPE_CHECKING:
+    from generation.ml.hf import LoadedModel
 
 NAME = "llm-prompt"
 BLANK = "[blank]"
@@ -58,10 +55,10 @@ class Chunk:
 
 
 def window_chunks(text: str, size: int = 3) -> list[Chunk]:
-    spans = [s for s in word_spans(text) if is_word(text[s[0]:s[1]])]
+    spans = [s for s in word_spans(text) if is_word(text[s[0] : s[1]])]
     out = []
     for i in range(0, len(spans), max(1, size)):
-        group = spans[i:i + size]
+        group = spans[i : i + size]
         a, b = group[0][0], group[-1][1]
         out.append(Chunk(a, b, text[a:b], "window"))
     return out
@@ -140,10 +137,19 @@ def _short_reason(reason: str) -> str:
     return re.sub(r"\W+", "_", reason.lower()).strip("_")[:40]
 
 
-def artifact_reasons(*, original_fields: dict[str, str], new_fields: dict[str, str], fill: str, span: str,
-                     prompt: str, prompt_words: set[str], target: str | None,
-                     shortcut_labels: Sequence[str] = ("contradiction", "negative"),
-                     hypothesis_jaccard: float = 0.6, premise_jaccard: float = 0.35) -> list[str]:
+def artifact_reasons(
+    *,
+    original_fields: dict[str, str],
+    new_fields: dict[str, str],
+    fill: str,
+    span: str,
+    prompt: str,
+    prompt_words: set[str],
+    target: str | None,
+    shortcut_labels: Sequence[str] = ("contradiction", "negative"),
+    hypothesis_jaccard: float = 0.6,
+    premise_jaccard: float = 0.35,
+) -> list[str]:
     """Why a fill looks like an artifact ([] when it does not), as short codes.
 
     Our own checks: the fill is empty, unchanged, uses the prompt's own wording (the blank
@@ -164,10 +170,15 @@ def artifact_reasons(*, original_fields: dict[str, str], new_fields: dict[str, s
         reasons.append("copies_prompt")
     if len(f_words) > 2 * len(word_set(span)) + 4:
         reasons.append("too_long")
-    shared = artifacts(original_fields, new_fields, prompt=prompt,
-                       target_label=target.lower() if target else None,
-                       shortcut_labels=tuple(x.lower() for x in shortcut_labels),
-                       hypothesis_max=hypothesis_jaccard, premise_max=premise_jaccard)
+    shared = artifacts(
+        original_fields,
+        new_fields,
+        prompt=prompt,
+        target_label=target.lower() if target else None,
+        shortcut_labels=tuple(x.lower() for x in shortcut_labels),
+        hypothesis_max=hypothesis_jaccard,
+        premise_max=premise_jaccard,
+    )
     for r in shared.reasons:
         code = _short_reason(r)
         if code not in reasons:
@@ -186,7 +197,9 @@ def prompt_only_words(prompt: str, masked: str, texts: Sequence[str]) -> set[str
     return {w for w in words if w not in FUNCTION_WORDS and len(w) > 2} | {"blank"}
 
 
-def teacher_shift(teacher: TextClassifier, before: Any, after: Sequence[Any], target: str) -> list[float] | None:
+def teacher_shift(
+    teacher: TextClassifier, before: ClassifierInput, after: Sequence[ClassifierInput], target: str
+) -> list[float] | None:
     """p(target | x') − p(target | x) per candidate input; None when the teacher lacks the label."""
     ti = label_index(teacher, target)
     if ti is None:
@@ -206,15 +219,16 @@ def verbalize(task: str, label: str) -> str:
     return label
 
 
-def build_prompt(task: str, field: str, masked: str, other_name: str | None, other: str | None,
-                 target: str) -> str:
+def build_prompt(task: str, field: str, masked: str, other_name: str | None, other: str | None, target: str) -> str:
     """The causal-LM prompt: the text with a blank, the other field, the target, "Blank:"."""
     v = verbalize(task, target)
     if task == "nli":
-        lines = [f"Fill in the blank so that the hypothesis is {v} given the premise.",
-                 f"Premise: {masked}" if field != "hypothesis" else f"Premise: {other}",
-                 f"Hypothesis: {other}" if field != "hypothesis" else f"Hypothesis: {masked}",
-                 f"It is {v} that the hypothesis follows."]
+        lines = [
+            f"Fill in the blank so that the hypothesis is {v} given the premise.",
+            f"Premise: {masked}" if field != "hypothesis" else f"Premise: {other}",
+            f"Hypothesis: {other}" if field != "hypothesis" else f"Hypothesis: {masked}",
+            f"It is {v} that the hypothesis follows.",
+        ]
     elif task == "sentiment":
         lines = [f"Fill in the blank so that the review is {v}.", f"Review: {masked}", f"Sentiment: {v}"]
     else:
@@ -236,27 +250,50 @@ def clean_fill(raw: str) -> str:
 class LLMPromptGenerator(PerOriginalGenerator):
     name = NAME
 
-    def __init__(self, *, model_path: str = "", causal_lm_path: str = "", seq2seq_path: str = "",
-                 device: str = "cpu", teacher_path: str = "", teacher: TextClassifier | None = None,
-                 teacher_threshold: float = 0.25, edit_field: str = "", span_mode: str = "phrases",
-                 window: int = 3, max_spans: int = 6, decoding: str = "sample", num_return_sequences: int = 3,
-                 temperature: float = 0.8, top_p: float = 0.9, max_new_tokens: int = 12, min_words: int = 3,
-                 hypothesis_jaccard: float = 0.6, premise_jaccard: float = 0.35,
-                 negation_shortcut_labels: Sequence[str] = ("contradiction", "negative"), seed: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        model_path: str = "",
+        causal_lm_path: str = "",
+        seq2seq_path: str = "",
+        device: str = "cpu",
+        teacher_path: str = "",
+        teacher: TextClassifier | None = None,
+        teacher_threshold: float = 0.25,
+        edit_field: str = "",
+        span_mode: str = "phrases",
+        window: int = 3,
+        max_spans: int = 6,
+        decoding: str = "sample",
+        num_return_sequences: int = 3,
+        temperature: float = 0.8,
+        top_p: float = 0.9,
+        max_new_tokens: int = 12,
+        min_words: int = 3,
+        hypothesis_jaccard: float = 0.6,
+        premise_jaccard: float = 0.35,
+        negation_shortcut_labels: Sequence[str] = ("contradiction", "negative"),
+        seed: int = 0,
+    ) -> None:
         from generation.ml import hf
 
         path = model_path or causal_lm_path or seq2seq_path
         # An unconfigured model is not an error: every original is skipped with the reason.
-        self.unconfigured = "" if path else (
-            "no language model configured: set COUNTERPART_CAUSAL_LM_PATH or COUNTERPART_SEQ2SEQ_PATH "
-            "(or the model_path option)")
+        self.unconfigured = (
+            ""
+            if path
+            else (
+                "no language model configured: set COUNTERPART_CAUSAL_LM_PATH or COUNTERPART_SEQ2SEQ_PATH "
+                "(or the model_path option)"
+            )
+        )
         if decoding not in ("sample", "beam"):
             raise GeneratorConfigError("decoding must be 'sample' or 'beam'")
         if span_mode not in ("phrases", "window"):
             raise GeneratorConfigError("span_mode must be 'phrases' or 'window'")
         if num_return_sequences < 1 or max_spans < 1 or max_new_tokens < 1:
             raise GeneratorConfigError("num_return_sequences, max_spans and max_new_tokens must be positive")
-        self.lm: Any = hf.load_generator_lm(path, device) if path else None
+        self.lm: LoadedModel | None = hf.load_generator_lm(path, device) if path else None
         if teacher is None and teacher_path:
             teacher = load_classifier(teacher_path, device=device)
         self.teacher = teacher
@@ -274,7 +311,15 @@ class LLMPromptGenerator(PerOriginalGenerator):
         if self.lm is not None:
             tok = self.lm.tokenizer
             self.sentinel = self.lm.is_encoder_decoder and tok.convert_tokens_to_ids("<extra_id_0>") not in (
-                None, tok.unk_token_id)
+                None,
+                tok.unk_token_id,
+            )
+
+    def _configured_lm(self) -> LoadedModel:
+        """The language model (generate() skips every original while none is configured)."""
+        if self.lm is None:
+            raise GeneratorConfigError(self.unconfigured)
+        return self.lm
 
     def _one(self, o: Original) -> Iterator[GeneratedCandidate | Skip]:
         field = edit_field_of(o, self.edit_field, nli_default="premise")  # DISCO perturbs the premise
@@ -301,19 +346,26 @@ class LLMPromptGenerator(PerOriginalGenerator):
         pending: list[tuple[str, Chunk, str, dict[str, str]]] = []
         seen: set[tuple[str, str]] = set()
         for si, span in enumerate(spans):
-            masked = text[:span.start] + BLANK + text[span.end:]
+            masked = text[: span.start] + BLANK + text[span.end :]
             for ti, target in enumerate(targets):
                 prompt = build_prompt(o.task, field, masked, other_name, other, target)
                 prompt_words = prompt_only_words(prompt, masked, [text, *(v for v in o.fields.values())])
                 for fill in self._fills(prompt, text, span, target, seed=self.seed + 97 * si + ti):
                     if span.start == 0 and span.text[:1].isupper():
                         fill = fill[:1].upper() + fill[1:]
-                    new_text = re.sub(r" {2,}", " ", text[:span.start] + fill + text[span.end:]).strip()
-                    reasons = artifact_reasons(original_fields=dict(o.fields),
-                                               new_fields={**o.fields, field: new_text}, fill=fill,
-                                               span=span.text, prompt=prompt, prompt_words=prompt_words,
-                                               target=target, shortcut_labels=self.shortcut_labels,
-                                               hypothesis_jaccard=self.hj, premise_jaccard=self.pj)
+                    new_text = re.sub(r" {2,}", " ", text[: span.start] + fill + text[span.end :]).strip()
+                    reasons = artifact_reasons(
+                        original_fields=dict(o.fields),
+                        new_fields={**o.fields, field: new_text},
+                        fill=fill,
+                        span=span.text,
+                        prompt=prompt,
+                        prompt_words=prompt_words,
+                        target=target,
+                        shortcut_labels=self.shortcut_labels,
+                        hypothesis_jaccard=self.hj,
+                        premise_jaccard=self.pj,
+                    )
                     if reasons:
                         rejected.update(reasons)
                         continue
@@ -333,17 +385,22 @@ class LLMPromptGenerator(PerOriginalGenerator):
 
             base = _as_input(o.fields, names)
             for target, idx in by_target.items():
-                ti = label_index(self.teacher, target)
-                if ti is None:
+                t_index = label_index(self.teacher, target)
+                if t_index is None:
                     rejected["teacher_lacks_label"] += len(idx)
                     continue
                 probs = self.teacher.predict_proba([base, *(_as_input(pending[i][3], names) for i in idx)])
                 labels = list(self.teacher.labels)
-                res = filter_teacher_shift(np.repeat(probs[:1], len(idx), axis=0), probs[1:], labels,
-                                           [labels[ti]] * len(idx), threshold=self.threshold)
+                res = filter_teacher_shift(
+                    np.repeat(probs[:1], len(idx), axis=0),
+                    probs[1:],
+                    labels,
+                    [labels[t_index]] * len(idx),
+                    threshold=self.threshold,
+                )
                 for i, p, r in zip(idx, probs[1:], res, strict=True):
                     shifts[i] = r.score
-                    p_new[i] = float(p[ti])
+                    p_new[i] = float(p[t_index])
         from generation.ml.rationale_infill import control_code
 
         for i, (target, span, fill, fields) in enumerate(pending):
@@ -357,10 +414,20 @@ class LLMPromptGenerator(PerOriginalGenerator):
                 scores = {"teacher_shift": round(shifts[i], 6), "teacher_p_target": round(p_new[i], 6)}
             kept += 1
             yield GeneratedCandidate(
-                original_id=o.id, fields=fields, generator=NAME, perturbation=control_code(dict(o.fields), fields),
-                target_label=target, scores=scores,
-                meta={"field": field, "span": span.text, "span_kind": span.kind, "fill": fill,
-                      "model": self.lm.path, "teacher": self.teacher is not None},
+                original_id=o.id,
+                fields=fields,
+                generator=NAME,
+                perturbation=control_code(dict(o.fields), fields),
+                target_label=target,
+                scores=scores,
+                meta={
+                    "field": field,
+                    "span": span.text,
+                    "span_kind": span.kind,
+                    "fill": fill,
+                    "model": self._configured_lm().path,
+                    "teacher": self.teacher is not None,
+                },
             )
         if not kept:
             detail = ", ".join(f"{k}={v}" for k, v in sorted(rejected.items())) or "no fills generated"
@@ -369,15 +436,16 @@ class LLMPromptGenerator(PerOriginalGenerator):
     def _fills(self, prompt: str, text: str, span: Chunk, target: str, seed: int) -> list[str]:
         import torch
 
-        tok, model = self.lm.tokenizer, self.lm.model
-        if self.sentinel:
-            source = prompt.replace(BLANK, "<extra_id_0>").rsplit("\nBlank:", 1)[0]
-        else:
-            source = prompt
+        lm = self._configured_lm()
+        tok, model = lm.tokenizer, lm.model
+        source = prompt.replace(BLANK, "<extra_id_0>").rsplit("\nBlank:", 1)[0] if self.sentinel else prompt
         enc = tok(source, return_tensors="pt", truncation=True, max_length=1024)
         enc = {k: v.to(self.device) for k, v in enc.items()}
-        kw: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "num_return_sequences": self.n,
-                              "pad_token_id": tok.pad_token_id}
+        kw: dict[str, object] = {
+            "max_new_tokens": self.max_new_tokens,
+            "num_return_sequences": self.n,
+            "pad_token_id": tok.pad_token_id,
+        }
         if self.decoding == "sample":
             kw.update(do_sample=True, temperature=self.temperature, top_p=self.top_p)
         else:
@@ -385,8 +453,8 @@ class LLMPromptGenerator(PerOriginalGenerator):
         torch.manual_seed(seed)
         with torch.no_grad():
             out = model.generate(**enc, **kw)
-        if not self.lm.is_encoder_decoder:
-            out = out[:, enc["input_ids"].shape[1]:]
+        if not lm.is_encoder_decoder:
+            out = out[:, enc["input_ids"].shape[1] :]
         fills = []
         for seq in out:
             if self.sentinel:
@@ -402,6 +470,6 @@ class LLMPromptGenerator(PerOriginalGenerator):
         return fills
 
 
-def _as_input(fields: dict[str, str], names: Sequence[str]) -> Any:
+def _as_input(fields: dict[str, str], names: Sequence[str]) -> ClassifierInput:
     vals = [fields[n] for n in names]
     return vals[0] if len(vals) == 1 else (vals[0], vals[1])

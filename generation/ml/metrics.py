@@ -13,14 +13,14 @@ import random
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from generation.ml.rules.tokens import introduced_removed, words
 
 
 # -- diversity ---------------------------------------------------------------------------------
 def ngrams(tokens: Sequence[str], n: int) -> list[tuple[str, ...]]:
-    return [tuple(tokens[i: i + n]) for i in range(len(tokens) - n + 1)]
+    return [tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)]
 
 
 def distinct_n(texts: Iterable[str], n: int) -> float:
@@ -66,7 +66,7 @@ def self_bleu(texts: Sequence[str], max_n: int = 4, max_texts: int = 300, seed: 
     toks = [words(t) for t in items]
     if len(toks) < 2:
         return 0.0
-    scores = [bleu(h, toks[:i] + toks[i + 1:], max_n) for i, h in enumerate(toks)]
+    scores = [bleu(h, toks[:i] + toks[i + 1 :], max_n) for i, h in enumerate(toks)]
     return sum(scores) / len(scores)
 
 
@@ -80,7 +80,7 @@ def token_edit_distance(a: Sequence[str], b: Sequence[str]) -> int:
     j = 0
     while j < len(a) - i and j < len(b) - i and a[len(a) - 1 - j] == b[len(b) - 1 - j]:
         j += 1
-    a, b = a[i: len(a) - j], b[i: len(b) - j]
+    a, b = a[i : len(a) - j], b[i : len(b) - j]
     if not a or not b:
         return max(len(a), len(b))
     prev = list(range(len(b) + 1))
@@ -92,7 +92,14 @@ def token_edit_distance(a: Sequence[str], b: Sequence[str]) -> int:
     return prev[-1]
 
 
-def introduced_stats(introduced: Iterable[Sequence[str]]) -> dict[str, Any]:
+class IntroducedStats(TypedDict):
+    introduced_tokens: int
+    introduced_distinct_1: float
+    introduced_max_share: float
+    introduced_top: str
+
+
+def introduced_stats(introduced: Iterable[Sequence[str]]) -> IntroducedStats:
     """Over all candidates' introduced (inserted or replacing) tokens: how many, distinct-1,
     and the token with the largest share."""
     counts: Counter[str] = Counter()
@@ -100,11 +107,14 @@ def introduced_stats(introduced: Iterable[Sequence[str]]) -> dict[str, Any]:
         counts.update(t.lower() for t in toks if any(c.isalnum() for c in t))
     total = sum(counts.values())
     if not total:
-        return {"introduced_tokens": 0, "introduced_distinct_1": 0.0, "introduced_max_share": 0.0,
-                "introduced_top": ""}
+        return {"introduced_tokens": 0, "introduced_distinct_1": 0.0, "introduced_max_share": 0.0, "introduced_top": ""}
     top, top_n = counts.most_common(1)[0]
-    return {"introduced_tokens": total, "introduced_distinct_1": len(counts) / total,
-            "introduced_max_share": top_n / total, "introduced_top": top}
+    return {
+        "introduced_tokens": total,
+        "introduced_distinct_1": len(counts) / total,
+        "introduced_max_share": top_n / total,
+        "introduced_top": top,
+    }
 
 
 # -- a run -------------------------------------------------------------------------------------
@@ -120,7 +130,21 @@ class CandidateStat:
     kept: Mapping[str, bool] = field(default_factory=dict)  # filter name -> kept by it
 
 
-def run_metrics(n_originals: int, stats: Sequence[CandidateStat], *, self_bleu_max: int = 300) -> dict[str, Any]:
+class RunMetrics(IntroducedStats):
+    originals: int
+    candidates: int
+    candidates_per_original: float
+    acceptance_by_filter: dict[str, float]
+    accepted_all_filters: float
+    distinct_1: float
+    distinct_2: float
+    self_bleu: float
+    mean_token_edit_distance: float
+    mean_similarity: float | None
+    share_per_code: dict[str, float]
+
+
+def run_metrics(n_originals: int, stats: Sequence[CandidateStat], *, self_bleu_max: int = 300) -> RunMetrics:
     """The metrics stored on a GenerationRun (JSON-ready)."""
     n = len(stats)
     by_filter: dict[str, list[bool]] = {}
@@ -130,10 +154,11 @@ def run_metrics(n_originals: int, stats: Sequence[CandidateStat], *, self_bleu_m
     codes = Counter(s.code or "other" for s in stats)
     sims = [s.similarity for s in stats if s.similarity is not None]
     texts = [s.candidate for s in stats]
-    intro = [s.introduced if s.introduced is not None else introduced_removed(s.original, s.candidate)[0]
-             for s in stats]
+    intro = [
+        s.introduced if s.introduced is not None else introduced_removed(s.original, s.candidate)[0] for s in stats
+    ]
     dists = [token_edit_distance(words(s.original), words(s.candidate)) for s in stats]
-    out: dict[str, Any] = {
+    out: RunMetrics = {
         "originals": n_originals,
         "candidates": n,
         "candidates_per_original": n / n_originals if n_originals else 0.0,
@@ -145,6 +170,6 @@ def run_metrics(n_originals: int, stats: Sequence[CandidateStat], *, self_bleu_m
         "mean_token_edit_distance": sum(dists) / n if n else 0.0,
         "mean_similarity": sum(sims) / len(sims) if sims else None,
         "share_per_code": {c: k / n for c, k in sorted(codes.items())} if n else {},
+        **introduced_stats(intro),
     }
-    out.update(introduced_stats(intro))
     return out

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
+from numpy.typing import NDArray
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class Clause:
 class StepModel(Protocol):
     eos_token_id: int | None
 
-    def step_logprobs(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray: ...
+    def step_logprobs(self, prefixes: Sequence[Sequence[int]]) -> NDArray[np.floating]: ...
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def update_satisfied(tokens: Sequence[int], clauses: Sequence[Clause], satisfied
         if ci in new:
             continue
         for alt in clause.alternatives:
-            if len(tokens) >= len(alt) and tuple(tokens[-len(alt):]) == alt:
+            if len(tokens) >= len(alt) and tuple(tokens[-len(alt) :]) == alt:
                 new.add(ci)
                 break
     return frozenset(new)
@@ -147,11 +148,8 @@ def select(candidates: Sequence[Hypothesis], beam_size: int) -> list[Hypothesis]
 def _repeats_ngram(tokens: Sequence[int], tok: int, n: int) -> bool:
     if n <= 0 or len(tokens) < n - 1:
         return False
-    new = tuple(tokens[len(tokens) - n + 1:]) + (tok,)
-    for i in range(len(tokens) - n + 1):
-        if tuple(tokens[i:i + n]) == new:
-            return True
-    return False
+    new = (*tokens[len(tokens) - n + 1 :], tok)
+    return any(tuple(tokens[i : i + n]) == new for i in range(len(tokens) - n + 1))
 
 
 @dataclass
@@ -167,8 +165,11 @@ class SearchConfig:
     banned_ids: frozenset[int] = field(default_factory=frozenset)
 
 
-def constrained_beam_search(model: StepModel, clauses: Sequence[Clause], config: SearchConfig | None = None,
-                            ) -> list[Hypothesis]:
+def constrained_beam_search(
+    model: StepModel,
+    clauses: Sequence[Clause],
+    config: SearchConfig | None = None,
+) -> list[Hypothesis]:
     """Finished hypotheses, best first: more satisfied clauses first, then length-normalised
     log-probability."""
     cfg = config or SearchConfig()
@@ -201,7 +202,7 @@ def constrained_beam_search(model: StepModel, clauses: Sequence[Clause], config:
                 is_eos = eos is not None and tok == eos
                 if is_eos and step < cfg.min_new_tokens:
                     continue
-                tokens = beam.tokens if is_eos else beam.tokens + (tok,)
+                tokens = beam.tokens if is_eos else (*beam.tokens, tok)
                 sat = beam.satisfied if is_eos else update_satisfied(tokens, clauses, beam.satisfied)
                 if cfg.prune:
                     if is_eos and len(sat) < len(clauses):
@@ -222,7 +223,7 @@ def constrained_beam_search(model: StepModel, clauses: Sequence[Clause], config:
 
     def rank(h: Hypothesis) -> tuple[int, float]:
         length = max(1, len(h.tokens) + 1)
-        return (h.n_satisfied(), h.logprob / (length ** cfg.length_penalty))
+        return (h.n_satisfied(), h.logprob / (length**cfg.length_penalty))
 
     uniq: dict[tuple[int, ...], Hypothesis] = {}
     for h in finished:
@@ -232,6 +233,8 @@ def constrained_beam_search(model: StepModel, clauses: Sequence[Clause], config:
 
 
 # -- adapters for transformers ---------------------------------------------------------------
+# Models and tokenizers are Any: transformers types model.to(device) wrongly and its Auto*
+# loaders and tokenizer calls as Any.
 def special_ids(tokenizer: Any, keep: Iterable[int | None] = ()) -> frozenset[int]:
     keep_set = {k for k in keep if k is not None}
     return frozenset(int(i) for i in tokenizer.all_special_ids if i not in keep_set)
@@ -250,7 +253,7 @@ class CausalStepModel:
         if self.prompt.shape[1] == 0:
             raise ValueError("a causal LM needs a non-empty prompt")
 
-    def step_logprobs(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
+    def step_logprobs(self, prefixes: Sequence[Sequence[int]]) -> NDArray[np.floating]:
         import torch
 
         b = len(prefixes)
@@ -281,7 +284,7 @@ class Seq2SeqStepModel:
             start = model.config.pad_token_id
         self.start = int(start)
 
-    def step_logprobs(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
+    def step_logprobs(self, prefixes: Sequence[Sequence[int]]) -> NDArray[np.floating]:
         import torch
         from transformers.modeling_outputs import BaseModelOutput
 
@@ -289,6 +292,9 @@ class Seq2SeqStepModel:
         dec = torch.tensor([[self.start, *p] for p in prefixes], dtype=torch.long, device=self.device)
         enc = BaseModelOutput(last_hidden_state=self.encoded.expand(b, -1, -1))
         with torch.no_grad():
-            logits = self.model(encoder_outputs=enc, attention_mask=self.attention.expand(b, -1),
-                                decoder_input_ids=dec).logits[:, -1, :].float()
+            logits = (
+                self.model(encoder_outputs=enc, attention_mask=self.attention.expand(b, -1), decoder_input_ids=dec)
+                .logits[:, -1, :]
+                .float()
+            )
         return torch.log_softmax(logits, dim=-1).cpu().numpy()

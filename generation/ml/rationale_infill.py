@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -47,27 +47,73 @@ from generation.ml.saliency import (
     word_spans,
 )
 
+if TYPE_CHECKING:
+    import torch
+
+    from generation.ml.hf import LoadedModel
+    from generation.ml.rules.wordnet import WordNet
+
 NAME = "rationale-infill"
 MARKUP_RE = re.compile(r"<[^<>]{1,40}>")  # <br /> in IMDb reviews: never a rationale
 DEFAULT_NLTK_DATA = str(Path(__file__).resolve().parents[2] / "var" / "nltk_data")
 
 # A small label-word lexicon: polarity pairs (positive, negative), used in both directions.
 POLARITY_PAIRS: tuple[tuple[str, str], ...] = (
-    ("good", "bad"), ("great", "terrible"), ("excellent", "awful"), ("best", "worst"),
-    ("love", "hate"), ("loved", "hated"), ("loves", "hates"), ("like", "dislike"),
-    ("liked", "disliked"), ("interesting", "boring"), ("enjoyable", "tedious"),
-    ("beautiful", "ugly"), ("brilliant", "dull"), ("funny", "unfunny"), ("perfect", "flawed"),
-    ("strong", "weak"), ("wonderful", "dreadful"), ("fantastic", "horrible"),
-    ("amazing", "disappointing"), ("superb", "poor"), ("memorable", "forgettable"),
-    ("impressive", "unimpressive"), ("fun", "painful"), ("well", "badly"), ("better", "worse"),
-    ("entertaining", "dull"), ("clever", "stupid"), ("masterpiece", "mess"), ("gem", "disaster"),
-    ("recommend", "avoid"), ("enjoyed", "endured"), ("charming", "annoying"),
-    ("engaging", "tedious"), ("moving", "lifeless"), ("original", "derivative"), ("smart", "dumb"),
-    ("fresh", "stale"), ("compelling", "uninspired"), ("thrilling", "tiresome"), ("hilarious", "lame"),
-    ("superior", "inferior"), ("succeeds", "fails"), ("success", "failure"), ("pleasure", "chore"),
-    ("beautifully", "poorly"), ("nice", "nasty"), ("highly", "barely"), ("wonderfully", "terribly"),
-    ("stunning", "bland"), ("believable", "implausible"), ("sharp", "sloppy"), ("solid", "shaky"),
-    ("favorite", "least favorite"), ("masterful", "amateurish"), ("worth", "not worth"),
+    ("good", "bad"),
+    ("great", "terrible"),
+    ("excellent", "awful"),
+    ("best", "worst"),
+    ("love", "hate"),
+    ("loved", "hated"),
+    ("loves", "hates"),
+    ("like", "dislike"),
+    ("liked", "disliked"),
+    ("interesting", "boring"),
+    ("enjoyable", "tedious"),
+    ("beautiful", "ugly"),
+    ("brilliant", "dull"),
+    ("funny", "unfunny"),
+    ("perfect", "flawed"),
+    ("strong", "weak"),
+    ("wonderful", "dreadful"),
+    ("fantastic", "horrible"),
+    ("amazing", "disappointing"),
+    ("superb", "poor"),
+    ("memorable", "forgettable"),
+    ("impressive", "unimpressive"),
+    ("fun", "painful"),
+    ("well", "badly"),
+    ("better", "worse"),
+    ("entertaining", "dull"),
+    ("clever", "stupid"),
+    ("masterpiece", "mess"),
+    ("gem", "disaster"),
+    ("recommend", "avoid"),
+    ("enjoyed", "endured"),
+    ("charming", "annoying"),
+    ("engaging", "tedious"),
+    ("moving", "lifeless"),
+    ("original", "derivative"),
+    ("smart", "dumb"),
+    ("fresh", "stale"),
+    ("compelling", "uninspired"),
+    ("thrilling", "tiresome"),
+    ("hilarious", "lame"),
+    ("superior", "inferior"),
+    ("succeeds", "fails"),
+    ("success", "failure"),
+    ("pleasure", "chore"),
+    ("beautifully", "poorly"),
+    ("nice", "nasty"),
+    ("highly", "barely"),
+    ("wonderfully", "terribly"),
+    ("stunning", "bland"),
+    ("believable", "implausible"),
+    ("sharp", "sloppy"),
+    ("solid", "shaky"),
+    ("favorite", "least favorite"),
+    ("masterful", "amateurish"),
+    ("worth", "not worth"),
 )
 POSITIVE_WORDS = tuple(p for p, _ in POLARITY_PAIRS)
 NEGATIVE_WORDS = tuple(n for _, n in POLARITY_PAIRS)
@@ -77,15 +123,16 @@ NEGATIVE_LABELS = frozenset({"negative", "neg", "bad", "unfavorable", "unfavoura
 
 
 # -- WordNet ------------------------------------------------------------------------------------
-def wordnet(nltk_data: str = "") -> Any:
+def wordnet(nltk_data: str = "") -> WordNet:
     """``nltk.corpus.wordnet`` with the project's NLTK_DATA on the search path."""
     path = nltk_data or os.environ.get("NLTK_DATA") or DEFAULT_NLTK_DATA
     import nltk
 
     if path not in nltk.data.path:
         nltk.data.path.insert(0, path)
-    from nltk.corpus import wordnet as wn
+    from nltk.corpus import wordnet as nltk_wordnet
 
+    wn: WordNet = nltk_wordnet  # nltk is untyped
     try:
         wn.ensure_loaded()
     except LookupError as exc:
@@ -114,7 +161,7 @@ def _clean(name: str) -> str:
     return name.replace("_", " ")
 
 
-def label_substitutes(word: str, tag: str, target: str, wn: Any, limit: int = 4) -> list[str]:
+def label_substitutes(word: str, tag: str, target: str, wn: WordNet, limit: int = 4) -> list[str]:
     """Replacement words that push ``word`` towards ``target`` (most plausible first)."""
     low = word.lower()
     t = target.lower()
@@ -215,11 +262,12 @@ def apply_fills(fields: dict[str, str], slots: Sequence[Slot], fills: Sequence[s
     """Replace each slot's characters by its fill (spans applied right to left per field)."""
     out = dict(fields)
     for name in fields:
-        pairs = sorted(((s, f) for s, f in zip(slots, fills, strict=True) if s.field == name),
-                       key=lambda x: -x[0].start)
+        pairs = sorted(
+            ((s, f) for s, f in zip(slots, fills, strict=True) if s.field == name), key=lambda x: -x[0].start
+        )
         text = fields[name]
         for s, f in pairs:
-            text = text[:s.start] + f + text[s.end:]
+            text = text[: s.start] + f + text[s.end :]
         out[name] = re.sub(r" {2,}", " ", text).strip()
     return out
 
@@ -229,8 +277,9 @@ def as_input(fields: dict[str, str], names: Sequence[str]) -> ClassifierInput:
     return vals[0] if len(vals) == 1 else (vals[0], vals[1])
 
 
-def consistency_filter(classifier: TextClassifier, inputs: Sequence[ClassifierInput],
-                       targets: Sequence[str]) -> list[tuple[bool, float]]:
+def consistency_filter(
+    classifier: TextClassifier, inputs: Sequence[ClassifierInput], targets: Sequence[str]
+) -> list[tuple[bool, float]]:
     """(kept, p(target)) per input: kept when the classifier's prediction is the target
     (:func:`generation.ml.filters.consistency`; project label names matched case-insensitively)."""
     from generation.ml.filters import consistency
@@ -239,12 +288,13 @@ def consistency_filter(classifier: TextClassifier, inputs: Sequence[ClassifierIn
         return []
     idx = [label_index(classifier, t) for t in targets]
     probs = classifier.predict_proba(list(inputs))
-    known = [i for i, ti in enumerate(idx) if ti is not None]
+    known = [(i, ti) for i, ti in enumerate(idx) if ti is not None]
     out: list[tuple[bool, float]] = [(False, 0.0)] * len(targets)
     if known:
         labels = list(classifier.labels)
-        res = consistency(probs[known], labels, [labels[idx[i]] for i in known])  # type: ignore[index]
-        for i, r in zip(known, res, strict=True):
+        rows = [i for i, _ in known]
+        res = consistency(probs[rows], labels, [labels[ti] for _, ti in known])
+        for i, r in zip(rows, res, strict=True):
             out[i] = (r.keep, r.score)
     return out
 
@@ -294,11 +344,25 @@ def parse_sentinels(text: str, n: int) -> dict[int, str] | None:
 class RationaleInfillGenerator(PerOriginalGenerator):
     name = NAME
 
-    def __init__(self, *, base_classifier_path: str = "", classifier: TextClassifier | None = None,
-                 infiller: str = "auto", mlm_path: str = "", seq2seq_path: str = "", device: str = "cpu",
-                 top_fraction: float = 0.3, min_saliency: float = 0.1, min_confidence: float = 0.8,
-                 candidates_per_label: int = 3, edit_fields: Sequence[str] | None = None, min_words: int = 3,
-                 consistency: bool = True, seed: int = 0, nltk_data: str = "") -> None:
+    def __init__(
+        self,
+        *,
+        base_classifier_path: str = "",
+        classifier: TextClassifier | None = None,
+        infiller: str = "auto",
+        mlm_path: str = "",
+        seq2seq_path: str = "",
+        device: str = "cpu",
+        top_fraction: float = 0.3,
+        min_saliency: float = 0.1,
+        min_confidence: float = 0.8,
+        candidates_per_label: int = 3,
+        edit_fields: Sequence[str] | None = None,
+        min_words: int = 3,
+        consistency: bool = True,
+        seed: int = 0,
+        nltk_data: str = "",
+    ) -> None:
         if not 0 < top_fraction <= 1:
             raise GeneratorConfigError("top_fraction must be in (0, 1]")
         if not 0 <= min_confidence < 1:
@@ -313,8 +377,9 @@ class RationaleInfillGenerator(PerOriginalGenerator):
             else:
                 self.unconfigured = (
                     "no base classifier configured: set COUNTERPART_BASE_CLASSIFIER_PATH (a local "
-                    "sequence-classification model directory or a joblib scikit-learn pipeline)")
-        self.classifier: TextClassifier = classifier  # type: ignore[assignment]
+                    "sequence-classification model directory or a joblib scikit-learn pipeline)"
+                )
+        self.classifier = classifier
         self.top_fraction = top_fraction
         self.min_saliency = min_saliency
         self.min_confidence = min_confidence
@@ -325,8 +390,8 @@ class RationaleInfillGenerator(PerOriginalGenerator):
         self.seed = seed
         self.device = device
         self.nltk_data = nltk_data
-        self.lm: Any = None
-        self._mlm_vocab: tuple[list[str], Any] | None = None
+        self.lm: LoadedModel | None = None
+        self._mlm_vocab: tuple[list[str], torch.Tensor] | None = None  # vocabulary, banned ids
         if infiller == "auto":
             infiller = "seq2seq" if seq2seq_path else ("mlm" if mlm_path else "lexical")
         if infiller not in ("seq2seq", "mlm", "lexical"):
@@ -347,12 +412,25 @@ class RationaleInfillGenerator(PerOriginalGenerator):
             self._wn = wordnet(nltk_data)
 
     # -- per original -------------------------------------------------------------------------
+    def _configured_classifier(self) -> TextClassifier:
+        """The base classifier (generate() skips every original while none is configured)."""
+        if self.classifier is None:
+            raise GeneratorConfigError(self.unconfigured)
+        return self.classifier
+
+    def _configured_lm(self) -> LoadedModel:
+        """The infilling model (set unless the infiller is lexical)."""
+        if self.lm is None:
+            raise GeneratorConfigError(f"the {self.infiller} infiller has no model")
+        return self.lm
+
     def _one(self, o: Original) -> Iterator[GeneratedCandidate | Skip]:
+        classifier = self._configured_classifier()
         names = list(o.fields)
         if not names or len(names) > 2:
             yield Skip(o.id, f"expected one or two text fields, got {len(names)}")
             return
-        for n in (self.edit_fields or ()):
+        for n in self.edit_fields or ():
             if n not in o.fields:
                 yield Skip(o.id, f"missing field {n!r}")
                 return
@@ -360,23 +438,31 @@ class RationaleInfillGenerator(PerOriginalGenerator):
         if empty:
             yield Skip(o.id, f"empty field {empty[0]!r}")
             return
-        editable_words = sum(1 for n in names if self.edit_fields is None or n in self.edit_fields
-                             for a, b in word_spans(o.fields[n]) if is_word(o.fields[n][a:b]))
+        editable_words = sum(
+            1
+            for n in names
+            if self.edit_fields is None or n in self.edit_fields
+            for a, b in word_spans(o.fields[n])
+            if is_word(o.fields[n][a:b])
+        )
         if editable_words < self.min_words:
             yield Skip(o.id, f"too short to perturb ({editable_words} words, needs {self.min_words})")
             return
         if not o.label:
             yield Skip(o.id, "original has no label")
             return
-        gold = label_index(self.classifier, o.label)
+        gold = label_index(classifier, o.label)
         if gold is None:
-            yield Skip(o.id, f"label {o.label!r} is unknown to the base classifier {self.classifier.labels}")
+            yield Skip(o.id, f"label {o.label!r} is unknown to the base classifier {classifier.labels}")
             return
         inp = as_input(o.fields, names)
-        probs = self.classifier.predict_proba([inp])[0]
+        probs = classifier.predict_proba([inp])[0]
         if int(np.argmax(probs)) != gold or float(probs[gold]) <= self.min_confidence:
-            yield Skip(o.id, f"base classifier not right and sure (p({o.label})={float(probs[gold]):.2f}, "
-                             f"needs > {self.min_confidence})")
+            yield Skip(
+                o.id,
+                f"base classifier not right and sure (p({o.label})={float(probs[gold]):.2f}, "
+                f"needs > {self.min_confidence})",
+            )
             return
         slots = self._rationale(o, names, inp, gold)
         if slots is None:
@@ -402,26 +488,34 @@ class RationaleInfillGenerator(PerOriginalGenerator):
         if not pending:
             yield Skip(o.id, "the infiller produced no change")
             return
-        verdicts = consistency_filter(self.classifier, [as_input(f, names) for _, f in pending],
-                                      [t for t, _ in pending])
+        verdicts = consistency_filter(classifier, [as_input(f, names) for _, f in pending], [t for t, _ in pending])
         kept = 0
         for (target, new), (ok, p) in zip(pending, verdicts, strict=True):
             if self.consistency and not ok:
                 continue
             kept += 1
             yield GeneratedCandidate(
-                original_id=o.id, fields=new, generator=NAME, perturbation=control_code(dict(o.fields), new),
+                original_id=o.id,
+                fields=new,
+                generator=NAME,
+                perturbation=control_code(dict(o.fields), new),
                 target_label=target,
-                scores={"p_target": round(p, 6), "consistency": 1.0 if ok else 0.0,
-                        "p_original": round(float(probs[gold]), 6)},
-                meta={"infiller": self.infiller, "rationale": [s.text for s in slots],
-                      "rationale_fields": sorted({s.field for s in slots})},
+                scores={
+                    "p_target": round(p, 6),
+                    "consistency": 1.0 if ok else 0.0,
+                    "p_original": round(float(probs[gold]), 6),
+                },
+                meta={
+                    "infiller": self.infiller,
+                    "rationale": [s.text for s in slots],
+                    "rationale_fields": sorted({s.field for s in slots}),
+                },
             )
         if not kept:
             yield Skip(o.id, f"no candidate passed the consistency filter ({len(pending)} generated)")
 
     def _rationale(self, o: Original, names: list[str], inp: ClassifierInput, gold: int) -> list[Slot] | None:
-        scores = word_saliency(self.classifier, inp, gold)
+        scores = word_saliency(self._configured_classifier(), inp, gold)
         flat: list[tuple[str, int, int, str, float]] = []
         for name, seg_scores in zip(names, scores, strict=True):
             text = o.fields[name]
@@ -429,20 +523,23 @@ class RationaleInfillGenerator(PerOriginalGenerator):
             for (s, e), sc in zip(spans, seg_scores, strict=True):
                 flat.append((name, s, e, text[s:e], float(sc)))
         markup = {name: [(m.start(), m.end()) for m in MARKUP_RE.finditer(o.fields[name])] for name in names}
-        editable = [(self.edit_fields is None or f[0] in self.edit_fields)
-                    and not any(a <= f[1] < b for a, b in markup[f[0]]) for f in flat]
+        editable = [
+            (self.edit_fields is None or f[0] in self.edit_fields) and not any(a <= f[1] < b for a, b in markup[f[0]])
+            for f in flat
+        ]
         n_words = sum(1 for f, ok in zip(flat, editable, strict=True) if ok and is_word(f[3]))
         if n_words < self.min_words:
             return None
-        chosen = select_rationale([f[4] for f in flat], [f[3] for f in flat], self.top_fraction,
-                                  self.min_saliency, editable)
+        chosen = select_rationale(
+            [f[4] for f in flat], [f[3] for f in flat], self.top_fraction, self.min_saliency, editable
+        )
         tags: dict[str, list[str]] = {}
         slots = []
         for i in chosen:
             name, s, e, text, _ = flat[i]
             if name not in tags:
                 tags[name] = _pos_tags([o.fields[name][a:b] for a, b in word_spans(o.fields[name])])
-            wi = [k for k, (a, _) in enumerate(word_spans(o.fields[name])) if a == s][0]
+            wi = next(k for k, (a, _) in enumerate(word_spans(o.fields[name])) if a == s)
             slots.append(Slot(name, s, e, text, tags[name][wi]))
         return slots
 
@@ -472,13 +569,13 @@ class RationaleInfillGenerator(PerOriginalGenerator):
     def _mlm(self, o: Original, names: list[str], slots: list[Slot], target: str, seed: int) -> list[list[str]]:
         import torch
 
-        tok, model = self.lm.tokenizer, self.lm.model
+        lm = self._configured_lm()
+        tok, model = lm.tokenizer, lm.model
         mask = tok.mask_token
         masked = apply_fills(o.fields, slots, [mask] * len(slots))
         segs = [masked[n] for n in names]
         segs[0] = f"{target} : {segs[0]}"
-        enc = tok(segs[0], segs[1] if len(segs) > 1 else None, return_tensors="pt", truncation=True,
-                  max_length=512)
+        enc = tok(segs[0], segs[1] if len(segs) > 1 else None, return_tensors="pt", truncation=True, max_length=512)
         enc = {k: v.to(self.device) for k, v in enc.items()}
         positions = (enc["input_ids"][0] == tok.mask_token_id).nonzero().flatten().tolist()
         if len(positions) != len(slots):  # truncated away
@@ -486,10 +583,14 @@ class RationaleInfillGenerator(PerOriginalGenerator):
         if self._mlm_vocab is None:  # computed once: whole-word, alphabetic, non-special tokens only
             vocab_tokens = tok.convert_ids_to_tokens(list(range(len(tok))))
             banned = set(tok.all_special_ids) | {
-                i for i, t in enumerate(vocab_tokens)
-                if t is None or t.startswith("##") or not re.search(r"[A-Za-z]", t)}
-            self._mlm_vocab = (vocab_tokens, torch.tensor(sorted(b for b in banned if b < model.config.vocab_size),
-                                                          dtype=torch.long))
+                i
+                for i, t in enumerate(vocab_tokens)
+                if t is None or t.startswith("##") or not re.search(r"[A-Za-z]", t)
+            }
+            self._mlm_vocab = (
+                vocab_tokens,
+                torch.tensor(sorted(b for b in banned if b < model.config.vocab_size), dtype=torch.long),
+            )
         vocab_tokens, banned_t = self._mlm_vocab
         gen = torch.Generator().manual_seed(seed)
         out: list[list[str]] = []
@@ -516,12 +617,13 @@ class RationaleInfillGenerator(PerOriginalGenerator):
     def _seq2seq(self, o: Original, names: list[str], slots: list[Slot], target: str, seed: int) -> list[list[str]]:
         import torch
 
-        tok, model = self.lm.tokenizer, self.lm.model
+        lm = self._configured_lm()
+        tok, model = lm.tokenizer, lm.model
         # group adjacent masked words (same field, only spaces between) into one sentinel span
         groups: list[list[int]] = []
         for i, s in enumerate(slots):
             prev = slots[i - 1] if i else None
-            if prev and prev.field == s.field and not o.fields[s.field][prev.end:s.start].strip():
+            if prev and prev.field == s.field and not o.fields[s.field][prev.end : s.start].strip():
                 groups[-1].append(i)
             else:
                 groups.append([i])
@@ -534,8 +636,14 @@ class RationaleInfillGenerator(PerOriginalGenerator):
         enc = {k: v.to(self.device) for k, v in enc.items()}
         torch.manual_seed(seed)
         with torch.no_grad():
-            outs = model.generate(**enc, do_sample=True, top_p=0.9, temperature=0.7, num_return_sequences=self.n,
-                                  max_new_tokens=8 * len(groups) + 8)
+            outs = model.generate(
+                **enc,
+                do_sample=True,
+                top_p=0.9,
+                temperature=0.7,
+                num_return_sequences=self.n,
+                max_new_tokens=8 * len(groups) + 8,
+            )
         results: list[list[str]] = []
         drop = {t for t in (tok.pad_token, tok.eos_token) if t}
         for seq in outs:
@@ -550,4 +658,3 @@ class RationaleInfillGenerator(PerOriginalGenerator):
                 fills[idx[0]] = spans[g]
             results.append(fills)
         return results
-

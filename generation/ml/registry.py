@@ -21,7 +21,6 @@ import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from generation.ml.base import Generator, GeneratorConfigError
 
@@ -37,17 +36,30 @@ class GeneratorEntry:
 
 
 _BUILTINS: tuple[GeneratorEntry, ...] = (
-    GeneratorEntry("rules", "generation.ml.rules",
-                   description="Control-code perturbations (WordNet, lexicons, POS tags); offline."),
-    GeneratorEntry("rationale-infill", "generation.ml.rationale_infill",
-                   description="Mask the words the base classifier relies on, infill for each other label."),
-    GeneratorEntry("llm-prompt", "generation.ml.llm_prompt",
-                   description="Masked-span prompting of a local language model with a teacher filter."),
-    GeneratorEntry("concept-constrained", "generation.ml.concept_constrained",
-                   description="Label-steered decoding constrained to keep the original's concepts."),
-    GeneratorEntry("coco-cf", "generation.ml.captions",
-                   description="COCO-Counterfactuals: one noun of a caption replaced, MiniLM band, "
-                               "an image pair per caption pair when a diffusion model is configured."),
+    GeneratorEntry(
+        "rules", "generation.ml.rules", description="Control-code perturbations (WordNet, lexicons, POS tags); offline."
+    ),
+    GeneratorEntry(
+        "rationale-infill",
+        "generation.ml.rationale_infill",
+        description="Mask the words the base classifier relies on, infill for each other label.",
+    ),
+    GeneratorEntry(
+        "llm-prompt",
+        "generation.ml.llm_prompt",
+        description="Masked-span prompting of a local language model with a teacher filter.",
+    ),
+    GeneratorEntry(
+        "concept-constrained",
+        "generation.ml.concept_constrained",
+        description="Label-steered decoding constrained to keep the original's concepts.",
+    ),
+    GeneratorEntry(
+        "coco-cf",
+        "generation.ml.captions",
+        description="COCO-Counterfactuals: one noun of a caption replaced, MiniLM band, "
+        "an image pair per caption pair when a diffusion model is configured.",
+    ),
 )
 
 _registry: dict[str, GeneratorEntry] = {e.name: e for e in _BUILTINS}
@@ -80,9 +92,7 @@ def entry(name: str) -> GeneratorEntry:
     try:
         return _registry[name]
     except KeyError:
-        raise GeneratorConfigError(
-            f"unknown generator {name!r}; choose one of {', '.join(names())}"
-        ) from None
+        raise GeneratorConfigError(f"unknown generator {name!r}; choose one of {', '.join(names())}") from None
 
 
 def _load_factory(e: GeneratorEntry) -> Factory:
@@ -99,7 +109,7 @@ def _load_factory(e: GeneratorEntry) -> Factory:
             and callable(getattr(attr, "generate", None))
             and (attr.__module__ == mod.__name__ or attr.__module__.startswith(mod.__name__ + "."))
         ):
-            return attr  # type: ignore[no-any-return]
+            return attr
     raise GeneratorConfigError(f"generator {e.name!r}: module {e.module} defines no generator class named {e.name!r}")
 
 
@@ -119,7 +129,7 @@ def _parameters(factory: Factory) -> tuple[dict[str, inspect.Parameter], bool]:
     return params, var_kw
 
 
-def options_for(name: str) -> dict[str, Any]:
+def options_for(name: str) -> dict[str, object]:
     """The options a generator takes, with their defaults (``None`` where required or unknown).
     Importing the generator's module is needed; a missing one gives ``{}``."""
     try:
@@ -127,14 +137,15 @@ def options_for(name: str) -> dict[str, Any]:
     except GeneratorConfigError:
         return {}
     params, _ = _parameters(factory)
-    return {
-        k: (None if p.default is inspect.Parameter.empty else p.default)
-        for k, p in params.items()
-    }
+    return {k: (None if p.default is inspect.Parameter.empty else p.default) for k, p in params.items()}
 
 
-def create(name: str, options: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
-           run_options: Mapping[str, Any] | None = None) -> Generator:
+def create(
+    name: str,
+    options: Mapping[str, object] | None = None,
+    context: Mapping[str, object] | None = None,
+    run_options: Mapping[str, object] | None = None,
+) -> Generator:
     """Build generator ``name`` with ``options``.
 
     ``context`` (model paths, device…) fills only parameters the factory names explicitly.

@@ -25,13 +25,18 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, Union, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+from numpy.typing import NDArray
 
 from generation.ml.base import GeneratorConfigError
 
-ClassifierInput = Union[str, tuple[str, str]]
+ClassifierInput = str | tuple[str, str]
+Proba = NDArray[np.floating]  # (n, len(labels)) class probabilities
+
+# Models, tokenizers and scikit-learn pipelines are Any below: scikit-learn is untyped, and
+# transformers types model.to(device) wrongly and its Auto* loaders and tokenizer calls as Any.
 
 WORD_RE = re.compile(r"\w+(?:[-'’]\w+)*|[^\w\s]")
 
@@ -49,7 +54,15 @@ def is_word(token: str) -> bool:
 class TextClassifier(Protocol):
     labels: tuple[str, ...]
 
-    def predict_proba(self, inputs: Sequence[ClassifierInput]) -> np.ndarray: ...
+    def predict_proba(self, inputs: Sequence[ClassifierInput]) -> Proba: ...
+
+
+@runtime_checkable
+class WordSalient(Protocol):
+    """A classifier with its own word saliency (per segment of the input, one score per
+    :func:`word_spans` entry)."""
+
+    def word_saliency(self, inp: ClassifierInput, label_index: int) -> list[list[float]]: ...
 
 
 def label_index(classifier: TextClassifier, label: str) -> int | None:
@@ -103,15 +116,15 @@ class TokenSaliency:
     logits: list[float]
 
 
-def gradient_token_saliency(model: Any, tokenizer: Any, inp: ClassifierInput, label_index: int,
-                            device: str = "cpu", max_length: int = 512) -> TokenSaliency:
+def gradient_token_saliency(
+    model: Any, tokenizer: Any, inp: ClassifierInput, label_index: int, device: str = "cpu", max_length: int = 512
+) -> TokenSaliency:
     """Gradient-norm saliency of every input token for the logit of ``label_index``
     (Li et al. 2016 as used by AutoCAD): s_t = ||d logit / d e_t||_2, renormalised to sum 1."""
     import torch
 
     a, b = (inp, None) if isinstance(inp, str) else inp
-    enc = tokenizer(a, b, return_tensors="pt", truncation=True, max_length=max_length,
-                    return_offsets_mapping=True)
+    enc = tokenizer(a, b, return_tensors="pt", truncation=True, max_length=max_length, return_offsets_mapping=True)
     offsets_t = enc.pop("offset_mapping")[0].tolist()
     seq_ids = enc.sequence_ids(0)
     enc = {k: v.to(device) for k, v in enc.items()}
@@ -143,16 +156,21 @@ def gradient_token_saliency(model: Any, tokenizer: Any, inp: ClassifierInput, la
     mask = np.array([o is not None for o in offsets], dtype=bool)
     total = float(norms[mask].sum()) if mask.any() else 0.0
     scores = (norms / total).tolist() if total > 0 else norms.tolist()
-    return TokenSaliency(scores=[float(s) for s in scores], segments=segments, offsets=offsets,
-                         logits=logits.detach().float().cpu().tolist())
+    return TokenSaliency(
+        scores=[float(s) for s in scores],
+        segments=segments,
+        offsets=offsets,
+        logits=logits.detach().float().cpu().tolist(),
+    )
 
 
 def _segments(inp: ClassifierInput) -> list[str]:
     return [inp] if isinstance(inp, str) else [inp[0], inp[1]]
 
 
-def gradient_word_saliency(model: Any, tokenizer: Any, inp: ClassifierInput, label_index: int,
-                           device: str = "cpu") -> list[list[float]]:
+def gradient_word_saliency(
+    model: Any, tokenizer: Any, inp: ClassifierInput, label_index: int, device: str = "cpu"
+) -> list[list[float]]:
     """Per segment, one score per :func:`word_spans` entry (max over its sub-tokens)."""
     ts = gradient_token_saliency(model, tokenizer, inp, label_index, device=device)
     out = []
@@ -176,10 +194,8 @@ def linear_word_saliency(pipeline: Any, text: str, label_index: int) -> list[flo
     if coef is None or not hasattr(vec, "build_analyzer") or not hasattr(vec, "vocabulary_"):
         return None
     coef = np.asarray(coef)
-    if coef.shape[0] == 1:  # binary: one weight vector for classes_[1]
-        w = coef[0] if label_index == 1 else -coef[0]
-    else:
-        w = coef[label_index]
+    # binary: one weight vector, for classes_[1]
+    w = (coef[0] if label_index == 1 else -coef[0]) if coef.shape[0] == 1 else coef[label_index]
     x = pipeline[:-1].transform([text]) if len(steps) > 2 else vec.transform([text])
     x = x.tocsr() if hasattr(x, "tocsr") else x
     contrib: dict[str, float] = {}
@@ -224,15 +240,19 @@ def leave_one_out_saliency(classifier: TextClassifier, inp: ClassifierInput, lab
 
 def word_saliency(classifier: TextClassifier, inp: ClassifierInput, label_index: int) -> list[list[float]]:
     """Per segment of ``inp``, one score per :func:`word_spans` entry."""
-    own = getattr(classifier, "word_saliency", None)
-    if callable(own):
-        return own(inp, label_index)  # type: ignore[no-any-return]
+    if isinstance(classifier, WordSalient) and callable(classifier.word_saliency):
+        return classifier.word_saliency(inp, label_index)
     return leave_one_out_saliency(classifier, inp, label_index)
 
 
 # -- rationale selection ---------------------------------------------------------------------
-def select_rationale(scores: Sequence[float], tokens: Sequence[str], top_fraction: float = 0.3,
-                     min_saliency: float = 0.1, eligible: Sequence[bool] | None = None) -> list[int]:
+def select_rationale(
+    scores: Sequence[float],
+    tokens: Sequence[str],
+    top_fraction: float = 0.3,
+    min_saliency: float = 0.1,
+    eligible: Sequence[bool] | None = None,
+) -> list[int]:
     """Indices of the top ``top_fraction`` of the (eligible, non-punctuation) words, keeping
     only those whose score is at least ``min_saliency`` times the largest score."""
     cand = [i for i, t in enumerate(tokens) if is_word(t) and (eligible is None or eligible[i])]
@@ -251,8 +271,15 @@ class HFClassifier:
     """A local ``AutoModelForSequenceClassification`` as a :class:`TextClassifier`, with true
     gradient saliency. Labels come from ``config.id2label``."""
 
-    def __init__(self, model: Any, tokenizer: Any, labels: Sequence[str] | None = None,
-                 device: str = "cpu", batch_size: int = 32, max_length: int = 256) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        labels: Sequence[str] | None = None,
+        device: str = "cpu",
+        batch_size: int = 32,
+        max_length: int = 256,
+    ) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.device = device
@@ -264,7 +291,8 @@ class HFClassifier:
         self.labels = tuple(labels)
         if len(self.labels) != int(model.config.num_labels):
             raise GeneratorConfigError(
-                f"classifier has {model.config.num_labels} outputs but {len(self.labels)} label names")
+                f"classifier has {model.config.num_labels} outputs but {len(self.labels)} label names"
+            )
 
     @classmethod
     def from_path(cls, path: str, device: str = "cpu") -> HFClassifier:
@@ -273,17 +301,15 @@ class HFClassifier:
         lm = load_sequence_classifier(path, device)
         return cls(lm.model, lm.tokenizer, device=device)
 
-    def predict_proba(self, inputs: Sequence[ClassifierInput]) -> np.ndarray:
+    def predict_proba(self, inputs: Sequence[ClassifierInput]) -> Proba:
         import torch
 
         out = []
         for i in range(0, len(inputs), self.batch_size):
-            chunk = list(inputs[i:i + self.batch_size])
+            chunk = list(inputs[i : i + self.batch_size])
             a = [x if isinstance(x, str) else x[0] for x in chunk]
-            b = None if all(isinstance(x, str) for x in chunk) else [
-                "" if isinstance(x, str) else x[1] for x in chunk]
-            enc = self.tokenizer(a, b, return_tensors="pt", padding=True, truncation=True,
-                                 max_length=self.max_length)
+            b = None if all(isinstance(x, str) for x in chunk) else ["" if isinstance(x, str) else x[1] for x in chunk]
+            enc = self.tokenizer(a, b, return_tensors="pt", padding=True, truncation=True, max_length=self.max_length)
             enc = {k: v.to(self.device) for k, v in enc.items()}
             with torch.no_grad():
                 logits = self.model(**enc).logits
@@ -319,13 +345,13 @@ class SklearnClassifier:
             return cls(joblib.load(p))
         except GeneratorConfigError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise GeneratorConfigError(f"cannot load the scikit-learn classifier at {p}: {exc}") from exc
 
     def _text(self, inp: ClassifierInput) -> str:
         return inp if isinstance(inp, str) else self.joiner.join(inp)
 
-    def predict_proba(self, inputs: Sequence[ClassifierInput]) -> np.ndarray:
+    def predict_proba(self, inputs: Sequence[ClassifierInput]) -> Proba:
         if not inputs:
             return np.zeros((0, len(self.labels)))
         return np.asarray(self.pipeline.predict_proba([self._text(x) for x in inputs]), dtype=float)

@@ -31,17 +31,46 @@ from generation.ml import lexicons as lx
 from generation.ml.rules import wordnet as wnx
 from generation.ml.rules.tokens import edit_ops, words
 
-CODES: tuple[str, ...] = ("negation", "quantifier", "lexical", "resemantic", "insert", "delete", "restructure",
-                          "shuffle", "other")
-_QUANT = (lx.QUANTIFIERS - {"a", "an", "single", "pair", "group", "crowd", "bunch", "couple", "only",
-                            "little", "more", "less", "much"}) | {"lots", "single", "another"}
+CODES: tuple[str, ...] = (
+    "negation",
+    "quantifier",
+    "lexical",
+    "resemantic",
+    "insert",
+    "delete",
+    "restructure",
+    "shuffle",
+    "other",
+)
+_QUANT = (
+    lx.QUANTIFIERS
+    - {"a", "an", "single", "pair", "group", "crowd", "bunch", "couple", "only", "little", "more", "less", "much"}
+) | {"lots", "single", "another"}
 _REWRITE_SHARE = 0.7
 _REWRITE_KEEP = 0.5
 _LEXICAL_RELATIONS = ("antonym", "synonym", "hypernym", "hyponym", "similar")
 
 
-_CLAUSE_MARKERS = frozenset({"because", "while", "when", "although", "though", "since", "if", "and", "but", "so",
-                             "after", "before", "as", "until", "unless", "whereas"})
+_CLAUSE_MARKERS = frozenset(
+    {
+        "because",
+        "while",
+        "when",
+        "although",
+        "though",
+        "since",
+        "if",
+        "and",
+        "but",
+        "so",
+        "after",
+        "before",
+        "as",
+        "until",
+        "unless",
+        "whereas",
+    }
+)
 _PRIORITY = {c: i for i, c in enumerate(CODES)}
 
 
@@ -151,8 +180,11 @@ def tag_pair(original_fields: Mapping[str, str], cf_fields: Mapping[str, str]) -
     changed = [k for k in cf_fields if (cf_fields.get(k) or "") != (original_fields.get(k) or "")]
     if not changed:
         return Tag("other", "no field changed")
-    tags = [Tag(t.code, t.detail, k) for k in changed
-            for t in [tag_edit(original_fields.get(k) or "", cf_fields.get(k) or "")]]
+    tags = [
+        Tag(t.code, t.detail, k)
+        for k in changed
+        for t in [tag_edit(original_fields.get(k) or "", cf_fields.get(k) or "")]
+    ]
     return min(tags, key=lambda t: _PRIORITY[t.code])
 
 

@@ -13,13 +13,16 @@ record is a ``{field: text}`` dict):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-from labeling.ml.features import Embed, embed_fields
+from labeling.ml.features import Embed, Floats, LabelIndex, embed_fields
 from labeling.ml.runtime import blas_threads
+
+Proba = NDArray[np.floating]  # (n, n_labels) class probabilities (float32 from torch models)
 
 
 class TooFewLabels(ValueError):
@@ -31,10 +34,23 @@ class BaseClassifier(Protocol):
 
     def fit(self, records: Sequence[dict[str, str]], y: Sequence[str]) -> BaseClassifier: ...
 
-    def predict_proba(self, records: Sequence[dict[str, str]]) -> np.ndarray: ...
+    def predict_proba(self, records: Sequence[dict[str, str]]) -> Proba: ...
 
 
-def _check_fit_data(y: Sequence[str], labels: Sequence[str], minimum: int = 2) -> np.ndarray:
+class SklearnClassifier(Protocol):
+    """What is used of a scikit-learn classifier (here a ``Pipeline`` ending in a logistic
+    regression); scikit-learn itself is untyped."""
+
+    classes_: LabelIndex  # the label indices seen in fit, in the order of the probability columns
+
+    def fit(self, X: ArrayLike, y: LabelIndex, **fit_params: object) -> SklearnClassifier: ...
+
+    def predict_proba(self, X: ArrayLike) -> Proba: ...
+
+    def predict_log_proba(self, X: ArrayLike) -> Proba: ...
+
+
+def _check_fit_data(y: Sequence[str], labels: Sequence[str], minimum: int = 2) -> LabelIndex:
     index = {lab: i for i, lab in enumerate(labels)}
     bad = sorted({v for v in y if v not in index})
     if bad:
@@ -49,14 +65,20 @@ def _check_fit_data(y: Sequence[str], labels: Sequence[str], minimum: int = 2) -
     return yi
 
 
-def _full_proba(model: Any, X: np.ndarray, n_labels: int) -> np.ndarray:
+def _trained(model: SklearnClassifier | None) -> SklearnClassifier:
+    if model is None:
+        raise RuntimeError("the base classifier is not trained")
+    return model
+
+
+def _full_proba(model: SklearnClassifier, X: Floats, n_labels: int) -> Proba:
     p = model.predict_proba(X)
     out = np.zeros((len(X), n_labels), dtype=np.float64)
     out[:, model.classes_] = p
     return out
 
 
-def sentence_pair_matrix(emb: np.ndarray) -> np.ndarray:
+def sentence_pair_matrix(emb: Floats) -> Floats:
     """(n, fields, d) -> per-record features: the embeddings, plus |u-v| and u*v of the first two."""
     n = emb.shape[0]
     parts = [emb.reshape(n, -1)]
@@ -67,22 +89,28 @@ def sentence_pair_matrix(emb: np.ndarray) -> np.ndarray:
 
 
 class EmbeddingClassifier:
-    def __init__(self, labels: Sequence[str], fields: Sequence[str], embed: Embed | None = None, C: float = 1.0,
-                 relations: bool = True) -> None:
+    def __init__(
+        self,
+        labels: Sequence[str],
+        fields: Sequence[str],
+        embed: Embed | None = None,
+        C: float = 1.0,
+        relations: bool = True,
+    ) -> None:
         self.labels = list(labels)
         self.fields = list(fields)
         self.embed = embed
         self.C = C
         # two-field tasks: also the word-level relation of the fields (edits.relation_features)
         self.relations = relations
-        self.model: Any = None
+        self.model: SklearnClassifier | None = None
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
         state["embed"] = None  # the encoder is re-attached after loading
         return state
 
-    def _X(self, records: Sequence[dict[str, str]]) -> np.ndarray:
+    def _X(self, records: Sequence[dict[str, str]]) -> Floats:
         if self.embed is None:
             raise RuntimeError("EmbeddingClassifier needs an embed function (attach .embed after loading)")
         X = sentence_pair_matrix(embed_fields(records, self.fields, self.embed))
@@ -105,10 +133,11 @@ class EmbeddingClassifier:
             self.model.fit(X, yi)
         return self
 
-    def predict_proba(self, records: Sequence[dict[str, str]]) -> np.ndarray:
+    def predict_proba(self, records: Sequence[dict[str, str]]) -> Proba:
+        model = _trained(self.model)
         X = self._X(records)
         with blas_threads():
-            return _full_proba(self.model, X, len(self.labels))
+            return _full_proba(model, X, len(self.labels))
 
 
 class TfidfClassifier:
@@ -116,11 +145,15 @@ class TfidfClassifier:
         self.labels = list(labels)
         self.fields = list(fields)
         self.C = C
-        self.model: Any = None
+        self.model: SklearnClassifier | None = None
 
     def _texts(self, records: Sequence[dict[str, str]]) -> list[str]:
-        return [" ".join(" ".join(f"{k}_{w}" for w in (r.get(f, "") or "").lower().split())
-                         for k, f in enumerate(self.fields)) for r in records]
+        return [
+            " ".join(
+                " ".join(f"{k}_{w}" for w in (r.get(f, "") or "").lower().split()) for k, f in enumerate(self.fields)
+            )
+            for r in records
+        ]
 
     def fit(self, records: Sequence[dict[str, str]], y: Sequence[str]) -> TfidfClassifier:
         from sklearn.feature_extraction.text import TfidfVectorizer
@@ -128,35 +161,47 @@ class TfidfClassifier:
         from sklearn.pipeline import make_pipeline
 
         yi = _check_fit_data(y, self.labels)
-        self.model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=1, sublinear_tf=True),
-                                   LogisticRegression(C=self.C, max_iter=2000))
+        self.model = make_pipeline(
+            TfidfVectorizer(ngram_range=(1, 2), min_df=1, sublinear_tf=True),
+            LogisticRegression(C=self.C, max_iter=2000),
+        )
         with blas_threads():
             self.model.fit(self._texts(records), yi)
         return self
 
-    def predict_proba(self, records: Sequence[dict[str, str]]) -> np.ndarray:
-        p = self.model.predict_proba(self._texts(records))
+    def predict_proba(self, records: Sequence[dict[str, str]]) -> Proba:
+        model = _trained(self.model)
+        p = model.predict_proba(self._texts(records))
         out = np.zeros((len(records), len(self.labels)))
-        out[:, self.model.classes_] = p
+        out[:, model.classes_] = p
         return out
 
 
 class HFSequenceClassifier:
     """Inference with a local sequence-classification model; ``fit`` only checks the labels."""
 
-    def __init__(self, labels: Sequence[str], fields: Sequence[str], model_path: str, device: str = "cpu",
-                 batch_size: int = 32, max_length: int = 256) -> None:
+    def __init__(
+        self,
+        labels: Sequence[str],
+        fields: Sequence[str],
+        model_path: str,
+        device: str = "cpu",
+        batch_size: int = 32,
+        max_length: int = 256,
+    ) -> None:
         self.labels = list(labels)
         self.fields = list(fields)
         self.model_path = model_path
         self.device = device
         self.batch_size = batch_size
         self.max_length = max_length
+        # transformers objects, loaded in _load: Any, as transformers types model.to(device)
+        # wrongly and its Auto* loaders and tokenizer calls as Any
         self._model: Any = None
         self._tokenizer: Any = None
         self._order: list[int] | None = None
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
         state["_model"] = None
         state["_tokenizer"] = None
@@ -192,7 +237,7 @@ class HFSequenceClassifier:
         self._load()
         return self
 
-    def predict_proba(self, records: Sequence[dict[str, str]]) -> np.ndarray:
+    def predict_proba(self, records: Sequence[dict[str, str]]) -> Proba:
         import torch
 
         self._load()
@@ -200,18 +245,26 @@ class HFSequenceClassifier:
         out = []
         with torch.no_grad():
             for i in range(0, len(records), self.batch_size):
-                batch = records[i:i + self.batch_size]
+                batch = records[i : i + self.batch_size]
                 cols = [[r.get(f, "") or "" for r in batch] for f in self.fields[:2]]
-                enc = self._tokenizer(*cols, truncation=True, max_length=self.max_length, padding=True,
-                                      return_tensors="pt").to(self.device)
+                enc = self._tokenizer(
+                    *cols, truncation=True, max_length=self.max_length, padding=True, return_tensors="pt"
+                ).to(self.device)
                 logits = self._model(**enc).logits
                 out.append(torch.softmax(logits.float(), dim=-1).cpu().numpy())
-        p = np.vstack(out) if out else np.zeros((0, len(self.labels)))
+        p: Proba = np.vstack(out) if out else np.zeros((0, len(self.labels)))
         return p[:, self._order]
 
 
-def make_base_classifier(kind: str, *, labels: Sequence[str], fields: Sequence[str], embed: Embed | None = None,
-                         model_path: str = "", device: str = "cpu") -> BaseClassifier:
+def make_base_classifier(
+    kind: str,
+    *,
+    labels: Sequence[str],
+    fields: Sequence[str],
+    embed: Embed | None = None,
+    model_path: str = "",
+    device: str = "cpu",
+) -> BaseClassifier:
     if kind == "minilm":
         return EmbeddingClassifier(labels, fields, embed)
     if kind == "tfidf":
@@ -239,30 +292,31 @@ class CrossFitted:
     is an honest prediction rather than a memorised label, on training pairs and on new
     pairs alike (the same original always falls in the same fold)."""
 
-    def __init__(self, factory: Any, k: int = 5) -> None:
-        self.factory = factory
+    def __init__(self, factory: Callable[[], BaseClassifier] | None, k: int = 5) -> None:
+        self.factory = factory  # None once pickled
         self.k = k
-        self.models: list[Any] = []
+        self.models: list[BaseClassifier] = []
         self.labels: list[str] = []
 
     def fit(self, records: Sequence[dict[str, str]], y: Sequence[str]) -> CrossFitted:
         folds = np.asarray([fold_of(record_key(r), self.k) for r in records])
+        if self.factory is None:
+            raise RuntimeError("a loaded CrossFitted has no factory to train new copies with")
         self.models = []
         for j in range(self.k):
             rows = np.flatnonzero(folds != j)
             m = self.factory()
-            m.fit([records[i] for i in rows], [y[i] for i in rows])
+            m.fit([records[int(i)] for i in rows], [y[int(i)] for i in rows])
             self.models.append(m)
         self.labels = list(self.models[0].labels)
         return self
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
         state["factory"] = None  # a closure; the fitted copies are all that is needed later
         return state
 
-    def predict_proba(self, records: Sequence[dict[str, str]],
-                      keys: Sequence[dict[str, str]] | None = None) -> np.ndarray:
+    def predict_proba(self, records: Sequence[dict[str, str]], keys: Sequence[dict[str, str]] | None = None) -> Proba:
         """``keys``: the record whose fold decides the copy (the pair's original); default the
         record itself."""
         keys = records if keys is None else keys
@@ -271,7 +325,7 @@ class CrossFitted:
         for j in range(self.k):
             rows = np.flatnonzero(folds == j)
             if len(rows):
-                out[rows] = self.models[j].predict_proba([records[i] for i in rows])
+                out[rows] = self.models[j].predict_proba([records[int(i)] for i in rows])
         return out
 
     def attach_embed(self, embed: Embed | None) -> None:

@@ -17,23 +17,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from labeling.ml.features import Pair
 
 
-def invariant(y: np.ndarray, n_labels: int) -> np.ndarray:
+def invariant(y: NDArray[np.intp], n_labels: int) -> NDArray[np.float64]:
     out = np.zeros((len(y), n_labels))
     out[np.arange(len(y)), y] = 1.0
     return out
 
 
-def trust(f_c: np.ndarray) -> np.ndarray:
-    return np.asarray(f_c, dtype=float)
+def trust(f_c: NDArray[np.floating]) -> NDArray[np.float64]:
+    return np.asarray(f_c, dtype=np.float64)
 
 
-def weighted_trust(f_o: np.ndarray, f_c: np.ndarray) -> np.ndarray:
-    prod = np.asarray(f_o, dtype=float) * np.asarray(f_c, dtype=float)
-    s = prod.sum(axis=1, keepdims=True)
+def weighted_trust(f_o: NDArray[np.floating], f_c: NDArray[np.floating]) -> NDArray[np.float64]:
+    prod = np.asarray(f_o, dtype=np.float64) * np.asarray(f_c, dtype=np.float64)
+    s: NDArray[np.float64] = prod.sum(axis=1, keepdims=True)
     return np.where(s > 0, prod / np.maximum(s, 1e-300), 1.0 / prod.shape[1])
 
 
@@ -49,5 +50,7 @@ def random_pairing(pairs: Sequence[Pair], rng: np.random.Generator) -> list[Pair
     for i in fixed:
         j = (i + 1) % n
         perm[i], perm[j] = perm[j], perm[i]
-    return [Pair(pairs[perm[i]].original, p.counterfactual, pairs[perm[i]].y, p.perturbation, p.group)
-            for i, p in enumerate(pairs)]
+    return [
+        Pair(pairs[perm[i]].original, p.counterfactual, pairs[perm[i]].y, p.perturbation, p.group)
+        for i, p in enumerate(pairs)
+    ]

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
 from labeling.ml import baselines
-from labeling.ml.active import select_active
-from labeling.ml.base_classifier import CrossFitted, TooFewLabels, make_base_classifier
+from labeling.ml.active import Index, select_active
+from labeling.ml.base_classifier import BaseClassifier, CrossFitted, Proba, TooFewLabels, make_base_classifier
 from labeling.ml.features import Embed
 from labeling.ml.metrics import scores
 from labeling.ml.pairs import LabelledPairs, unique_originals
@@ -35,14 +35,27 @@ from labeling.ml.pairwise import PairInputs, PairwiseClassifier, prepare_inputs
 CURVE = (0.05, 0.1, 0.2, 0.5)
 
 
-def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
+class BenchResult(TypedDict):
+    task: str
+    n_pairs: int
+    budget: float
+    seeds: int
+    # per method, its scores averaged over the seeds (None: no seed had a number), or
+    # {"error": why it could not run}
+    methods: dict[str, dict[str, float | None] | dict[str, str]]
+    budget_curve: dict[str, dict[str, float | None]]  # {"capc": {budget: mean accuracy}}
+    seconds: float
+    warm_start_pairs: NotRequired[int]
+
+
+def _mean(rows: list[dict[str, float]]) -> dict[str, float | None]:
     if not rows:
         return {}
     out: dict[str, float | None] = {}
     for k in rows[0]:
         vals = [r[k] for r in rows if not np.isnan(r[k])]
         out[k] = round(float(np.mean(vals)), 4) if vals else None  # JSON has no NaN
-    return out  # type: ignore[return-value]
+    return out
 
 
 def run_benchmark(
@@ -60,7 +73,7 @@ def run_benchmark(
     threshold: float = 0.7,
     crossfit: bool = True,
     log: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
+) -> BenchResult:
     t0 = time.perf_counter()
     say = log or (lambda _m: None)
     labels, fields = list(labels), list(fields)
@@ -69,12 +82,12 @@ def run_benchmark(
     yi = np.asarray([labels.index(v) for v in y_prime], dtype=int)
 
     def n_budget(b: float) -> int:
-        return max(1, int(round(b * n)))
+        return max(1, round(b * n))
 
     # f on the pool's originals (and the warm-start originals for capc+warm)
     originals, orig_y = unique_originals(pool)
 
-    def make_f() -> Any:
+    def make_f() -> BaseClassifier:
         return make_base_classifier(base_kind, labels=labels, fields=fields, embed=embed)
 
     # f as trained on the originals: the trust baselines use it as is; h gets the cross-fitted
@@ -100,8 +113,9 @@ def run_benchmark(
     errors: dict[str, str] = {}
     curve_rows: dict[str, list[float]] = {str(b): [] for b in curve}
 
-    def record(name: str, test: np.ndarray, proba: np.ndarray, with_ece: bool = True,
-               h: PairwiseClassifier | None = None) -> None:
+    def record(
+        name: str, test: Index, proba: Proba, with_ece: bool = True, h: PairwiseClassifier | None = None
+    ) -> None:
         s = scores(yi[test], proba)
         if not with_ece:
             s.pop("ece")
@@ -112,8 +126,9 @@ def run_benchmark(
             s["accuracy_confident"] = float((proba.argmax(1)[ok] == yi[test][ok]).mean()) if ok.any() else float("nan")
         results.setdefault(name, []).append(s)
 
-    def fit_h(mode: str, inp: PairInputs, train: np.ndarray, seed: int,
-              warm_model: PairwiseClassifier | None = None) -> PairwiseClassifier:
+    def fit_h(
+        mode: str, inp: PairInputs, train: Index, seed: int, warm_model: PairwiseClassifier | None = None
+    ) -> PairwiseClassifier:
         h = PairwiseClassifier(labels, fields, mode=mode, seed=seed, threshold=threshold)
         if warm_model is not None:
             h.with_warm(warm_model)
@@ -125,7 +140,8 @@ def run_benchmark(
         except TooFewLabels as exc:
             errors[name] = str(exc)
 
-    for seed in range(seeds):
+    # a function per seed: the closures below (each run at once) take this seed's split from it
+    def run_seed(seed: int) -> None:
         rng = np.random.default_rng(seed)
         perm = rng.permutation(n)
         k = n_budget(budget)
@@ -162,6 +178,7 @@ def run_benchmark(
         attempt("training-only", run_training_only)
 
         if warm_h is not None and inputs_w is not None:
+
             def run_warm() -> None:
                 assert inputs_w is not None
                 h = fit_h("capc", inputs_w, train, seed, warm_model=warm_h)
@@ -174,19 +191,27 @@ def run_benchmark(
             warm_proba = None
             if warm_h is not None and inputs_w is not None:
                 warm_proba = warm_h.predict_proba(inputs_w)
-            feats = np.hstack([act_inputs.enc.emb_c.reshape(n, -1) - act_inputs.enc.emb_o.reshape(n, -1),
-                               act_inputs.enc.edits])
+            feats = np.hstack(
+                [act_inputs.enc.emb_c.reshape(n, -1) - act_inputs.enc.emb_o.reshape(n, -1), act_inputs.enc.edits]
+            )
 
-            def proba_fn(sel: np.ndarray) -> np.ndarray:
+            def proba_fn(sel: Index) -> Proba:
                 h = fit_h("capc", act_inputs, sel, seed, warm_model=warm_h)
                 return h.predict_proba(act_inputs)
 
-            def can_train(sel: np.ndarray) -> bool:
+            def can_train(sel: Index) -> bool:
                 c = np.bincount(yi[sel], minlength=len(labels))
                 return len(sel) >= 10 and bool((c >= 2).all())
 
-            chosen = select_active(n, k, features=feats, proba_fn=proba_fn, rng=np.random.default_rng(1000 + seed),
-                                   warm_proba=warm_proba, can_train=can_train)
+            chosen = select_active(
+                n,
+                k,
+                features=feats,
+                proba_fn=proba_fn,
+                rng=np.random.default_rng(1000 + seed),
+                warm_proba=warm_proba,
+                can_train=can_train,
+            )
             rest = np.setdiff1d(np.arange(n), chosen)
             h = fit_h("capc", act_inputs, np.sort(chosen), seed, warm_model=warm_h)
             record("capc+active", rest, h.predict_proba(act_inputs.subset(rest)), h=h)
@@ -194,6 +219,7 @@ def run_benchmark(
         attempt("capc+active", run_active)
 
         for b in curve:
+
             def run_curve(b: float = b) -> None:
                 kb = n_budget(b)
                 tr_b, te_b = np.sort(perm[:kb]), np.sort(perm[kb:])
@@ -205,17 +231,19 @@ def run_benchmark(
                 curve_rows[str(b)].append(float((p.argmax(1) == yi[te_b]).mean()))
 
             attempt(f"curve {b}", run_curve)
+
+    for seed in range(seeds):
+        run_seed(seed)
         say(f"seed {seed + 1}/{seeds} done at {time.perf_counter() - t0:.1f}s")
 
-    order = ["invariant", "trust", "w-trust", "random-pairs", "training-only", "pc", "capc", "capc+warm",
-             "capc+active"]
-    methods: dict[str, Any] = {}
+    order = ["invariant", "trust", "w-trust", "random-pairs", "training-only", "pc", "capc", "capc+warm", "capc+active"]
+    methods: dict[str, dict[str, float | None] | dict[str, str]] = {}
     for name in order:
         if name in results:
             methods[name] = _mean(results[name])
         elif name in errors:
             methods[name] = {"error": errors[name]}
-    out: dict[str, Any] = {
+    out: BenchResult = {
         "task": task,
         "n_pairs": n,
         "budget": budget,

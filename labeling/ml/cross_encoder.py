@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
+from labeling.ml.base_classifier import Proba
 from labeling.ml.features import Pair
 from labeling.ml.metrics import accuracy, ece, macro_f1
 from labeling.ml.pairwise import (
@@ -27,9 +29,21 @@ MIN_LABELS = 200
 
 
 class CrossEncoderH:
-    def __init__(self, labels: Sequence[str], fields: Sequence[str], model_path: str, *, epochs: int = 3,
-                 lr: float = 3e-5, batch_size: int = 16, max_length: int = 160, device: str = "cpu",
-                 seed: int = 0, threshold: float = 0.7, min_labels: int = MIN_LABELS) -> None:
+    def __init__(
+        self,
+        labels: Sequence[str],
+        fields: Sequence[str],
+        model_path: str,
+        *,
+        epochs: int = 3,
+        lr: float = 3e-5,
+        batch_size: int = 16,
+        max_length: int = 160,
+        device: str = "cpu",
+        seed: int = 0,
+        threshold: float = 0.7,
+        min_labels: int = MIN_LABELS,
+    ) -> None:
         self.labels = list(labels)
         self.fields = list(fields)
         self.model_path = model_path
@@ -42,6 +56,8 @@ class CrossEncoderH:
         self.threshold = threshold
         self.min_labels = min_labels
         self.temperature = 1.0
+        # transformers objects, set by fit: Any, as transformers types model.to(device) wrongly
+        # and its Auto* loaders and tokenizer calls as Any
         self.model: Any = None
         self.tokenizer: Any = None
         self.cv: CVReport | None = None
@@ -51,7 +67,7 @@ class CrossEncoderH:
         b = [" | ".join(p.counterfactual.get(f, "") or "" for f in self.fields) for p in pairs]
         return a, b
 
-    def _logits(self, pairs: Sequence[Pair]) -> np.ndarray:
+    def _logits(self, pairs: Sequence[Pair]) -> NDArray[np.floating]:
         import torch
 
         self.model.eval()
@@ -59,8 +75,14 @@ class CrossEncoderH:
         a, b = self._texts(pairs)
         with torch.no_grad():
             for i in range(0, len(pairs), 64):
-                enc = self.tokenizer(a[i:i + 64], b[i:i + 64], truncation=True, max_length=self.max_length,
-                                     padding=True, return_tensors="pt").to(self.device)
+                enc = self.tokenizer(
+                    a[i : i + 64],
+                    b[i : i + 64],
+                    truncation=True,
+                    max_length=self.max_length,
+                    padding=True,
+                    return_tensors="pt",
+                ).to(self.device)
                 out.append(torch.log_softmax(self.model(**enc).logits.float(), -1).cpu().numpy())
         return np.vstack(out) if out else np.zeros((0, len(self.labels)))
 
@@ -75,7 +97,8 @@ class CrossEncoderH:
         torch.manual_seed(self.seed)
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path, local_files_only=True)
         self.model = AutoModelForSequenceClassification.from_pretrained(
-            self.model_path, num_labels=len(self.labels), local_files_only=True, ignore_mismatched_sizes=True)
+            self.model_path, num_labels=len(self.labels), local_files_only=True, ignore_mismatched_sizes=True
+        )
         self.model.to(self.device)
         opt = torch.optim.AdamW(self.model.parameters(), lr=self.lr)
         a, b = self._texts([pairs[i] for i in tr])
@@ -85,9 +108,15 @@ class CrossEncoderH:
             self.model.train()
             order = rng.permutation(len(tr))
             for s in range(0, len(order), self.batch_size):
-                bi = order[s:s + self.batch_size]
-                enc = self.tokenizer([a[i] for i in bi], [b[i] for i in bi], truncation=True,
-                                     max_length=self.max_length, padding=True, return_tensors="pt").to(self.device)
+                bi = order[s : s + self.batch_size]
+                enc = self.tokenizer(
+                    [a[i] for i in bi],
+                    [b[i] for i in bi],
+                    truncation=True,
+                    max_length=self.max_length,
+                    padding=True,
+                    return_tensors="pt",
+                ).to(self.device)
                 loss = torch.nn.functional.cross_entropy(self.model(**enc).logits, yt[bi].to(self.device))
                 opt.zero_grad()
                 loss.backward()
@@ -97,13 +126,21 @@ class CrossEncoderH:
         p = apply_temperature(lp, self.temperature)
         pred, conf = p.argmax(1), p.max(1)
         ok = conf >= self.threshold
-        self.cv = CVReport(n=len(ho), folds=1, C=0.0, temperature=self.temperature, accuracy=accuracy(y[ho], pred),
-                           macro_f1=macro_f1(y[ho], pred, len(self.labels)), ece=ece(conf, pred == y[ho]),
-                           threshold=self.threshold, coverage=float(ok.mean()),
-                           accuracy_confident=accuracy(y[ho][ok], pred[ok]) if ok.any() else float("nan"))
+        self.cv = CVReport(
+            n=len(ho),
+            folds=1,
+            C=0.0,
+            temperature=self.temperature,
+            accuracy=accuracy(y[ho], pred),
+            macro_f1=macro_f1(y[ho], pred, len(self.labels)),
+            ece=ece(conf, pred == y[ho]),
+            threshold=self.threshold,
+            coverage=float(ok.mean()),
+            accuracy_confident=accuracy(y[ho][ok], pred[ok]) if ok.any() else float("nan"),
+        )
         return self
 
-    def predict_proba_pairs(self, pairs: Sequence[Pair]) -> np.ndarray:
+    def predict_proba_pairs(self, pairs: Sequence[Pair]) -> Proba:
         if self.model is None:
             raise RuntimeError("the cross-encoder is not trained")
         return apply_temperature(self._logits(pairs), self.temperature)

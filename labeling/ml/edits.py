@@ -12,12 +12,34 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from numpy.typing import NDArray
 
 _TOKEN = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|n't|[^\sa-z0-9]", re.IGNORECASE)
 
 NEGATIONS = frozenset(
-    {"not", "no", "never", "n't", "nobody", "none", "nothing", "nowhere", "neither", "nor", "without",
-     "cannot", "isn't", "aren't", "wasn't", "weren't", "don't", "doesn't", "didn't", "can't", "won't"}
+    {
+        "not",
+        "no",
+        "never",
+        "n't",
+        "nobody",
+        "none",
+        "nothing",
+        "nowhere",
+        "neither",
+        "nor",
+        "without",
+        "cannot",
+        "isn't",
+        "aren't",
+        "wasn't",
+        "weren't",
+        "don't",
+        "doesn't",
+        "didn't",
+        "can't",
+        "won't",
+    }
 )
 
 
@@ -76,7 +98,9 @@ def _neg_count(tokens: Sequence[str]) -> int:
 N_FIELD_EDIT_FEATURES = 12
 
 
-def edit_features(original: dict[str, str], counterfactual: dict[str, str], fields: Sequence[str]) -> np.ndarray:
+def edit_features(
+    original: dict[str, str], counterfactual: dict[str, str], fields: Sequence[str]
+) -> NDArray[np.float32]:
     """Numeric edit features for one pair: per field (changed?, insert/delete/replace op counts,
     inserted/deleted token counts and fractions, length ratio, negation change, and — for
     multi-field tasks — how much of what was inserted/deleted appears in the other fields),
@@ -94,22 +118,24 @@ def edit_features(original: dict[str, str], counterfactual: dict[str, str], fiel
                 other_c.update(toks_c[g])
                 other_o.update(toks_o[g])
         lo = max(e.len_original, 1)
-        out.extend([
-            float(e.changed),
-            float(e.n_insert_ops),
-            float(e.n_delete_ops),
-            float(e.n_replace_ops),
-            np.log1p(len(e.inserted)),
-            np.log1p(len(e.deleted)),
-            len(e.inserted) / lo,
-            len(e.deleted) / lo,
-            np.log((e.len_counterfactual + 1) / (e.len_original + 1)),
-            float(_neg_count(toks_c[f]) - _neg_count(toks_o[f])),
-            _containment(e.inserted, other_c),
-            _containment(e.deleted, other_o),
-        ])
+        out.extend(
+            [
+                float(e.changed),
+                float(e.n_insert_ops),
+                float(e.n_delete_ops),
+                float(e.n_replace_ops),
+                np.log1p(len(e.inserted)),
+                np.log1p(len(e.deleted)),
+                len(e.inserted) / lo,
+                len(e.deleted) / lo,
+                np.log((e.len_counterfactual + 1) / (e.len_original + 1)),
+                float(_neg_count(toks_c[f]) - _neg_count(toks_o[f])),
+                _containment(e.inserted, other_c),
+                _containment(e.deleted, other_o),
+            ]
+        )
     for i, f in enumerate(fields):
-        for g in fields[i + 1:]:
+        for g in fields[i + 1 :]:
             ov_o = _containment(toks_o[g], set(toks_o[f]))
             ov_c = _containment(toks_c[g], set(toks_c[f]))
             out.extend([ov_o, ov_c, ov_c - ov_o])
@@ -152,12 +178,83 @@ def edit_spans(original: dict[str, str], counterfactual: dict[str, str], fields:
 # -- cross-field relation features (two-field tasks: premise / hypothesis, question / passage) --
 
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
-_NUMBER_WORDS = frozenset({"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-                           "twelve", "twenty", "hundred", "thousand", "dozen", "several", "many", "few", "some"})
-_STOP = frozenset({"a", "an", "the", "is", "are", "was", "were", "be", "been", "of", "in", "on", "at", "to", "and",
-                   "or", "with", "for", "by", "his", "her", "their", "its", "it", "he", "she", "they", "this",
-                   "that", "these", "those", "there", "as", "from", "while", "who", "which", "into", "up", "down",
-                   ".", ",", "!", "?", "'", '"', "-", "s", "'s"})
+_NUMBER_WORDS = frozenset(
+    {
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "twenty",
+        "hundred",
+        "thousand",
+        "dozen",
+        "several",
+        "many",
+        "few",
+        "some",
+    }
+)
+_STOP = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "and",
+        "or",
+        "with",
+        "for",
+        "by",
+        "his",
+        "her",
+        "their",
+        "its",
+        "it",
+        "he",
+        "she",
+        "they",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "as",
+        "from",
+        "while",
+        "who",
+        "which",
+        "into",
+        "up",
+        "down",
+        ".",
+        ",",
+        "!",
+        "?",
+        "'",
+        '"',
+        "-",
+        "s",
+        "'s",
+    }
+)
 
 
 @lru_cache(maxsize=200_000)
@@ -198,7 +295,7 @@ def _content(tokens: Sequence[str]) -> list[str]:
 N_RELATION_FEATURES = 14
 
 
-def relation_features(record: dict[str, str], fields: Sequence[str]) -> np.ndarray:
+def relation_features(record: dict[str, str], fields: Sequence[str]) -> NDArray[np.float32]:
     """How the first two fields of one record relate (e.g. premise and hypothesis): word
     Jaccard, share of the second's (content) words found in the first, and of the first's in
     the second, content words of the second not in the first, negations in each and their
@@ -228,19 +325,22 @@ def relation_features(record: dict[str, str], fields: Sequence[str]) -> np.ndarr
     n_unexplained = len(set(new_b)) - n_syn - n_hyper
     nums_a = {t for t in a if _NUMBER.match(t) or t in _NUMBER_WORDS}
     nums_b = {t for t in b if _NUMBER.match(t) or t in _NUMBER_WORDS}
-    return np.asarray([
-        jacc,
-        _containment(cb, sa),
-        _containment(ca, sb),
-        np.log1p(len(new_b)),
-        float(neg_a),
-        float(neg_b),
-        float((neg_a > 0) != (neg_b > 0)),
-        float(ant),
-        float(len(nums_b - nums_a)),
-        float(n_syn),
-        float(n_hyper),
-        np.log1p(n_unexplained),
-        np.log1p(len(a)),
-        np.log1p(len(b)),
-    ], dtype=np.float32)
+    return np.asarray(
+        [
+            jacc,
+            _containment(cb, sa),
+            _containment(ca, sb),
+            np.log1p(len(new_b)),
+            float(neg_a),
+            float(neg_b),
+            float((neg_a > 0) != (neg_b > 0)),
+            float(ant),
+            float(len(nums_b - nums_a)),
+            float(n_syn),
+            float(n_hyper),
+            np.log1p(n_unexplained),
+            np.log1p(len(a)),
+            np.log1p(len(b)),
+        ],
+        dtype=np.float32,
+    )

@@ -20,12 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from labeling.ml.edits import edit_bags, edit_features, edit_spans, relation_features
 
-Embed = Callable[[Sequence[str]], np.ndarray]
+Floats = NDArray[np.float32]  # every feature block is float32
+LabelIndex = NDArray[np.intp]  # label indices, one per pair
+Embed = Callable[[Sequence[str]], NDArray[np.floating]]  # texts -> (n, d) vectors
+Aligner = Callable[[Sequence[tuple[str, str]]], NDArray[np.floating]]  # text pairs -> (n, N_ALIGN)
+_S = TypeVar("_S", bound=np.generic)
 
 
 @dataclass(frozen=True)
@@ -44,31 +50,31 @@ class PairEncoding:
     """Everything about a list of pairs that costs time to compute, aligned by row."""
 
     fields: list[str]
-    emb_o: np.ndarray  # (n, n_fields, d)
-    emb_c: np.ndarray  # (n, n_fields, d)
-    edits: np.ndarray  # (n, n_edit)
-    bag: np.ndarray  # (n, 2 * hash_features)
-    y: np.ndarray  # (n,) index of the original label
+    emb_o: Floats  # (n, n_fields, d)
+    emb_c: Floats  # (n, n_fields, d)
+    edits: Floats  # (n, n_edit)
+    bag: Floats  # (n, 2 * hash_features)
+    y: LabelIndex  # (n,) index of the original label
     perturbation: list[str] = field(default_factory=list)
     # embeddings of the words inserted / deleted by the edit and of the other (unedited)
     # field: what the edit means, and how it relates to the rest of the input
-    emb_ins: np.ndarray | None = None  # (n, d)
-    emb_del: np.ndarray | None = None
-    emb_other: np.ndarray | None = None
+    emb_ins: Floats | None = None  # (n, d)
+    emb_del: Floats | None = None
+    emb_other: Floats | None = None
     # two-field tasks: how the fields relate (``edits.relation_features``) in x and in x'
-    rel_o: np.ndarray | None = None  # (n, n_rel)
-    rel_c: np.ndarray | None = None
+    rel_o: Floats | None = None  # (n, n_rel)
+    rel_c: Floats | None = None
     # the edit features of the reversed pair (x' -> x), for training on reversed pairs
-    edits_rev: np.ndarray | None = None
+    edits_rev: Floats | None = None
     # two-field tasks with a MiniLM encoder: soft word alignment of the fields in x and in x'
     # (``Encoder.alignment``)
-    align_o: np.ndarray | None = None  # (n, N_ALIGN)
-    align_c: np.ndarray | None = None
+    align_o: NDArray[np.floating] | None = None  # (n, N_ALIGN), as the aligner gives them
+    align_c: NDArray[np.floating] | None = None
 
     def __len__(self) -> int:
         return len(self.y)
 
-    def reversed(self, y_prime: np.ndarray) -> PairEncoding:
+    def reversed(self, y_prime: LabelIndex) -> PairEncoding:
         """The pairs read backwards: x' is the original (with its label ``y_prime``) and x the
         counterfactual. Every block swaps sides; the unedited context is the same both ways
         (it is the untouched field), and a pair whose every field changed keeps its context."""
@@ -76,34 +82,73 @@ class PairEncoding:
             raise ValueError("this encoding has no reversed edit features")
         half = self.bag.shape[1] // 2
         bag = np.hstack([self.bag[:, half:], self.bag[:, :half]]) if half else self.bag
-        return PairEncoding(self.fields, self.emb_c, self.emb_o, self.edits_rev, bag, np.asarray(y_prime, dtype=int),
-                            list(self.perturbation), self.emb_del, self.emb_ins, self.emb_other, self.rel_c, self.rel_o,
-                            self.edits, self.align_c, self.align_o)
+        return PairEncoding(
+            self.fields,
+            self.emb_c,
+            self.emb_o,
+            self.edits_rev,
+            bag,
+            np.asarray(y_prime, dtype=int),
+            list(self.perturbation),
+            self.emb_del,
+            self.emb_ins,
+            self.emb_other,
+            self.rel_c,
+            self.rel_o,
+            self.edits,
+            self.align_c,
+            self.align_o,
+        )
 
     @staticmethod
     def concat(a: PairEncoding, b: PairEncoding) -> PairEncoding:
-        def cat(x: np.ndarray | None, y: np.ndarray | None) -> np.ndarray | None:
+        def cat(x: NDArray[_S] | None, y: NDArray[_S] | None) -> NDArray[_S] | None:
             return None if x is None or y is None else np.concatenate([x, y])
 
-        return PairEncoding(a.fields, np.concatenate([a.emb_o, b.emb_o]), np.concatenate([a.emb_c, b.emb_c]),
-                            np.concatenate([a.edits, b.edits]), np.concatenate([a.bag, b.bag]),
-                            np.concatenate([a.y, b.y]), a.perturbation + b.perturbation, cat(a.emb_ins, b.emb_ins),
-                            cat(a.emb_del, b.emb_del), cat(a.emb_other, b.emb_other), cat(a.rel_o, b.rel_o),
-                            cat(a.rel_c, b.rel_c), cat(a.edits_rev, b.edits_rev), cat(a.align_o, b.align_o),
-                            cat(a.align_c, b.align_c))
+        return PairEncoding(
+            a.fields,
+            np.concatenate([a.emb_o, b.emb_o]),
+            np.concatenate([a.emb_c, b.emb_c]),
+            np.concatenate([a.edits, b.edits]),
+            np.concatenate([a.bag, b.bag]),
+            np.concatenate([a.y, b.y]),
+            a.perturbation + b.perturbation,
+            cat(a.emb_ins, b.emb_ins),
+            cat(a.emb_del, b.emb_del),
+            cat(a.emb_other, b.emb_other),
+            cat(a.rel_o, b.rel_o),
+            cat(a.rel_c, b.rel_c),
+            cat(a.edits_rev, b.edits_rev),
+            cat(a.align_o, b.align_o),
+            cat(a.align_c, b.align_c),
+        )
 
-    def subset(self, idx: np.ndarray | Sequence[int]) -> PairEncoding:
+    def subset(self, idx: NDArray[np.integer] | Sequence[int]) -> PairEncoding:
         idx = np.asarray(idx, dtype=int)
-        def sub(a: np.ndarray | None) -> np.ndarray | None:
+
+        def sub(a: NDArray[_S] | None) -> NDArray[_S] | None:
             return None if a is None else a[idx]
 
-        return PairEncoding(self.fields, self.emb_o[idx], self.emb_c[idx], self.edits[idx], self.bag[idx],
-                            self.y[idx], [self.perturbation[i] for i in idx], sub(self.emb_ins), sub(self.emb_del),
-                            sub(self.emb_other), sub(self.rel_o), sub(self.rel_c), sub(self.edits_rev),
-                            sub(self.align_o), sub(self.align_c))
+        return PairEncoding(
+            self.fields,
+            self.emb_o[idx],
+            self.emb_c[idx],
+            self.edits[idx],
+            self.bag[idx],
+            self.y[idx],
+            [self.perturbation[i] for i in idx],
+            sub(self.emb_ins),
+            sub(self.emb_del),
+            sub(self.emb_other),
+            sub(self.rel_o),
+            sub(self.rel_c),
+            sub(self.edits_rev),
+            sub(self.align_o),
+            sub(self.align_c),
+        )
 
 
-def embed_fields(records: Sequence[dict[str, str]], fields: Sequence[str], embed: Embed | None) -> np.ndarray:
+def embed_fields(records: Sequence[dict[str, str]], fields: Sequence[str], embed: Embed | None) -> Floats:
     """(n, n_fields, d) embeddings; ``embed=None`` gives a zero-width array (no embeddings)."""
     n = len(records)
     if embed is None:
@@ -113,8 +158,15 @@ def embed_fields(records: Sequence[dict[str, str]], fields: Sequence[str], embed
     return vecs.reshape(n, len(fields), -1)
 
 
-def encode_pairs(pairs: Sequence[Pair], *, labels: Sequence[str], fields: Sequence[str], embed: Embed | None,
-                 hash_features: int = 512, spans: bool = True) -> PairEncoding:
+def encode_pairs(
+    pairs: Sequence[Pair],
+    *,
+    labels: Sequence[str],
+    fields: Sequence[str],
+    embed: Embed | None,
+    hash_features: int = 512,
+    spans: bool = True,
+) -> PairEncoding:
     from sklearn.feature_extraction.text import HashingVectorizer
 
     index = {lab: i for i, lab in enumerate(labels)}
@@ -124,13 +176,20 @@ def encode_pairs(pairs: Sequence[Pair], *, labels: Sequence[str], fields: Sequen
     fields = list(fields)
     emb_o = embed_fields([p.original for p in pairs], fields, embed)
     emb_c = embed_fields([p.counterfactual for p in pairs], fields, embed)
-    edits = np.stack([edit_features(p.original, p.counterfactual, fields) for p in pairs]) if pairs else \
-        np.zeros((0, 0), dtype=np.float32)
-    edits_rev = np.stack([edit_features(p.counterfactual, p.original, fields) for p in pairs]) if pairs else \
-        np.zeros((0, 0), dtype=np.float32)
+    edits = (
+        np.stack([edit_features(p.original, p.counterfactual, fields) for p in pairs])
+        if pairs
+        else np.zeros((0, 0), dtype=np.float32)
+    )
+    edits_rev = (
+        np.stack([edit_features(p.counterfactual, p.original, fields) for p in pairs])
+        if pairs
+        else np.zeros((0, 0), dtype=np.float32)
+    )
     if hash_features:
-        hv = HashingVectorizer(n_features=hash_features, alternate_sign=False, token_pattern=r"\S+",
-                               lowercase=False, norm=None)
+        hv = HashingVectorizer(
+            n_features=hash_features, alternate_sign=False, token_pattern=r"\S+", lowercase=False, norm=None
+        )
         bags = [edit_bags(p.original, p.counterfactual, fields) for p in pairs]
         ins = hv.transform([b[0] for b in bags]).toarray()
         dele = hv.transform([b[1] for b in bags]).toarray()
@@ -143,7 +202,7 @@ def encode_pairs(pairs: Sequence[Pair], *, labels: Sequence[str], fields: Sequen
         ins, dele, other = zip(*(edit_spans(p.original, p.counterfactual, fields) for p in pairs), strict=True)
         vecs = np.asarray(embed(list(ins) + list(dele) + list(other)), dtype=np.float32)
         n = len(pairs)
-        emb_ins, emb_del, emb_other = vecs[:n], vecs[n:2 * n], vecs[2 * n:]
+        emb_ins, emb_del, emb_other = vecs[:n], vecs[n : 2 * n], vecs[2 * n :]
     rel_o = rel_c = align_o = align_c = None
     if len(fields) >= 2 and pairs:
         rel_o = np.stack([relation_features(p.original, fields) for p in pairs])
@@ -151,14 +210,31 @@ def encode_pairs(pairs: Sequence[Pair], *, labels: Sequence[str], fields: Sequen
         aligner = alignment_of(embed)
         if aligner is not None:
             a, b = fields[0], fields[1]
-            both = aligner([(p.original.get(a, "") or "", p.original.get(b, "") or "") for p in pairs]
-                           + [(p.counterfactual.get(a, "") or "", p.counterfactual.get(b, "") or "") for p in pairs])
-            align_o, align_c = np.asarray(both[: len(pairs)]), np.asarray(both[len(pairs):])
-    return PairEncoding(fields, emb_o, emb_c, edits, bag, y, [p.perturbation or "" for p in pairs],
-                        emb_ins, emb_del, emb_other, rel_o, rel_c, edits_rev, align_o, align_c)
+            both = aligner(
+                [(p.original.get(a, "") or "", p.original.get(b, "") or "") for p in pairs]
+                + [(p.counterfactual.get(a, "") or "", p.counterfactual.get(b, "") or "") for p in pairs]
+            )
+            align_o, align_c = np.asarray(both[: len(pairs)]), np.asarray(both[len(pairs) :])
+    return PairEncoding(
+        fields,
+        emb_o,
+        emb_c,
+        edits,
+        bag,
+        y,
+        [p.perturbation or "" for p in pairs],
+        emb_ins,
+        emb_del,
+        emb_other,
+        rel_o,
+        rel_c,
+        edits_rev,
+        align_o,
+        align_c,
+    )
 
 
-def alignment_of(embed: Embed | None) -> Callable[[Sequence[tuple[str, str]]], np.ndarray] | None:
+def alignment_of(embed: Embed | None) -> Aligner | None:
     """The word-alignment function that comes with ``embed``: the ``alignment`` method of the
     encoder (``embed`` is the encoder or its bound ``encode``), or None (e.g. a stand-in)."""
     owner = getattr(embed, "__self__", embed)
@@ -187,21 +263,28 @@ class FeatureConfig:
     C_grid: tuple[float, ...] = (0.003, 0.01, 0.03)
 
 
-def _onehot(idx: np.ndarray, k: int) -> np.ndarray:
+def _onehot(idx: LabelIndex, k: int) -> Floats:
     out = np.zeros((len(idx), k), dtype=np.float32)
     if len(idx):
         out[np.arange(len(idx)), idx] = 1.0
     return out
 
 
-def pair_matrix(enc: PairEncoding, *, n_labels: int, perturbations: Sequence[str], config: FeatureConfig,
-                f_proba_o: np.ndarray | None = None, f_proba_c: np.ndarray | None = None,
-                extra: np.ndarray | None = None) -> np.ndarray:
+def pair_matrix(
+    enc: PairEncoding,
+    *,
+    n_labels: int,
+    perturbations: Sequence[str],
+    config: FeatureConfig,
+    f_proba_o: NDArray[np.floating] | None = None,
+    f_proba_c: NDArray[np.floating] | None = None,
+    extra: NDArray[np.floating] | None = None,
+) -> Floats:
     """The design matrix of h. ``f_proba_*`` (CAPC) are f's probabilities on x and x';
     ``extra`` are further per-pair columns (e.g. a warm-start model's log-probabilities)."""
     n = len(enc)
-    blocks: list[np.ndarray] = []
-    small: list[np.ndarray] = []  # low-dimensional blocks that also interact with y
+    blocks: list[NDArray[np.floating]] = []
+    small: list[NDArray[np.floating]] = []  # low-dimensional blocks that also interact with y
     if config.warm_only:
         if extra is None:
             raise ValueError("a warm-only feature set needs the warm-start columns")
@@ -223,8 +306,12 @@ def pair_matrix(enc: PairEncoding, *, n_labels: int, perturbations: Sequence[str
         if enc.emb_ins is not None and enc.emb_del is not None and enc.emb_other is not None:
             ei, ed, eo = enc.emb_ins, enc.emb_del, enc.emb_other
             blocks += [ei, ed, ei - ed]
-            small.append(np.stack([np.einsum("ij,ij->i", ei, eo), np.einsum("ij,ij->i", ed, eo),
-                                   np.einsum("ij,ij->i", ei, ed)], axis=1))
+            small.append(
+                np.stack(
+                    [np.einsum("ij,ij->i", ei, eo), np.einsum("ij,ij->i", ed, eo), np.einsum("ij,ij->i", ei, ed)],
+                    axis=1,
+                )
+            )
     # vars(): a FeatureConfig pickled before ``relations`` existed must keep its old width
     if vars(config).get("relations", False) and enc.rel_c is not None and enc.rel_o is not None:
         small += [enc.rel_c, enc.rel_c - enc.rel_o]
@@ -247,8 +334,12 @@ def pair_matrix(enc: PairEncoding, *, n_labels: int, perturbations: Sequence[str
                 pmat[i, pidx[p]] = 1.0
         small.append(pmat)
     if f_proba_o is not None and f_proba_c is not None:
-        small += [f_proba_o, f_proba_c, f_proba_c - f_proba_o,
-                  (f_proba_o * f_proba_c) / np.maximum((f_proba_o * f_proba_c).sum(1, keepdims=True), 1e-9)]
+        small += [
+            f_proba_o,
+            f_proba_c,
+            f_proba_c - f_proba_o,
+            (f_proba_o * f_proba_c) / np.maximum((f_proba_o * f_proba_c).sum(1, keepdims=True), 1e-9),
+        ]
     if extra is not None:
         small.append(extra)
     y1 = _onehot(enc.y, n_labels)

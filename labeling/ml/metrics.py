@@ -5,16 +5,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import NDArray
+
+Labels = Sequence[int] | NDArray[np.integer]  # label indices
 
 
-def accuracy(y_true: Sequence[int] | np.ndarray, y_pred: Sequence[int] | np.ndarray) -> float:
+def accuracy(y_true: Labels, y_pred: Labels) -> float:
     t, p = np.asarray(y_true), np.asarray(y_pred)
     if len(t) == 0:
         return float("nan")
     return float(np.mean(t == p))
 
 
-def macro_f1(y_true: Sequence[int] | np.ndarray, y_pred: Sequence[int] | np.ndarray, n_classes: int) -> float:
+def macro_f1(y_true: Labels, y_pred: Labels, n_classes: int) -> float:
     """Macro-F1 over the classes present in ``y_true`` or ``y_pred`` (sklearn's default)."""
     t, p = np.asarray(y_true), np.asarray(y_pred)
     if len(t) == 0:
@@ -30,7 +33,9 @@ def macro_f1(y_true: Sequence[int] | np.ndarray, y_pred: Sequence[int] | np.ndar
     return float(np.mean(f1s)) if f1s else 0.0
 
 
-def ece(confidence: Sequence[float] | np.ndarray, correct: Sequence[bool] | np.ndarray, n_bins: int = 10) -> float:
+def ece(
+    confidence: Sequence[float] | NDArray[np.floating], correct: Sequence[bool] | NDArray[np.bool_], n_bins: int = 10
+) -> float:
     """Expected calibration error with ``n_bins`` equal-width bins over [0, 1]:
     sum over bins of (bin size / n) * |accuracy(bin) - mean confidence(bin)|.
     A confidence of exactly 0 falls in the first bin, 1 in the last."""
@@ -49,7 +54,7 @@ def ece(confidence: Sequence[float] | np.ndarray, correct: Sequence[bool] | np.n
     return float(total)
 
 
-def scores(y_true: np.ndarray, proba: np.ndarray) -> dict[str, float]:
+def scores(y_true: NDArray[np.integer], proba: NDArray[np.floating]) -> dict[str, float]:
     """accuracy, macro-F1 and ECE of the arg-max prediction of ``proba`` (n, k)."""
     pred = proba.argmax(axis=1)
     conf = proba.max(axis=1)

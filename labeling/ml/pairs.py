@@ -4,9 +4,9 @@ service (warm start) and by the benchmarks."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol, TypeGuard
 
 import numpy as np
 
@@ -27,7 +27,45 @@ def unique_originals(pairs: Sequence[Pair]) -> tuple[list[dict[str, str]], list[
     return [dict(k) for k in seen], list(seen.values())
 
 
-def pairs_from_records(records: Sequence[Any], labels: Sequence[str]) -> tuple[LabelledPairs, list[str]]:
+class _OriginalLike(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def fields(self) -> Mapping[str, str]: ...
+
+    @property
+    def label(self) -> str | None: ...
+
+
+class _PairRecordLike(Protocol):
+    """The part of ``projects.formats.PairRecord`` read here (not imported: labeling.ml
+    imports no Django app)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def original(self) -> _OriginalLike: ...
+
+    @property
+    def cf_fields(self) -> Mapping[str, str]: ...
+
+    @property
+    def cf_label(self) -> str | None: ...
+
+    @property
+    def perturbation(self) -> str: ...
+
+    @property
+    def group(self) -> str: ...
+
+
+def _is_pair(rec: object) -> TypeGuard[_PairRecordLike]:
+    return hasattr(rec, "cf_fields")
+
+
+def pairs_from_records(records: Sequence[object], labels: Sequence[str]) -> tuple[LabelledPairs, list[str]]:
     """Labelled pairs from ``projects.formats`` records (PairRecords whose original and
     counterfactual labels are both known); other records are skipped. Returns the pairs and
     the problems (as text)."""
@@ -39,7 +77,7 @@ def pairs_from_records(records: Sequence[Any], labels: Sequence[str]) -> tuple[L
         if type(rec).__name__ == "Problem":
             problems.append(str(rec))
             continue
-        if not hasattr(rec, "cf_fields"):
+        if not _is_pair(rec):
             continue  # an original without a counterfactual
         y, y2 = rec.original.label, rec.cf_label
         if y is None or y2 is None:
@@ -47,8 +85,11 @@ def pairs_from_records(records: Sequence[Any], labels: Sequence[str]) -> tuple[L
         if y not in label_set or y2 not in label_set:
             problems.append(f"{rec.id}: label not in the label set")
             continue
-        pairs.append(Pair(dict(rec.original.fields), dict(rec.cf_fields), y, rec.perturbation or "",
-                          rec.group or rec.original.id))
+        pairs.append(
+            Pair(
+                dict(rec.original.fields), dict(rec.cf_fields), y, rec.perturbation or "", rec.group or rec.original.id
+            )
+        )
         ys.append(y2)
     return LabelledPairs(pairs, ys), problems
 

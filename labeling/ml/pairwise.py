@@ -20,14 +20,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+from numpy.typing import NDArray
 
-from labeling.ml.base_classifier import BaseClassifier, CrossFitted, TooFewLabels
+from labeling.ml.base_classifier import BaseClassifier, CrossFitted, Proba, SklearnClassifier, TooFewLabels
 from labeling.ml.features import (
     Embed,
     FeatureConfig,
+    Floats,
+    LabelIndex,
     Pair,
     PairEncoding,
     encode_pairs,
@@ -35,6 +38,9 @@ from labeling.ml.features import (
 )
 from labeling.ml.metrics import accuracy, ece, macro_f1
 from labeling.ml.runtime import blas_threads
+
+if TYPE_CHECKING:
+    from labeling.ml.cross_encoder import CrossEncoderH
 
 MODES = ("pc", "capc")
 # With few labels the low-dimensional features (edits, y, f) generalise better; with many,
@@ -70,11 +76,12 @@ class CVReport:
     coverage: float = 1.0  # share of out-of-fold predictions at or above the threshold
     accuracy_confident: float = float("nan")  # accuracy on those
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, float | None]:
+        """The fields, NaN as None (JSON has no NaN)."""
         return {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in asdict(self).items()}
 
 
-def check_labels(y_prime: Sequence[str], labels: Sequence[str], minimum: int = MIN_LABELS) -> np.ndarray:
+def check_labels(y_prime: Sequence[str], labels: Sequence[str], minimum: int = MIN_LABELS) -> LabelIndex:
     """Label indices, or ``TooFewLabels`` with a clear message (never a silent fallback)."""
     index = {lab: i for i, lab in enumerate(labels)}
     bad = sorted({v for v in y_prime if v not in index})
@@ -96,7 +103,7 @@ def check_labels(y_prime: Sequence[str], labels: Sequence[str], minimum: int = M
     return yi
 
 
-def fit_temperature(log_proba: np.ndarray, y: np.ndarray) -> float:
+def fit_temperature(log_proba: NDArray[np.floating], y: LabelIndex) -> float:
     """The temperature T minimising the NLL of softmax(log_proba / T)."""
     from scipy.optimize import minimize_scalar
 
@@ -112,7 +119,7 @@ def fit_temperature(log_proba: np.ndarray, y: np.ndarray) -> float:
     return float(np.exp(res.x))
 
 
-def apply_temperature(log_proba: np.ndarray, t: float) -> np.ndarray:
+def apply_temperature(log_proba: NDArray[np.floating], t: float) -> Proba:
     z = np.clip(log_proba, -50, 0) / t
     z = z - z.max(axis=1, keepdims=True)
     p = np.exp(z)
@@ -120,14 +127,21 @@ def apply_temperature(log_proba: np.ndarray, t: float) -> np.ndarray:
     # a model fitted on a few dozen labels never gets to claim certainty: every probability
     # stays strictly between 0 and 1 (so a threshold of 1.0 means "abstain on everything")
     eps = 1e-6
-    return (p + eps) / (1.0 + eps * p.shape[1])
+    smoothed: Proba = (p + eps) / (1.0 + eps * p.shape[1])
+    return smoothed
 
 
 class LinearH:
     """Scaler + multinomial logistic regression with CV-chosen C and CV temperature."""
 
-    def __init__(self, n_labels: int, C_grid: Sequence[float] = (0.003, 0.01, 0.03), folds: int = 5,
-                 seed: int = 0, calibrate: bool = True) -> None:
+    def __init__(
+        self,
+        n_labels: int,
+        C_grid: Sequence[float] = (0.003, 0.01, 0.03),
+        folds: int = 5,
+        seed: int = 0,
+        calibrate: bool = True,
+    ) -> None:
         self.n_labels = n_labels
         self.C_grid = tuple(C_grid)
         self.folds = folds
@@ -135,28 +149,41 @@ class LinearH:
         self.calibrate = calibrate
         self.C = self.C_grid[0]
         self.temperature = 1.0
-        self.model: Any = None
-        self.oof_proba: np.ndarray | None = None
+        self.model: SklearnClassifier | None = None
+        self.oof_proba: Proba | None = None
 
-    def _new(self, C: float) -> Any:
+    def _new(self, C: float) -> SklearnClassifier:
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
 
-        return make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=3000, tol=1e-3))
+        model: SklearnClassifier = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=3000, tol=1e-3))
+        return model
 
-    def _log_proba(self, model: Any, X: np.ndarray) -> np.ndarray:
+    def _log_proba(self, model: SklearnClassifier, X: Floats) -> NDArray[np.float64]:
         out = np.full((len(X), self.n_labels), -50.0)
         out[:, model.classes_] = np.maximum(model.predict_log_proba(X), -50.0)
         return out
 
-    def fit(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None,
-            cv_mask: np.ndarray | None = None, tied: np.ndarray | None = None) -> LinearH:
+    def fit(
+        self,
+        X: Floats,
+        y: LabelIndex,
+        sample_weight: NDArray[np.float64] | None = None,
+        cv_mask: NDArray[np.bool_] | None = None,
+        tied: NDArray[np.intp] | None = None,
+    ) -> LinearH:
         with blas_threads():
             return self._fit(X, y, sample_weight, cv_mask, tied)
 
-    def _fit(self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None,
-             cv_mask: np.ndarray | None, tied: np.ndarray | None) -> LinearH:
+    def _fit(
+        self,
+        X: Floats,
+        y: LabelIndex,
+        sample_weight: NDArray[np.float64] | None,
+        cv_mask: NDArray[np.bool_] | None,
+        tied: NDArray[np.intp] | None,
+    ) -> LinearH:
         """``cv_mask``: rows that count in the CV scores and the temperature (the project's own
         pairs, read forwards); the other rows are trained on in every fold, except that a row
         ``tied`` to a held-out row (``tied[i]``: the row it was derived from, -1 for none; e.g.
@@ -172,7 +199,7 @@ class LinearH:
         skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=self.seed)
         idx_cv = np.flatnonzero(mask)
         idx_rest = np.flatnonzero(~mask)
-        best: tuple[float, float, np.ndarray, list[Any]] | None = None
+        best: tuple[float, float, NDArray[np.float64], list[SklearnClassifier]] | None = None
         for C in self.C_grid:
             oof = np.zeros((len(idx_cv), self.n_labels))
             models = []
@@ -201,7 +228,7 @@ class LinearH:
         self.model = None
         return self
 
-    def fit_plain(self, X: np.ndarray, y: np.ndarray, C: float) -> LinearH:
+    def fit_plain(self, X: Floats, y: LabelIndex, C: float) -> LinearH:
         """One fit with a fixed C, no cross-validation and no temperature (warm-start models,
         whose outputs only feed the project's h)."""
         with blas_threads():
@@ -213,26 +240,21 @@ class LinearH:
     cv_loss: float = float("inf")
     cv_loss_se: float = 0.0
 
-    fold_models: list[Any] | None = None  # None: one model (fit_plain, or saved before the ensemble)
+    fold_models: list[SklearnClassifier] | None = None  # None: one model (fit_plain, or saved before the ensemble)
 
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+    def predict_proba(self, X: Floats) -> Proba:
         with blas_threads():
             if self.fold_models:
-                return np.mean([apply_temperature(self._log_proba(m, X), self.temperature) for m in self.fold_models],
-                               axis=0)
+                mean: Proba = np.mean(
+                    [apply_temperature(self._log_proba(m, X), self.temperature) for m in self.fold_models], axis=0
+                )
+                return mean
+            if self.model is None:
+                raise RuntimeError("h is not trained")
             return apply_temperature(self._log_proba(self.model, X), self.temperature)
 
     def report(self, threshold: float) -> CVReport:
-        assert self.oof_proba is not None
-        p, y = self.oof_proba, self.oof_y
-        pred, conf = p.argmax(1), p.max(1)
-        ok = conf >= threshold
-        return CVReport(
-            n=len(y), folds=int(min(self.folds, np.bincount(y)[np.bincount(y) > 0].min())), C=self.C,
-            temperature=self.temperature, accuracy=accuracy(y, pred), macro_f1=macro_f1(y, pred, self.n_labels),
-            ece=ece(conf, pred == y), threshold=threshold, coverage=float(ok.mean()),
-            accuracy_confident=accuracy(y[ok], pred[ok]) if ok.any() else float("nan"),
-        )
+        return _cv_report(self, threshold)
 
 
 class TemperatureH:
@@ -247,7 +269,7 @@ class TemperatureH:
         self.C = 0.0
         self.cv_loss = float("inf")
 
-    def fit(self, X: np.ndarray, y: np.ndarray) -> TemperatureH:
+    def fit(self, X: Floats, y: LabelIndex) -> TemperatureH:
         from sklearn.model_selection import StratifiedKFold
 
         counts = np.bincount(y, minlength=self.n_labels)
@@ -266,10 +288,52 @@ class TemperatureH:
         self.temperature = fit_temperature(X, y)
         return self
 
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+    def predict_proba(self, X: Floats) -> Proba:
         return apply_temperature(X, self.temperature)
 
-    report = LinearH.report
+    def report(self, threshold: float) -> CVReport:
+        return _cv_report(self, threshold)
+
+
+class _OutOfFold(Protocol):
+    """What a cross-validation report is computed from: a fitted LinearH or TemperatureH."""
+
+    @property
+    def n_labels(self) -> int: ...
+
+    @property
+    def folds(self) -> int: ...
+
+    @property
+    def C(self) -> float: ...
+
+    @property
+    def temperature(self) -> float: ...
+
+    @property
+    def oof_proba(self) -> Proba | None: ...
+
+    @property
+    def oof_y(self) -> LabelIndex: ...
+
+
+def _cv_report(h: _OutOfFold, threshold: float) -> CVReport:
+    assert h.oof_proba is not None
+    p, y = h.oof_proba, h.oof_y
+    pred, conf = p.argmax(1), p.max(1)
+    ok = conf >= threshold
+    return CVReport(
+        n=len(y),
+        folds=int(min(h.folds, np.bincount(y)[np.bincount(y) > 0].min())),
+        C=h.C,
+        temperature=h.temperature,
+        accuracy=accuracy(y, pred),
+        macro_f1=macro_f1(y, pred, h.n_labels),
+        ece=ece(conf, pred == y),
+        threshold=threshold,
+        coverage=float(ok.mean()),
+        accuracy_confident=accuracy(y[ok], pred[ok]) if ok.any() else float("nan"),
+    )
 
 
 @dataclass
@@ -277,27 +341,38 @@ class PairInputs:
     """A pair encoding plus f's probabilities on x and x' (CAPC) — h's full input."""
 
     enc: PairEncoding
-    f_o: np.ndarray | None = None
-    f_c: np.ndarray | None = None
+    f_o: Proba | None = None
+    f_c: Proba | None = None
 
-    def subset(self, idx: np.ndarray | Sequence[int]) -> PairInputs:
+    def subset(self, idx: NDArray[np.integer] | Sequence[int]) -> PairInputs:
         idx = np.asarray(idx, dtype=int)
-        return PairInputs(self.enc.subset(idx), None if self.f_o is None else self.f_o[idx],
-                          None if self.f_c is None else self.f_c[idx])
+        return PairInputs(
+            self.enc.subset(idx),
+            None if self.f_o is None else self.f_o[idx],
+            None if self.f_c is None else self.f_c[idx],
+        )
 
-    def with_reversed(self, y_prime: np.ndarray) -> PairInputs:
+    def with_reversed(self, y_prime: LabelIndex) -> PairInputs:
         """These pairs followed by the same pairs read backwards ((x', x, y') -> y), f's
         probabilities swapped with them."""
         enc = PairEncoding.concat(self.enc, self.enc.reversed(y_prime))
 
-        def both(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+        def both(a: Proba | None, b: Proba | None) -> Proba | None:
             return None if a is None or b is None else np.concatenate([a, b])
 
         return PairInputs(enc, both(self.f_o, self.f_c), both(self.f_c, self.f_o))
 
 
-def prepare_inputs(pairs: Sequence[Pair], *, labels: Sequence[str], fields: Sequence[str], embed: Embed | None,
-                   base: BaseClassifier | CrossFitted | None = None, hash_features: int = 512, spans: bool = True) -> PairInputs:
+def prepare_inputs(
+    pairs: Sequence[Pair],
+    *,
+    labels: Sequence[str],
+    fields: Sequence[str],
+    embed: Embed | None,
+    base: BaseClassifier | CrossFitted | None = None,
+    hash_features: int = 512,
+    spans: bool = True,
+) -> PairInputs:
     enc = encode_pairs(pairs, labels=labels, fields=fields, embed=embed, hash_features=hash_features, spans=spans)
     if base is None:
         return PairInputs(enc)
@@ -349,23 +424,32 @@ class PairwiseClassifier:
         return name + (" + warm-start model" if self.warm is not None else "")
 
     # -- features ------------------------------------------------------------
-    def matrix(self, inputs: PairInputs) -> np.ndarray:
+    def matrix(self, inputs: PairInputs) -> Floats:
         capc = self.mode == "capc"
         if capc and (inputs.f_o is None or inputs.f_c is None):
             raise ValueError("CAPC needs the base classifier's probabilities on x and x'")
         extra = None
         if self.warm is not None:
             extra = self.warm_scale * np.log(np.clip(self.warm.predict_proba(inputs), 1e-6, 1.0))
-        return pair_matrix(inputs.enc, n_labels=len(self.labels), perturbations=self.perturbations,
-                           config=self.config, f_proba_o=inputs.f_o if capc else None,
-                           f_proba_c=inputs.f_c if capc else None, extra=extra)
+        return pair_matrix(
+            inputs.enc,
+            n_labels=len(self.labels),
+            perturbations=self.perturbations,
+            config=self.config,
+            f_proba_o=inputs.f_o if capc else None,
+            f_proba_c=inputs.f_c if capc else None,
+            extra=extra,
+        )
 
     # -- training ------------------------------------------------------------
     def fit(self, inputs: PairInputs, y_prime: Sequence[str], *, min_labels: int = MIN_LABELS) -> PairwiseClassifier:
         yi = check_labels(y_prime, self.labels, minimum=min_labels)
         self.perturbations = sorted({p for p in inputs.enc.perturbation if p})
-        configs = [c for c in (self.configs or (self.config,))
-                   if not (c.embeddings and len(yi) < self.full_min_n and len(self.configs) > 1)]
+        configs = [
+            c
+            for c in (self.configs or (self.config,))
+            if not (c.embeddings and len(yi) < self.full_min_n and len(self.configs) > 1)
+        ]
         if self.warm is not None:
             configs = [WARM_ONLY, STACK, *configs]
         # candidates go from the simplest to the richest; the "one standard error" rule keeps
@@ -389,7 +473,8 @@ class PairwiseClassifier:
                 learner = TemperatureH(len(self.labels), seed=self.seed).fit(self.matrix(inputs), yi)
             else:
                 learner = LinearH(len(self.labels), C_grid=grid, seed=self.seed).fit(
-                    self.matrix(train_inputs), y_train, sample_weight=weight, cv_mask=mask, tied=tied)
+                    self.matrix(train_inputs), y_train, sample_weight=weight, cv_mask=mask, tied=tied
+                )
             fitted.append((learner.cv_loss, learner.cv_loss_se, config, learner))
         best_loss, best_se = min((f[0], f[1]) for f in fitted)
         _, _, self.config, self.learner = next(f for f in fitted if f[0] <= best_loss + best_se)
@@ -411,12 +496,12 @@ class PairwiseClassifier:
         self.warm = warm
         return self
 
-    def predict_proba(self, inputs: PairInputs) -> np.ndarray:
+    def predict_proba(self, inputs: PairInputs) -> Proba:
         if self.learner is None:
             raise RuntimeError("the pairwise classifier is not trained")
         return self.learner.predict_proba(self.matrix(inputs))
 
-    def predict(self, inputs: PairInputs) -> tuple[list[str | None], np.ndarray]:
+    def predict(self, inputs: PairInputs) -> tuple[list[str | None], Proba]:
         """Predicted labels (``None`` where h abstains: confidence below the threshold) and
         the confidences."""
         p = self.predict_proba(inputs)
@@ -432,7 +517,7 @@ class LabelingModel:
     labels: list[str]
     fields: list[str]
     mode: str
-    h: Any  # PairwiseClassifier, or cross_encoder.CrossEncoderH
+    h: PairwiseClassifier | CrossEncoderH
     base: BaseClassifier | CrossFitted | None = None
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -444,20 +529,21 @@ class LabelingModel:
         elif self.base is not None and hasattr(self.base, "embed"):
             self.base.embed = embed
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
         state.pop("embed", None)
         return state
 
     def inputs(self, pairs: Sequence[Pair]) -> PairInputs:
         embed = getattr(self, "embed", None)
-        return prepare_inputs(pairs, labels=self.labels, fields=self.fields, embed=embed,
-                              base=self.base if self.mode == "capc" else None)
+        return prepare_inputs(
+            pairs, labels=self.labels, fields=self.fields, embed=embed, base=self.base if self.mode == "capc" else None
+        )
 
-    def predict_proba(self, pairs: Sequence[Pair], inputs: PairInputs | None = None) -> np.ndarray:
+    def predict_proba(self, pairs: Sequence[Pair], inputs: PairInputs | None = None) -> Proba:
         """``inputs``: ``self.inputs(pairs)`` when the caller already has them (not computed twice)."""
         if hasattr(self.h, "predict_proba_pairs"):  # the cross-encoder reads the texts itself
-            return self.h.predict_proba_pairs(pairs)  # type: ignore[no-any-return]
+            return self.h.predict_proba_pairs(pairs)
         return self.h.predict_proba(inputs if inputs is not None else self.inputs(pairs))
 
     def save(self, path: str) -> None:

@@ -17,9 +17,15 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+Vectors = NDArray[np.float32]
 
 DIM = 384
 N_ALIGN = 7
@@ -30,7 +36,7 @@ _ALIGN_STOP = frozenset(
 )
 
 
-def alignment_features(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def alignment_features(a: Vectors, b: Vectors) -> Vectors:
     """How well two texts' content word pieces align, from L2-normalised token vectors ``a``
     (m, d) of the first text and ``b`` (k, d) of the second: for each piece of the second, its
     best cosine with a piece of the first (mean, min, share below 0.5 and below 0.7 — pieces
@@ -40,8 +46,18 @@ def alignment_features(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.zeros(N_ALIGN, dtype=np.float32)
     sim = b @ a.T
     best_b, best_a = sim.max(axis=1), sim.max(axis=0)
-    return np.asarray([best_b.mean(), best_b.min(), (best_b < 0.5).mean(), (best_b < 0.7).mean(),
-                       best_a.mean(), best_a.min(), (best_a < 0.5).mean()], dtype=np.float32)
+    return np.asarray(
+        [
+            best_b.mean(),
+            best_b.min(),
+            (best_b < 0.5).mean(),
+            (best_b < 0.7).mean(),
+            best_a.mean(),
+            best_a.min(),
+            (best_a < 0.5).mean(),
+        ],
+        dtype=np.float32,
+    )
 
 
 def default_model_path() -> str:
@@ -57,22 +73,23 @@ def text_key(text: str) -> str:
 class Encoder:
     """``encode(texts) -> float32 array (n, 384)``, L2-normalised, cached per distinct text."""
 
-    def __init__(self, model_path: str | None = None, cache_dir: str | None = None, batch_size: int = 64,
-                 device: str = "cpu") -> None:
+    def __init__(
+        self, model_path: str | None = None, cache_dir: str | None = None, batch_size: int = 64, device: str = "cpu"
+    ) -> None:
         self.model_path = model_path or default_model_path()
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.batch_size = batch_size
         self.device = device
-        self._model: Any = None
+        self._model: SentenceTransformer | None = None
         self._lock = threading.Lock()
-        self._memory: dict[str, np.ndarray] = {}
-        self._align_memory: dict[str, np.ndarray] = {}
+        self._memory: dict[str, Vectors] = {}
+        self._align_memory: dict[str, Vectors] = {}
         self._disk_loaded = False
         self.encoded_count = 0  # texts actually run through the model (for benchmarks)
 
     # -- model -----------------------------------------------------------------
     @property
-    def model(self) -> Any:
+    def model(self) -> SentenceTransformer:
         if self._model is None:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             from sentence_transformers import SentenceTransformer
@@ -96,7 +113,7 @@ class Encoder:
         if self._align_dir is not None:
             _load_shards(self._align_dir, self._align_memory)
 
-    def _save_shard(self, keys: list[str], vecs: np.ndarray, directory: Path | None = None) -> None:
+    def _save_shard(self, keys: list[str], vecs: Vectors, directory: Path | None = None) -> None:
         directory = directory or self.cache_dir
         if directory is None or not keys:
             return
@@ -108,7 +125,7 @@ class Encoder:
         (directory / f"{name}.keys").write_text("\n".join(keys))
 
     # -- API -------------------------------------------------------------------
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
+    def encode(self, texts: Sequence[str]) -> Vectors:
         with self._lock:
             self._load_disk()
             keys = [text_key(t) for t in texts]
@@ -133,14 +150,19 @@ class Encoder:
                 return np.zeros((0, DIM), dtype=np.float32)
             return np.stack([self._memory[k] for k in keys])
 
-    def token_vectors(self, texts: Sequence[str]) -> list[np.ndarray]:
+    def token_vectors(self, texts: Sequence[str]) -> list[Vectors]:
         """Per text, the L2-normalised contextual vectors of its content word pieces (no special
         tokens, punctuation or function words). Not cached: see :meth:`alignment`."""
         if not texts:
             return []
         model = self.model
-        outs = model.encode(list(texts), output_value="token_embeddings", batch_size=self.batch_size,
-                            convert_to_numpy=False, show_progress_bar=False)
+        outs = model.encode(
+            list(texts),
+            output_value="token_embeddings",
+            batch_size=self.batch_size,
+            convert_to_numpy=False,
+            show_progress_bar=False,
+        )
         tokenizer = model.tokenizer
         max_len = getattr(model, "max_seq_length", None) or 256
         result = []
@@ -148,13 +170,18 @@ class Encoder:
             pieces = tokenizer.convert_ids_to_tokens(tokenizer(text, truncation=True, max_length=max_len)["input_ids"])
             vecs = out.detach().cpu().numpy().astype(np.float32)
             n = min(len(pieces), len(vecs))
-            keep = [i for i in range(n) if pieces[i] not in tokenizer.all_special_tokens
-                    and pieces[i].lstrip("#").isalnum() and pieces[i].lower() not in _ALIGN_STOP]
+            keep = [
+                i
+                for i in range(n)
+                if pieces[i] not in tokenizer.all_special_tokens
+                and pieces[i].lstrip("#").isalnum()
+                and pieces[i].lower() not in _ALIGN_STOP
+            ]
             v = vecs[keep]
             result.append(v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9))
         return result
 
-    def alignment(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+    def alignment(self, pairs: Sequence[tuple[str, str]]) -> Vectors:
         """(n, N_ALIGN) :func:`alignment_features` of each (first, second) text pair, cached per
         pair in memory and under ``cache_dir/alignment``."""
         with self._lock:
@@ -176,13 +203,14 @@ class Encoder:
                 return np.zeros((0, N_ALIGN), dtype=np.float32)
             return np.stack([self._align_memory[k] for k in keys])
 
-    def cosine(self, a: Sequence[str], b: Sequence[str]) -> np.ndarray:
+    def cosine(self, a: Sequence[str], b: Sequence[str]) -> Vectors:
         """Row-wise cosine similarity of a[i] and b[i]."""
         ea, eb = self.encode(a), self.encode(b)
-        return np.einsum("ij,ij->i", ea, eb)
+        cos: Vectors = np.einsum("ij,ij->i", ea, eb)
+        return cos
 
 
-def _load_shards(directory: Path, memory: dict[str, np.ndarray]) -> None:
+def _load_shards(directory: Path, memory: dict[str, Vectors]) -> None:
     if not directory.is_dir():
         return
     for keys_file in sorted(directory.glob("*.keys")):

@@ -27,8 +27,16 @@ from generation.ml.rules.tokens import (
     words,
 )
 
-CODES: tuple[str, ...] = ("negation", "quantifier", "lexical", "resemantic", "insert", "delete", "restructure",
-                          "shuffle")
+CODES: tuple[str, ...] = (
+    "negation",
+    "quantifier",
+    "lexical",
+    "resemantic",
+    "insert",
+    "delete",
+    "restructure",
+    "shuffle",
+)
 
 Perturb = Callable[[Sentence, random.Random], list[Proposal]]
 PERTURBATIONS: dict[str, Perturb] = {
@@ -67,15 +75,29 @@ class RulesConfig:
 class RulesGenerator:
     name = "rules"
 
-    def __init__(self, config: RulesConfig | None = None, *, seed: int = 0, max_per_code: int = 2,
-                 max_negation: int = 1, max_per_original: int = 12, max_sentences: int = 2, min_words: int = 3,
-                 max_sentence_words: int = 60, codes: Sequence[str] = CODES) -> None:
+    def __init__(
+        self,
+        config: RulesConfig | None = None,
+        *,
+        seed: int = 0,
+        max_per_code: int = 2,
+        max_negation: int = 1,
+        max_per_original: int = 12,
+        max_sentences: int = 2,
+        min_words: int = 3,
+        max_sentence_words: int = 60,
+        codes: Sequence[str] = CODES,
+    ) -> None:
         if config is None:
             try:
                 config = RulesConfig(
-                    seed=int(seed), max_per_code=int(max_per_code), max_negation=int(max_negation),
-                    max_per_original=int(max_per_original), max_sentences=int(max_sentences),
-                    min_words=int(min_words), max_sentence_words=int(max_sentence_words),
+                    seed=int(seed),
+                    max_per_code=int(max_per_code),
+                    max_negation=int(max_negation),
+                    max_per_original=int(max_per_original),
+                    max_sentences=int(max_sentences),
+                    min_words=int(min_words),
+                    max_sentence_words=int(max_sentence_words),
                     codes=(codes,) if isinstance(codes, str) else tuple(codes),
                 )
             except (TypeError, ValueError) as exc:
@@ -166,7 +188,7 @@ class RulesGenerator:
         }
         if (sent.start, sent.end) != (0, len(text)) and len(sentence_spans(text)) > 1:
             delta = len(new_text) - len(text)
-            meta["window"] = [text[sent.start: sent.end], new_text[sent.start: max(sent.start, sent.end + delta)]]
+            meta["window"] = [text[sent.start : sent.end], new_text[sent.start : max(sent.start, sent.end + delta)]]
         return GeneratedCandidate(
             original_id=original.id,
             fields=new_fields,

@@ -56,9 +56,23 @@ def _content_verb(t: Token) -> bool:
 
 # -- negation ----------------------------------------------------------------------------------
 _AUX_FIX = {"ca": "can", "wo": "will", "sha": "shall", "ai": "is"}
-_CONTRACT = {"is": "isn't", "are": "aren't", "was": "wasn't", "were": "weren't", "has": "hasn't",
-             "have": "haven't", "had": "hadn't", "does": "doesn't", "do": "don't", "did": "didn't",
-             "can": "can't", "could": "couldn't", "will": "won't", "would": "wouldn't", "should": "shouldn't"}
+_CONTRACT = {
+    "is": "isn't",
+    "are": "aren't",
+    "was": "wasn't",
+    "were": "weren't",
+    "has": "hasn't",
+    "have": "haven't",
+    "had": "hadn't",
+    "does": "doesn't",
+    "do": "don't",
+    "did": "didn't",
+    "can": "can't",
+    "could": "couldn't",
+    "will": "won't",
+    "would": "wouldn't",
+    "should": "shouldn't",
+}
 
 
 def negation(s: Sentence, rng: random.Random) -> list[Proposal]:
@@ -70,7 +84,9 @@ def negation(s: Sentence, rng: random.Random) -> list[Proposal]:
             has_neg = True
             prev = toks[i - 1]
             aux = _AUX_FIX.get(prev.lower, prev.text)
-            out.append(Proposal("negation", ((prev.start, t.end, match_case(prev.text, aux)),), (), ("n't",), "remove n't"))
+            out.append(
+                Proposal("negation", ((prev.start, t.end, match_case(prev.text, aux)),), (), ("n't",), "remove n't")
+            )
         elif low == "not":
             has_neg = True
             out.append(Proposal("negation", (delete_span(s.text, toks, i, i + 1),), (), ("not",), "remove not"))
@@ -107,8 +123,14 @@ def negation(s: Sentence, rng: random.Random) -> list[Proposal]:
     for i, t in enumerate(toks):
         low = t.lower
         if low in ("someone", "somebody", "something", "everyone", "everybody", "everything"):
-            word = {"someone": "no one", "somebody": "nobody", "something": "nothing", "everyone": "no one",
-                    "everybody": "nobody", "everything": "nothing"}[low]
+            word = {
+                "someone": "no one",
+                "somebody": "nobody",
+                "something": "nothing",
+                "everyone": "no one",
+                "everybody": "nobody",
+                "everything": "nothing",
+            }[low]
             out.append(Proposal("negation", (_rep(t, word),), tuple(word.split()), (low,), f"{low} -> {word}"))
         elif low in ("a", "an", "some") and t.pos == "DT" and i + 1 < len(toks) and toks[i + 1].pos[:2] in ("NN", "JJ"):
             out.append(Proposal("negation", (_rep(t, "no"),), ("no",), (low,), f"{low} -> no"))
@@ -154,10 +176,31 @@ def quantifier(s: Sentence, rng: random.Random) -> list[Proposal]:
                 if subj_verb is not None:
                     edits.append(_rep(toks[subj_verb], agree_be(toks[subj_verb].text, True)))
                 out.append(Proposal("quantifier", tuple(edits), tuple(q.split()), (low,), f"{low} N -> {q} Ns"))
-        elif low in ("some", "all", "many", "few", "several", "most", "both", "two", "three", "four", "five",
-                     "six", "seven", "eight", "nine", "ten") and toks[head].pos == "NNS":
-            pool = [q for q in ("some", "all", "many", "few", "several", "most", "two", "three", "four", "five")
-                    if q != low]
+        elif (
+            low
+            in (
+                "some",
+                "all",
+                "many",
+                "few",
+                "several",
+                "most",
+                "both",
+                "two",
+                "three",
+                "four",
+                "five",
+                "six",
+                "seven",
+                "eight",
+                "nine",
+                "ten",
+            )
+            and toks[head].pos == "NNS"
+        ):
+            pool = [
+                q for q in ("some", "all", "many", "few", "several", "most", "two", "three", "four", "five") if q != low
+            ]
             for q in rng.sample(pool, 4):
                 out.append(Proposal("quantifier", (_rep(t, q),), (q,), (low,), f"{low} -> {q}"))
         elif t.pos == "CD" and t.text.isdigit() and len(t.text) < 6:
@@ -167,10 +210,20 @@ def quantifier(s: Sentence, rng: random.Random) -> list[Proposal]:
     # bare plural noun phrase: add a quantifier
     for a, b in np_chunks(toks):
         first = toks[a]
-        if first.pos in ("NNS", "JJ") and toks[b - 1].pos == "NNS" and (a == 0 or toks[a - 1].pos not in ("DT", "CD", "PRP$")):
+        if (
+            first.pos in ("NNS", "JJ")
+            and toks[b - 1].pos == "NNS"
+            and (a == 0 or toks[a - 1].pos not in ("DT", "CD", "PRP$"))
+        ):
             for q in rng.sample(("Some", "Many", "Few", "All", "Several", "Most", "Two", "Three"), 3):
-                phrase = (q if a == 0 else q.lower()) + " " + (first.text[:1].lower() + first.text[1:] if a == 0 and first.pos != "NNP" else first.text)
-                out.append(Proposal("quantifier", ((first.start, first.end, phrase),), (q.lower(),), (), f"+{q.lower()}"))
+                phrase = (
+                    (q if a == 0 else q.lower())
+                    + " "
+                    + (first.text[:1].lower() + first.text[1:] if a == 0 and first.pos != "NNP" else first.text)
+                )
+                out.append(
+                    Proposal("quantifier", ((first.start, first.end, phrase),), (q.lower(),), (), f"+{q.lower()}")
+                )
     return out
 
 
@@ -222,7 +275,9 @@ def lexical(s: Sentence, rng: random.Random) -> list[Proposal]:
                 edits = [_rep(t, word)]
                 if i > 0 and (fix := fix_article(toks[i - 1], word)):
                     edits.append((toks[i - 1].start, toks[i - 1].end, fix))
-                out.append(Proposal("lexical", tuple(edits), (word.lower(),), (t.lower,), f"{rel}: {t.lower} -> {word}"))
+                out.append(
+                    Proposal("lexical", tuple(edits), (word.lower(),), (t.lower,), f"{rel}: {t.lower} -> {word}")
+                )
     return out
 
 
@@ -249,7 +304,9 @@ def resemantic(s: Sentence, rng: random.Random) -> list[Proposal]:
                     if i > 1 and (fix := fix_article(toks[i - 2], adj)):
                         edits.append((toks[i - 2].start, toks[i - 2].end, fix))
                     intro.insert(0, adj)
-                out.append(Proposal("resemantic", tuple(edits), tuple(intro), (t.lower,), f"{t.lower} -> {' '.join(intro)}"))
+                out.append(
+                    Proposal("resemantic", tuple(edits), tuple(intro), (t.lower,), f"{t.lower} -> {' '.join(intro)}")
+                )
         elif _content_verb(t) and t.pos in ("VBZ", "VBD", "VBG", "VBP", "VB"):
             base = wnx.lemma(t.lower, "v")
             if base in ("be", "have", "do", "get", "go", "say", "make"):
@@ -258,5 +315,7 @@ def resemantic(s: Sentence, rng: random.Random) -> list[Proposal]:
                 if row[0] == base:
                     continue
                 word = inflect(row[0], t.pos)
-                out.append(Proposal("resemantic", (_rep(t, word),), (word.lower(),), (t.lower,), f"verb {t.lower} -> {word}"))
+                out.append(
+                    Proposal("resemantic", (_rep(t, word),), (word.lower(),), (t.lower,), f"verb {t.lower} -> {word}")
+                )
     return out

@@ -26,8 +26,13 @@ def fix_tags(toks: list[Token]) -> list[Token]:
     out = list(toks)
     for i in range(1, len(out) - 1):
         t = out[i]
-        if t.pos == "NNS" and out[i - 1].pos == "NN" and t.lower.endswith("s") and wnx.known(t.lower, "v") \
-                and out[i + 1].pos in ("DT", "PRP$", "IN", "PRP", "JJ", "CD", "RB"):
+        if (
+            t.pos == "NNS"
+            and out[i - 1].pos == "NN"
+            and t.lower.endswith("s")
+            and wnx.known(t.lower, "v")
+            and out[i + 1].pos in ("DT", "PRP$", "IN", "PRP", "JJ", "CD", "RB")
+        ):
             out[i] = Token(t.text, t.start, t.end, "VBZ")
             break
     return out
@@ -42,7 +47,7 @@ def np_chunks(toks: list[Token]) -> list[tuple[int, int]]:
         j = i
         if toks[j].pos in ("DT", "PRP$", "CD") and toks[j].lower not in ("that", "which", "all"):
             j += 1
-        while j < n and toks[j].pos in MOD_TAGS + ("RB",) and j + 1 < n and toks[j + 1].pos in MOD_TAGS + NOUN_TAGS:
+        while j < n and toks[j].pos in (*MOD_TAGS, "RB") and j + 1 < n and toks[j + 1].pos in MOD_TAGS + NOUN_TAGS:
             j += 1
         k = j
         while k < n and is_noun(toks[k]):
@@ -60,7 +65,7 @@ def np_chunks(toks: list[Token]) -> list[tuple[int, int]]:
 
 def pp_chunks(toks: list[Token]) -> list[tuple[int, int]]:
     """[start, end) spans of 'IN NP' prepositional phrases (NP as chunked above)."""
-    nps = {s: e for s, e in np_chunks(toks)}
+    nps = dict(np_chunks(toks))
     out = []
     for i, t in enumerate(toks):
         if t.pos in ("IN", "TO") and t.lower in lx.PREPOSITIONS and i + 1 in nps:
@@ -100,18 +105,67 @@ def singularize(noun: str) -> str:
 
 _VERB_TABLE = {row[0]: row for row in lx.VERB_FORMS}
 _IRREGULAR_PP_BY_BASE = {
-    "eat": "eaten", "throw": "thrown", "write": "written", "ride": "ridden", "sing": "sung",
-    "swim": "swum", "run": "run", "drive": "driven", "take": "taken", "give": "given",
-    "see": "seen", "break": "broken", "choose": "chosen", "draw": "drawn", "fly": "flown",
-    "hide": "hidden", "shake": "shaken", "steal": "stolen", "speak": "spoken", "wear": "worn",
-    "begin": "begun", "bite": "bitten", "blow": "blown", "know": "known", "grow": "grown",
-    "hold": "held", "build": "built", "buy": "bought", "sell": "sold", "read": "read",
-    "catch": "caught", "teach": "taught", "bring": "brought", "make": "made", "find": "found",
-    "hit": "hit", "cut": "cut", "put": "put", "feed": "fed", "lead": "led", "leave": "left",
-    "keep": "kept", "sweep": "swept", "hang": "hung", "dig": "dug", "spin": "spun",
-    "swing": "swung", "win": "won", "lose": "lost", "send": "sent", "spend": "spent",
-    "tell": "told", "pay": "paid", "lay": "laid", "do": "done", "get": "gotten", "have": "had",
-    "play": "played", "kick": "kicked", "pull": "pulled", "push": "pushed",
+    "eat": "eaten",
+    "throw": "thrown",
+    "write": "written",
+    "ride": "ridden",
+    "sing": "sung",
+    "swim": "swum",
+    "run": "run",
+    "drive": "driven",
+    "take": "taken",
+    "give": "given",
+    "see": "seen",
+    "break": "broken",
+    "choose": "chosen",
+    "draw": "drawn",
+    "fly": "flown",
+    "hide": "hidden",
+    "shake": "shaken",
+    "steal": "stolen",
+    "speak": "spoken",
+    "wear": "worn",
+    "begin": "begun",
+    "bite": "bitten",
+    "blow": "blown",
+    "know": "known",
+    "grow": "grown",
+    "hold": "held",
+    "build": "built",
+    "buy": "bought",
+    "sell": "sold",
+    "read": "read",
+    "catch": "caught",
+    "teach": "taught",
+    "bring": "brought",
+    "make": "made",
+    "find": "found",
+    "hit": "hit",
+    "cut": "cut",
+    "put": "put",
+    "feed": "fed",
+    "lead": "led",
+    "leave": "left",
+    "keep": "kept",
+    "sweep": "swept",
+    "hang": "hung",
+    "dig": "dug",
+    "spin": "spun",
+    "swing": "swung",
+    "win": "won",
+    "lose": "lost",
+    "send": "sent",
+    "spend": "spent",
+    "tell": "told",
+    "pay": "paid",
+    "lay": "laid",
+    "do": "done",
+    "get": "gotten",
+    "have": "had",
+    "play": "played",
+    "kick": "kicked",
+    "pull": "pulled",
+    "push": "pushed",
 }
 
 
@@ -120,7 +174,13 @@ def _regular_ed(base: str) -> str:
         return base + "d"
     if base.endswith("y") and len(base) > 2 and base[-2] not in "aeiou":
         return base[:-1] + "ied"
-    if len(base) <= 4 and len(base) >= 3 and base[-1] not in "aeiouwxy" and base[-2] in "aeiou" and base[-3] not in "aeiou":
+    if (
+        len(base) <= 4
+        and len(base) >= 3
+        and base[-1] not in "aeiouwxy"
+        and base[-2] in "aeiou"
+        and base[-3] not in "aeiou"
+    ):
         return base + base[-1] + "ed"
     return base + "ed"
 
@@ -174,7 +234,7 @@ def agree_be(word: str, plural: bool) -> str:
 
 def span_text(text: str, toks: list[Token], s: int, e: int) -> str:
     """The original characters covered by tokens [s, e)."""
-    return text[toks[s].start: toks[e - 1].end]
+    return text[toks[s].start : toks[e - 1].end]
 
 
 def delete_span(text: str, toks: list[Token], s: int, e: int) -> tuple[int, int, str]:
@@ -189,7 +249,7 @@ def delete_span(text: str, toks: list[Token], s: int, e: int) -> tuple[int, int,
 
 def lower_first(phrase: str, tok: Token) -> str:
     """Lower-case the first letter when it is only capitalised for being sentence-initial."""
-    if tok.pos in ("NNP", "NNPS") or tok.text == "I" or tok.text.isupper() and len(tok.text) > 1:
+    if tok.pos in ("NNP", "NNPS") or tok.text == "I" or (tok.text.isupper() and len(tok.text) > 1):
         return phrase
     return phrase[:1].lower() + phrase[1:]
 

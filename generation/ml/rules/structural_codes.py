@@ -41,7 +41,7 @@ def insert(s: Sentence, rng: random.Random, evaluative: bool = False) -> list[Pr
                 continue  # insert before the first noun of a compound only
             adj = rng.choice(adjs)
             edits = [(t.start, t.start, adj + " ")]
-            if (fix := fix_article(toks[i - 1], adj)):
+            if fix := fix_article(toks[i - 1], adj):
                 edits.append((toks[i - 1].start, toks[i - 1].end, fix))
             out.append(Proposal("insert", tuple(edits), (adj,), (), f"+adj {adj}"))
         elif _content_verb(t) and t.pos in ("VBZ", "VBD", "VBG") and i > 0:
@@ -53,7 +53,9 @@ def insert(s: Sentence, rng: random.Random, evaluative: bool = False) -> list[Pr
     end = _end_index(toks)
     if end >= 3:
         pp = rng.choice(lx.INSERT_PPS)
-        out.append(Proposal("insert", ((toks[end - 1].end, toks[end - 1].end, " " + pp),), tuple(pp.split()), (), f"+pp {pp}"))
+        out.append(
+            Proposal("insert", ((toks[end - 1].end, toks[end - 1].end, " " + pp),), tuple(pp.split()), (), f"+pp {pp}")
+        )
     return out
 
 
@@ -101,13 +103,14 @@ def _plural(toks: list[Token], a: int, b: int) -> bool:
 
 
 def restructure(s: Sentence, rng: random.Random) -> list[Proposal]:
-    toks, text, out = s.toks, s.text, []
+    toks, text = s.toks, s.text
+    out: list[Proposal] = []
     end = _end_index(toks)
     if end < 3:
         return out
     nps = np_chunks(toks)
     whole = (toks[0].start, toks[end - 1].end)
-    orig = text[whole[0]: whole[1]]
+    orig = text[whole[0] : whole[1]]
 
     def emit(new: str, detail: str, intro: tuple[str, ...] = ()) -> None:
         if new != orig:
@@ -122,27 +125,33 @@ def restructure(s: Sentence, rng: random.Random) -> list[Proposal]:
             if obj:
                 base = wnx.lemma(toks[b + 1].lower, "v")
                 be = agree_be("was" if toks[b].lower in ("was", "were") else "is", _plural(toks, *obj))
-                rest = text[toks[obj[1] - 1].end: toks[end - 1].end]
-                new = (f"{_as_subject(text, toks, *obj)} {be} being {participle(base)} by "
-                       f"{_as_object(text, toks, a, b)}{rest}")
+                rest = text[toks[obj[1] - 1].end : toks[end - 1].end]
+                new = (
+                    f"{_as_subject(text, toks, *obj)} {be} being {participle(base)} by "
+                    f"{_as_object(text, toks, a, b)}{rest}"
+                )
                 emit(new, "active -> passive (progressive)", ("being", participle(base), "by"))
         elif b < end and toks[b].pos in ("VBZ", "VBD") and _content_verb(toks[b]):
             obj = _np_at(nps, b + 1)
             if obj:
                 base = wnx.lemma(toks[b].lower, "v")
                 be = agree_be("was" if toks[b].pos == "VBD" else "is", _plural(toks, *obj))
-                rest = text[toks[obj[1] - 1].end: toks[end - 1].end]
+                rest = text[toks[obj[1] - 1].end : toks[end - 1].end]
                 new = f"{_as_subject(text, toks, *obj)} {be} {participle(base)} by {_as_object(text, toks, a, b)}{rest}"
                 emit(new, "active -> passive", (participle(base), "by"))
         # passive -> active: NP1 is/was VBN by NP2 (rest)
-        if b + 2 < end and toks[b].lower in ("is", "are", "was", "were") and toks[b + 1].pos in ("VBN", "VBD") \
-                and toks[b + 2].lower == "by":
+        if (
+            b + 2 < end
+            and toks[b].lower in ("is", "are", "was", "were")
+            and toks[b + 1].pos in ("VBN", "VBD")
+            and toks[b + 2].lower == "by"
+        ):
             agent = _np_at(nps, b + 3)
             if agent:
                 base = wnx.lemma(toks[b + 1].lower, "v")
                 past = toks[b].lower in ("was", "were")
                 verb = inflect(base, "VBD" if past else ("VBP" if _plural(toks, *agent) else "VBZ"))
-                rest = text[toks[agent[1] - 1].end: toks[end - 1].end]
+                rest = text[toks[agent[1] - 1].end : toks[end - 1].end]
                 new = f"{_as_subject(text, toks, *agent)} {verb} {_as_object(text, toks, a, b)}{rest}"
                 emit(new, "passive -> active", (verb,))
     # front a sentence-final prepositional phrase
@@ -160,7 +169,7 @@ def restructure(s: Sentence, rng: random.Random) -> list[Proposal]:
             continue
         if quoted or end > 30 or (t.text == "," and commas > 1):
             break
-        left, right = toks[:i], toks[i + 1: end]
+        left, right = toks[:i], toks[i + 1 : end]
         if not any(x.pos.startswith("VB") for x in left) or not any(x.pos.startswith("VB") for x in right):
             continue
         ltxt = span_text(text, toks, 0, i).rstrip(" ,")
@@ -190,10 +199,17 @@ def _agree_verb(v: Token, plural: bool) -> str:
 def shuffle(s: Sentence, rng: random.Random) -> list[Proposal]:
     toks, text, out = s.toks, s.text, []
     # noun phrases only (swapping pronouns breaks case and clitics: "You'd" / "me")
-    nps = [(a, b) for a, b in np_chunks(toks) if any(is_noun(x) for x in toks[a:b])
-           and not (b < len(toks) and toks[b].lower.startswith("'"))]
-    pairs = [(x, y) for k, x in enumerate(nps) for y in nps[k + 1:]
-             if span_text(text, toks, *x).lower() != span_text(text, toks, *y).lower()]
+    nps = [
+        (a, b)
+        for a, b in np_chunks(toks)
+        if any(is_noun(x) for x in toks[a:b]) and not (b < len(toks) and toks[b].lower.startswith("'"))
+    ]
+    pairs = [
+        (x, y)
+        for k, x in enumerate(nps)
+        for y in nps[k + 1 :]
+        if span_text(text, toks, *x).lower() != span_text(text, toks, *y).lower()
+    ]
     rng.shuffle(pairs)
     for (a1, b1), (a2, b2) in pairs[:4]:
         t1, t2 = span_text(text, toks, a1, b1), span_text(text, toks, a2, b2)
@@ -204,7 +220,7 @@ def shuffle(s: Sentence, rng: random.Random) -> list[Proposal]:
         edits = [(toks[a1].start, toks[b1 - 1].end, new1), (toks[a2].start, toks[b2 - 1].end, new2)]
         # subject-verb agreement when a subject's number changes
         if _plural(toks, a1, b1) != _plural(toks, a2, b2):
-            for (a, b), plural in (((a1, b1), _plural(toks, a2, b2)), ((a2, b2), _plural(toks, a1, b1))):
+            for (_, b), plural in (((a1, b1), _plural(toks, a2, b2)), ((a2, b2), _plural(toks, a1, b1))):
                 if b < len(toks) and (fixed := _agree_verb(toks[b], plural)) != toks[b].text:
                     edits.append((toks[b].start, toks[b].end, fixed))
         out.append(Proposal("shuffle", tuple(edits), (), (), f"swap '{t1}' <-> '{t2}'"))

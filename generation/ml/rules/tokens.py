@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Protocol
 
 TOKEN_RE = re.compile(
     r"[A-Za-z]+(?=n['’]t\b)"  # "did" of "didn't", "ca" of "can't"
@@ -59,9 +59,8 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     pos = 0
     for m in SENT_BREAK_RE.finditer(text):
         close = m.group("close") or m.group("close2") or ""
-        if m.end() == m.start():  # zero-width break ("movie.You"): nothing consumed
-            if m.start() == pos:
-                continue
+        if m.end() == m.start() == pos:  # a zero-width break ("movie.You") right here: nothing to cut
+            continue
         spans.append((pos, m.start() + len(close)))
         pos = m.end()
     spans.append((pos, len(text)))
@@ -89,10 +88,16 @@ def loose_sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int
     return [(s, e) for s, e in out if text[s:e].strip()]
 
 
-_TAGGER: Any = None
+class _Tagger(Protocol):
+    """textblob's ``PatternTagger`` (textblob is untyped)."""
+
+    def tag(self, text: str, tokenize: bool = True) -> list[tuple[str, str]]: ...
 
 
-def _tagger() -> Any:
+_TAGGER: _Tagger | None = None
+
+
+def _tagger() -> _Tagger:
     global _TAGGER
     if _TAGGER is None:
         from textblob.en.taggers import PatternTagger

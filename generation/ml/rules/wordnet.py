@@ -8,15 +8,58 @@ substitutions stay fluent.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from functools import lru_cache
-from typing import Any
+from typing import Protocol
 
-_WN: Any = None
+# nltk is untyped: the parts of its WordNet API this project uses, as Protocols.
+
+
+class Lemma(Protocol):
+    def name(self) -> str: ...
+
+    def key(self) -> str: ...
+
+    def count(self) -> int: ...
+
+    def antonyms(self) -> list[Lemma]: ...
+
+
+class Synset(Protocol):
+    def lemmas(self) -> list[Lemma]: ...
+
+    def hypernyms(self) -> list[Synset]: ...
+
+    def instance_hypernyms(self) -> list[Synset]: ...
+
+    def hyponyms(self) -> list[Synset]: ...
+
+    def similar_tos(self) -> list[Synset]: ...
+
+    def closure(self, rel: Callable[[Synset], Iterable[Synset]], depth: int = -1) -> Iterator[Synset]: ...
+
+
+class WordNet(Protocol):
+    """``nltk.corpus.wordnet`` (a lazily loaded ``WordNetCorpusReader``)."""
+
+    def ensure_loaded(self) -> None: ...
+
+    def synsets(self, lemma: str, pos: str | None = None) -> list[Synset]: ...
+
+    def lemmas(self, lemma: str, pos: str | None = None) -> list[Lemma]: ...
+
+    def morphy(self, form: str, pos: str | None = None) -> str | None: ...
+
+    def open(self, file: str) -> AbstractContextManager[Iterable[str]]: ...
+
+
+_WN: WordNet | None = None
 
 PENN_TO_WN = {"N": "n", "V": "v", "J": "a", "R": "r"}
 
 
-def wordnet() -> Any:
+def wordnet() -> WordNet:
     global _WN
     if _WN is None:
         if "NLTK_DATA" not in os.environ:
@@ -40,7 +83,7 @@ def lemma(word: str, pos: str) -> str:
 
 
 @lru_cache(maxsize=65536)
-def _synsets(word: str, pos: str, limit: int = 3) -> tuple[Any, ...]:
+def _synsets(word: str, pos: str, limit: int = 3) -> tuple[Synset, ...]:
     wn = wordnet()
     syns = wn.synsets(lemma(word, pos), pos)
     if pos == "a":
@@ -61,7 +104,7 @@ def _clean(names: list[tuple[str, int]], exclude: str) -> tuple[str, ...]:
 _COUNTS: dict[str, int] | None = None
 
 
-def _count(lem: Any) -> int:
+def _count(lem: Lemma) -> int:
     """SemCor frequency of a lemma, from cntlist.rev read once into a dict (``Lemma.count()``
     re-opens and searches that file on every call: too slow for a hot loop)."""
     global _COUNTS
@@ -82,7 +125,7 @@ def _count(lem: Any) -> int:
         return 0
 
 
-def _lemmas(synsets: Any) -> list[tuple[str, int]]:
+def _lemmas(synsets: Iterable[Synset]) -> list[tuple[str, int]]:
     return [(lem.name(), _count(lem)) for s in synsets for lem in s.lemmas()]
 
 
