@@ -55,7 +55,10 @@ class ProjectListApi(APIView):
 
 class ItemNextApi(APIView):
     authentication_classes = AUTHENTICATION
-    @extend_schema(request=None, responses={200: OpenApiResponse(description="{assignment, item, choices, expires_at}"), 204: None})
+
+    @extend_schema(
+        request=None, responses={200: OpenApiResponse(description="{assignment, item, choices, expires_at}"), 204: None}
+    )
     def post(self, request: Request, project_id: int) -> Response:
         access = svc.project_access(project_id=project_id, annotator=request.user)
         if access is None:
@@ -71,11 +74,14 @@ class ItemNextApi(APIView):
 
 class AnnotationSubmitApi(APIView):
     authentication_classes = AUTHENTICATION
+
     class InputSerializer(serializers.Serializer):
         choice = serializers.CharField(max_length=64)
         duration_ms = serializers.IntegerField(min_value=0, max_value=24 * 3600 * 1000, required=False, allow_null=True)
 
-    @extend_schema(request=InputSerializer, responses={201: AnnotationOutputSerializer, 200: AnnotationOutputSerializer})
+    @extend_schema(
+        request=InputSerializer, responses={201: AnnotationOutputSerializer, 200: AnnotationOutputSerializer}
+    )
     def post(self, request: Request, assignment_id: int) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -100,7 +106,9 @@ class AssignmentSkipApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            a = svc.assignment_skip(assignment_id=assignment_id, annotator=request.user, reason=data.validated_data["reason"])
+            a = svc.assignment_skip(
+                assignment_id=assignment_id, annotator=request.user, reason=data.validated_data["reason"]
+            )
         except svc.AnnotationError as exc:
             return _error(exc)
         return Response({"assignment": a.pk, "status": a.status})
@@ -109,7 +117,9 @@ class AssignmentSkipApi(APIView):
 class AnnotationUndoApi(APIView):
     """Extension: take back an answer inside the undo window; the lease is live again."""
 
-    @extend_schema(request=None, responses={200: OpenApiResponse(description="{assignment, item, choices, expires_at}")})
+    @extend_schema(
+        request=None, responses={200: OpenApiResponse(description="{assignment, item, choices, expires_at}")}
+    )
     def post(self, request: Request, assignment_id: int) -> Response:
         try:
             a = svc.annotation_undo(assignment_id=assignment_id, annotator=request.user)
@@ -152,8 +162,10 @@ class ProjectRouteApi(APIView):
         strategy = serializers.ChoiceField(choices=STRATEGIES, default="random")
         seed = serializers.IntegerField(required=False, allow_null=True)
 
-    @extend_schema(request=InputSerializer,
-                   responses={202: OpenApiResponse(description="the queued route job (as /api/v1/jobs/{id}/)")})
+    @extend_schema(
+        request=InputSerializer,
+        responses={202: OpenApiResponse(description="the queued route job (as /api/v1/jobs/{id}/)")},
+    )
     def post(self, request: Request, project_id: int) -> Response:
         project = Project.objects.filter(pk=project_id).first()
         if project is None:

@@ -11,5 +11,6 @@ class AnnotateConfig(AppConfig):
         from annotate.services.routing import project_route_job
         from projects.services.jobs import job_kind_register
 
-        job_kind_register(name="route", queue="ml", handler=project_route_job,
-                          time_limit=int(settings.COUNTERPART["JOB_TIME_LIMIT"]))
+        job_kind_register(
+            name="route", queue="ml", handler=project_route_job, time_limit=int(settings.COUNTERPART["JOB_TIME_LIMIT"])
+        )

@@ -62,7 +62,9 @@ class Item(models.Model):
             # next-item: breadth-first (most-started first), then the random key. Partial, so
             # finished items and gold items never slow it down, whatever the pool size.
             models.Index(
-                F("project"), F("taken").desc(), F("priority"),
+                F("project"),
+                F("taken").desc(),
+                F("priority"),
                 condition=Q(status="open", is_gold=False, taken__lt=F("k")),
                 name="item_next_open",
             ),

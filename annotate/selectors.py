@@ -127,7 +127,10 @@ def last_undoable(*, project: Project, user: Any) -> Annotation | None:
     from annotate.services.assignments import undo_window
 
     ann = (
-        Annotation.objects.filter(project=project, annotator=user).select_related("item").order_by("-created_at", "-id").first()
+        Annotation.objects.filter(project=project, annotator=user)
+        .select_related("item")
+        .order_by("-created_at", "-id")
+        .first()
     )
     if ann is None or ann.item.status != "open" or timezone.now() - ann.created_at > undo_window():
         return None
@@ -170,12 +173,23 @@ def project_quality(*, project: Project) -> dict[str, Any]:
     from annotate.services.quality import canonical_choices
 
     allowed = canonical_choices(kind, labels)
-    rows = list(Annotation.objects.filter(project=project).values_list("item_id", "annotator_id", "choice", "is_gold", "correct", "duration_ms"))
+    rows = list(
+        Annotation.objects.filter(project=project).values_list(
+            "item_id", "annotator_id", "choice", "is_gold", "correct", "duration_ms"
+        )
+    )
     real = [(i, a, c) for i, a, c, g, _, _ in rows if not g]
     gold_rows = [(a, bool(ok)) for _, a, _, g, ok, _ in rows if g]
-    item_counts = dict(Item.objects.filter(project=project, is_gold=False).values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    item_counts = dict(
+        Item.objects.filter(project=project, is_gold=False)
+        .values_list("status")
+        .annotate(n=Count("id"))
+        .values_list("status", "n")
+    )
     contested = Item.objects.filter(project=project, is_gold=False, status="complete", result="").count()
-    unclear = Item.objects.filter(project=project, is_gold=False, status="complete", result=choice_rules.UNCLEAR).count()
+    unclear = Item.objects.filter(
+        project=project, is_gold=False, status="complete", result=choice_rules.UNCLEAR
+    ).count()
     extended = Item.objects.filter(project=project, is_gold=False, k__gt=project.annotators_per_item).count()
     out: dict[str, Any] = {
         "project": {"id": project.pk, "name": project.name, "task": project.task, "k": project.annotators_per_item},
@@ -234,7 +248,9 @@ def project_quality(*, project: Project) -> dict[str, Any]:
         gold_items = dict(Item.objects.filter(project=project, is_gold=True).values_list("id", "gold_choice"))
         ds_input = real + [(i, a, c) for i, a, c, g, _, _ in rows if g and c in allowed]
         try:
-            ds = agreement.dawid_skene(ds_input, labels=allowed, gold={i: c for i, c in gold_items.items() if c in allowed})
+            ds = agreement.dawid_skene(
+                ds_input, labels=allowed, gold={i: c for i, c in gold_items.items() if c in allowed}
+            )
             ds_labels = {i: lab for i, lab in ds.label_of.items() if i not in gold_items}
             differ = sum(1 for i, lab in ds_labels.items() if mv.get(i) and mv[i].label != lab)
             out["aggregation"] = {
@@ -266,7 +282,9 @@ def project_quality(*, project: Project) -> dict[str, Any]:
                 "username": names.get(a, str(a)),
                 "answers": per_ann[a]["real"],
                 "gold_answers": per_ann[a]["gold"],
-                "gold_accuracy": None if acc is None else {"accuracy": acc.accuracy, "ci_low": acc.ci_low, "ci_high": acc.ci_high, "n": acc.n},
+                "gold_accuracy": None
+                if acc is None
+                else {"accuracy": acc.accuracy, "ci_low": acc.ci_low, "ci_high": acc.ci_high, "n": acc.n},
                 "agreement_majority": None if a not in mv_agree else mv_agree[a].rate,
                 "agreement_dawid_skene": None if a not in ds_agree else ds_agree[a].rate,
                 "median_ms": ds_[len(ds_) // 2] if ds_ else None,
@@ -279,7 +297,9 @@ def project_quality(*, project: Project) -> dict[str, Any]:
         )
     if kind == "caption_choice":
         pairs: dict[int, dict[str, str]] = defaultdict(dict)
-        for cid, side, result in Item.objects.filter(project=project, is_gold=False, status="complete").values_list("candidate_id", "side", "result"):
+        for cid, side, result in Item.objects.filter(project=project, is_gold=False, status="complete").values_list(
+            "candidate_id", "side", "result"
+        ):
             pairs[cid][side] = result
         both = [p for p in pairs.values() if "original" in p and "counterfactual" in p]
         worked = sum(1 for p in both if p["original"] == "caption_a" and p["counterfactual"] == "caption_b")
@@ -297,19 +317,23 @@ def memberships_for(*, project: Project) -> QuerySet[ProjectMembership]:
 def annotator_candidates(*, project: Project) -> QuerySet[Any]:
     """Annotator accounts not yet members of ``project`` (for the researcher's add form)."""
     User = get_user_model()
-    return User.objects.filter(groups__name=permissions.ANNOTATOR).exclude(memberships__project=project).order_by("username")
+    return (
+        User.objects.filter(groups__name=permissions.ANNOTATOR)
+        .exclude(memberships__project=project)
+        .order_by("username")
+    )
 
 
 __all__ = [
-    "project_annotatable_by",
-    "membership_for",
-    "item_view",
     "ItemView",
-    "annotator_progress",
-    "last_undoable",
-    "annotator_home",
-    "project_quality",
-    "memberships_for",
     "annotator_candidates",
+    "annotator_home",
+    "annotator_progress",
     "image_url",
+    "item_view",
+    "last_undoable",
+    "membership_for",
+    "memberships_for",
+    "project_annotatable_by",
+    "project_quality",
 ]

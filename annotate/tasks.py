@@ -13,8 +13,7 @@ from celery import shared_task
 from annotate.services.assignments import assignments_expire
 
 
-@shared_task(name="annotate.tasks.assignments_expire_task", ignore_result=True, time_limit=300,
-             soft_time_limit=290)
+@shared_task(name="annotate.tasks.assignments_expire_task", ignore_result=True, time_limit=300, soft_time_limit=290)
 def assignments_expire_task() -> int:
     total = 0
     while True:

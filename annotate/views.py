@@ -120,7 +120,10 @@ def answer(request: HttpRequest, assignment_id: int) -> HttpResponse:
     error, status = "", 200
     try:
         svc.annotation_submit(
-            assignment_id=assignment_id, annotator=request.user, choice=request.POST.get("choice", ""), duration_ms=duration
+            assignment_id=assignment_id,
+            annotator=request.user,
+            choice=request.POST.get("choice", ""),
+            duration_ms=duration,
         )
     except svc.AnnotationError as exc:
         error, status = str(exc), exc.status
@@ -195,8 +198,9 @@ def route(request: HttpRequest, project_id: int) -> HttpResponse:
     project = get_object_or_404(Project, pk=project_id)
     try:
         budget = float(request.POST["budget"]) if request.POST.get("budget") else None
-        job = project_route_start(project=project, budget=budget, strategy=request.POST.get("strategy", "random"),
-                                  created_by=request.user)
+        job = project_route_start(
+            project=project, budget=budget, strategy=request.POST.get("strategy", "random"), created_by=request.user
+        )
     except ValueError:
         messages.error(request, "Routing refused: the budget must be a number between 0 and 1.")
     except ValidationError as exc:
@@ -219,9 +223,7 @@ def members(request: HttpRequest, project_id: int) -> HttpResponse:
         membership_unflag(membership=m)
         messages.success(request, f"Cleared the flag on {m.user.username}.")
     else:
-        users = list(
-            get_user_model().objects.filter(pk__in=request.POST.getlist("user"), groups__name=ANNOTATOR)
-        )
+        users = list(get_user_model().objects.filter(pk__in=request.POST.getlist("user"), groups__name=ANNOTATOR))
         added = project_add_annotators(project=project, users=users)
         messages.success(request, f"Added {added} annotator(s).")
     return redirect("annotate-dashboard", project_id=project.pk)

@@ -28,7 +28,6 @@ from projects.permissions import IsResearcher
 SKIPS_SHOWN = 100
 
 
-
 @extend_schema_serializer(component_name="GenerationRunProgress")
 class RunProgressSerializer(serializers.Serializer):
     done = serializers.IntegerField()
@@ -109,8 +108,12 @@ class RunListApi(APIView):
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            run = run_start(project=project, generator=data.validated_data["generator"],
-                            options=data.validated_data["options"], created_by=request.user)
+            run = run_start(
+                project=project,
+                generator=data.validated_data["generator"],
+                options=data.validated_data["options"],
+                created_by=request.user,
+            )
         except DjangoValidationError as exc:
             return Response(exc.message_dict, status=status.HTTP_400_BAD_REQUEST)
         except Exception as exc:  # noqa: BLE001 - the broker is down: the run is marked failed

@@ -11,5 +11,9 @@ class GenerationConfig(AppConfig):
         from generation.services.runs import run_job_handler
         from projects.services.jobs import job_kind_register
 
-        job_kind_register(name="generation", queue="generation", handler=run_job_handler,
-                          time_limit=int(settings.COUNTERPART["GENERATION_TIME_LIMIT"]))
+        job_kind_register(
+            name="generation",
+            queue="generation",
+            handler=run_job_handler,
+            time_limit=int(settings.COUNTERPART["GENERATION_TIME_LIMIT"]),
+        )

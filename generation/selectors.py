@@ -58,10 +58,21 @@ def run_progress(*, run: GenerationRun, now: Any = None) -> RunProgress:
     else:
         counts = run_candidate_counts(run=run)
     return RunProgress(
-        id=run.pk, status=run.status, generator=run.generator, done=run.done, total=run.total,
-        skipped=run.skipped, fraction=round(fraction, 4), percent=int(fraction * 100),
-        rate=rate, eta_seconds=eta, elapsed_seconds=elapsed, cancel_requested=run.cancel_requested, finished=finished,
-        error=run.error, **counts,
+        id=run.pk,
+        status=run.status,
+        generator=run.generator,
+        done=run.done,
+        total=run.total,
+        skipped=run.skipped,
+        fraction=round(fraction, 4),
+        percent=int(fraction * 100),
+        rate=rate,
+        eta_seconds=eta,
+        elapsed_seconds=elapsed,
+        cancel_requested=run.cancel_requested,
+        finished=finished,
+        error=run.error,
+        **counts,
     )
 
 
@@ -117,14 +128,21 @@ def run_metrics_rows(*, run: GenerationRun) -> list[tuple[str, str]]:
         rows.append((f"acceptance by filter: {name}", _fmt(share)))
     every = m.get("all_candidates") or {}
     for key, label in (
-        ("distinct_1", "distinct-1"), ("distinct_2", "distinct-2"), ("self_bleu", "self-BLEU"),
-        ("mean_token_edit_distance", "mean token edit distance"), ("mean_similarity", "mean similarity"),
+        ("distinct_1", "distinct-1"),
+        ("distinct_2", "distinct-2"),
+        ("self_bleu", "self-BLEU"),
+        ("mean_token_edit_distance", "mean token edit distance"),
+        ("mean_similarity", "mean similarity"),
         ("introduced_distinct_1", "distinct-1 of introduced tokens"),
         ("introduced_top", "most frequent introduced token"),
         ("introduced_max_share", "share of the most frequent introduced token"),
     ):
         rows.append((f"{label} (accepted / all)", f"{_fmt(m.get(key))} / {_fmt(every.get(key))}"))
     for code, share in sorted((m.get("share_per_code") or {}).items()):
-        rows.append((f"share of code {code} (all / accepted)",
-                     f"{_fmt(share)} / {_fmt((m.get('accepted_share_per_code') or {}).get(code, 0.0))}"))
+        rows.append(
+            (
+                f"share of code {code} (all / accepted)",
+                f"{_fmt(share)} / {_fmt((m.get('accepted_share_per_code') or {}).get(code, 0.0))}",
+            )
+        )
     return rows

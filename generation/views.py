@@ -35,11 +35,18 @@ class RunStartForm(forms.Form):
     max_per_original = forms.IntegerField(required=False, min_value=1)
     seed = forms.IntegerField(required=False, initial=0)
     similarity_band = forms.CharField(required=False, help_text="LO,HI — keep LO < similarity <= HI")
-    filters = forms.MultipleChoiceField(choices=[(f, f) for f in FILTER_NAMES], required=False,
-                                        widget=forms.CheckboxSelectMultiple, initial=list(FILTER_NAMES))
+    filters = forms.MultipleChoiceField(
+        choices=[(f, f) for f in FILTER_NAMES],
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        initial=list(FILTER_NAMES),
+    )
     split = forms.CharField(required=False, help_text="only originals of this split")
-    generator_options = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
-                                        help_text='JSON object, e.g. {"codes": ["negation", "lexical"]}')
+    generator_options = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text='JSON object, e.g. {"codes": ["negation", "lexical"]}',
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -73,8 +80,12 @@ def run_new(request: HttpRequest, project_id: int) -> HttpResponse:
     form = RunStartForm(request.POST or None, initial={"generator": default})
     if request.method == "POST" and form.is_valid():
         try:
-            run = run_start(project=project, generator=form.cleaned_data["generator"], options=form.run_options(),
-                            created_by=request.user)
+            run = run_start(
+                project=project,
+                generator=form.cleaned_data["generator"],
+                options=form.run_options(),
+                created_by=request.user,
+            )
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():
                 form.add_error(field if field in form.fields else None, errors)
@@ -84,8 +95,12 @@ def run_new(request: HttpRequest, project_id: int) -> HttpResponse:
         else:
             return redirect("run-detail", pk=run.pk)
     band = default_band(project.task)
-    context = {"project": project, "form": form, "default_band": f"{band[0]},{band[1]}",
-               "generators": [(n, registry.entry(n).description) for n in registry.names()]}
+    context = {
+        "project": project,
+        "form": form,
+        "default_band": f"{band[0]},{band[1]}",
+        "generators": [(n, registry.entry(n).description) for n in registry.names()],
+    }
     return render(request, "generation/run_new.html", context, status=400 if form.errors else 200)
 
 

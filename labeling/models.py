@@ -43,8 +43,9 @@ class PairwiseModel(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["project", "version"], name="pairwise_model_unique_version"),
             models.CheckConstraint(condition=Q(mode__in=MODES), name="pairwise_model_mode_valid"),
-            models.CheckConstraint(condition=Q(threshold__gte=0) & Q(threshold__lte=1),
-                                   name="pairwise_model_threshold_0_1"),
+            models.CheckConstraint(
+                condition=Q(threshold__gte=0) & Q(threshold__lte=1), name="pairwise_model_threshold_0_1"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -67,6 +68,7 @@ class AutolabelRun(models.Model):
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            models.CheckConstraint(condition=Q(min_confidence__gte=0) & Q(min_confidence__lte=1),
-                                   name="autolabel_run_min_conf_0_1"),
+            models.CheckConstraint(
+                condition=Q(min_confidence__gte=0) & Q(min_confidence__lte=1), name="autolabel_run_min_conf_0_1"
+            ),
         ]

@@ -44,8 +44,12 @@ def flip_rates_for(*, project: Project) -> FlipRates:
     perturbation type and by direction (original label -> counterfactual label), plus the
     latest pairwise model (its cross-validated accuracy). One grouped query."""
     rows = (
-        Candidate.objects.filter(project=project, label__isnull=False, example__label__isnull=False,
-                                 state__in=[states.HUMAN_LABELED, states.AUTO_LABELED])
+        Candidate.objects.filter(
+            project=project,
+            label__isnull=False,
+            example__label__isnull=False,
+            state__in=[states.HUMAN_LABELED, states.AUTO_LABELED],
+        )
         .values("label_source", "perturbation", "example__label__name", "label__name")
         .annotate(n=Count("id"))
         .order_by()
@@ -59,11 +63,13 @@ def flip_rates_for(*, project: Project) -> FlipRates:
             continue
         y, y2, n = r["example__label__name"], r["label__name"], r["n"]
         flipped = n if y != y2 else 0
-        for cell in (out.overall[source],
-                     by_pert.setdefault(r["perturbation"] or "(none)", {s: FlipCell() for s in SOURCES})[source]):
+        for cell in (
+            out.overall[source],
+            by_pert.setdefault(r["perturbation"] or "(none)", {s: FlipCell() for s in SOURCES})[source],
+        ):
             cell.n += n
             cell.flipped += flipped
-        d = by_dir.setdefault((y, y2), {s: 0 for s in SOURCES})
+        d = by_dir.setdefault((y, y2), dict.fromkeys(SOURCES, 0))
         d[source] += n
     out.by_perturbation = sorted(by_pert.items())
     out.by_direction = [(a, b, counts) for (a, b), counts in sorted(by_dir.items())]
@@ -95,11 +101,7 @@ def _pooled_pairs(project: Project) -> tuple[list[int], list[Pair], list[int]]:
     ids: list[int] = []
     pairs: list[Pair] = []
     unscorable: list[int] = []
-    rows = (
-        Candidate.objects.filter(project=project, state=states.POOLED)
-        .values_list("id", *PAIR_VALUES)
-        .order_by("id")
-    )
+    rows = Candidate.objects.filter(project=project, state=states.POOLED).values_list("id", *PAIR_VALUES).order_by("id")
     for cid, *pair in rows.iterator(chunk_size=5000):
         if pair[2] is None:  # the original's label
             unscorable.append(cid)
@@ -121,15 +123,15 @@ def _active_scores(bundle: LabelingModel, pairs: list[Pair], messages: list[str]
     for start in range(0, len(pairs), SCORE_CHUNK):
         block = pairs[start : start + SCORE_CHUNK]
         inputs = bundle.inputs(block) if has_inputs else None
-        proba = np.asarray(bundle.predict_proba(block, inputs=inputs) if inputs is not None
-                           else bundle.predict_proba(block), dtype=np.float64)
+        proba = np.asarray(
+            bundle.predict_proba(block, inputs=inputs) if inputs is not None else bundle.predict_proba(block),
+            dtype=np.float64,
+        )
         probas.append(proba)
         if inputs is not None:
             enc = inputs.enc
             n = len(block)
-            feats.append(
-                np.hstack([enc.emb_c.reshape(n, -1) - enc.emb_o.reshape(n, -1), enc.edits]).astype(np.float32)
-            )
+            feats.append(np.hstack([enc.emb_c.reshape(n, -1) - enc.emb_o.reshape(n, -1), enc.edits]).astype(np.float32))
         else:
             feats.append(proba.astype(np.float32))
     return np.vstack(probas), np.vstack(feats)
@@ -142,7 +144,9 @@ def active_selection_for(*, project: Project, n: int, seed: int) -> ActiveSelect
     try:
         model = latest_model(project)
     except ValidationError:
-        return ActiveSelection(None, unavailable="no pairwise model for this project yet (train one with train_pairwise)")
+        return ActiveSelection(
+            None, unavailable="no pairwise model for this project yet (train one with train_pairwise)"
+        )
     try:
         bundle = load_model(project, model)
     except ValidationError as exc:

@@ -62,8 +62,9 @@ def _label_names(project: Project) -> list[str]:
 PAIR_VALUES = ("example__fields", "fields", "example__label__name", "perturbation", "group")
 
 
-def candidate_pair(o_fields: dict[str, str], c_fields: dict[str, str], y: str, perturbation: str | None,
-                   group: str | None) -> Pair:
+def candidate_pair(
+    o_fields: dict[str, str], c_fields: dict[str, str], y: str, perturbation: str | None, group: str | None
+) -> Pair:
     """A :class:`Pair` from a ``values_list(*PAIR_VALUES)`` row (y must not be None)."""
     return Pair(o_fields, c_fields, y, perturbation or "", group or "")
 
@@ -91,15 +92,18 @@ def _read_warm(spec: str, project: Project, labels: list[str]) -> tuple[list[Pai
 
     try:
         fmt, path, split = parse_warm_spec(spec)
-        records = list(read(fmt, [path], task=project.task, split=split, labels=labels,
-                            text_fields=list(project.text_fields)))
+        records = list(
+            read(fmt, [path], task=project.task, split=split, labels=labels, text_fields=list(project.text_fields))
+        )
     except (ValueError, FormatError) as exc:
         raise ValidationError(f"warm start {spec!r}: {exc}") from None
     data, problems = pairs_from_records(records, labels)
     if not data.pairs:
         shown = "; ".join(problems[:3])
-        raise ValidationError(f"warm start {spec!r}: no labelled pairs with this project's labels and fields"
-                              + (f" ({len(problems)} problems, e.g. {shown})" if problems else ""))
+        raise ValidationError(
+            f"warm start {spec!r}: no labelled pairs with this project's labels and fields"
+            + (f" ({len(problems)} problems, e.g. {shown})" if problems else "")
+        )
     return data.pairs, data.y_prime
 
 
@@ -151,9 +155,7 @@ def pairwise_train(
         return _train_cross_encoder(project, pairs, ys, threshold, created_by, t0)
     pairs, ys = pairwise_training_data(project=project)
 
-    originals = list(
-        Example.objects.filter(project=project, label__isnull=False).values_list("fields", "label__name")
-    )
+    originals = list(Example.objects.filter(project=project, label__isnull=False).values_list("fields", "label__name"))
     orig_records = [o for o, _ in originals]
     orig_y = [y for _, y in originals]
     warm_pairs: list[Pair] = []
@@ -166,10 +168,16 @@ def pairwise_train(
     step(0, TRAIN_STEPS)
     f: Any = None
     if mode == "capc":
+
         def make_f() -> Any:
-            return make_base_classifier(base, labels=labels, fields=fields, embed=embedder().encode,
-                                        model_path=settings.COUNTERPART["BASE_CLASSIFIER_PATH"],
-                                        device=settings.COUNTERPART["DEVICE"])
+            return make_base_classifier(
+                base,
+                labels=labels,
+                fields=fields,
+                embed=embedder().encode,
+                model_path=settings.COUNTERPART["BASE_CLASSIFIER_PATH"],
+                device=settings.COUNTERPART["DEVICE"],
+            )
 
         try:
             # trained bases are cross-fitted (f(x) is never a memorised label; see CrossFitted);
@@ -199,11 +207,23 @@ def pairwise_train(
     cv["features"] = h.feature_set_name
     step(3, TRAIN_STEPS)
     return _save_model(
-        project, bundle, mode=mode, base_classifier=base, warm_start=warm_start,
-        n_train=len(pairs), n_warm=len(warm_pairs), n_originals=len(orig_records) if f is not None else 0,
-        label_counts={lab: ys.count(lab) for lab in labels}, cv_accuracy=h.cv.accuracy, cv_macro_f1=h.cv.macro_f1,
-        cv_ece=h.cv.ece, cv_folds=h.cv.folds, threshold=threshold, metrics=cv,
-        seconds=round(time.perf_counter() - t0, 2), created_by=created_by,
+        project,
+        bundle,
+        mode=mode,
+        base_classifier=base,
+        warm_start=warm_start,
+        n_train=len(pairs),
+        n_warm=len(warm_pairs),
+        n_originals=len(orig_records) if f is not None else 0,
+        label_counts={lab: ys.count(lab) for lab in labels},
+        cv_accuracy=h.cv.accuracy,
+        cv_macro_f1=h.cv.macro_f1,
+        cv_ece=h.cv.ece,
+        cv_folds=h.cv.folds,
+        threshold=threshold,
+        metrics=cv,
+        seconds=round(time.perf_counter() - t0, 2),
+        created_by=created_by,
     )
 
 
@@ -217,8 +237,9 @@ def _save_model(project: Project, bundle: LabelingModel, **fields: Any) -> Pairw
         return PairwiseModel.objects.create(project=project, version=version, path=str(path), **fields)
 
 
-def _train_cross_encoder(project: Project, pairs: list[Pair], ys: list[str], threshold: float, created_by: Any,
-                         t0: float) -> PairwiseModel:
+def _train_cross_encoder(
+    project: Project, pairs: list[Pair], ys: list[str], threshold: float, created_by: Any, t0: float
+) -> PairwiseModel:
     from labeling.ml.cross_encoder import MIN_LABELS as CE_MIN
     from labeling.ml.cross_encoder import CrossEncoderH
     from projects.ml.embeddings import default_model_path
@@ -226,8 +247,14 @@ def _train_cross_encoder(project: Project, pairs: list[Pair], ys: list[str], thr
     labels = _label_names(project)
     fields = list(project.text_fields)
     cp = settings.COUNTERPART
-    h = CrossEncoderH(labels, fields, cp["MINILM_PATH"] or default_model_path(), device=cp["DEVICE"],
-                      threshold=threshold, min_labels=CE_MIN)
+    h = CrossEncoderH(
+        labels,
+        fields,
+        cp["MINILM_PATH"] or default_model_path(),
+        device=cp["DEVICE"],
+        threshold=threshold,
+        min_labels=CE_MIN,
+    )
     try:
         h.fit(pairs, ys)
     except TooFewLabels as exc:
@@ -237,10 +264,21 @@ def _train_cross_encoder(project: Project, pairs: list[Pair], ys: list[str], thr
     cv["features"] = h.feature_set_name
     bundle = LabelingModel(labels, fields, "pc", h, meta={"learner": "cross-encoder"})
     return _save_model(
-        project, bundle, mode="pc", base_classifier="", warm_start="", n_train=len(pairs),
-        label_counts={lab: ys.count(lab) for lab in labels}, cv_accuracy=h.cv.accuracy, cv_macro_f1=h.cv.macro_f1,
-        cv_ece=h.cv.ece, cv_folds=1, threshold=threshold, metrics=cv,
-        seconds=round(time.perf_counter() - t0, 2), created_by=created_by,
+        project,
+        bundle,
+        mode="pc",
+        base_classifier="",
+        warm_start="",
+        n_train=len(pairs),
+        label_counts={lab: ys.count(lab) for lab in labels},
+        cv_accuracy=h.cv.accuracy,
+        cv_macro_f1=h.cv.macro_f1,
+        cv_ece=h.cv.ece,
+        cv_folds=1,
+        threshold=threshold,
+        metrics=cv,
+        seconds=round(time.perf_counter() - t0, 2),
+        created_by=created_by,
     )
 
 
@@ -265,12 +303,19 @@ def load_model(project: Project, model: PairwiseModel) -> LabelingModel:
 
 
 def _confidence_case(ids: list[int], conf: list[float]) -> Case:
-    return Case(*[When(pk=i, then=Value(round(float(c), 6))) for i, c in zip(ids, conf, strict=True)],
-                output_field=FloatField())
+    return Case(
+        *[When(pk=i, then=Value(round(float(c), 6))) for i, c in zip(ids, conf, strict=True)], output_field=FloatField()
+    )
 
 
-def autolabel(*, project: Project, min_confidence: float | None = None, model: PairwiseModel | None = None,
-              chunk_size: int = CHUNK, progress: Progress | None = None) -> AutolabelRun:
+def autolabel(
+    *,
+    project: Project,
+    min_confidence: float | None = None,
+    model: PairwiseModel | None = None,
+    chunk_size: int = CHUNK,
+    progress: Progress | None = None,
+) -> AutolabelRun:
     """Label the project's ``pooled`` and ``abstained`` candidates with the latest model;
     ``progress(done, total)`` counts candidates considered."""
     t0 = time.perf_counter()
@@ -290,7 +335,7 @@ def autolabel(*, project: Project, min_confidence: float | None = None, model: P
     if progress is not None:
         progress(0, len(rows))
     for start in range(0, len(rows), chunk_size * 4):
-        block = rows[start:start + chunk_size * 4]
+        block = rows[start : start + chunk_size * 4]
         pairs = [candidate_pair(*r[2:]) for r in block]
         was_abstained = np.asarray([r[1] == states.ABSTAINED for r in block])
         proba = bundle.predict_proba(pairs)
@@ -300,20 +345,23 @@ def autolabel(*, project: Project, min_confidence: float | None = None, model: P
         for k, name in enumerate(bundle.labels):
             sel = np.flatnonzero(confident & (pred == k))
             for s in range(0, len(sel), chunk_size):
-                part = sel[s:s + chunk_size]
+                part = sel[s : s + chunk_size]
                 id_list = ids[part].tolist()
                 run.auto_labeled += candidates_transition(
-                    candidates=Candidate.objects.filter(pk__in=id_list), to=states.AUTO_LABELED,
-                    label_id=label_ids[name], label_source="auto",
+                    candidates=Candidate.objects.filter(pk__in=id_list),
+                    to=states.AUTO_LABELED,
+                    label_id=label_ids[name],
+                    label_source="auto",
                     confidence=_confidence_case(id_list, conf[part].tolist()),
                 )
         low = np.flatnonzero(~confident)
         for s in range(0, len(low), chunk_size):
-            part = low[s:s + chunk_size]
+            part = low[s : s + chunk_size]
             id_list = ids[part].tolist()
             # abstained -> abstained is not an edge: those already abstained stay as they are
             run.abstained += candidates_transition(
-                candidates=Candidate.objects.filter(pk__in=id_list, state=states.POOLED), to=states.ABSTAINED,
+                candidates=Candidate.objects.filter(pk__in=id_list, state=states.POOLED),
+                to=states.ABSTAINED,
                 confidence=_confidence_case(id_list, conf[part].tolist()),
             )
             run.abstained += int(np.sum(was_abstained[part]))  # already abstained: they stay so
@@ -329,15 +377,26 @@ def autolabel(*, project: Project, min_confidence: float | None = None, model: P
 TRAIN_STEPS = 4
 
 
-def pairwise_train_start(*, project: Project, mode: str = "capc", warm_start: str = "",
-                         threshold: float | None = None, created_by: Any = None) -> Job:
+def pairwise_train_start(
+    *,
+    project: Project,
+    mode: str = "capc",
+    warm_start: str = "",
+    threshold: float | None = None,
+    created_by: Any = None,
+) -> Job:
     """Refuse at once when the labels cannot train h (cheap check), else queue a ``train``
     job on the ``ml`` queue."""
     if mode not in MODES:
         raise ValidationError(f"unknown mode {mode!r}; choose pc or capc")
     pairwise_training_data(project=project)
-    return job_start(kind="train", project=project, created_by=created_by, total=TRAIN_STEPS,
-                     params={"mode": mode, "warm_start": warm_start, "threshold": threshold})
+    return job_start(
+        kind="train",
+        project=project,
+        created_by=created_by,
+        total=TRAIN_STEPS,
+        params={"mode": mode, "warm_start": warm_start, "threshold": threshold},
+    )
 
 
 def autolabel_start(*, project: Project, min_confidence: float | None = None, created_by: Any = None) -> Job:
@@ -346,21 +405,36 @@ def autolabel_start(*, project: Project, min_confidence: float | None = None, cr
     latest_model(project)
     if min_confidence is not None and not 0 <= min_confidence <= 1:
         raise ValidationError("min confidence must be between 0 and 1")
-    return job_start(kind="autolabel", project=project, created_by=created_by,
-                     params={"min_confidence": min_confidence})
+    return job_start(
+        kind="autolabel", project=project, created_by=created_by, params={"min_confidence": min_confidence}
+    )
 
 
 def pairwise_train_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     p = job.params
     assert job.project is not None
     try:
-        model = pairwise_train(project=job.project, mode=p.get("mode", "capc"), warm_start=p.get("warm_start") or "",
-                               threshold=p.get("threshold"), created_by=job.created_by, progress=ctx.progress)
+        model = pairwise_train(
+            project=job.project,
+            mode=p.get("mode", "capc"),
+            warm_start=p.get("warm_start") or "",
+            threshold=p.get("threshold"),
+            created_by=job.created_by,
+            progress=ctx.progress,
+        )
     except ValidationError as exc:
         raise JobFailed(" ".join(exc.messages)) from exc
-    return {"model": model.pk, "version": model.version, "mode": model.mode, "n_train": model.n_train,
-            "cv_accuracy": model.cv_accuracy, "cv_macro_f1": model.cv_macro_f1, "cv_ece": model.cv_ece,
-            "threshold": model.threshold, "seconds": model.seconds}
+    return {
+        "model": model.pk,
+        "version": model.version,
+        "mode": model.mode,
+        "n_train": model.n_train,
+        "cv_accuracy": model.cv_accuracy,
+        "cv_macro_f1": model.cv_macro_f1,
+        "cv_ece": model.cv_ece,
+        "threshold": model.threshold,
+        "seconds": model.seconds,
+    }
 
 
 def autolabel_job(job: Job, ctx: JobContext) -> dict[str, Any]:
@@ -369,6 +443,13 @@ def autolabel_job(job: Job, ctx: JobContext) -> dict[str, Any]:
         run = autolabel(project=job.project, min_confidence=job.params.get("min_confidence"), progress=ctx.progress)
     except ValidationError as exc:
         raise JobFailed(" ".join(exc.messages)) from exc
-    return {"run": run.pk, "model_version": run.model.version, "considered": run.considered,
-            "auto_labeled": run.auto_labeled, "abstained": run.abstained, "skipped": run.skipped,
-            "min_confidence": run.min_confidence, "seconds": run.seconds}
+    return {
+        "run": run.pk,
+        "model_version": run.model.version,
+        "considered": run.considered,
+        "auto_labeled": run.auto_labeled,
+        "abstained": run.abstained,
+        "skipped": run.skipped,
+        "min_confidence": run.min_confidence,
+        "seconds": run.seconds,
+    }

@@ -26,11 +26,15 @@ def flip_rates(request: HttpRequest, pk: int) -> HttpResponse:
     return _fragment(request, project)
 
 
-def _fragment(request: HttpRequest, project: Project, *, message: str = "", error: str = "",
-              status: int = 200) -> HttpResponse:
+def _fragment(
+    request: HttpRequest, project: Project, *, message: str = "", error: str = "", status: int = 200
+) -> HttpResponse:
     jobs = [j for j in (job_latest(project=project, kind="train"), job_latest(project=project, kind="autolabel")) if j]
     context: dict[str, Any] = {
-        "project": project, "rates": flip_rates_for(project=project), "message": message, "error": error,
+        "project": project,
+        "rates": flip_rates_for(project=project),
+        "message": message,
+        "error": error,
         "jobs": [{"job": j, "progress": job_progress(job=j)} for j in jobs],
     }
     return render(request, "labeling/_flip_rates.html", context, status=status)
@@ -42,9 +46,12 @@ def pairwise_train_start(request: HttpRequest, pk: int) -> HttpResponse:
     """Queue training of h (a ``train`` job); refuse at once when the labels can't train it."""
     project = get_object_or_404(Project, pk=pk)
     try:
-        job = services.pairwise_train_start(project=project, mode=request.POST.get("mode", "capc"),
-                                            warm_start=request.POST.get("warm_start", "").strip(),
-                                            created_by=request.user)
+        job = services.pairwise_train_start(
+            project=project,
+            mode=request.POST.get("mode", "capc"),
+            warm_start=request.POST.get("warm_start", "").strip(),
+            created_by=request.user,
+        )
     except ValidationError as exc:
         return _fragment(request, project, error=f"cannot train yet: {' '.join(exc.messages)}", status=400)
     except BrokerUnavailable as exc:

@@ -48,9 +48,11 @@ class JobListApi(APIView):
     permission_classes = [IsResearcher]
 
     @extend_schema(
-        parameters=[OpenApiParameter("project", int, description="project id"),
-                    OpenApiParameter("kind", str, enum=JOB_KINDS),
-                    OpenApiParameter("limit", int, description="at most this many (default 100, max 1000)")],
+        parameters=[
+            OpenApiParameter("project", int, description="project id"),
+            OpenApiParameter("kind", str, enum=JOB_KINDS),
+            OpenApiParameter("limit", int, description="at most this many (default 100, max 1000)"),
+        ],
         responses={200: JobOutputSerializer(many=True)},
     )
     def get(self, request: Request) -> Response:
@@ -86,8 +88,14 @@ class JobDetailApi(APIView):
 class JobCancelApi(APIView):
     permission_classes = [IsResearcher]
 
-    @extend_schema(request=None, responses={200: JobOutputSerializer, 404: OpenApiResponse(description="no such job"),
-                                            409: OpenApiResponse(description="the job has already ended")})
+    @extend_schema(
+        request=None,
+        responses={
+            200: JobOutputSerializer,
+            404: OpenApiResponse(description="no such job"),
+            409: OpenApiResponse(description="the job has already ended"),
+        },
+    )
     def post(self, request: Request, job_id: int) -> Response:
         job = job_get(job_id=job_id)
         if job is None:

@@ -12,5 +12,6 @@ class ProjectsConfig(AppConfig):
         from projects.services.exports import export_job
         from projects.services.jobs import job_kind_register
 
-        job_kind_register(name="export", queue="default", handler=export_job,
-                          time_limit=int(settings.COUNTERPART["JOB_TIME_LIMIT"]))
+        job_kind_register(
+            name="export", queue="default", handler=export_job, time_limit=int(settings.COUNTERPART["JOB_TIME_LIMIT"])
+        )

@@ -55,7 +55,9 @@ class LoginLockoutBackend(AxesStandaloneBackend):
     shell): there is no address to count, so this backend steps aside for it (axes' own backend
     raises instead). The log-in page and the admin always pass the request."""
 
-    def authenticate(self, request: HttpRequest | None, username: str | None = None, password: str | None = None, **kwargs: Any) -> None:
+    def authenticate(
+        self, request: HttpRequest | None, username: str | None = None, password: str | None = None, **kwargs: Any
+    ) -> None:
         if request is None:
             return None
         return super().authenticate(request, username=username, password=password, **kwargs)
@@ -66,7 +68,9 @@ def cooloff_minutes() -> int | None:
     return None if cooloff is None else int(cooloff.total_seconds() // 60)
 
 
-def lockout_response(request: HttpRequest, original_response: HttpResponse | None = None, credentials: dict[str, Any] | None = None) -> HttpResponse:
+def lockout_response(
+    request: HttpRequest, original_response: HttpResponse | None = None, credentials: dict[str, Any] | None = None
+) -> HttpResponse:
     """``AXES_LOCKOUT_CALLABLE``: the page a locked-out log-in gets (429)."""
     context = {
         "username": get_client_username(request, credentials) or "",
@@ -100,6 +104,7 @@ def lockouts(request: HttpRequest) -> HttpResponse:
 
 # --- API tokens --------------------------------------------------------------------------
 
+
 def _token_failures_key(ip: str | None) -> str:
     return f"counterpart:token-failures:{ip or 'unknown'}"
 
@@ -130,7 +135,9 @@ class TokenFailureThrottleMiddleware:
         if cache.get(key, 0) >= limit:
             minutes = max(1, round(window / 60))
             response = JsonResponse(
-                {"detail": f"Too many requests with an invalid API token from this address. Try again in {minutes} minutes."},
+                {
+                    "detail": f"Too many requests with an invalid API token from this address. Try again in {minutes} minutes."
+                },
                 status=429,
             )
             response["Retry-After"] = str(window)

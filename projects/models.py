@@ -43,9 +43,7 @@ class Project(models.Model):
         db_table = "generation_project"
         ordering = ["name"]
         constraints = [
-            models.CheckConstraint(
-                condition=Q(task__in=TASKS), name="project_task_valid"
-            ),
+            models.CheckConstraint(condition=Q(task__in=TASKS), name="project_task_valid"),
             models.CheckConstraint(
                 condition=Q(human_budget__gte=0) & Q(human_budget__lte=1), name="project_budget_0_1"
             ),

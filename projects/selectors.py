@@ -84,9 +84,14 @@ def job_progress(*, job: Job, now: Any = None) -> JobProgress:
     eta = max(0.0, (job.total - job.done) / rate) if (not finished and rate) else None
     fraction = min(1.0, job.done / job.total) if job.total else (1.0 if job.status == "succeeded" else 0.0)
     return JobProgress(
-        done=job.done, total=job.total, fraction=round(fraction, 4), percent=int(fraction * 100),
-        rate=round(rate, 3) if rate is not None else None, eta_seconds=round(eta, 1) if eta is not None else None,
-        elapsed_seconds=round(elapsed, 1), finished=finished,
+        done=job.done,
+        total=job.total,
+        fraction=round(fraction, 4),
+        percent=int(fraction * 100),
+        rate=round(rate, 3) if rate is not None else None,
+        eta_seconds=round(eta, 1) if eta is not None else None,
+        elapsed_seconds=round(elapsed, 1),
+        finished=finished,
     )
 
 
@@ -117,8 +122,9 @@ def job_as_dict(*, job: Job, now: Any = None) -> dict[str, Any]:
     }
 
 
-def jobs_list(*, project: Project | None = None, kind: str | None = None, user: Any = None,
-              limit: int | None = None) -> QuerySet[Job]:
+def jobs_list(
+    *, project: Project | None = None, kind: str | None = None, user: Any = None, limit: int | None = None
+) -> QuerySet[Job]:
     """Jobs newest first, optionally of one project/kind; with ``user``, only the projects
     that user may see."""
     qs = Job.objects.select_related("project", "created_by").order_by("-created_at", "-id")
@@ -137,4 +143,3 @@ def job_get(*, job_id: int) -> Job | None:
 
 def job_latest(*, project: Project, kind: str) -> Job | None:
     return jobs_list(project=project, kind=kind).first()
-

@@ -10,8 +10,7 @@ from celery.signals import worker_ready
 from projects.services.jobs import job_execute, jobs_sweep
 
 
-@shared_task(name="projects.tasks.job_execute_task", acks_late=True, reject_on_worker_lost=True,
-             ignore_result=True)
+@shared_task(name="projects.tasks.job_execute_task", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def job_execute_task(job_id: int) -> str:
     return job_execute(job_id=job_id).status
 

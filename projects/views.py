@@ -105,7 +105,9 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
     if upload is None:
         return _import_error(request, project, "choose a file to upload", 400)
     if fmt not in FORMATS or fmt.startswith("cad-"):
-        return _import_error(request, project, f"choose a file format: {', '.join(f for f in FORMATS if not f.startswith('cad-'))}", 400)
+        return _import_error(
+            request, project, f"choose a file format: {', '.join(f for f in FORMATS if not f.startswith('cad-'))}", 400
+        )
     suffix = os.path.splitext(upload.name or "")[1][:10]
     with tempfile.TemporaryDirectory() as tmpdir:
         path = os.path.join(tmpdir, f"upload{suffix}")
@@ -122,19 +124,32 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
             )
         except ImportRefused as exc:
             name = upload.name or "upload"
-            return _import_error(request, project, str(exc).replace(path, name), 400,
-                                 [p.replace(path, name) for p in exc.problems[:200]])
+            return _import_error(
+                request, project, str(exc).replace(path, name), 400, [p.replace(path, name) for p in exc.problems[:200]]
+            )
     problems = [p.replace(path, upload.name or "upload") for p in report.problems[:200]]
-    return render(request, "projects/project_import.html",
-                  {"project": project, "formats": FORMATS, "limit": limit, "report": report, "problems": problems})
+    return render(
+        request,
+        "projects/project_import.html",
+        {"project": project, "formats": FORMATS, "limit": limit, "report": report, "problems": problems},
+    )
 
 
 def _import_error(
     request: HttpRequest, project: Project, message: str, status: int, problems: list[str] | None = None
 ) -> HttpResponse:
-    return render(request, "projects/project_import.html",
-                  {"project": project, "formats": FORMATS, "limit": settings.COUNTERPART["MAX_UPLOAD_BYTES"],
-                   "error": message, "problems": problems or []}, status=status)
+    return render(
+        request,
+        "projects/project_import.html",
+        {
+            "project": project,
+            "formats": FORMATS,
+            "limit": settings.COUNTERPART["MAX_UPLOAD_BYTES"],
+            "error": message,
+            "problems": problems or [],
+        },
+        status=status,
+    )
 
 
 # -- jobs -------------------------------------------------------------------

@@ -51,14 +51,14 @@ def redis_url() -> str:
 
 
 @pytest.fixture
-def require_postgres(db):  # noqa: ANN001
+def require_postgres(db):
     from django.db import connection
 
     need(connection.vendor == "postgresql", "needs DATABASE_URL=postgres://... (scripts/test.sh runs these)")
 
 
 @pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):  # noqa: ANN001
+def browser_type_launch_args(browser_type_launch_args):
     need(Path(CHROMIUM).exists(), f"{CHROMIUM} not installed (apt-get install chromium)")
     return {
         **browser_type_launch_args,
@@ -77,12 +77,12 @@ def browser_type_launch_args(browser_type_launch_args):  # noqa: ANN001
 
 
 @pytest.fixture(autouse=True)
-def _tmp_media(settings, tmp_path):  # noqa: ANN001
+def _tmp_media(settings, tmp_path):
     settings.MEDIA_ROOT = str(tmp_path / "media")
     return settings.MEDIA_ROOT
 
 
-def pytest_report_header(config):  # noqa: ANN001
+def pytest_report_header(config):
     return [
         f"shared data: {SHARED_DATA} ({'present' if SHARED_DATA.is_dir() else 'missing'})",
         f"chromium: {'present' if shutil.which('chromium') else 'missing'}",

@@ -108,8 +108,14 @@ def _claim(*, access: Access, annotator_id: int, gold: bool, now: datetime) -> L
     """
     kind = "caption_choice" if access.task == "image-caption" else "task_label"
     order = choice_rules.display_order_for(kind, _labels_for(access.project_id), _rng)
-    return _backend().claim(project_id=access.project_id, annotator_id=annotator_id, gold=gold, order=order,
-                            now=now, expires=now + lease_duration())
+    return _backend().claim(
+        project_id=access.project_id,
+        annotator_id=annotator_id,
+        gold=gold,
+        order=order,
+        now=now,
+        expires=now + lease_duration(),
+    )
 
 
 _LABEL_CACHE: dict[int, list[str]] = {}
@@ -211,9 +217,10 @@ def lease_payload(*, lease: Lease, access: Access) -> dict[str, Any]:
         item["fields"] = {n: c_fields[n] for n in names if n in c_fields} | {
             n: v for n, v in c_fields.items() if n not in names
         }
-        item["original"] = {"fields": {n: e_fields[n] for n in names if n in e_fields} | {
-            n: v for n, v in e_fields.items() if n not in names
-        }}
+        item["original"] = {
+            "fields": {n: e_fields[n] for n in names if n in e_fields}
+            | {n: v for n, v in e_fields.items() if n not in names}
+        }
     return {
         "assignment": lease.assignment_id,
         "item": item,
@@ -262,9 +269,9 @@ def assignment_heartbeat(*, assignment_id: int, annotator: Any, now: datetime | 
     """Extend a live lease; returns the new expiry, or None if the lease is gone."""
     now = now or timezone.now()
     new_expiry = now + lease_duration()
-    n = Assignment.objects.filter(
-        pk=assignment_id, annotator=annotator, status="leased", expires_at__gt=now
-    ).update(expires_at=new_expiry)
+    n = Assignment.objects.filter(pk=assignment_id, annotator=annotator, status="leased", expires_at__gt=now).update(
+        expires_at=new_expiry
+    )
     return new_expiry if n else None
 
 
@@ -311,8 +318,18 @@ def _kind_of(order: list[str]) -> str:
     return "caption_choice" if choice_rules.CAPTION_CANONICAL[0] in order else "task_label"
 
 
-def _after_answer(*, item_id: int, project_id: int, annotator: Any, done: int, k: int, status: str,
-                  is_gold: bool, correct: bool | None, now: datetime) -> None:
+def _after_answer(
+    *,
+    item_id: int,
+    project_id: int,
+    annotator: Any,
+    done: int,
+    k: int,
+    status: str,
+    is_gold: bool,
+    correct: bool | None,
+    now: datetime,
+) -> None:
     from annotate.services import quality
 
     if is_gold:
@@ -332,11 +349,17 @@ class _PostgresPath:
 
     skip_locked = True
 
-    def claim(self, *, project_id: int, annotator_id: int, gold: bool, order: list[str], now: datetime,
-              expires: datetime) -> Lease | None:
+    def claim(
+        self, *, project_id: int, annotator_id: int, gold: bool, order: list[str], now: datetime, expires: datetime
+    ) -> Lease | None:
         # one statement: atomic by itself, no BEGIN/COMMIT round trips
-        params = {"pid": project_id, "uid": annotator_id, "order": sql.json_param(order), "now": sql.dt(now),
-                  "expires": sql.dt(expires)}
+        params = {
+            "pid": project_id,
+            "uid": annotator_id,
+            "order": sql.json_param(order),
+            "now": sql.dt(now),
+            "expires": sql.dt(expires),
+        }
         row = sql.fetchone_prepared(sql.CLAIM_PG.format(pick=sql.pick_sql(gold=gold, lock=True)), params)
         if row is None:
             return None
@@ -348,7 +371,9 @@ class _PostgresPath:
             return None
         return Lease(live[0], live[1], list(sql.json_value(live[2])), expires, tuple(live[3:9]))
 
-    def submit(self, *, assignment_id: int, annotator: Any, choice: str, duration_ms: int | None, now: datetime) -> SubmitResult | None:
+    def submit(
+        self, *, assignment_id: int, annotator: Any, choice: str, duration_ms: int | None, now: datetime
+    ) -> SubmitResult | None:
         """Two round trips: read the lease's choice order (to map the choice back), then one
         statement that closes the lease, counts and stores the answer. None: not a live lease."""
         row = sql.fetchone_prepared(sql.LEASE_ORDER, [assignment_id, annotator.pk])
@@ -358,18 +383,34 @@ class _PostgresPath:
         kind = _kind_of(order)
         canonical = choice_rules.to_canonical(kind, order, choice)
         if canonical is None:
-            raise InvalidChoice(f"{choice!r} is not one of the offered choices: {', '.join(choice_rules.offered(kind, order))}")
-        params = {"now": sql.dt(now), "aid": assignment_id, "uid": annotator.pk, "choice": canonical, "shown": choice, "duration": duration_ms}
+            raise InvalidChoice(
+                f"{choice!r} is not one of the offered choices: {', '.join(choice_rules.offered(kind, order))}"
+            )
+        params = {
+            "now": sql.dt(now),
+            "aid": assignment_id,
+            "uid": annotator.pk,
+            "choice": canonical,
+            "shown": choice,
+            "duration": duration_ms,
+        }
         out = sql.fetchone_prepared(sql.SUBMIT_PG, params)
         if out is None:
             return None
         ann_id, item_id, done, k, status, is_gold, project_id, gold_choice = out
         correct = (canonical == gold_choice) if is_gold else None
-        _after_answer(item_id=item_id, project_id=project_id, annotator=annotator, done=done, k=k, status=status,
-                      is_gold=bool(is_gold), correct=correct, now=now)
+        _after_answer(
+            item_id=item_id,
+            project_id=project_id,
+            annotator=annotator,
+            done=done,
+            k=k,
+            status=status,
+            is_gold=bool(is_gold),
+            correct=correct,
+            now=now,
+        )
         return SubmitResult(ann_id, assignment_id, item_id, choice, canonical, duration_ms, now, True)
-
-
 
 
 class _SqlitePath:
@@ -378,8 +419,9 @@ class _SqlitePath:
 
     skip_locked = False
 
-    def claim(self, *, project_id: int, annotator_id: int, gold: bool, order: list[str], now: datetime,
-              expires: datetime) -> Lease | None:
+    def claim(
+        self, *, project_id: int, annotator_id: int, gold: bool, order: list[str], now: datetime, expires: datetime
+    ) -> Lease | None:
         with transaction.atomic():
             picked = sql.fetchone(sql.pick_sql(gold=gold, lock=False), {"pid": project_id, "uid": annotator_id})
             if picked is None or picked[0] is None:
@@ -400,8 +442,9 @@ class _SqlitePath:
             return None
         return Lease(live[0], live[1], list(sql.json_value(live[2])), expires)
 
-    def submit(self, *, assignment_id: int, annotator: Any, choice: str, duration_ms: int | None,
-               now: datetime) -> SubmitResult | None:
+    def submit(
+        self, *, assignment_id: int, annotator: Any, choice: str, duration_ms: int | None, now: datetime
+    ) -> SubmitResult | None:
         with transaction.atomic():
             row = sql.fetchone(sql.CLOSE_LEASE, [sql.dt(now), assignment_id, annotator.pk, sql.dt(now)])
             if row is None:
@@ -419,15 +462,33 @@ class _SqlitePath:
             correct = (canonical == gold_choice) if is_gold else None
             created = sql.fetchone(
                 sql.INSERT_ANNOTATION,
-                [project_id, assignment_id, item_id, annotator.pk, canonical, choice, sql.json_param(order),
-                 duration_ms, bool(is_gold), correct, sql.dt(now)],
+                [
+                    project_id,
+                    assignment_id,
+                    item_id,
+                    annotator.pk,
+                    canonical,
+                    choice,
+                    sql.json_param(order),
+                    duration_ms,
+                    bool(is_gold),
+                    correct,
+                    sql.dt(now),
+                ],
             )
             assert created is not None
-            _after_answer(item_id=item_id, project_id=project_id, annotator=annotator, done=done, k=k, status=status,
-                          is_gold=bool(is_gold), correct=correct, now=now)
+            _after_answer(
+                item_id=item_id,
+                project_id=project_id,
+                annotator=annotator,
+                done=done,
+                k=k,
+                status=status,
+                is_gold=bool(is_gold),
+                correct=correct,
+                now=now,
+            )
             return SubmitResult(created[0], assignment_id, item_id, choice, canonical, duration_ms, now, True)
-
-
 
 
 _POSTGRES, _SQLITE = _PostgresPath(), _SqlitePath()
@@ -450,8 +511,9 @@ def annotation_submit(
     was not offered is InvalidChoice (and nothing is written). Completing an item aggregates
     it in the same transaction."""
     now = now or timezone.now()
-    done = _backend().submit(assignment_id=assignment_id, annotator=annotator, choice=choice, duration_ms=duration_ms,
-                             now=now)
+    done = _backend().submit(
+        assignment_id=assignment_id, annotator=annotator, choice=choice, duration_ms=duration_ms, now=now
+    )
     if done is not None:
         return done
     # Not a live lease of ours: say why (and answer a repeat with the stored annotation).
@@ -473,14 +535,18 @@ def _repeat(a: Assignment, choice: str) -> SubmitResult:
     if existing.shown_choice != choice:
         raise Conflict("this item was already answered differently; undo it first")
     return SubmitResult(
-        existing.pk, a.pk, existing.item_id, existing.shown_choice, existing.choice, existing.duration_ms,
-        existing.created_at, False,
+        existing.pk,
+        a.pk,
+        existing.item_id,
+        existing.shown_choice,
+        existing.choice,
+        existing.duration_ms,
+        existing.created_at,
+        False,
     )
 
 
-def assignment_skip(
-    *, assignment_id: int, annotator: Any, reason: str = "", now: datetime | None = None
-) -> Assignment:
+def assignment_skip(*, assignment_id: int, annotator: Any, reason: str = "", now: datetime | None = None) -> Assignment:
     """Release a lease without answering (the annotator will not see the item again)."""
     now = now or timezone.now()
     a = _own_assignment(assignment_id, annotator)

@@ -137,7 +137,8 @@ JOIN generation_example e ON e.id = c.example_id
 
 # PostgreSQL: pick, take the slot, write the lease and read what to show — one statement,
 # one round trip, atomic on its own (no BEGIN/COMMIT needed).
-CLAIM_PG = """
+CLAIM_PG = (
+    """
 WITH pick AS (SELECT p.id FROM ({pick}) p WHERE p.id IS NOT NULL),
 bump AS (
     UPDATE annotate_item it SET taken = it.taken + 1 FROM pick
@@ -153,14 +154,21 @@ ins AS (
 )
 SELECT ins.id, ins.item_id, ins.display_order, i.kind, i.side, c.fields, c.image, e.fields, e.image
 FROM ins JOIN annotate_item i ON i.id = ins.item_id
-""" + _PAYLOAD_JOIN
+"""
+    + _PAYLOAD_JOIN
+)
 
 
 # PostgreSQL: RENEW_LIVE and the payload in one statement
-RENEW_LIVE_PG = "WITH live AS (" + RENEW_LIVE + """)
+RENEW_LIVE_PG = (
+    "WITH live AS ("
+    + RENEW_LIVE
+    + """)
 SELECT live.id, live.item_id, live.display_order, i.kind, i.side, c.fields, c.image, e.fields, e.image
 FROM live JOIN annotate_item i ON i.id = live.item_id
-""" + _PAYLOAD_JOIN
+"""
+    + _PAYLOAD_JOIN
+)
 
 BUMP_SQLITE = "UPDATE annotate_item SET taken = taken + 1 WHERE id = %s AND status = 'open' AND taken < k"
 INSERT_LEASE_SQLITE = """
@@ -172,12 +180,16 @@ RETURNING id
 
 EXPIRED_PROBE = "SELECT 1 FROM annotate_assignment WHERE status = 'leased' AND expires_at <= %s LIMIT 1"
 
-PAYLOAD = """
+PAYLOAD = (
+    """
 SELECT i.kind, i.side, c.fields, c.image, e.fields, e.image
 FROM annotate_item i
-""" + _PAYLOAD_JOIN + """
+"""
+    + _PAYLOAD_JOIN
+    + """
 WHERE i.id = %s
 """
+)
 
 LEASE_ORDER = "SELECT display_order FROM annotate_assignment WHERE id = %s AND annotator_id = %s"
 

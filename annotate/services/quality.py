@@ -51,9 +51,7 @@ def item_complete_if_ready(*, item_id: int, now: datetime | None = None) -> str 
         return None
     votes = list(Annotation.objects.filter(item_id=item_id).values_list("choice", flat=True))
     k_max = max(int(_cfg("MAX_ANNOTATORS_PER_ITEM")), item.k)
-    extra = policy.extra_annotations_needed(
-        votes, k=item.k, k_max=k_max, min_agreement=float(_cfg("MIN_AGREEMENT"))
-    )
+    extra = policy.extra_annotations_needed(votes, k=item.k, k_max=k_max, min_agreement=float(_cfg("MIN_AGREEMENT")))
     if extra > 0:
         Item.objects.filter(pk=item_id, status="open", k=item.k).update(k=F("k") + extra)
         return "extended"
@@ -74,7 +72,11 @@ def item_complete_if_ready(*, item_id: int, now: datetime | None = None) -> str 
 def _candidate_finalize(*, item: Item, result: str, share: float) -> None:
     """Set the candidate's final human label when its items are complete and agree on one."""
     if item.kind == "caption_choice":
-        siblings = list(Item.objects.filter(candidate_id=item.candidate_id, is_gold=False).values("side", "status", "result", "result_agreement"))
+        siblings = list(
+            Item.objects.filter(candidate_id=item.candidate_id, is_gold=False).values(
+                "side", "status", "result", "result_agreement"
+            )
+        )
         if any(s["status"] != "complete" for s in siblings):
             return
         cf = next((s for s in siblings if s["side"] == "counterfactual"), None)
@@ -116,9 +118,7 @@ def membership_record_gold(*, project_id: int, annotator: Any, correct: bool, no
 def membership_unrecord_gold(*, project_id: int, annotator: Any, correct: bool) -> None:
     ProjectMembership.objects.filter(project_id=project_id, user=annotator, gold_answered__gt=0).update(
         gold_answered=F("gold_answered") - 1,
-        gold_correct=Case(
-            When(gold_correct__gt=0, then=F("gold_correct") - (1 if correct else 0)), default=Value(0)
-        ),
+        gold_correct=Case(When(gold_correct__gt=0, then=F("gold_correct") - (1 if correct else 0)), default=Value(0)),
     )
 
 
@@ -160,7 +160,9 @@ def _flag_if_below(membership: ProjectMembership) -> None:
     low, high = agreement.wilson_interval(k, n)
     acc = agreement.Accuracy(n=n, correct=k, accuracy=k / n, ci_low=low, ci_high=high)
     threshold = float(_cfg("GOLD_MIN_ACCURACY"))
-    if policy.flag_annotators({membership.user_id: acc}, threshold=threshold, min_answers=max(1, int(_cfg("QUALIFICATION_GOLD")))):
+    if policy.flag_annotators(
+        {membership.user_id: acc}, threshold=threshold, min_answers=max(1, int(_cfg("QUALIFICATION_GOLD")))
+    ):
         ProjectMembership.objects.filter(pk=membership.pk).update(
             flagged=True, flag_reason=f"gold accuracy {k}/{n} (95% CI {low:.2f}–{high:.2f}) below {threshold:.2f}"
         )

@@ -106,22 +106,36 @@ def _items_for(project: Project, candidate_ids: list[int], *, gold: bool, rng: r
     caption = project.task == "image-caption"
     gold_names: dict[int, str] = {}
     if gold:
-        gold_names = dict(
-            Candidate.objects.filter(pk__in=candidate_ids).values_list("id", "gold_label__name")
-        )
+        gold_names = dict(Candidate.objects.filter(pk__in=candidate_ids).values_list("id", "gold_label__name"))
     out: list[Item] = []
     for cid in candidate_ids:
         if caption:
             sides = ["counterfactual"] if gold else ["original", "counterfactual"]
             for side in sides:
                 out.append(
-                    Item(project=project, candidate_id=cid, kind="caption_choice", side=side, is_gold=gold,
-                         gold_choice=gold_names.get(cid, "") if gold else "", k=k, priority=rng.getrandbits(31))
+                    Item(
+                        project=project,
+                        candidate_id=cid,
+                        kind="caption_choice",
+                        side=side,
+                        is_gold=gold,
+                        gold_choice=gold_names.get(cid, "") if gold else "",
+                        k=k,
+                        priority=rng.getrandbits(31),
+                    )
                 )
         else:
             out.append(
-                Item(project=project, candidate_id=cid, kind="task_label", side="", is_gold=gold,
-                     gold_choice=gold_names.get(cid, "") if gold else "", k=k, priority=rng.getrandbits(31))
+                Item(
+                    project=project,
+                    candidate_id=cid,
+                    kind="task_label",
+                    side="",
+                    is_gold=gold,
+                    gold_choice=gold_names.get(cid, "") if gold else "",
+                    k=k,
+                    priority=rng.getrandbits(31),
+                )
             )
     return out
 
@@ -175,7 +189,9 @@ def project_route(
         want_gold = 0
         if routed_ids or have_gold == 0:
             want_gold = math.ceil(gold_rate * (already + len(routed_ids)))
-            want_gold = max(want_gold, int(settings.COUNTERPART["QUALIFICATION_GOLD"])) if (already + len(routed_ids)) else 0
+            want_gold = (
+                max(want_gold, int(settings.COUNTERPART["QUALIFICATION_GOLD"])) if (already + len(routed_ids)) else 0
+            )
         want_gold -= have_gold
         if want_gold > 0:
             allowed = set(
@@ -193,7 +209,9 @@ def project_route(
             ]
             gold_ids = rng.sample(pool, min(want_gold, len(pool)))
             if len(gold_ids) < want_gold:
-                messages.append(f"gold: wanted {want_gold} more gold items, only {len(gold_ids)} candidates with a gold label were free")
+                messages.append(
+                    f"gold: wanted {want_gold} more gold items, only {len(gold_ids)} candidates with a gold label were free"
+                )
             gold_items = _items_for(project, gold_ids, gold=True, rng=rng)
             Item.objects.bulk_create(gold_items, batch_size=CHUNK)
     if requested and len(routed_ids) < requested:
@@ -222,24 +240,35 @@ def project_add_annotators(*, project: Project, users: list[Any]) -> int:
 # -- the ``route`` job kind (registered in AnnotateConfig.ready) ----------------------------
 
 
-def project_route_start(*, project: Project, budget: float | None = None, strategy: str = "random",
-                        seed: int | None = None, created_by: Any = None) -> Job:
+def project_route_start(
+    *,
+    project: Project,
+    budget: float | None = None,
+    strategy: str = "random",
+    seed: int | None = None,
+    created_by: Any = None,
+) -> Job:
     """Check the arguments, then queue routing as a job (the ``active`` strategy loads h and
     MiniLM, so routing never runs inside a web request)."""
     if strategy not in STRATEGIES:
         raise ValidationError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     if budget is not None and not 0 <= float(budget) <= 1:
         raise ValidationError("budget must be between 0 and 1")
-    return job_start(kind="route", project=project, created_by=created_by,
-                     params={"budget": budget, "strategy": strategy, "seed": seed})
+    return job_start(
+        kind="route",
+        project=project,
+        created_by=created_by,
+        params={"budget": budget, "strategy": strategy, "seed": seed},
+    )
 
 
 def project_route_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     assert job.project is not None
     p = job.params
     try:
-        result = project_route(project=job.project, budget=p.get("budget"), strategy=p.get("strategy", "random"),
-                               seed=p.get("seed"))
+        result = project_route(
+            project=job.project, budget=p.get("budget"), strategy=p.get("strategy", "random"), seed=p.get("seed")
+        )
     except ValidationError as exc:
         raise JobFailed(" ".join(exc.messages)) from exc
     ctx.progress(result.routed, result.requested)

@@ -2,7 +2,7 @@
 
 from config.env import env, env_bool
 
-from .base import *  # noqa: F403
+from .base import *
 
 DEBUG = env_bool("DJANGO_DEBUG", True)
 SECRET_KEY = env("DJANGO_SECRET_KEY", "local-insecure-do-not-use-in-production")

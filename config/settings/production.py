@@ -7,7 +7,7 @@ HTTPS everywhere (redirect, HSTS, secure cookies) behind a TLS-terminating proxy
 
 from config.env import ImproperlyConfiguredEnv, env, env_bool, env_int, env_list
 
-from .base import *  # noqa: F403
+from .base import *
 
 # Never from DJANGO_DEBUG: a debug page shows settings (DATABASE_URL, CELERY_BROKER_URL) and URLs.
 DEBUG = False

@@ -5,7 +5,7 @@ Integration tests (tests/integration/) switch eager off and talk to the real bro
 
 from config.env import env, env_bool
 
-from .base import *  # noqa: F403
+from .base import *
 from .base import COUNTERPART, VAR_DIR
 
 SECRET_KEY = env("DJANGO_SECRET_KEY", "test-insecure")

@@ -89,8 +89,12 @@ def _joined(fields: dict[str, Any], names: Sequence[str]) -> str:
 
 
 def apply_filters(
-    pairs: Sequence[tuple[Original, GeneratedCandidate]], *, filters: Iterable[str], band: tuple[float, float],
-    encoder: Any, existing: dict[str, set[str]] | None = None,
+    pairs: Sequence[tuple[Original, GeneratedCandidate]],
+    *,
+    filters: Iterable[str],
+    band: tuple[float, float],
+    encoder: Any,
+    existing: dict[str, set[str]] | None = None,
 ) -> list[Verdict]:
     """One verdict per (original, candidate) pair, in order, using ``generation.ml.filters``:
     ``similarity`` (band on the compared texts, one batched encode), ``dedup`` (siblings of one
@@ -111,13 +115,16 @@ def apply_filters(
             o = pairs[idx[0]][0]
             names = list(o.fields)
             results = ml_filters.dedupe(
-                _joined(o.fields, names), [_joined(pairs[i][1].fields, names) for i in idx],
+                _joined(o.fields, names),
+                [_joined(pairs[i][1].fields, names) for i in idx],
                 windows=[_window(pairs[i][1]) for i in idx],
             )
             seen_elsewhere = (existing or {}).get(oid, set())
             for i, r in zip(idx, results, strict=True):
                 if r.keep and json.dumps(dict(pairs[i][1].fields), sort_keys=True) in seen_elsewhere:
-                    r = ml_filters.FilterResult(1.0, False, ("exact duplicate of an existing candidate of this original",))
+                    r = ml_filters.FilterResult(
+                        1.0, False, ("exact duplicate of an existing candidate of this original",)
+                    )
                 verdicts[i].add("dedup", r)
     if "artifacts" in active:
         for (o, c), v in zip(pairs, verdicts, strict=True):
@@ -186,12 +193,14 @@ class _Stats:
         }
         total = sum(self.introduced.values())
         top = self.introduced.most_common(1)
-        out.update({
-            "introduced_tokens": total,
-            "introduced_distinct_1": _r(len(self.introduced) / total if total else 0.0),
-            "introduced_max_share": _r(top[0][1] / total if total else 0.0),
-            "introduced_top": top[0][0] if top else "",
-        })
+        out.update(
+            {
+                "introduced_tokens": total,
+                "introduced_distinct_1": _r(len(self.introduced) / total if total else 0.0),
+                "introduced_max_share": _r(top[0][1] / total if total else 0.0),
+                "introduced_top": top[0][0] if top else "",
+            }
+        )
         return out
 
 

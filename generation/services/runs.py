@@ -74,7 +74,13 @@ logger = logging.getLogger(__name__)
 ACTIVE = JOB_ACTIVE
 FINISHED = JOB_FINISHED
 RUN_OPTION_KEYS = (
-    "limit", "max_per_original", "seed", "similarity_band", "filters", "batch_size", "split",
+    "limit",
+    "max_per_original",
+    "seed",
+    "similarity_band",
+    "filters",
+    "batch_size",
+    "split",
     "generator_options",
 )
 
@@ -169,7 +175,9 @@ def run_create(
     """A queued run: a ``generation`` job and its run row. Unknown generator or bad run
     options: ``ValidationError``."""
     if not registry.is_registered(generator):
-        raise ValidationError({"generator": f"unknown generator {generator!r}; choose one of {', '.join(registry.names())}"})
+        raise ValidationError(
+            {"generator": f"unknown generator {generator!r}; choose one of {', '.join(registry.names())}"}
+        )
     clean = run_options_clean(project=project, options=options)
     job = job_create(kind="generation", project=project, params={"generator": generator}, created_by=created_by)
     return GenerationRun.objects.create(job=job, project=project, generator=generator, options=clean)
@@ -225,7 +233,9 @@ def _count_examples(run: GenerationRun) -> int:
     return min(n, int(limit)) if limit else n
 
 
-def _to_original(ex: Example, project: Project, label_names: dict[int, str], labels: tuple[str, ...]) -> Original | Skip:
+def _to_original(
+    ex: Example, project: Project, label_names: dict[int, str], labels: tuple[str, ...]
+) -> Original | Skip:
     fields = ex.fields if isinstance(ex.fields, dict) else {}
     out: dict[str, str] = {}
     for name in project.text_fields:
@@ -236,8 +246,11 @@ def _to_original(ex: Example, project: Project, label_names: dict[int, str], lab
             return Skip(ex.external_id, f"empty field {name!r}")
         out[name] = value
     return Original(
-        id=ex.external_id, fields=out, label=label_names.get(ex.label_id) if ex.label_id else None,
-        labels=labels, task=project.task,
+        id=ex.external_id,
+        fields=out,
+        label=label_names.get(ex.label_id) if ex.label_id else None,
+        labels=labels,
+        task=project.task,
     )
 
 
@@ -246,7 +259,7 @@ def _generate(generator: Any, originals: Sequence[Original]) -> Iterable[Generat
     alone so one bad original becomes a skip instead of failing the run."""
     try:
         return list(generator.generate(originals))
-    except Exception:  # noqa: BLE001 - isolated below, per original
+    except Exception:
         if len(originals) == 1:
             raise
     out: list[GeneratedCandidate | Skip] = []
@@ -270,6 +283,7 @@ def _finite(value: Any) -> Any:
 
 def _jsonable(value: dict[str, Any]) -> dict[str, Any]:
     """Plain JSON: numpy scalars and other objects via ``str``/``float``, NaN/inf as null."""
+
     def default(o: Any) -> Any:
         try:
             return float(o)
@@ -289,8 +303,15 @@ def _external_id(run_id: int, original_id: str, n: int) -> str:
 
 
 def _process_batch(
-    *, run: GenerationRun, generator: Any, examples: list[Example], project: Project,
-    label_names: dict[int, str], label_ids: dict[str, int], labels: tuple[str, ...], encoder: Any,
+    *,
+    run: GenerationRun,
+    generator: Any,
+    examples: list[Example],
+    project: Project,
+    label_names: dict[int, str],
+    label_ids: dict[str, int],
+    labels: tuple[str, ...],
+    encoder: Any,
 ) -> _BatchOutcome:
     outcome = _BatchOutcome()
     by_id: dict[str, Example] = {}
@@ -314,18 +335,23 @@ def _process_batch(
     cap = run.options.get("max_per_original")
     for oid, cands in per_original.items():
         if cap:
-            del cands[int(cap):]
+            del cands[int(cap) :]
         if not cands:
             outcome.skips.append({"example": oid, "reason": skipped.get(oid, "the generator produced no candidate")})
     pairs = [(o, c) for o in originals for c in per_original[o.id]]
     existing: dict[int, set[str]] = {}
     if "dedup" in run.options["filters"] and pairs:
-        for ex_id, fields in Candidate.objects.filter(example__in=list(by_id.values())).exclude(
-            job_id=run.job_id
-        ).values_list("example_id", "fields"):
+        for ex_id, fields in (
+            Candidate.objects.filter(example__in=list(by_id.values()))
+            .exclude(job_id=run.job_id)
+            .values_list("example_id", "fields")
+        ):
             existing.setdefault(ex_id, set()).add(json.dumps(fields, sort_keys=True))
     verdicts = apply_filters(
-        pairs, filters=run.options["filters"], band=tuple(run.options["similarity_band"]), encoder=encoder,
+        pairs,
+        filters=run.options["filters"],
+        band=tuple(run.options["similarity_band"]),
+        encoder=encoder,
         existing={oid: existing.get(by_id[oid].pk, set()) for oid in by_id},
     )
     counters: dict[str, int] = {}
@@ -344,13 +370,23 @@ def _process_batch(
         target = label_ids.get(c.target_label) if c.target_label else None
         if c.target_label and target is None:
             meta["target_label_unknown"] = c.target_label
-        outcome.rows.append(Candidate(
-            project_id=run.project_id, external_id=ext, example=ex, group=ex.external_id,
-            fields=_jsonable(dict(c.fields)), image=str(meta.get("image") or ""),
-            generator=c.generator or run.generator, perturbation=c.perturbation or "",
-            target_label_id=target, scores=_jsonable({**c.scores, **verdict.scores}),
-            state=states.GENERATED, job_id=run.job_id, meta=meta,
-        ))
+        outcome.rows.append(
+            Candidate(
+                project_id=run.project_id,
+                external_id=ext,
+                example=ex,
+                group=ex.external_id,
+                fields=_jsonable(dict(c.fields)),
+                image=str(meta.get("image") or ""),
+                generator=c.generator or run.generator,
+                perturbation=c.perturbation or "",
+                target_label_id=target,
+                scores=_jsonable({**c.scores, **verdict.scores}),
+                state=states.GENERATED,
+                job_id=run.job_id,
+                meta=meta,
+            )
+        )
         (outcome.kept_ids if verdict.keep else outcome.dropped_ids).append(ext)
     return outcome
 
@@ -373,8 +409,9 @@ def run_image_dir(run: GenerationRun) -> str:
     return str(Path(settings.MEDIA_ROOT) / "generated" / str(run.pk))
 
 
-def _write_batch(*, run: GenerationRun, ctx: JobContext, outcome: _BatchOutcome, n_originals: int, cursor: int,
-                 max_skips: int) -> None:
+def _write_batch(
+    *, run: GenerationRun, ctx: JobContext, outcome: _BatchOutcome, n_originals: int, cursor: int, max_skips: int
+) -> None:
     """One transaction: candidates, their state moves, progress and the cursor. The job row
     is locked and must still be owned by this execution with the ``done`` it last saw."""
     with transaction.atomic():
@@ -394,7 +431,9 @@ def _write_batch(*, run: GenerationRun, ctx: JobContext, outcome: _BatchOutcome,
         metrics = dict(locked_run.metrics or {})
         metrics["cursor"] = cursor
         GenerationRun.objects.filter(pk=run.pk).update(
-            skipped=F("skipped") + len(outcome.skips), skips=skips, metrics=metrics,
+            skipped=F("skipped") + len(outcome.skips),
+            skips=skips,
+            metrics=metrics,
         )
         Job.objects.filter(pk=run.job_id).update(done=F("done") + n_originals, heartbeat_at=timezone.now())
     run.job.done += n_originals
@@ -410,7 +449,7 @@ def _final_metrics(run: GenerationRun, *, failed: bool) -> None:
     if not failed or run.done:
         try:
             metrics = compute_run_metrics(run=run)
-        except Exception as exc:  # noqa: BLE001 - metrics must not hide the run's outcome
+        except Exception as exc:
             logger.exception("metrics for run %s failed", run.pk)
             metrics = {"error": f"metrics failed: {exc}"}
     metrics["cursor"] = (run.metrics or {}).get("cursor", 0)
@@ -448,7 +487,10 @@ def _shared_encoder() -> Any:
 
 
 def run_execute(
-    *, run_id: int, encoder: Any = None, on_progress: Callable[[GenerationRun], None] | None = None,
+    *,
+    run_id: int,
+    encoder: Any = None,
+    on_progress: Callable[[GenerationRun], None] | None = None,
     resume: bool = False,
 ) -> GenerationRun:
     """Execute (or resume) a run in this process, through its job (the ``generate`` command's
@@ -456,8 +498,11 @@ def run_execute(
     again: a finished run is returned as is; a running one continues after its cursor when
     its heartbeat is stale, or at once with ``resume`` (the caller knows its executor died)."""
     run = GenerationRun.objects.select_related("job").get(pk=run_id)
-    job_execute(job_id=run.job_id, take_over=resume,
-                handler=lambda job, ctx: _execute(run_id, ctx, encoder=encoder, on_progress=on_progress))
+    job_execute(
+        job_id=run.job_id,
+        take_over=resume,
+        handler=lambda job, ctx: _execute(run_id, ctx, encoder=encoder, on_progress=on_progress),
+    )
     return GenerationRun.objects.select_related("job", "project").get(pk=run_id)
 
 
@@ -466,15 +511,17 @@ def run_job_handler(job: Job, ctx: JobContext) -> dict[str, Any]:
     return _execute(job.generation_run.pk, ctx)
 
 
-def _execute(run_id: int, ctx: JobContext, *, encoder: Any = None,
-             on_progress: Callable[[GenerationRun], None] | None = None) -> dict[str, Any]:
+def _execute(
+    run_id: int, ctx: JobContext, *, encoder: Any = None, on_progress: Callable[[GenerationRun], None] | None = None
+) -> dict[str, Any]:
     run = GenerationRun.objects.select_related("project", "job").get(pk=run_id)
     project = run.project
     _mark_started(run, ctx)
     # Misconfiguration fails the run at start, before any original is touched.
     try:
-        generator = registry.create(run.generator, run.options.get("generator_options") or {}, _context(run),
-                                    run_options=_run_extras(run))
+        generator = registry.create(
+            run.generator, run.options.get("generator_options") or {}, _context(run), run_options=_run_extras(run)
+        )
     except GeneratorConfigError as exc:
         _final_metrics(run, failed=True)
         raise JobFailed(str(exc)) from exc
@@ -482,7 +529,7 @@ def _execute(run_id: int, ctx: JobContext, *, encoder: Any = None,
         try:
             encoder = _shared_encoder()
             encoder.encode(["warm up"])
-        except Exception as exc:  # noqa: BLE001 - a clear message instead of a traceback
+        except Exception as exc:
             _final_metrics(run, failed=True)
             raise JobFailed(f"the similarity filter needs MiniLM, which could not be loaded: {exc}") from exc
     _record_notes(run, generator)
@@ -501,11 +548,23 @@ def _execute(run_id: int, ctx: JobContext, *, encoder: Any = None,
             if not examples:
                 break  # fewer originals than counted at start (deleted meanwhile)
             outcome = _process_batch(
-                run=run, generator=generator, examples=examples, project=project, label_names=label_names,
-                label_ids=label_ids, labels=labels, encoder=encoder,
+                run=run,
+                generator=generator,
+                examples=examples,
+                project=project,
+                label_names=label_names,
+                label_ids=label_ids,
+                labels=labels,
+                encoder=encoder,
             )
-            _write_batch(run=run, ctx=ctx, outcome=outcome, n_originals=len(examples), cursor=examples[-1].pk,
-                         max_skips=max_skips)
+            _write_batch(
+                run=run,
+                ctx=ctx,
+                outcome=outcome,
+                n_originals=len(examples),
+                cursor=examples[-1].pk,
+                max_skips=max_skips,
+            )
             if on_progress is not None:
                 on_progress(run)
     except JobSuperseded:
@@ -514,8 +573,14 @@ def _execute(run_id: int, ctx: JobContext, *, encoder: Any = None,
         _final_metrics(run, failed=True)
         raise
     _final_metrics(run, failed=False)
-    return {"run": run.pk, "done": run.done, "total": run.total, "skipped": run.skipped,
-            "accepted": run.metrics.get("accepted"), "candidates": run.metrics.get("candidates")}
+    return {
+        "run": run.pk,
+        "done": run.done,
+        "total": run.total,
+        "skipped": run.skipped,
+        "accepted": run.metrics.get("accepted"),
+        "candidates": run.metrics.get("candidates"),
+    }
 
 
 def _record_notes(run: GenerationRun, generator: Any) -> None:
@@ -545,6 +610,9 @@ def _mark_started(run: GenerationRun, ctx: JobContext) -> None:
 
 
 __all__ = [
-    "run_cancel", "run_create", "run_execute", "run_options_clean", "run_start",
+    "run_cancel",
+    "run_create",
+    "run_execute",
+    "run_options_clean",
+    "run_start",
 ]
-

@@ -53,10 +53,14 @@ def nli_files(path: str, split: str) -> dict[str, str]:
     """The three files of one split: ``{"original": …, "revised_premise": …, "revised_hypothesis": …}``."""
     split = _need_split(split)
     base = os.path.join(path, "NLI") if os.path.isdir(os.path.join(path, "NLI")) else path
-    files = {part: os.path.join(base, part, f"{split}.tsv") for part in ("original", "revised_premise", "revised_hypothesis")}
+    files = {
+        part: os.path.join(base, part, f"{split}.tsv") for part in ("original", "revised_premise", "revised_hypothesis")
+    }
     for part, fname in files.items():
         if not os.path.isfile(fname):
-            raise FormatError(f"{fname}: file not found (is {path} the cad/ directory, and does split {split!r} exist?)")
+            raise FormatError(
+                f"{fname}: file not found (is {path} the cad/ directory, and does split {split!r} exist?)"
+            )
     return files
 
 
@@ -279,9 +283,7 @@ def read_sentiment(
             yield Problem(fname, lineno, f"batch_id {batch} has only one row (no revision to pair it with)")
 
 
-def csv_rows(
-    path: str, *, max_line_bytes: int, delimiter: str = "\t"
-) -> Iterator[tuple[int, list[str]] | Problem]:
+def csv_rows(path: str, *, max_line_bytes: int, delimiter: str = "\t") -> Iterator[tuple[int, list[str]] | Problem]:
     """CSV/TSV records with the line each starts on; bad lines become Problems."""
     feed = _LineFeed(iter_lines(path, max_line_bytes=max_line_bytes))
     csv.field_size_limit(max(max_line_bytes, 131072))

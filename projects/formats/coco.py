@@ -66,7 +66,9 @@ def read_captions(
                 continue
             cols = line.split("\t")
             if len(cols) != 2:
-                yield Problem(path, lineno, f"expected 2 tab-separated columns (<imageid>_<n>, caption), found {len(cols)}")
+                yield Problem(
+                    path, lineno, f"expected 2 tab-separated columns (<imageid>_<n>, caption), found {len(cols)}"
+                )
                 continue
             cap_id, caption = cols[0].strip(), cols[1]
             image_id, _, n = cap_id.rpartition("_")
@@ -120,7 +122,11 @@ def read_cf(
             if not isinstance(obj, dict):
                 yield Problem(path, lineno, "a line must be a JSON object")
                 continue
-            missing = [k for k in ("id", "caption_0", "caption_1", "image_0", "image_1") if not isinstance(obj.get(k), str) or not obj[k]]
+            missing = [
+                k
+                for k in ("id", "caption_0", "caption_1", "image_0", "image_1")
+                if not isinstance(obj.get(k), str) or not obj[k]
+            ]
             if missing:
                 yield Problem(path, lineno, f"missing or non-string key(s): {', '.join(missing)}")
                 continue

@@ -125,9 +125,7 @@ def pair_from_json(
     )
     label_source = _str(cf, "label_source", "counterfactual.")
     if label_source and label_source not in r.LABEL_SOURCES:
-        raise RowError(
-            f"counterfactual.label_source {label_source!r} is not one of {', '.join(r.LABEL_SOURCES)}"
-        )
+        raise RowError(f"counterfactual.label_source {label_source!r} is not one of {', '.join(r.LABEL_SOURCES)}")
     cf_label = _label(cf.get("label"), "counterfactual.label", label_of)
     if label_source and label_source != "gold" and cf_label is None:
         raise RowError(f"counterfactual.label_source is {label_source!r} but there is no counterfactual.label")

@@ -81,8 +81,11 @@ def iter_lines(path: str, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> It
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             bad = raw[exc.start : exc.start + 1]
-            yield lineno, Problem(
-                path, lineno, f"not valid UTF-8 (byte {bad!r} at column {exc.start + 1}); save the file as UTF-8"
+            yield (
+                lineno,
+                Problem(
+                    path, lineno, f"not valid UTF-8 (byte {bad!r} at column {exc.start + 1}); save the file as UTF-8"
+                ),
             )
             continue
         if lineno == 1 and text.startswith("\ufeff"):

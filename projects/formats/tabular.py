@@ -44,7 +44,17 @@ from projects.formats.pairs import (
 from projects.formats.records import OriginalRecord, PairRecord, Problem, Record
 
 ORIGINAL_KEYS = ["id", "label", "image", "split", "source", "meta"]
-CF_KEYS = ["label", "target_label", "generator", "perturbation", "label_source", "confidence", "gold_label", "image", "scores"]
+CF_KEYS = [
+    "label",
+    "target_label",
+    "generator",
+    "perturbation",
+    "label_source",
+    "confidence",
+    "gold_label",
+    "image",
+    "scores",
+]
 JSON_COLUMNS = {"original.meta", "counterfactual.scores", "meta"}
 
 
@@ -102,7 +112,11 @@ def read_csv(
             raise r.FormatError(f"{path}:1: the header repeats a column name")
         is_pairs = any(c.startswith("counterfactual.") for c in header)
         if is_pairs:
-            found = [c.split(".", 1)[1] for c in header if c.startswith("original.") and c.split(".", 1)[1] not in ORIGINAL_KEYS]
+            found = [
+                c.split(".", 1)[1]
+                for c in header
+                if c.startswith("original.") and c.split(".", 1)[1] not in ORIGINAL_KEYS
+            ]
         else:
             found = [c for c in header if c not in ORIGINAL_KEYS]
         if msg := r.check_text_fields(found, text_fields):

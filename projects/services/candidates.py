@@ -12,9 +12,7 @@ from projects import states
 from projects.models import Candidate
 
 
-def candidates_transition(
-    *, candidates: QuerySet[Candidate] | Iterable[int], to: str, **fields: Any
-) -> int:
+def candidates_transition(*, candidates: QuerySet[Candidate] | Iterable[int], to: str, **fields: Any) -> int:
     """Move the given candidates to state ``to`` and set ``fields`` (label, label_source,
     confidence, …) in the same UPDATE. Only candidates currently in a state from which
     ``to`` is allowed move; the others are left alone. Returns how many moved.

@@ -60,7 +60,9 @@ def candidates_for_export(
     if label_source:
         unknown = sorted(set(label_source) - set(LABEL_SOURCES) - {"none"})
         if unknown:
-            raise ExportError(f"unknown label source(s) {', '.join(unknown)}; choose from {', '.join(LABEL_SOURCES)}, none")
+            raise ExportError(
+                f"unknown label source(s) {', '.join(unknown)}; choose from {', '.join(LABEL_SOURCES)}, none"
+            )
         q = Q(label__isnull=False, label_source__in=label_source)
         if "gold" in label_source:
             q |= Q(label__isnull=True, gold_label__isnull=False)
@@ -175,8 +177,9 @@ def export_path(*, job_id: int, format: str) -> Path:
     return Path(settings.COUNTERPART["EXPORT_DIR"]) / f"export-{job_id}.{ext}"
 
 
-def export_start(*, project: Project, format: str, filters: dict[str, Any] | None = None,
-                 created_by: Any = None) -> Job:
+def export_start(
+    *, project: Project, format: str, filters: dict[str, Any] | None = None, created_by: Any = None
+) -> Job:
     """Check the format, then queue the export as a job; the file lands in ``EXPORT_DIR``."""
     if format not in EXPORT_FORMATS:
         raise ExportError(f"unknown export format {format!r}; choose one of {', '.join(EXPORT_FORMATS)}")

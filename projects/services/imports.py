@@ -269,9 +269,7 @@ def _bulk_insert(model: type[models.Model], rows: list[dict[str, Any]]) -> None:
     auto = {f.attname for f in fields if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)}
     # The same adapted value for every row's timestamps and empty JSON objects.
     adapted_now = {name: adapt[name].get_db_prep_save(now, connection) for name in auto if name in adapt}
-    adapted_empty = {
-        f.attname: f.get_db_prep_save({}, connection) for f in fields if isinstance(f, models.JSONField)
-    }
+    adapted_empty = {f.attname: f.get_db_prep_save({}, connection) for f in fields if isinstance(f, models.JSONField)}
     values = []
     for row in rows:
         out = []
@@ -282,7 +280,11 @@ def _bulk_insert(model: type[models.Model], rows: list[dict[str, Any]]) -> None:
                 continue
             v = row.get(name, defaults[name])
             if name in adapt:
-                v = adapted_empty[name] if v == {} and name in adapted_empty else adapt[name].get_db_prep_save(v, connection)
+                v = (
+                    adapted_empty[name]
+                    if v == {} and name in adapted_empty
+                    else adapt[name].get_db_prep_save(v, connection)
+                )
             out.append(v)
         values.append(out)
     qn = connection.ops.quote_name

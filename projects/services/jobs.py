@@ -100,7 +100,11 @@ def _cfg(key: str) -> Any:
 # create / enqueue / cancel
 # ---------------------------------------------------------------------------------------
 def job_create(
-    *, kind: str, project: Project | None, params: dict[str, Any] | None = None, created_by: Any = None,
+    *,
+    kind: str,
+    project: Project | None,
+    params: dict[str, Any] | None = None,
+    created_by: Any = None,
     total: int = 0,
 ) -> Job:
     job_kind(kind)  # refuse a kind nobody handles
@@ -137,7 +141,11 @@ def _broker_errors() -> tuple[type[BaseException], ...]:
 
 
 def job_start(
-    *, kind: str, project: Project | None, params: dict[str, Any] | None = None, created_by: Any = None,
+    *,
+    kind: str,
+    project: Project | None,
+    params: dict[str, Any] | None = None,
+    created_by: Any = None,
     total: int = 0,
 ) -> Job:
     """Create a job and enqueue it once the surrounding transaction commits."""
@@ -154,8 +162,9 @@ def job_cancel(*, job: Job) -> Job:
     between steps). A finished job is left as it is."""
     now = timezone.now()
     with transaction.atomic():
-        Job.objects.filter(pk=job.pk, status="queued").update(cancel_requested=True, status="cancelled",
-                                                                finished_at=now)
+        Job.objects.filter(pk=job.pk, status="queued").update(
+            cancel_requested=True, status="cancelled", finished_at=now
+        )
         Job.objects.filter(pk=job.pk, status="running").update(cancel_requested=True)
     job.refresh_from_db()
     return job
@@ -206,7 +215,7 @@ class _Heartbeat:
                     Job.objects.filter(pk=self.job_id, token=self.token, status="running").update(
                         heartbeat_at=timezone.now()
                     )
-                except Exception:  # noqa: BLE001 - a missed beat is retried; the sweep tolerates a few
+                except Exception:
                     logger.warning("job %s: heartbeat failed", self.job_id, exc_info=True)
         finally:
             connection.close()
@@ -229,7 +238,10 @@ def _claim(job_id: int, *, take_over: bool) -> str | None:
     dead = Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True)
     claimable = Q(status="queued") | Q(status="running") & (Q() if take_over else dead)
     n = Job.objects.filter(claimable, pk=job_id).update(
-        status="running", token=token, heartbeat_at=now, attempts=F("attempts") + 1,
+        status="running",
+        token=token,
+        heartbeat_at=now,
+        attempts=F("attempts") + 1,
         started_at=Coalesce(F("started_at"), now),
     )
     return token if n else None
@@ -315,9 +327,11 @@ def jobs_sweep(*, now: Any = None) -> list[int]:
     sent = []
     for job_id in candidates:
         # One sweeper wins each job (several workers may sweep at once).
-        if Job.objects.filter(pk=job_id, status="running", heartbeat_at__lt=stale).filter(
-            Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=stale)
-        ).update(enqueued_at=now):
+        if (
+            Job.objects.filter(pk=job_id, status="running", heartbeat_at__lt=stale)
+            .filter(Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=stale))
+            .update(enqueued_at=now)
+        ):
             logger.warning("job %s: no heartbeat since before %s; re-enqueueing it", job_id, stale.isoformat())
             try:
                 job_enqueue(job_id=job_id)
@@ -328,7 +342,18 @@ def jobs_sweep(*, now: Any = None) -> list[int]:
 
 
 __all__ = [
-    "JOB_ACTIVE", "BrokerUnavailable", "JobCancelled", "JobContext", "JobFailed", "JobSuperseded",
-    "job_cancel", "job_create", "job_enqueue", "job_execute", "job_kind", "job_kind_register", "job_start",
+    "JOB_ACTIVE",
+    "BrokerUnavailable",
+    "JobCancelled",
+    "JobContext",
+    "JobFailed",
+    "JobSuperseded",
+    "job_cancel",
+    "job_create",
+    "job_enqueue",
+    "job_execute",
+    "job_kind",
+    "job_kind_register",
+    "job_start",
     "jobs_sweep",
 ]

@@ -34,9 +34,7 @@ class UserFactory(factory.django.DjangoModelFactory):
 def annotator(project: Project | None = None, **kw: Any) -> Any:
     user = UserFactory(role=permissions.ANNOTATOR, **kw)
     if project is not None:
-        ProjectMembership.objects.create(
-            project=project, user=user, qualified_at=kw.pop("qualified_at", None)
-        )
+        ProjectMembership.objects.create(project=project, user=user, qualified_at=kw.pop("qualified_at", None))
     return user
 
 
@@ -81,9 +79,7 @@ def project_with_candidates(
                 image=f"img/c{i}.jpg" if task == "image-caption" else "",
                 generator=generators[i % len(generators)],
                 perturbation=perturbations[i % len(perturbations)],
-                gold_label=(labels[1] if task == "image-caption" else labels[i % len(labels)])
-                if i >= n
-                else None,
+                gold_label=(labels[1] if task == "image-caption" else labels[i % len(labels)]) if i >= n else None,
                 confidence=((i * 37) % 100) / 100 if confidences else None,
             )
             for i, ex in enumerate(examples)

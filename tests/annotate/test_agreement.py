@@ -41,10 +41,7 @@ FIVE = ["1", "2", "3", "4", "5"]
 
 def kripp_annotations() -> list[tuple[int, str, str]]:
     return [
-        (unit, f"coder{c}", str(v))
-        for c, row in enumerate(KRIPP_DATA)
-        for unit, v in enumerate(row)
-        if v is not None
+        (unit, f"coder{c}", str(v)) for c, row in enumerate(KRIPP_DATA) for unit, v in enumerate(row) if v is not None
     ]
 
 
@@ -211,9 +208,7 @@ def test_systematic_disagreement_is_negative() -> None:
     assert krippendorff_alpha(anns, labels=["a", "b"]).value < 0
 
 
-@pytest.mark.parametrize(
-    "fn", [fleiss_kappa, krippendorff_alpha, majority_vote, dawid_skene], ids=lambda f: f.__name__
-)
+@pytest.mark.parametrize("fn", [fleiss_kappa, krippendorff_alpha, majority_vote, dawid_skene], ids=lambda f: f.__name__)
 def test_bad_input_raises_value_error(fn) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match="no annotations"):
         fn([], labels=["a", "b"])
@@ -276,9 +271,7 @@ def test_majority_vote_hand_cases() -> None:
 DS_LABELS = ("entailment", "neutral", "contradiction")
 
 
-def synthetic_crowd(
-    seed: int, n_items: int = 300
-) -> tuple[list[tuple[str, str, str]], dict[str, str]]:
+def synthetic_crowd(seed: int, n_items: int = 300) -> tuple[list[tuple[str, str, str]], dict[str, str]]:
     """Two reliable annotators (90 %), a lazy spammer (always the first label), an adversary
     (shifts the true label 80 % of the time) and a uniform random spammer; the three
     unreliable ones each skip ~20 % of the items."""
@@ -372,9 +365,7 @@ def test_dawid_skene_is_deterministic_and_order_independent(engine: str) -> None
     assert other.label_of == dict(first.label_of)
     for item in first.posteriors:
         for lab in DS_LABELS:
-            assert other.posteriors[item][lab] == pytest.approx(
-                first.posteriors[item][lab], abs=1e-6
-            )
+            assert other.posteriors[item][lab] == pytest.approx(first.posteriors[item][lab], abs=1e-6)
 
 
 @pytest.mark.parametrize("engine", ["crowdkit", "numpy"])
@@ -382,9 +373,7 @@ def test_dawid_skene_gold_clamps_known_items(engine: str) -> None:
     # two annotators who always disagree: without gold the split item is a coin flip
     anns = [("g1", "w1", "x"), ("g1", "w2", "y"), ("g2", "w1", "y"), ("g2", "w2", "x"),
             ("q", "w1", "x"), ("q", "w2", "y")]  # fmt: skip
-    ds = dawid_skene(
-        anns, labels=["x", "y"], gold={"g1": "x", "g2": "y", "absent": "x"}, engine=engine
-    )  # type: ignore[arg-type]
+    ds = dawid_skene(anns, labels=["x", "y"], gold={"g1": "x", "g2": "y", "absent": "x"}, engine=engine)  # type: ignore[arg-type]
     assert ds.posteriors["g1"]["x"] == pytest.approx(1.0)
     assert ds.posteriors["g2"]["y"] == pytest.approx(1.0)
     # w1 matched both gold answers, w2 neither: the contested item follows w1

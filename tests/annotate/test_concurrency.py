@@ -27,7 +27,9 @@ from .factories import annotator, project_with_candidates
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _hammer(project_id: int, tokens: list[str], rounds: int, barrier: threading.Barrier, seen: list, errors: list) -> None:
+def _hammer(
+    project_id: int, tokens: list[str], rounds: int, barrier: threading.Barrier, seen: list, errors: list
+) -> None:
     def worker(token: str, idx: int) -> None:
         c = APIClient()
         c.credentials(HTTP_AUTHORIZATION=f"Token {token}")
@@ -95,11 +97,35 @@ def test_concurrent_annotators_postgres(require_postgres):
 def test_load_test_command_keeps_invariants_on_sqlite(tmp_path):
     """The same invariant on SQLite: bench_annotation against a file database behind gunicorn
     (12 concurrent annotators, k=3, a small pool so that items fill up and run out)."""
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'bench.sqlite3'}", "DJANGO_SETTINGS_MODULE": "config.settings.test"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'bench.sqlite3'}",
+        "DJANGO_SETTINGS_MODULE": "config.settings.test",
+    }
     proc = subprocess.run(
-        [sys.executable, "manage.py", "bench_annotation", "--items", "40", "--annotators", "12", "--seconds", "3",
-         "--k", "3", "--workers", "2", "--threads", "4", "--json"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
+        [
+            sys.executable,
+            "manage.py",
+            "bench_annotation",
+            "--items",
+            "40",
+            "--annotators",
+            "12",
+            "--seconds",
+            "3",
+            "--k",
+            "3",
+            "--workers",
+            "2",
+            "--threads",
+            "4",
+            "--json",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])

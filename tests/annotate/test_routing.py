@@ -30,7 +30,9 @@ def test_random_routes_budget_share_and_tops_up_without_double_routing():
 
 
 def test_stratified_is_proportional_per_generator_and_perturbation():
-    project = project_with_candidates(n=200, generators=("rules", "mlm"), perturbations=("negation", "insert", "delete", "shuffle"))
+    project = project_with_candidates(
+        n=200, generators=("rules", "mlm"), perturbations=("negation", "insert", "delete", "shuffle")
+    )
     project_route(project=project, budget=0.2, strategy="stratified", seed=0)
     got = Counter(Item.objects.values_list("candidate__generator", "candidate__perturbation"))
     pooled = Counter(Candidate.objects.values_list("generator", "perturbation"))

@@ -57,33 +57,44 @@ def _project_with_model():
             p, y = _deletion(p), LABELS[(LABELS.index(p.y) + 1 + (i // 4) % 2) % 3]
         state = states.HUMAN_LABELED if i < 120 else states.POOLED if i < 240 else states.ABSTAINED
         rows.append((p, y, state))
-    examples = Example.objects.bulk_create([
-        Example(project=project, external_id=f"e{i}", fields=p.original, label=labels[p.y] if i < 250 else None)
-        for i, (p, _y, _st) in enumerate(rows)
-    ])
-    Candidate.objects.bulk_create([
-        Candidate(
-            project=project, external_id=f"c{i}", example=examples[i], fields=p.counterfactual,
-            perturbation=p.perturbation, state=states.POOLED if i == 250 else st,
-            label=labels[y] if st == states.HUMAN_LABELED else None,
-            label_source="human" if st == states.HUMAN_LABELED else "",
-            confidence=0.4 if st == states.ABSTAINED else None,
-        )
-        for i, (p, y, st) in enumerate(rows)
-    ])
+    examples = Example.objects.bulk_create(
+        [
+            Example(project=project, external_id=f"e{i}", fields=p.original, label=labels[p.y] if i < 250 else None)
+            for i, (p, _y, _st) in enumerate(rows)
+        ]
+    )
+    Candidate.objects.bulk_create(
+        [
+            Candidate(
+                project=project,
+                external_id=f"c{i}",
+                example=examples[i],
+                fields=p.counterfactual,
+                perturbation=p.perturbation,
+                state=states.POOLED if i == 250 else st,
+                label=labels[y] if st == states.HUMAN_LABELED else None,
+                label_source="human" if st == states.HUMAN_LABELED else "",
+                confidence=0.4 if st == states.ABSTAINED else None,
+            )
+            for i, (p, y, st) in enumerate(rows)
+        ]
+    )
     model = labeling_services.pairwise_train(project=project, mode="pc")
     return project, model
 
 
 def test_active_routes_n_uncertain_pooled_candidates_then_tops_up():
     project, model = _project_with_model()
-    pooled = list(Candidate.objects.filter(project=project, state=states.POOLED).select_related("example__label").order_by("id"))
+    pooled = list(
+        Candidate.objects.filter(project=project, state=states.POOLED).select_related("example__label").order_by("id")
+    )
     scorable = [c for c in pooled if c.external_id != "c250"]
     assert len(pooled) == 121
     # h's own top-2 margin on the pool: the deletions are the unsure ones
     bundle = LabelingModel.load(model.path, embed=FakeEncoder().encode)
-    u = margin_uncertainty(bundle.predict_proba(
-        [Pair(c.example.fields, c.fields, c.example.label.name, c.perturbation) for c in scorable]))
+    u = margin_uncertainty(
+        bundle.predict_proba([Pair(c.example.fields, c.fields, c.example.label.name, c.perturbation) for c in scorable])
+    )
     top_quarter = np.quantile(u, 0.75)
     row = {c.pk: i for i, c in enumerate(scorable)}
 
@@ -127,8 +138,17 @@ def test_active_without_a_usable_model_falls_back_to_random_with_a_message(tmp_p
     assert any("no pairwise model" in m and "fell back to random" in m for m in r.messages)
 
     other = project_with_candidates(name="lostfile", n=20)
-    PairwiseModel.objects.create(project=other, mode="pc", version=1, n_train=10, cv_accuracy=1, cv_macro_f1=1,
-                                 cv_ece=0, threshold=0.7, path=str(tmp_path / "gone.joblib"))
+    PairwiseModel.objects.create(
+        project=other,
+        mode="pc",
+        version=1,
+        n_train=10,
+        cv_accuracy=1,
+        cv_macro_f1=1,
+        cv_ece=0,
+        threshold=0.7,
+        path=str(tmp_path / "gone.joblib"),
+    )
     r2 = project_route(project=other, budget=0.25, strategy="active", seed=0)
     assert r2.strategy == "random" and r2.routed == 5
     assert any("model file" in m and "missing" in m and "fell back to random" in m for m in r2.messages)
@@ -136,7 +156,7 @@ def test_active_without_a_usable_model_falls_back_to_random_with_a_message(tmp_p
 
 def test_a_model_without_pair_inputs_is_clustered_on_its_probabilities():
     class ProbaOnly:  # like a model that reads the texts itself and exposes no pair encoding
-        def predict_proba(self, pairs):  # noqa: ANN001, ANN202
+        def predict_proba(self, pairs):
             return np.tile([0.6, 0.3, 0.1], (len(pairs), 1))
 
     pairs, _ = synthetic_pairs(5)

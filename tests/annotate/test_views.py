@@ -53,7 +53,9 @@ def test_htmx_answer_returns_next_item_fragment_with_undo(project):
     c = login(u)
     c.get(f"/annotate/projects/{project.pk}/")
     a = Assignment.objects.get(annotator=u)
-    r = c.post(f"/annotate/assignments/{a.pk}/answer/", {"choice": "neutral", "duration_ms": "2500"}, HTTP_HX_REQUEST="true")
+    r = c.post(
+        f"/annotate/assignments/{a.pk}/answer/", {"choice": "neutral", "duration_ms": "2500"}, HTTP_HX_REQUEST="true"
+    )
     html = r.content.decode()
     assert r.status_code == 200 and html.lstrip().startswith('<section id="stage"')
     assert "<html" not in html  # a fragment

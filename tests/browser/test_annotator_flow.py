@@ -17,16 +17,22 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def annotation_settings(settings):  # noqa: ANN001
-    settings.COUNTERPART = {**settings.COUNTERPART, "GOLD_RATE": 0.0, "QUALIFICATION_GOLD": 0, "LEASE_SECONDS": 120, "UNDO_SECONDS": 300}
+def annotation_settings(settings):
+    settings.COUNTERPART = {
+        **settings.COUNTERPART,
+        "GOLD_RATE": 0.0,
+        "QUALIFICATION_GOLD": 0,
+        "LEASE_SECONDS": 120,
+        "UNDO_SECONDS": 300,
+    }
     return settings
 
 
-def _current_assignment(page) -> int:  # noqa: ANN001
+def _current_assignment(page) -> int:
     return int(page.locator("#stage").get_attribute("data-assignment"))
 
 
-def _wait_for_assignment_change(page, old: int) -> None:  # noqa: ANN001
+def _wait_for_assignment_change(page, old: int) -> None:
     page.wait_for_function(
         "old => { const s = document.getElementById('stage'); return s && s.dataset.assignment && s.dataset.assignment !== String(old); }",
         arg=old,
@@ -34,7 +40,7 @@ def _wait_for_assignment_change(page, old: int) -> None:  # noqa: ANN001
     page.wait_for_selector("#stage[data-ready]")  # annotate.js has prepared the new item
 
 
-def test_keyboard_flow(page, live_server, annotation_settings):  # noqa: ANN001
+def test_keyboard_flow(page, live_server, annotation_settings):
     project = project_with_candidates(n=8, k=2)  # k=2: answers stay undoable (item not aggregated)
     project_route(project=project, budget=1.0, seed=0)
     user = annotator(project, username="ann")

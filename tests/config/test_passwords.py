@@ -60,7 +60,9 @@ def test_minimum_length_is_configurable_but_not_below_8(monkeypatch):
             sys.modules.pop("config.settings.base", None)
 
     monkeypatch.setenv("COUNTERPART_PASSWORD_MIN_LENGTH", "12")
-    options = [v.get("OPTIONS") for v in base().AUTH_PASSWORD_VALIDATORS if v["NAME"].endswith("MinimumLengthValidator")]
+    options = [
+        v.get("OPTIONS") for v in base().AUTH_PASSWORD_VALIDATORS if v["NAME"].endswith("MinimumLengthValidator")
+    ]
     assert options == [{"min_length": 12}]
     monkeypatch.setenv("COUNTERPART_PASSWORD_MIN_LENGTH", "6")
     with pytest.raises(ImproperlyConfiguredEnv, match="below 8"):

@@ -24,12 +24,16 @@ def _production_env(**extra: str) -> dict[str, str]:
 
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *args], check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, *args], check=False, cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_check_deploy_is_clean_with_only_secret_and_hosts():
-    proc = _run(["manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-                _production_env(DJANGO_SETTINGS_MODULE="config.settings.production"))
+    proc = _run(
+        ["manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        _production_env(DJANGO_SETTINGS_MODULE="config.settings.production"),
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "WARNINGS" not in out and "no issues" in out, out

@@ -27,8 +27,17 @@ class EchoGenerator:
     name = "test-echo"
     crashed: set[str] = set()  # noqa: RUF012
 
-    def __init__(self, per_original: int = 3, crash_at: str = "", delay: float = 0.0, pid_file: str = "",
-                 seed: int = 0, mode: str = "ok", gate_file: str = "", gate_after: int = 0) -> None:
+    def __init__(
+        self,
+        per_original: int = 3,
+        crash_at: str = "",
+        delay: float = 0.0,
+        pid_file: str = "",
+        seed: int = 0,
+        mode: str = "ok",
+        gate_file: str = "",
+        gate_after: int = 0,
+    ) -> None:
         if per_original < 1:
             raise ValueError("per_original must be at least 1")
         if mode != "ok":
@@ -68,9 +77,13 @@ class EchoGenerator:
             others = [lab for lab in o.labels if lab != o.label]
             for k in range(self.per_original):
                 yield GeneratedCandidate(
-                    original_id=o.id, fields={**o.fields, name: f"{text} variant {k}"}, generator=self.name,
-                    perturbation=CODES[k % len(CODES)], target_label=others[k % len(others)] if others else None,
-                    scores={"gen_score": 0.5}, meta={"k": k},
+                    original_id=o.id,
+                    fields={**o.fields, name: f"{text} variant {k}"},
+                    generator=self.name,
+                    perturbation=CODES[k % len(CODES)],
+                    target_label=others[k % len(others)] if others else None,
+                    scores={"gen_score": 0.5},
+                    meta={"k": k},
                 )
 
 
@@ -93,9 +106,16 @@ def make_project(name: str = "runs-nli", n: int = 10, task: str = "nli", split: 
     p = project_create(name=name, task=task)
     labels = list(p.labels.all())
     fields = p.text_fields
-    Example.objects.bulk_create([
-        Example(project=p, external_id=f"ex-{i:03d}", split=split, label=labels[i % len(labels)],
-                fields={f: f"{f} number {i} is a plain sentence" for f in fields})
-        for i in range(n)
-    ])
+    Example.objects.bulk_create(
+        [
+            Example(
+                project=p,
+                external_id=f"ex-{i:03d}",
+                split=split,
+                label=labels[i % len(labels)],
+                fields={f: f"{f} number {i} is a plain sentence" for f in fields},
+            )
+            for i in range(n)
+        ]
+    )
     return p

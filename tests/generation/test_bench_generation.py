@@ -20,17 +20,26 @@ ROWS = [
 
 
 @pytest.fixture
-def tiny_sentiment(tmp_path):  # noqa: ANN001, ANN201
+def tiny_sentiment(tmp_path):
     path = tmp_path / "dev_paired.tsv"
     path.write_text("Sentiment\tText\tbatch_id\n" + "".join(f"{a}\t{b}\t{c}\n" for a, b, c in ROWS))
     return path
 
 
 @pytest.mark.slow  # loads the real MiniLM
-def test_bench_generation_json_last_line(tiny_sentiment) -> None:  # noqa: ANN001
+def test_bench_generation_json_last_line(tiny_sentiment) -> None:
     out = StringIO()
-    call_command("bench_generation", "--json", "--originals", "5", "--format", "cad-sentiment",
-                 "--data", str(tiny_sentiment), stdout=out)
+    call_command(
+        "bench_generation",
+        "--json",
+        "--originals",
+        "5",
+        "--format",
+        "cad-sentiment",
+        "--data",
+        str(tiny_sentiment),
+        stdout=out,
+    )
     lines = out.getvalue().strip().splitlines()
     result = json.loads(lines[-1])
     assert result["originals"] == 5  # 3 in the file, cycled with fresh ids
@@ -43,7 +52,7 @@ def test_bench_generation_json_last_line(tiny_sentiment) -> None:  # noqa: ANN00
     assert any(line.startswith("MiniLM:") for line in lines[:-1])
 
 
-def test_bench_generation_bad_arguments(tmp_path) -> None:  # noqa: ANN001
+def test_bench_generation_bad_arguments(tmp_path) -> None:
     with pytest.raises(CommandError, match="data not found"):
         call_command("bench_generation", "--data", str(tmp_path / "missing"), stdout=StringIO())
     with pytest.raises(CommandError, match="originals"):

@@ -46,15 +46,23 @@ def test_nouns_are_found_and_proper_nouns_left_alone():
     assert [toks[i].text for i in noun_indices(toks)] == ["man", "elephant", "river"]
 
 
-@pytest.mark.parametrize("caption, noun, new, expected", [
-    ("A man riding an elephant in the river.", "elephant", "horse", "A man riding a horse in the river."),
-    ("A man riding a horse in the river.", "horse", "elephant", "A man riding an elephant in the river."),
-    ("An elephant in the river.", "elephant", "horse", "A horse in the river."),
-    ("A horse in the river.", "horse", "owl", "An owl in the river."),
-    ("Two dogs sit on an old couch.", "dogs", "cat", "Two cats sit on an old couch."),
-    ("Dogs sit on an old couch.", "Dogs", "wolf", "Wolves sit on an old couch."),
-    ("A large elephant in the river.", "elephant", "horse", "A large elephant in the river.".replace("elephant", "horse")),
-])
+@pytest.mark.parametrize(
+    "caption, noun, new, expected",
+    [
+        ("A man riding an elephant in the river.", "elephant", "horse", "A man riding a horse in the river."),
+        ("A man riding a horse in the river.", "horse", "elephant", "A man riding an elephant in the river."),
+        ("An elephant in the river.", "elephant", "horse", "A horse in the river."),
+        ("A horse in the river.", "horse", "owl", "An owl in the river."),
+        ("Two dogs sit on an old couch.", "dogs", "cat", "Two cats sit on an old couch."),
+        ("Dogs sit on an old couch.", "Dogs", "wolf", "Wolves sit on an old couch."),
+        (
+            "A large elephant in the river.",
+            "elephant",
+            "horse",
+            "A large elephant in the river.".replace("elephant", "horse"),
+        ),
+    ],
+)
 def test_realise_keeps_number_case_and_article(caption, noun, new, expected):
     toks = tag(caption)
     i = next(k for k, t in enumerate(toks) if t.text == noun)
@@ -106,8 +114,15 @@ def test_generator_yields_text_only_pairs_in_the_band():
     gen = CocoCounterfactualGenerator(encoder=enc)
     assert gen.candidate_source == "wordnet" and not gen.images
     assert any("text-only" in n for n in gen.notes)
-    out = list(gen.generate([_orig("A woman is cutting into a cake with a large knife."),
-                             _orig("Some clouds.", "c2"), Original("c3", {"text": "x"}, None, (), "image-caption")]))
+    out = list(
+        gen.generate(
+            [
+                _orig("A woman is cutting into a cake with a large knife."),
+                _orig("Some clouds.", "c2"),
+                Original("c3", {"text": "x"}, None, (), "image-caption"),
+            ]
+        )
+    )
     cands = [o for o in out if isinstance(o, GeneratedCandidate)]
     skips = {o.original_id: o.reason for o in out if isinstance(o, Skip)}
     assert len(cands) == 1 and enc.calls == 1  # one batched similarity call
@@ -170,8 +185,9 @@ def test_real_minilm_keeps_only_pairs_in_the_band(shared_data):
         assert 0.8 < round(float(s), 6) <= 0.91
         assert abs(c.scores["similarity"] - float(s)) < 1e-4
     # the same caption with an unrelated noun swap lands outside the band
-    far = ml_filters.similarity_band(enc, ["A man riding a horse in a field."],
-                                     ["A man riding a horse in a field."], ml_filters.COCO_BAND)
+    far = ml_filters.similarity_band(
+        enc, ["A man riding a horse in a field."], ["A man riding a horse in a field."], ml_filters.COCO_BAND
+    )
     assert not far[0].keep  # identical: 1.0 > 0.91
 
 
@@ -191,12 +207,30 @@ def test_bench_coco_cf_command_prints_figures(tmp_path):
     from django.core.management import call_command
 
     (tmp_path / "captions_val2017.tsv").write_text(
-        "1_0\tA woman is cutting into a cake with a large knife.\n2_0\tA man riding a horse in a field.\n")
-    (tmp_path / "metadata.jsonl").write_text("\n".join(json.dumps(o) for o in [
-        {"id": "1_0", "caption_0": "A woman is cutting into a cake with a large knife.",
-         "caption_1": "A man is cutting into a cake with a large knife.", "image_0": "a", "image_1": "b"},
-        {"id": "2_0", "caption_0": "A man riding a horse in a field.",
-         "caption_1": "A man riding a cow in a field.", "image_0": "c", "image_1": "d"}]) + "\n")
+        "1_0\tA woman is cutting into a cake with a large knife.\n2_0\tA man riding a horse in a field.\n"
+    )
+    (tmp_path / "metadata.jsonl").write_text(
+        "\n".join(
+            json.dumps(o)
+            for o in [
+                {
+                    "id": "1_0",
+                    "caption_0": "A woman is cutting into a cake with a large knife.",
+                    "caption_1": "A man is cutting into a cake with a large knife.",
+                    "image_0": "a",
+                    "image_1": "b",
+                },
+                {
+                    "id": "2_0",
+                    "caption_0": "A man riding a horse in a field.",
+                    "caption_1": "A man riding a cow in a field.",
+                    "image_0": "c",
+                    "image_1": "d",
+                },
+            ]
+        )
+        + "\n"
+    )
     from io import StringIO
 
     out = StringIO()

@@ -35,8 +35,9 @@ class BandEncoder:
 def project(db, monkeypatch):
     monkeypatch.setattr(embeddings, "shared_encoder", lambda **kw: BandEncoder())
     p = project_create(name="coco", task="image-caption")
-    Example.objects.bulk_create([Example(project=p, external_id=k, fields={"caption": v}, source="coco-captions")
-                                 for k, v in CAPTIONS.items()])
+    Example.objects.bulk_create(
+        [Example(project=p, external_id=k, fields={"caption": v}, source="coco-captions") for k, v in CAPTIONS.items()]
+    )
     return p
 
 
@@ -67,11 +68,18 @@ def test_run_with_a_diffusion_model_stores_images_under_media_root(project, sett
 
     sd = save_tiny_pipeline(tmp_path / "sd")
     settings.MEDIA_ROOT = str(tmp_path / "media")
-    settings.COUNTERPART = {**settings.COUNTERPART, "DIFFUSION_PATH": str(sd), "CLIP_PATH": "", "MLM_PATH": "",
-                            "PERPLEXITY_LM_PATH": ""}
-    run = run_create(project=project, generator="coco-cf", options={
-        "limit": 2, "filters": ["dedup"],
-        "generator_options": {"steps": 2, "height": 32, "width": 32}})
+    settings.COUNTERPART = {
+        **settings.COUNTERPART,
+        "DIFFUSION_PATH": str(sd),
+        "CLIP_PATH": "",
+        "MLM_PATH": "",
+        "PERPLEXITY_LM_PATH": "",
+    }
+    run = run_create(
+        project=project,
+        generator="coco-cf",
+        options={"limit": 2, "filters": ["dedup"], "generator_options": {"steps": 2, "height": 32, "width": 32}},
+    )
     run = run_execute(run_id=run.pk)
     assert run.status == "succeeded", run.error
     cands = list(Candidate.objects.filter(job_id=run.job_id))

@@ -25,21 +25,27 @@ def review(text: str, oid: str = "r1", label: str = "negative") -> Original:
 
 
 @pytest.fixture(scope="module")
-def gpt2_path(tmp_path_factory):  # noqa: ANN001, ANN201
+def gpt2_path(tmp_path_factory):
     return str(save_gpt2(tmp_path_factory.mktemp("gpt2")))
 
 
 def test_concepts_are_content_noun_phrases() -> None:
     assert extract_concepts("The movie had clever plot devices and a great collection of analogies.") == [
-        "movie", "plot devices", "collection", "analogies"]
+        "movie",
+        "plot devices",
+        "collection",
+        "analogies",
+    ]
     assert extract_concepts("A young man is riding a brown horse in the open field.", max_concepts=2) == [
-        "man", "horse"]
+        "man",
+        "horse",
+    ]
     assert extract_concepts("It was awful.") == []
     # a concept contained in a longer one is dropped
     assert extract_concepts("The plot was thin, but the plot devices were clever.") == ["plot devices"]
 
 
-def test_clauses_hold_tokenised_variants(gpt2_path) -> None:  # noqa: ANN001
+def test_clauses_hold_tokenised_variants(gpt2_path) -> None:
     from generation.ml import hf
 
     tok = hf.load_causal_lm(gpt2_path).tokenizer
@@ -50,7 +56,7 @@ def test_clauses_hold_tokenised_variants(gpt2_path) -> None:  # noqa: ANN001
     assert concept_clause("zyzzyva", tok) is None  # unknown to the vocabulary: not a usable clause
 
 
-def test_tiny_gpt2_candidates_keep_every_concept(gpt2_path) -> None:  # noqa: ANN001
+def test_tiny_gpt2_candidates_keep_every_concept(gpt2_path) -> None:
     gen = ConceptConstrainedGenerator(causal_lm_path=gpt2_path, beam_size=4, candidate_k=6, candidates_per_label=2)
     text = "The movie was boring but the horse in the park was great ."
     out = list(gen.generate([review(text)]))
@@ -69,7 +75,7 @@ def test_tiny_gpt2_candidates_keep_every_concept(gpt2_path) -> None:  # noqa: AN
         assert c.meta["concepts"] == concepts
 
 
-def test_tiny_t5_and_per_label_steer_models(gpt2_path, tmp_path) -> None:  # noqa: ANN001
+def test_tiny_t5_and_per_label_steer_models(gpt2_path, tmp_path) -> None:
     t5 = str(save_t5(tmp_path / "t5"))
     gen = ConceptConstrainedGenerator(seq2seq_path=t5, beam_size=3, candidate_k=5, candidates_per_label=1)
     out = list(gen.generate([review("the dog sat in the park with the woman .")]))
@@ -77,18 +83,30 @@ def test_tiny_t5_and_per_label_steer_models(gpt2_path, tmp_path) -> None:  # noq
     assert cands and all(all(w in c.fields["text"] for w in ("dog", "park", "woman")) for c in cands)
 
     steer = ConceptConstrainedGenerator(steer_paths={"positive": gpt2_path}, beam_size=3, candidate_k=5)
-    out = list(steer.generate([review("the dog sat in the park .", oid="a"),
-                               review("the dog sat in the park .", oid="b", label="positive")]))
+    out = list(
+        steer.generate(
+            [
+                review("the dog sat in the park .", oid="a"),
+                review("the dog sat in the park .", oid="b", label="positive"),
+            ]
+        )
+    )
     got = {x.original_id: x for x in out}
     assert isinstance(got["a"], GeneratedCandidate) and got["a"].target_label == "positive"
     assert isinstance(got["b"], Skip) and "no model for 'negative'" in got["b"].reason
 
 
-def test_skips_and_config_errors(gpt2_path, tmp_path) -> None:  # noqa: ANN001
+def test_skips_and_config_errors(gpt2_path, tmp_path) -> None:
     gen = ConceptConstrainedGenerator(causal_lm_path=gpt2_path, beam_size=2, candidate_k=4)
-    out = list(gen.generate([review("It was awful .", oid="noconcept"), review("dogs", oid="short"),
-                             Original(id="nofield", fields={"premise": "a dog"}, label="negative", labels=LABELS,
-                                      task="sentiment")]))
+    out = list(
+        gen.generate(
+            [
+                review("It was awful .", oid="noconcept"),
+                review("dogs", oid="short"),
+                Original(id="nofield", fields={"premise": "a dog"}, label="negative", labels=LABELS, task="sentiment"),
+            ]
+        )
+    )
     reasons = {s.original_id: s.reason for s in out if isinstance(s, Skip)}
     assert "no content concepts" in reasons["noconcept"]
     assert "too short" in reasons["short"]
@@ -101,11 +119,11 @@ def test_skips_and_config_errors(gpt2_path, tmp_path) -> None:  # noqa: ANN001
         ConceptConstrainedGenerator(causal_lm_path=gpt2_path, prefix="2g")
 
 
-def test_consistency_classifier_filters(gpt2_path) -> None:  # noqa: ANN001
+def test_consistency_classifier_filters(gpt2_path) -> None:
     class Never:
         labels = LABELS
 
-        def predict_proba(self, inputs):  # noqa: ANN001, ANN202
+        def predict_proba(self, inputs):
             return np.array([[0.9, 0.1] for _ in inputs])
 
     gen = ConceptConstrainedGenerator(causal_lm_path=gpt2_path, beam_size=2, candidate_k=4, classifier=Never())

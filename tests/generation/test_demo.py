@@ -23,7 +23,7 @@ def run(*args: str) -> str:
     return out.getvalue()
 
 
-def test_demo_from_the_fixture_when_shared_data_is_missing(settings, tmp_path: Path) -> None:  # noqa: ANN001
+def test_demo_from_the_fixture_when_shared_data_is_missing(settings, tmp_path: Path) -> None:
     settings.COUNTERPART = {**settings.COUNTERPART, "SHARED_DATA_DIR": str(tmp_path / "nowhere")}
     text = run("--password", "s3cret-pass")
     assert "http://127.0.0.1:8000" in text
@@ -55,20 +55,20 @@ def test_demo_from_the_fixture_when_shared_data_is_missing(settings, tmp_path: P
     assert not Client().login(username="researcher", password="s3cret-pass")
 
 
-def test_demo_no_route(settings, tmp_path: Path) -> None:  # noqa: ANN001
+def test_demo_no_route(settings, tmp_path: Path) -> None:
     settings.COUNTERPART = {**settings.COUNTERPART, "SHARED_DATA_DIR": str(tmp_path)}
     run("--no-route")
     assert set(Candidate.objects.values_list("state", flat=True)) == {"pooled"}
 
 
-def test_demo_no_data(settings) -> None:  # noqa: ANN001
+def test_demo_no_data(settings) -> None:
     text = run("--no-data")
     assert "password" in text and not Project.objects.exists()
     assert get_user_model().objects.filter(username__in=["researcher", "annotator"]).count() == 2
 
 
 @pytest.mark.slow
-def test_demo_from_shared_data(shared_data: Path, settings) -> None:  # noqa: ANN001
+def test_demo_from_shared_data(shared_data: Path, settings) -> None:
     settings.COUNTERPART = {**settings.COUNTERPART, "SHARED_DATA_DIR": str(shared_data)}
     text = run()
     assert "CAD NLI dev" in text and "imported 200 originals, 800 pairs" in text

@@ -19,10 +19,27 @@ from projects.services.projects import project_create
 pytestmark = pytest.mark.django_db
 
 CANDIDATE_FIELDS = [
-    "external_id", "group", "fields", "image", "generator", "perturbation", "target_label__name", "scores",
-    "state", "label__name", "label_source", "confidence", "gold_label__name", "meta",
-    "example__external_id", "example__fields", "example__image", "example__label__name", "example__source",
-    "example__split", "example__meta",
+    "external_id",
+    "group",
+    "fields",
+    "image",
+    "generator",
+    "perturbation",
+    "target_label__name",
+    "scores",
+    "state",
+    "label__name",
+    "label_source",
+    "confidence",
+    "gold_label__name",
+    "meta",
+    "example__external_id",
+    "example__fields",
+    "example__image",
+    "example__label__name",
+    "example__source",
+    "example__split",
+    "example__meta",
 ]
 
 
@@ -36,21 +53,79 @@ def rich_file(tmp_path: Path) -> Path:
     img = tmp_path / "img.png"
     Image.new("RGB", (2, 2)).save(img)
     lines = [
-        {"id": "p1", "group": "g1", "original": {"id": "o1", "fields": {"premise": "A man, \"quoted\".", "hypothesis": "Ünïcode\nline"},
-                                                  "label": "neutral", "split": "train", "source": "snli", "meta": {"row": 1}},
-         "counterfactual": {"fields": {"premise": "A woman.", "hypothesis": "Ünïcode\nline"}, "label": "entailment",
-                            "target_label": "entailment", "generator": "rules", "perturbation": "lexical",
-                            "label_source": "human", "confidence": 0.875, "gold_label": "contradiction",
-                            "scores": {"similarity": 0.93, "fluency": -1.5}},
-         "meta": {"note": "x", "list": [1, 2]}},
-        {"id": "p2", "group": "g1", "original": {"id": "o1", "fields": {"premise": "A man, \"quoted\".", "hypothesis": "Ünïcode\nline"}, "label": "neutral"},
-         "counterfactual": {"fields": {"premise": "No man.", "hypothesis": "Ünïcode\nline"}, "label": "contradiction", "label_source": "auto", "confidence": 0.61}},
-        {"id": "p3", "original": {"fields": {"premise": "Sky.", "hypothesis": "Blue."}, "label": None, "split": "dev", "image": str(img)},
-         "counterfactual": {"fields": {"premise": "Sea.", "hypothesis": "Blue."}, "label": "neutral", "label_source": "gold", "image": str(img)}},
-        {"id": "p4", "original": {"id": "o4", "fields": {"premise": "Cat.", "hypothesis": "Pet."}, "label": "entailment", "split": "dev"},
-         "counterfactual": {"fields": {"premise": "Rock.", "hypothesis": "Pet."}, "label": "contradiction", "label_source": "imported"}},
-        {"id": "p5", "original": {"id": "o4", "fields": {"premise": "Cat.", "hypothesis": "Pet."}, "label": "entailment"},
-         "counterfactual": {"fields": {"premise": "Dog.", "hypothesis": "Pet."}}},
+        {
+            "id": "p1",
+            "group": "g1",
+            "original": {
+                "id": "o1",
+                "fields": {"premise": 'A man, "quoted".', "hypothesis": "Ünïcode\nline"},
+                "label": "neutral",
+                "split": "train",
+                "source": "snli",
+                "meta": {"row": 1},
+            },
+            "counterfactual": {
+                "fields": {"premise": "A woman.", "hypothesis": "Ünïcode\nline"},
+                "label": "entailment",
+                "target_label": "entailment",
+                "generator": "rules",
+                "perturbation": "lexical",
+                "label_source": "human",
+                "confidence": 0.875,
+                "gold_label": "contradiction",
+                "scores": {"similarity": 0.93, "fluency": -1.5},
+            },
+            "meta": {"note": "x", "list": [1, 2]},
+        },
+        {
+            "id": "p2",
+            "group": "g1",
+            "original": {
+                "id": "o1",
+                "fields": {"premise": 'A man, "quoted".', "hypothesis": "Ünïcode\nline"},
+                "label": "neutral",
+            },
+            "counterfactual": {
+                "fields": {"premise": "No man.", "hypothesis": "Ünïcode\nline"},
+                "label": "contradiction",
+                "label_source": "auto",
+                "confidence": 0.61,
+            },
+        },
+        {
+            "id": "p3",
+            "original": {
+                "fields": {"premise": "Sky.", "hypothesis": "Blue."},
+                "label": None,
+                "split": "dev",
+                "image": str(img),
+            },
+            "counterfactual": {
+                "fields": {"premise": "Sea.", "hypothesis": "Blue."},
+                "label": "neutral",
+                "label_source": "gold",
+                "image": str(img),
+            },
+        },
+        {
+            "id": "p4",
+            "original": {
+                "id": "o4",
+                "fields": {"premise": "Cat.", "hypothesis": "Pet."},
+                "label": "entailment",
+                "split": "dev",
+            },
+            "counterfactual": {
+                "fields": {"premise": "Rock.", "hypothesis": "Pet."},
+                "label": "contradiction",
+                "label_source": "imported",
+            },
+        },
+        {
+            "id": "p5",
+            "original": {"id": "o4", "fields": {"premise": "Cat.", "hypothesis": "Pet."}, "label": "entailment"},
+            "counterfactual": {"fields": {"premise": "Dog.", "hypothesis": "Pet."}},
+        },
     ]
     f = tmp_path / "rich.jsonl"
     f.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines), encoding="utf-8")
@@ -166,8 +241,18 @@ def test_cad_round_trip(tmp_path: Path, shared_data: Path) -> None:
 def test_command(tmp_path: Path, rich: Project) -> None:
     out = StringIO()
     target = tmp_path / "sub" / "x.jsonl"
-    call_command("export", "--project", "rich", "--format", "pairs-jsonl", "--out", str(target),
-                 "--label-source", "human,imported", stdout=out)
+    call_command(
+        "export",
+        "--project",
+        "rich",
+        "--format",
+        "pairs-jsonl",
+        "--out",
+        str(target),
+        "--label-source",
+        "human,imported",
+        stdout=out,
+    )
     assert out.getvalue().strip() == f"exported 2 pairs to {target}"
     assert len(target.read_text(encoding="utf-8").splitlines()) == 2
     assert not [p for p in target.parent.iterdir() if p.name.startswith(".export-")]
@@ -182,7 +267,7 @@ def test_command(tmp_path: Path, rich: Project) -> None:
 
 
 @pytest.mark.postgres
-def test_round_trip_on_postgresql(require_postgres, tmp_path: Path) -> None:  # noqa: ANN001
+def test_round_trip_on_postgresql(require_postgres, tmp_path: Path) -> None:
     """The raw executemany insert and JSON adaptation on the real PostgreSQL."""
     project = project_create(name="rich", task="nli")
     report = data_import(project=project, format="pairs-jsonl", paths=[str(rich_file(tmp_path))], batch_size=2)

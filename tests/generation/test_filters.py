@@ -44,8 +44,9 @@ def test_comparison_texts_uses_window_then_changed_field() -> None:
     o = {"premise": "A man sleeps.", "hypothesis": "A person rests."}
     c = {"premise": "A man sleeps.", "hypothesis": "A person never rests."}
     assert F.comparison_texts(o, c) == ("A person rests.", "A person never rests.")
-    assert F.comparison_texts({"text": "x. Old one."}, {"text": "x. New one."}, {"window": ["Old one.", "New one."]}) == (
-        "Old one.", "New one.")
+    assert F.comparison_texts(
+        {"text": "x. Old one."}, {"text": "x. New one."}, {"window": ["Old one.", "New one."]}
+    ) == ("Old one.", "New one.")
 
 
 @pytest.mark.slow  # real MiniLM
@@ -79,8 +80,10 @@ def test_dedupe_exact_near_and_original() -> None:
 
 def test_dedupe_near_duplicate_threshold() -> None:
     orig = "one two three four five six seven eight nine ten"
-    a = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen " \
+    a = (
+        "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
         "sixteen seventeen eighteen nineteen twenty"
+    )
     b = a + " extra"  # edit signature Jaccard 10/11 = 0.909
     assert [r.keep for r in F.dedupe(orig, [a, b], threshold=0.9)] == [True, False]
     assert [r.keep for r in F.dedupe(orig, [a, b], threshold=0.95)] == [True, True]
@@ -92,7 +95,7 @@ def test_jaccard_and_normalise() -> None:
 
 
 # -- perplexity --------------------------------------------------------------------------------
-def _tiny_gpt2(tmp_path):  # noqa: ANN001, ANN202
+def _tiny_gpt2(tmp_path):
     import torch
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
     from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
@@ -110,7 +113,7 @@ def _tiny_gpt2(tmp_path):  # noqa: ANN001, ANN202
     return str(path)
 
 
-def test_perplexity_with_tiny_gpt2_from_a_local_path(tmp_path) -> None:  # noqa: ANN001
+def test_perplexity_with_tiny_gpt2_from_a_local_path(tmp_path) -> None:
     path = _tiny_gpt2(tmp_path)
     scorer = F.PerplexityScorer(path)
     ppl = scorer.score(["a man is riding a bike .", "a dog runs in the park ."])
@@ -121,7 +124,7 @@ def test_perplexity_with_tiny_gpt2_from_a_local_path(tmp_path) -> None:  # noqa:
     assert not strict[0].keep
 
 
-def test_perplexity_missing_path_is_a_clear_error(tmp_path) -> None:  # noqa: ANN001
+def test_perplexity_missing_path_is_a_clear_error(tmp_path) -> None:
     with pytest.raises(FileNotFoundError, match="perplexity LM"):
         F.PerplexityScorer(str(tmp_path / "nope"))
 
@@ -133,20 +136,26 @@ NLI = {"premise": "A man is riding a bike in the park.", "hypothesis": "A person
 def test_artifact_copies_the_other_sentence_or_the_prompt() -> None:
     r = F.artifacts(NLI, {"premise": "A person is outdoors.", "hypothesis": NLI["hypothesis"]})
     assert not r.keep and any("copies hypothesis" in x for x in r.reasons)
-    r = F.artifacts(NLI, {"premise": "Fill in the blank so that the label is true: a man rides.",
-                          "hypothesis": NLI["hypothesis"]},
-                    prompt="Fill in the blank so that the label is true:\n[blank]")
+    r = F.artifacts(
+        NLI,
+        {"premise": "Fill in the blank so that the label is true: a man rides.", "hypothesis": NLI["hypothesis"]},
+        prompt="Fill in the blank so that the label is true:\n[blank]",
+    )
     assert not r.keep and any("prompt" in x for x in r.reasons)
 
 
 def test_artifact_overlap_thresholds() -> None:
     # introduced words {person, is, outdoors} = hypothesis words minus "a": Jaccard 0.75 > 0.6
-    r = F.artifacts(NLI, {"premise": "A man is riding a bike in the park person is outdoors.",
-                          "hypothesis": NLI["hypothesis"]}, introduced=["person", "is", "outdoors"])
+    r = F.artifacts(
+        NLI,
+        {"premise": "A man is riding a bike in the park person is outdoors.", "hypothesis": NLI["hypothesis"]},
+        introduced=["person", "is", "outdoors"],
+    )
     assert not r.keep and any("hypothesis" in x for x in r.reasons)
     # introduced {man, riding, bike}: Jaccard with the premise words 3/8 = 0.375 > 0.35
-    r = F.artifacts(NLI, {"premise": NLI["premise"], "hypothesis": "A man riding a bike."},
-                    introduced=["man", "riding", "bike"])
+    r = F.artifacts(
+        NLI, {"premise": NLI["premise"], "hypothesis": "A man riding a bike."}, introduced=["man", "riding", "bike"]
+    )
     assert not r.keep and any("premise" in x for x in r.reasons)
     r = F.artifacts(NLI, {"premise": "A man is riding a horse in the park.", "hypothesis": NLI["hypothesis"]})
     assert r.keep and r.score == 0.0

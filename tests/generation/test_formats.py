@@ -13,11 +13,11 @@ from projects import formats
 from projects.formats import FormatError, OriginalRecord, PairRecord, Problem, read
 
 
-def kinds(records) -> Counter:  # noqa: ANN001
+def kinds(records) -> Counter:
     return Counter(type(r).__name__ for r in records)
 
 
-def problems(records) -> list[str]:  # noqa: ANN001
+def problems(records) -> list[str]:
     return [str(r) for r in records if isinstance(r, Problem)]
 
 
@@ -283,8 +283,24 @@ def test_coco_cf_with_images_and_a_missing_one(tmp_path: Path) -> None:
     meta = write_lines(
         tmp_path / "metadata.jsonl",
         [
-            json.dumps({"id": "1_0", "caption_0": "A cat.", "caption_1": "A dog.", "image_0": "1_0_img_0", "image_1": "1_0_img_1"}),
-            json.dumps({"id": "2_0", "caption_0": "A cup.", "caption_1": "A mug.", "image_0": "2_0_img_0", "image_1": "2_0_img_1"}),
+            json.dumps(
+                {
+                    "id": "1_0",
+                    "caption_0": "A cat.",
+                    "caption_1": "A dog.",
+                    "image_0": "1_0_img_0",
+                    "image_1": "1_0_img_1",
+                }
+            ),
+            json.dumps(
+                {
+                    "id": "2_0",
+                    "caption_0": "A cup.",
+                    "caption_1": "A mug.",
+                    "image_0": "2_0_img_0",
+                    "image_1": "2_0_img_1",
+                }
+            ),
         ],
     )
     recs = list(read("coco-cf", [str(meta), str(images)], task="image-caption"))
@@ -303,18 +319,39 @@ def test_coco_cf_with_images_and_a_missing_one(tmp_path: Path) -> None:
 def sample_pairs(tmp_path: Path) -> list[PairRecord]:
     img = tmp_path / "a.jpg"
     make_image(img)
-    o = OriginalRecord(id="o1", fields={"premise": "P, \"q\"", "hypothesis": "H\nnext"}, label="neutral",
-                       source="snli", split="dev", meta={"n": 1})
+    o = OriginalRecord(
+        id="o1",
+        fields={"premise": 'P, "q"', "hypothesis": "H\nnext"},
+        label="neutral",
+        source="snli",
+        split="dev",
+        meta={"n": 1},
+    )
     return [
-        PairRecord(id="p1", original=o, cf_fields={"premise": "P2", "hypothesis": "H"}, group="o1",
-                   cf_label="entailment", target_label="entailment", generator="rules", perturbation="negation",
-                   label_source="human", confidence=0.75, meta={"x": [1, 2]}, gold_label="contradiction",
-                   scores={"similarity": 0.91}),
+        PairRecord(
+            id="p1",
+            original=o,
+            cf_fields={"premise": "P2", "hypothesis": "H"},
+            group="o1",
+            cf_label="entailment",
+            target_label="entailment",
+            generator="rules",
+            perturbation="negation",
+            label_source="human",
+            confidence=0.75,
+            meta={"x": [1, 2]},
+            gold_label="contradiction",
+            scores={"similarity": 0.91},
+        ),
         PairRecord(id="p2", original=o, cf_fields={"premise": "P3", "hypothesis": "H"}, group="o1"),
-        PairRecord(id="p3", original=OriginalRecord(id="o2", fields={"premise": "ü", "hypothesis": "ß"}, label=None,
-                                                    image=str(img)),
-                   cf_fields={"premise": "ü2", "hypothesis": "ß"}, cf_label="neutral", label_source="gold",
-                   cf_image=str(img)),
+        PairRecord(
+            id="p3",
+            original=OriginalRecord(id="o2", fields={"premise": "ü", "hypothesis": "ß"}, label=None, image=str(img)),
+            cf_fields={"premise": "ü2", "hypothesis": "ß"},
+            cf_label="neutral",
+            label_source="gold",
+            cf_image=str(img),
+        ),
     ]
 
 

@@ -38,8 +38,24 @@ def _call(*args):
 
 
 def test_foreground_run_with_options_and_progress_bar(project):
-    out, err = _call("--project", "cmd", "--generator", "test-echo", "--limit", "4", "--max-per-original", "2",
-                     "--seed", "7", "--filters", "dedup,artifacts", "--batch-size", "2", "--option", "per_original=3")
+    out, err = _call(
+        "--project",
+        "cmd",
+        "--generator",
+        "test-echo",
+        "--limit",
+        "4",
+        "--max-per-original",
+        "2",
+        "--seed",
+        "7",
+        "--filters",
+        "dedup,artifacts",
+        "--batch-size",
+        "2",
+        "--option",
+        "per_original=3",
+    )
     run = GenerationRun.objects.get()
     assert run.status == "succeeded" and (run.done, run.total) == (4, 4)
     assert run.options["seed"] == 7 and run.options["generator_options"] == {"per_original": 3}
@@ -50,8 +66,17 @@ def test_foreground_run_with_options_and_progress_bar(project):
 
 
 def test_similarity_band_option_is_parsed(project):
-    _call("--project", "cmd", "--generator", "test-echo", "--similarity-band", "0.2,0.95", "--filters", "none",
-          "--no-progress")
+    _call(
+        "--project",
+        "cmd",
+        "--generator",
+        "test-echo",
+        "--similarity-band",
+        "0.2,0.95",
+        "--filters",
+        "none",
+        "--no-progress",
+    )
     run = GenerationRun.objects.get()
     assert run.options["similarity_band"] == [0.2, 0.95] and run.options["filters"] == []
 
@@ -82,14 +107,19 @@ def test_async_with_broker_down_fails_loudly(transactional_db, monkeypatch):
     assert not Candidate.objects.exists()
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--project", "nope", "--generator", "test-echo"], "no project named 'nope'"),
-    (["--project", "cmd", "--generator", "nope"], "unknown generator 'nope'"),
-    (["--project", "cmd", "--generator", "test-echo", "--similarity-band", "0.9,0.1"], "similarity_band"),
-    (["--project", "cmd", "--generator", "test-echo", "--option", "colour=red", "--filters", "none"],
-     "does not take option(s) colour"),
-    (["--generator", "test-echo"], "--project and --generator are required"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--project", "nope", "--generator", "test-echo"], "no project named 'nope'"),
+        (["--project", "cmd", "--generator", "nope"], "unknown generator 'nope'"),
+        (["--project", "cmd", "--generator", "test-echo", "--similarity-band", "0.9,0.1"], "similarity_band"),
+        (
+            ["--project", "cmd", "--generator", "test-echo", "--option", "colour=red", "--filters", "none"],
+            "does not take option(s) colour",
+        ),
+        (["--generator", "test-echo"], "--project and --generator are required"),
+    ],
+)
 def test_errors_are_command_errors(project, args, message):
     with pytest.raises(CommandError) as exc:
         _call(*args)
@@ -98,8 +128,19 @@ def test_errors_are_command_errors(project, args, message):
 
 def test_resume_an_interrupted_run(project):
     with pytest.raises(SystemExit):
-        _call("--project", "cmd", "--generator", "test-echo", "--filters", "none", "--batch-size", "2",
-              "--option", "crash_at=ex-003", "--no-progress")
+        _call(
+            "--project",
+            "cmd",
+            "--generator",
+            "test-echo",
+            "--filters",
+            "none",
+            "--batch-size",
+            "2",
+            "--option",
+            "crash_at=ex-003",
+            "--no-progress",
+        )
     run = GenerationRun.objects.get()
     assert run.status == "running" and run.done == 2
     out, _ = _call("--resume", str(run.pk), "--no-progress")

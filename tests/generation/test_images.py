@@ -32,8 +32,9 @@ def tiny_dir(tmp_path_factory):
 
 @pytest.fixture
 def pairs(tiny_dir):
-    return im.PairImageGenerator(str(tiny_dir / "sd"), steps=3, height=32, width=32, cross_replace=1.0,
-                                 self_replace=0.5)
+    return im.PairImageGenerator(
+        str(tiny_dir / "sd"), steps=3, height=32, width=32, cross_replace=1.0, self_replace=0.5
+    )
 
 
 def _capture_unet_inputs(pipe):
@@ -108,8 +109,10 @@ def test_processor_without_injection_equals_diffusers_default():
 
     torch.manual_seed(0)
     x, ctx = torch.randn(4, 10, 8), torch.randn(4, 5, 6)
-    for attn, enc in ((Attention(query_dim=8, heads=2, dim_head=4), None),
-                      (Attention(query_dim=8, cross_attention_dim=6, heads=2, dim_head=4), ctx)):
+    for attn, enc in (
+        (Attention(query_dim=8, heads=2, dim_head=4), None),
+        (Attention(query_dim=8, cross_attention_dim=6, heads=2, dim_head=4), ctx),
+    ):
         ref = AttnProcessor()(attn, x, encoder_hidden_states=enc)
         ours = im.InjectingAttnProcessor(None)(attn, x, encoder_hidden_states=enc)  # fused path
         assert torch.allclose(ref, ours, atol=1e-5)
@@ -148,21 +151,26 @@ def test_controller_copies_the_original_maps_only_while_due():
 
 
 def test_injection_pulls_the_counterfactual_image_towards_the_original(tiny_dir):
-    free = im.PairImageGenerator(str(tiny_dir / "sd"), steps=3, height=32, width=32, cross_replace=0.0,
-                                 self_replace=0.0)
-    tied = im.PairImageGenerator(str(tiny_dir / "sd"), steps=3, height=32, width=32, cross_replace=1.0,
-                                 self_replace=1.0)
+    free = im.PairImageGenerator(
+        str(tiny_dir / "sd"), steps=3, height=32, width=32, cross_replace=0.0, self_replace=0.0
+    )
+    tied = im.PairImageGenerator(
+        str(tiny_dir / "sd"), steps=3, height=32, width=32, cross_replace=1.0, self_replace=1.0
+    )
     a, b = free.generate(CAP_0, CAP_1, seed=5), tied.generate(CAP_0, CAP_1, seed=5)
     assert np.array_equal(np.asarray(a.images[0]), np.asarray(b.images[0]))  # the original is untouched
     assert not np.array_equal(np.asarray(a.images[1]), np.asarray(b.images[1]))
 
 
 # -- CLIP filter ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("matrix, keep", [
-    ([[0.30, 0.20], [0.21, 0.31]], True),
-    ([[0.30, 0.20], [0.35, 0.31]], False),  # image 1 closer to the original caption
-    ([[0.20, 0.20], [0.21, 0.31]], False),  # a tie is not "higher"
-])
+@pytest.mark.parametrize(
+    "matrix, keep",
+    [
+        ([[0.30, 0.20], [0.21, 0.31]], True),
+        ([[0.30, 0.20], [0.35, 0.31]], False),  # image 1 closer to the original caption
+        ([[0.20, 0.20], [0.21, 0.31]], False),  # a tie is not "higher"
+    ],
+)
 def test_clip_decide_requires_each_image_to_prefer_its_caption(matrix, keep):
     v = im.clip_decide(matrix)
     assert v.keep is keep
@@ -209,14 +217,26 @@ class ControlledClip:
 
 
 def _original():
-    return Original(id="179765_0", fields={"caption": "A woman is cutting into a cake with a large knife."},
-                    label=None, labels=(), task="image-caption")
+    return Original(
+        id="179765_0",
+        fields={"caption": "A woman is cutting into a cake with a large knife."},
+        label=None,
+        labels=(),
+        task="image-caption",
+    )
 
 
 def test_generator_writes_an_image_pair_per_kept_caption_pair(tiny_dir, tmp_path):
     gen = CocoCounterfactualGenerator(
-        diffusion_path=str(tiny_dir / "sd"), image_dir=str(tmp_path / "imgs"), encoder=BandEncoder(),
-        clip_scorer=ControlledClip(), steps=2, height=32, width=32, seed=4)
+        diffusion_path=str(tiny_dir / "sd"),
+        image_dir=str(tmp_path / "imgs"),
+        encoder=BandEncoder(),
+        clip_scorer=ControlledClip(),
+        steps=2,
+        height=32,
+        width=32,
+        seed=4,
+    )
     out = list(gen.generate([_original()]))
     assert len(out) == 1 and not isinstance(out[0], Skip)
     c = out[0]
@@ -231,8 +251,15 @@ def test_generator_writes_an_image_pair_per_kept_caption_pair(tiny_dir, tmp_path
 
 def test_generator_drops_pairs_the_clip_filter_rejects(tiny_dir, tmp_path):
     gen = CocoCounterfactualGenerator(
-        diffusion_path=str(tiny_dir / "sd"), image_dir=str(tmp_path / "imgs"), encoder=BandEncoder(),
-        clip_scorer=ControlledClip(swap=True), steps=2, height=32, width=32, attempts=2)
+        diffusion_path=str(tiny_dir / "sd"),
+        image_dir=str(tmp_path / "imgs"),
+        encoder=BandEncoder(),
+        clip_scorer=ControlledClip(swap=True),
+        steps=2,
+        height=32,
+        width=32,
+        attempts=2,
+    )
     out = list(gen.generate([_original()]))
     assert len(out) == 1 and isinstance(out[0], Skip) and "CLIP filter rejected" in out[0].reason
     assert not (tmp_path / "imgs").exists() or not any((tmp_path / "imgs").iterdir())
@@ -240,5 +267,4 @@ def test_generator_drops_pairs_the_clip_filter_rejects(tiny_dir, tmp_path):
 
 def test_generator_with_a_bad_diffusion_path_fails_at_start(tmp_path):
     with pytest.raises(GeneratorConfigError, match="model_index.json"):
-        CocoCounterfactualGenerator(diffusion_path=str(tmp_path), image_dir=str(tmp_path / "i"),
-                                    encoder=BandEncoder())
+        CocoCounterfactualGenerator(diffusion_path=str(tmp_path), image_dir=str(tmp_path / "i"), encoder=BandEncoder())

@@ -75,7 +75,9 @@ def test_cad_nli_dev_imports_200_originals_800_pairs_once(shared_data: Path) -> 
 @pytest.mark.slow
 def test_cad_sentiment_dev_imports_245_pairs(shared_data: Path) -> None:
     project = project_create(name="cad-sent", task="sentiment")
-    report = data_import(project=project, format="cad-sentiment", paths=[str(shared_data / "cad")], split="dev", strict=False)
+    report = data_import(
+        project=project, format="cad-sentiment", paths=[str(shared_data / "cad")], split="dev", strict=False
+    )
     assert (report.imported_originals, report.imported_pairs, report.problem_count) == (245, 245, 0)
     assert set(Candidate.objects.values_list("gold_label__name", flat=True)) == {"negative", "positive"}
 
@@ -83,7 +85,9 @@ def test_cad_sentiment_dev_imports_245_pairs(shared_data: Path) -> None:
 @pytest.mark.slow
 def test_cad_nli_train_imports_the_rest_and_reports_misaligned_rows(shared_data: Path) -> None:
     project = project_create(name="cad-nli-train", task="nli")
-    report = data_import(project=project, format="cad-nli", paths=[str(shared_data / "cad")], split="train", strict=False)
+    report = data_import(
+        project=project, format="cad-nli", paths=[str(shared_data / "cad")], split="train", strict=False
+    )
     assert (report.imported_originals, report.imported_pairs, report.problem_count) == (1666, 6655, 9)
     assert all("revised_premise/train.tsv:" in p and "misaligned" in p for p in report.problems)
 
@@ -91,14 +95,32 @@ def test_cad_nli_train_imports_the_rest_and_reports_misaligned_rows(shared_data:
 def test_command_imports_cad_dev_and_prints_counts(shared_data: Path) -> None:
     out = StringIO()
     call_command(
-        "import_data", "--project", "cad-nli-dev", "--task", "nli", "--format", "cad-nli", "--split", "dev",
-        str(shared_data / "cad"), stdout=out,
+        "import_data",
+        "--project",
+        "cad-nli-dev",
+        "--task",
+        "nli",
+        "--format",
+        "cad-nli",
+        "--split",
+        "dev",
+        str(shared_data / "cad"),
+        stdout=out,
     )
     assert out.getvalue().strip().splitlines()[-1] == "imported 200 originals, 800 pairs; skipped 0; problems 0"
     out = StringIO()
     call_command(
-        "import_data", "--project", "cad-nli-dev", "--task", "nli", "--format", "cad-nli", "--split", "dev",
-        str(shared_data / "cad"), stdout=out,
+        "import_data",
+        "--project",
+        "cad-nli-dev",
+        "--task",
+        "nli",
+        "--format",
+        "cad-nli",
+        "--split",
+        "dev",
+        str(shared_data / "cad"),
+        stdout=out,
     )
     assert out.getvalue().strip().splitlines()[-1] == "imported 0 originals, 0 pairs; skipped 1000; problems 0"
 
@@ -121,7 +143,13 @@ def test_label_sources_map_to_states(tmp_path: Path, sentiment: Project) -> None
     report = data_import(project=sentiment, format="pairs-jsonl", paths=[str(f)], strict=False)
     assert (report.imported_originals, report.imported_pairs, report.problem_count) == (6, 6, 0)
     got = {
-        c.external_id: (c.state, c.label and c.label.name, c.label_source, c.confidence, c.gold_label and c.gold_label.name)
+        c.external_id: (
+            c.state,
+            c.label and c.label.name,
+            c.label_source,
+            c.confidence,
+            c.gold_label and c.gold_label.name,
+        )
         for c in Candidate.objects.select_related("label", "gold_label")
     }
     assert got == {
@@ -133,7 +161,12 @@ def test_label_sources_map_to_states(tmp_path: Path, sentiment: Project) -> None
         "p6": (states.POOLED, None, "", None, None),
     }
     c6 = Candidate.objects.select_related("target_label").get(external_id="p6")
-    assert (c6.target_label.name, c6.generator, c6.perturbation, c6.scores) == ("negative", "rules", "negation", {"sim": 0.9})
+    assert (c6.target_label.name, c6.generator, c6.perturbation, c6.scores) == (
+        "negative",
+        "rules",
+        "negation",
+        {"sim": 0.9},
+    )
     ex = Example.objects.select_related("label").get(external_id="o1")
     assert ex.fields == {"text": "good 1"} and ex.label.name == "positive"
 
@@ -164,7 +197,9 @@ def test_ids_are_per_project(tmp_path: Path, sentiment: Project) -> None:
     assert report.imported_pairs == 2 and Candidate.objects.count() == 4
 
 
-def test_a_batch_costs_a_fixed_number_of_queries(tmp_path: Path, sentiment: Project, django_assert_max_num_queries) -> None:  # noqa: ANN001
+def test_a_batch_costs_a_fixed_number_of_queries(
+    tmp_path: Path, sentiment: Project, django_assert_max_num_queries
+) -> None:
     f = write_lines(tmp_path / "p.jsonl", [pair(i) for i in range(300)])
     # Per batch: look up existing originals, insert the new ones (one executemany), read
     # their ids, look up existing pairs, insert the new ones; per-row queries would be 300+.
@@ -173,12 +208,12 @@ def test_a_batch_costs_a_fixed_number_of_queries(tmp_path: Path, sentiment: Proj
     assert report.imported_pairs == 300
 
 
-def test_a_failing_batch_leaves_nothing_half_written(tmp_path: Path, sentiment: Project, monkeypatch) -> None:  # noqa: ANN001
+def test_a_failing_batch_leaves_nothing_half_written(tmp_path: Path, sentiment: Project, monkeypatch) -> None:
     f = write_lines(tmp_path / "p.jsonl", [pair(i) for i in range(6)])
     real = imports._bulk_insert
     calls = {"n": 0}
 
-    def flaky(model, rows):  # noqa: ANN001
+    def flaky(model, rows):
         if model is Candidate:
             calls["n"] += 1
             if calls["n"] == 2:
@@ -207,7 +242,9 @@ BAD_ROWS = {
 
 
 @pytest.mark.parametrize("kind", sorted(BAD_ROWS))
-def test_a_bad_row_is_reported_with_file_and_line_and_good_rows_land(tmp_path: Path, sentiment: Project, kind: str) -> None:
+def test_a_bad_row_is_reported_with_file_and_line_and_good_rows_land(
+    tmp_path: Path, sentiment: Project, kind: str
+) -> None:
     make, message = BAD_ROWS[kind]
     f = write_lines(tmp_path / "p.jsonl", [pair(10), *make(tmp_path), pair(11)])
     report = data_import(project=sentiment, format="pairs-jsonl", paths=[str(f)], strict=False)
@@ -217,7 +254,12 @@ def test_a_bad_row_is_reported_with_file_and_line_and_good_rows_land(tmp_path: P
 
 @pytest.mark.parametrize("kind", sorted(BAD_ROWS))
 def test_a_file_of_bad_rows_leaves_the_database_as_it_was(tmp_path: Path, sentiment: Project, kind: str) -> None:
-    data_import(project=sentiment, format="pairs-jsonl", paths=[str(write_lines(tmp_path / "ok.jsonl", [pair(99)]))], strict=False)
+    data_import(
+        project=sentiment,
+        format="pairs-jsonl",
+        paths=[str(write_lines(tmp_path / "ok.jsonl", [pair(99)]))],
+        strict=False,
+    )
     before = db_state()
     make, message = BAD_ROWS[kind]
     f = write_lines(tmp_path / "p.jsonl", make(tmp_path))
@@ -239,7 +281,9 @@ def test_strict_mode_refuses_the_whole_file(tmp_path: Path, sentiment: Project, 
 
 def test_wrong_column_count_in_csv(tmp_path: Path, sentiment: Project) -> None:
     f = tmp_path / "p.csv"
-    f.write_text("id,original.text,original.label,counterfactual.text\np1,a,positive,b\np2,a,positive\n", encoding="utf-8")
+    f.write_text(
+        "id,original.text,original.label,counterfactual.text\np1,a,positive,b\np2,a,positive\n", encoding="utf-8"
+    )
     report = data_import(project=sentiment, format="csv", paths=[str(f)], strict=False)
     assert report.imported_pairs == 1
     assert report.problems == [f"{f}:3: expected 4 columns (as in the header), found 3"]
@@ -260,7 +304,7 @@ def test_a_2gb_file_is_refused_before_anything_is_written(tmp_path: Path, sentim
     assert db_state() == before
 
 
-def test_an_over_long_line_refuses_the_file(tmp_path: Path, sentiment: Project, settings) -> None:  # noqa: ANN001
+def test_an_over_long_line_refuses_the_file(tmp_path: Path, sentiment: Project, settings) -> None:
     settings.COUNTERPART = {**settings.COUNTERPART, "MAX_LINE_BYTES": 4096}
     f = write_lines(tmp_path / "p.jsonl", [pair(1), pair(2, meta_note="x" * 5000)])
     before = db_state()
@@ -279,7 +323,7 @@ def test_a_bad_header_in_a_later_file_refuses_everything(tmp_path: Path, sentime
     assert db_state() == (0, 0, [], [])
 
 
-def test_problems_kept_are_capped_but_counted(tmp_path: Path, sentiment: Project, settings) -> None:  # noqa: ANN001
+def test_problems_kept_are_capped_but_counted(tmp_path: Path, sentiment: Project, settings) -> None:
     settings.COUNTERPART = {**settings.COUNTERPART, "IMPORT_MAX_PROBLEMS": 5}
     f = write_lines(tmp_path / "p.jsonl", ["{"] * 12)
     report = data_import(project=sentiment, format="pairs-jsonl", paths=[str(f)], strict=False)
@@ -299,8 +343,12 @@ def test_coco_cf_import_stores_images_and_reports_a_missing_one(tmp_path: Path) 
     meta = write_lines(
         tmp_path / "metadata.jsonl",
         [
-            json.dumps({"id": "1", "caption_0": "A cat.", "caption_1": "A dog.", "image_0": "1_img_0", "image_1": "1_img_1"}),
-            json.dumps({"id": "2", "caption_0": "A cup.", "caption_1": "A mug.", "image_0": "2_img_0", "image_1": "2_img_1"}),
+            json.dumps(
+                {"id": "1", "caption_0": "A cat.", "caption_1": "A dog.", "image_0": "1_img_0", "image_1": "1_img_1"}
+            ),
+            json.dumps(
+                {"id": "2", "caption_0": "A cup.", "caption_1": "A mug.", "image_0": "2_img_0", "image_1": "2_img_1"}
+            ),
         ],
     )
     project = project_create(name="cocf", task="image-caption")
@@ -319,15 +367,33 @@ def test_command_creates_the_project_with_labels_and_prints_problems(tmp_path: P
     f = write_lines(
         tmp_path / "p.jsonl",
         [
-            json.dumps({"id": "a", "original": {"fields": {"q": "x"}, "label": "yes"},
-                        "counterfactual": {"fields": {"q": "y"}, "label": "no", "label_source": "human"}}),
+            json.dumps(
+                {
+                    "id": "a",
+                    "original": {"fields": {"q": "x"}, "label": "yes"},
+                    "counterfactual": {"fields": {"q": "y"}, "label": "no", "label_source": "human"},
+                }
+            ),
             "{oops",
         ],
     )
     out, err = StringIO(), StringIO()
     call_command(
-        "import_data", "--project", "qa", "--task", "boolean-qa", "--format", "pairs-jsonl",
-        "--labels", "no,yes", "--text-fields", "q", "--skip-bad-rows", str(f), stdout=out, stderr=err,
+        "import_data",
+        "--project",
+        "qa",
+        "--task",
+        "boolean-qa",
+        "--format",
+        "pairs-jsonl",
+        "--labels",
+        "no,yes",
+        "--text-fields",
+        "q",
+        "--skip-bad-rows",
+        str(f),
+        stdout=out,
+        stderr=err,
     )
     project = Project.objects.get(name="qa")
     assert list(project.labels.values_list("name", flat=True)) == ["no", "yes"] and project.text_fields == ["q"]
@@ -338,8 +404,9 @@ def test_command_creates_the_project_with_labels_and_prints_problems(tmp_path: P
 def test_command_shows_the_first_50_problems_then_a_count(tmp_path: Path, sentiment: Project) -> None:
     f = write_lines(tmp_path / "p.jsonl", ["{"] * 60)
     out, err = StringIO(), StringIO()
-    call_command("import_data", "--project", "s", "--format", "pairs-jsonl", "--skip-bad-rows", str(f),
-                 stdout=out, stderr=err)
+    call_command(
+        "import_data", "--project", "s", "--format", "pairs-jsonl", "--skip-bad-rows", str(f), stdout=out, stderr=err
+    )
     lines = err.getvalue().strip().splitlines()
     assert len(lines) == 51 and lines[-1] == "… and 10 more problems"
     assert out.getvalue().strip().endswith("problems 60")
@@ -361,7 +428,9 @@ def test_import_report_summary() -> None:
 
 
 @pytest.mark.parametrize("kind", sorted(BAD_ROWS))
-def test_by_default_a_malformed_input_leaves_the_database_as_it_was(tmp_path: Path, sentiment: Project, kind: str) -> None:
+def test_by_default_a_malformed_input_leaves_the_database_as_it_was(
+    tmp_path: Path, sentiment: Project, kind: str
+) -> None:
     before = db_state()
     make, message = BAD_ROWS[kind]
     f = write_lines(tmp_path / "p.jsonl", [pair(10), *make(tmp_path), pair(11)])

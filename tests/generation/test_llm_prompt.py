@@ -25,16 +25,19 @@ HYPOTHESIS = "A person is outdoors."
 
 
 def nli(oid: str = "n1", premise: str = PREMISE, label: str = "entailment") -> Original:
-    return Original(id=oid, fields={"premise": premise, "hypothesis": HYPOTHESIS}, label=label, labels=NLI,
-                    task="nli")
+    return Original(id=oid, fields={"premise": premise, "hypothesis": HYPOTHESIS}, label=label, labels=NLI, task="nli")
 
 
 def test_phrase_chunks_and_windows() -> None:
     chunks = phrase_chunks(PREMISE)
     assert [(c.kind, c.text) for c in chunks] == [
-        ("NP", "A young man"), ("VP", "is riding"), ("NP", "a brown horse"), ("NP", "the open field")]
+        ("NP", "A young man"),
+        ("VP", "is riding"),
+        ("NP", "a brown horse"),
+        ("NP", "the open field"),
+    ]
     for c in chunks:
-        assert PREMISE[c.start:c.end] == c.text
+        assert PREMISE[c.start : c.end] == c.text
     assert pick_spans(chunks, 10) == chunks
     # the VP is preferred over the later NPs; the result keeps text order
     assert [c.text for c in pick_spans(chunks, 2)] == ["A young man", "is riding"]
@@ -44,14 +47,25 @@ def test_phrase_chunks_and_windows() -> None:
     assert [c.kind for c in chunk_spans("one two three", mode="window")] == ["window"]
 
 
-def _reasons(fill: str, span: str = "a brown horse", target: str = "contradiction",
-             prompt_words: frozenset[str] = frozenset({"fill", "blank", "hypothesis", "true"}),
-             **kw: float) -> list[str]:
+def _reasons(
+    fill: str,
+    span: str = "a brown horse",
+    target: str = "contradiction",
+    prompt_words: frozenset[str] = frozenset({"fill", "blank", "hypothesis", "true"}),
+    **kw: float,
+) -> list[str]:
     new = PREMISE.replace(span, fill)
     prompt = build_prompt("nli", "premise", PREMISE.replace(span, "[blank]"), "hypothesis", HYPOTHESIS, target)
-    return artifact_reasons(original_fields={"premise": PREMISE, "hypothesis": HYPOTHESIS},
-                            new_fields={"premise": new, "hypothesis": HYPOTHESIS}, fill=fill, span=span,
-                            prompt=prompt, prompt_words=set(prompt_words), target=target, **kw)
+    return artifact_reasons(
+        original_fields={"premise": PREMISE, "hypothesis": HYPOTHESIS},
+        new_fields={"premise": new, "hypothesis": HYPOTHESIS},
+        fill=fill,
+        span=span,
+        prompt=prompt,
+        prompt_words=set(prompt_words),
+        target=target,
+        **kw,
+    )
 
 
 def test_negation_shortcut_is_matched_as_whole_words() -> None:
@@ -84,7 +98,7 @@ def test_teacher_shift() -> None:
     class Teacher:
         labels = NLI
 
-        def predict_proba(self, inputs):  # noqa: ANN001, ANN202
+        def predict_proba(self, inputs):
             out = []
             for p, _h in inputs:
                 out.append([0.8, 0.1, 0.1] if "dog" in p else [0.2, 0.3, 0.5])
@@ -102,19 +116,23 @@ def test_prompt_names_the_target_label() -> None:
 
 
 @pytest.fixture(scope="module")
-def gpt2_path(tmp_path_factory):  # noqa: ANN001, ANN201
+def gpt2_path(tmp_path_factory):
     from tests.generation._tiny_hf import save_gpt2
 
     return str(save_gpt2(tmp_path_factory.mktemp("gpt2")))
 
 
-def test_teacher_filter_keeps_only_big_shifts(gpt2_path, monkeypatch) -> None:  # noqa: ANN001
+def test_teacher_filter_keeps_only_big_shifts(gpt2_path, monkeypatch) -> None:
     class Teacher:
         labels = NLI
 
-        def predict_proba(self, inputs):  # noqa: ANN001, ANN202
-            return np.array([[0.1, 0.2, 0.7] if "zebra" in p else [0.1, 0.6, 0.3] if "pony" in p
-                             else [0.2, 0.5, 0.3] for p, _h in inputs])
+        def predict_proba(self, inputs):
+            return np.array(
+                [
+                    [0.1, 0.2, 0.7] if "zebra" in p else [0.1, 0.6, 0.3] if "pony" in p else [0.2, 0.5, 0.3]
+                    for p, _h in inputs
+                ]
+            )
 
     gen = LLMPromptGenerator(causal_lm_path=gpt2_path, teacher=Teacher(), max_spans=1, span_mode="window")
     monkeypatch.setattr(gen, "_fills", lambda *a, **k: ["a striped zebra", "a pony", "not a man"])
@@ -123,25 +141,30 @@ def test_teacher_filter_keeps_only_big_shifts(gpt2_path, monkeypatch) -> None:  
     # only the zebra premise shifts p(contradiction) by more than 0.25 (0.3 -> 0.7); the pony
     # only shifts neutral by 0.1; "not a man" is a negation shortcut
     assert [(c.target_label, c.fields["premise"]) for c in cands] == [
-        ("contradiction", "A striped zebra is riding a brown horse in the open field.")]
+        ("contradiction", "A striped zebra is riding a brown horse in the open field.")
+    ]
     c = cands[0]
     assert c.scores["teacher_shift"] == pytest.approx(0.4)
     assert c.scores["teacher_p_target"] == pytest.approx(0.7)
     assert c.fields["hypothesis"] == HYPOTHESIS and c.meta["span"] == "A young man"
 
-    strict = LLMPromptGenerator(causal_lm_path=gpt2_path, teacher=Teacher(), teacher_threshold=0.5, max_spans=1,
-                                span_mode="window")
+    strict = LLMPromptGenerator(
+        causal_lm_path=gpt2_path, teacher=Teacher(), teacher_threshold=0.5, max_spans=1, span_mode="window"
+    )
     monkeypatch.setattr(strict, "_fills", lambda *a, **k: ["a striped zebra"])
     out = list(strict.generate([nli()]))
     assert len(out) == 1 and isinstance(out[0], Skip) and "teacher_shift" in out[0].reason
 
 
-def test_end_to_end_with_tiny_causal_and_seq2seq_models(gpt2_path, tmp_path) -> None:  # noqa: ANN001
+def test_end_to_end_with_tiny_causal_and_seq2seq_models(gpt2_path, tmp_path) -> None:
     from tests.generation._tiny_hf import save_t5
 
     t5 = str(save_t5(tmp_path / "t5"))
-    originals = [nli(), nli("short", premise="Dogs run."),
-                 Original(id="nofield", fields={"hypothesis": HYPOTHESIS}, label="neutral", labels=NLI, task="nli")]
+    originals = [
+        nli(),
+        nli("short", premise="Dogs run."),
+        Original(id="nofield", fields={"hypothesis": HYPOTHESIS}, label="neutral", labels=NLI, task="nli"),
+    ]
     for kw in ({"causal_lm_path": gpt2_path}, {"seq2seq_path": t5}, {"causal_lm_path": gpt2_path, "decoding": "beam"}):
         gen = LLMPromptGenerator(max_spans=2, num_return_sequences=2, edit_field="premise", **kw)
         out = list(gen.generate(originals))
@@ -156,13 +179,15 @@ def test_end_to_end_with_tiny_causal_and_seq2seq_models(gpt2_path, tmp_path) -> 
                 assert c.target_label in ("neutral", "contradiction")
                 assert c.fields["hypothesis"] == HYPOTHESIS
                 assert c.fields["premise"] != PREMISE
-                assert not {"not", "no", "never", "nobody"} & set(c.meta["fill"].lower().split()) or \
-                    c.target_label != "contradiction"
+                assert (
+                    not {"not", "no", "never", "nobody"} & set(c.meta["fill"].lower().split())
+                    or c.target_label != "contradiction"
+                )
             else:
                 assert "no candidate survived" in c.reason
 
 
-def test_misconfiguration_fails_at_construction(tmp_path, gpt2_path) -> None:  # noqa: ANN001
+def test_misconfiguration_fails_at_construction(tmp_path, gpt2_path) -> None:
     out = list(LLMPromptGenerator(causal_lm_path="", seq2seq_path="").generate([nli(), nli("n2")]))
     assert [type(x) for x in out] == [Skip, Skip] and "no language model configured" in out[0].reason
     with pytest.raises(GeneratorConfigError, match="does not exist"):
@@ -172,8 +197,11 @@ def test_misconfiguration_fails_at_construction(tmp_path, gpt2_path) -> None:  #
         LLMPromptGenerator(causal_lm_path=str(tmp_path / "empty"))
     from generation.ml import registry
 
-    built = registry.create("llm-prompt", {"max_spans": 1},
-                            {"causal_lm_path": gpt2_path, "seq2seq_path": "", "teacher_path": "", "device": "cpu"})
+    built = registry.create(
+        "llm-prompt",
+        {"max_spans": 1},
+        {"causal_lm_path": gpt2_path, "seq2seq_path": "", "teacher_path": "", "device": "cpu"},
+    )
     assert isinstance(built, LLMPromptGenerator) and built.teacher is None and built.max_spans == 1
     with pytest.raises(GeneratorConfigError, match="decoding"):
         LLMPromptGenerator(causal_lm_path=gpt2_path, decoding="greedy-ish")

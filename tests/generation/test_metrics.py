@@ -53,12 +53,20 @@ def test_introduced_stats() -> None:
 
 def test_run_metrics() -> None:
     stats = [
-        M.CandidateStat("a man rides", "a man never rides", "negation", similarity=0.8,
-                        kept={"similarity": True, "dedup": True}),
-        M.CandidateStat("a man rides", "a woman rides", "lexical", similarity=0.9,
-                        kept={"similarity": False, "dedup": True}),
-        M.CandidateStat("a dog runs", "a dog runs fast", "insert", introduced=("fast",), similarity=0.7,
-                        kept={"similarity": True, "dedup": False}),
+        M.CandidateStat(
+            "a man rides", "a man never rides", "negation", similarity=0.8, kept={"similarity": True, "dedup": True}
+        ),
+        M.CandidateStat(
+            "a man rides", "a woman rides", "lexical", similarity=0.9, kept={"similarity": False, "dedup": True}
+        ),
+        M.CandidateStat(
+            "a dog runs",
+            "a dog runs fast",
+            "insert",
+            introduced=("fast",),
+            similarity=0.7,
+            kept={"similarity": True, "dedup": False},
+        ),
     ]
     m = M.run_metrics(2, stats)
     assert m["candidates"] == 3 and m["candidates_per_original"] == pytest.approx(1.5)
@@ -66,8 +74,11 @@ def test_run_metrics() -> None:
     assert m["accepted_all_filters"] == pytest.approx(1 / 3)
     assert m["mean_similarity"] == pytest.approx(0.8)
     assert m["mean_token_edit_distance"] == pytest.approx(1.0)
-    assert m["share_per_code"] == {"insert": pytest.approx(1 / 3), "lexical": pytest.approx(1 / 3),
-                                   "negation": pytest.approx(1 / 3)}
+    assert m["share_per_code"] == {
+        "insert": pytest.approx(1 / 3),
+        "lexical": pytest.approx(1 / 3),
+        "negation": pytest.approx(1 / 3),
+    }
     # introduced: never (diff), woman (diff), fast (given)
     assert m["introduced_tokens"] == 3 and m["introduced_distinct_1"] == pytest.approx(1.0)
     # distinct-1 over the candidate texts: 11 tokens, {a, man, never, rides, woman, dog, runs, fast}

@@ -46,7 +46,7 @@ class FakeModel:
 
 
 def contains(seq: Sequence[int], sub: Sequence[int]) -> bool:
-    return any(tuple(seq[i:i + len(sub)]) == tuple(sub) for i in range(len(seq) - len(sub) + 1))
+    return any(tuple(seq[i : i + len(sub)]) == tuple(sub) for i in range(len(seq) - len(sub) + 1))
 
 
 def test_constraints_get_satisfied_even_when_the_model_dislikes_them() -> None:
@@ -66,8 +66,9 @@ def test_beams_that_cannot_satisfy_the_constraints_are_pruned() -> None:
     # The model wants to stop at once; the constraints need exactly 3 tokens of a 3-token budget.
     model = FakeModel(lambda p: {EOS: -0.01, 1: -1.0})
     clauses = [Clause(((2, 3),)), Clause(((5,),))]
-    unpruned = constrained_beam_search(model, clauses, SearchConfig(beam_size=3, max_new_tokens=3, prune=False,
-                                                                    no_repeat_ngram=0))
+    unpruned = constrained_beam_search(
+        model, clauses, SearchConfig(beam_size=3, max_new_tokens=3, prune=False, no_repeat_ngram=0)
+    )
     assert any(h.n_satisfied() < 2 for h in unpruned)
     model = FakeModel(lambda p: {EOS: -0.01, 1: -1.0})
     hyps = constrained_beam_search(model, clauses, SearchConfig(beam_size=3, max_new_tokens=3, no_repeat_ngram=0))
@@ -91,8 +92,14 @@ def test_grouping_keeps_the_best_of_each_satisfied_count() -> None:
     def h(tokens: tuple[int, ...], sat: set[int], score: float) -> Hypothesis:
         return Hypothesis(tokens=tokens, logprob=score, satisfied=frozenset(sat), score=score)
 
-    cands = [h((1,), set(), -0.1), h((2,), set(), -0.2), h((3,), set(), -0.3), h((4,), {0}, -5.0),
-             h((5,), {0, 1}, -9.0), h((6,), {0}, -6.0)]
+    cands = [
+        h((1,), set(), -0.1),
+        h((2,), set(), -0.2),
+        h((3,), set(), -0.3),
+        h((4,), {0}, -5.0),
+        h((5,), {0, 1}, -9.0),
+        h((6,), {0}, -6.0),
+    ]
     top3_by_score = sorted(cands, key=lambda c: -c.score)[:3]
     assert all(c.n_satisfied() == 0 for c in top3_by_score)
     chosen = select(cands, 3)
@@ -112,7 +119,7 @@ def test_partial_progress_reward_changes_the_ranking() -> None:
     def scores(p: Sequence[int]) -> dict[int, float]:
         if not p:
             return {4: -1.0, 2: -1.2}
-        return {t: -2.0 for t in range(1, V)}
+        return dict.fromkeys(range(1, V), -2.0)
 
     cfg = dict(beam_size=1, max_new_tokens=4, no_repeat_ngram=0, candidate_k=3)
     without = constrained_beam_search(FakeModel(scores), clauses, SearchConfig(progress_weight=0.0, **cfg))
@@ -122,7 +129,7 @@ def test_partial_progress_reward_changes_the_ranking() -> None:
     assert with_reward[0].n_satisfied() == 1 and without[0].n_satisfied() == 1
 
 
-def test_tiny_gpt2_output_contains_the_constraint_tokens(tmp_path) -> None:  # noqa: ANN001
+def test_tiny_gpt2_output_contains_the_constraint_tokens(tmp_path) -> None:
     from generation.ml import hf
     from tests.generation._tiny_hf import save_gpt2
 
@@ -139,7 +146,7 @@ def test_tiny_gpt2_output_contains_the_constraint_tokens(tmp_path) -> None:  # n
     assert "horse" in text and "brown dog" in text
 
 
-def test_tiny_t5_step_adapter(tmp_path) -> None:  # noqa: ANN001
+def test_tiny_t5_step_adapter(tmp_path) -> None:
     from generation.ml import hf
     from tests.generation._tiny_hf import save_t5
 

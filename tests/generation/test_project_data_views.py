@@ -10,11 +10,17 @@ from tests.generation.conftest import user_with_role
 
 
 def pair(i, label="positive", source="gold"):
-    return json.dumps({
-        "id": f"p{i}", "group": f"g{i}",
-        "original": {"fields": {"text": f"good film {i}"}, "label": "negative" if label == "positive" else "positive"},
-        "counterfactual": {"fields": {"text": f"bad film {i}"}, "label": label, "label_source": source},
-    })
+    return json.dumps(
+        {
+            "id": f"p{i}",
+            "group": f"g{i}",
+            "original": {
+                "fields": {"text": f"good film {i}"},
+                "label": "negative" if label == "positive" else "positive",
+            },
+            "counterfactual": {"fields": {"text": f"bad film {i}"}, "label": label, "label_source": source},
+        }
+    )
 
 
 @pytest.fixture

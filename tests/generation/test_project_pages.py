@@ -8,7 +8,9 @@ from projects.services.projects import project_create
 @pytest.fixture
 def project(db):
     p = project_create(name="sent", task="sentiment")
-    ex = Example.objects.create(project=p, external_id="e", fields={"text": "great"}, label=p.labels.get(name="positive"))
+    ex = Example.objects.create(
+        project=p, external_id="e", fields={"text": "great"}, label=p.labels.get(name="positive")
+    )
     for i, st in enumerate([states.POOLED, states.POOLED, states.ROUTED, states.FILTERED_OUT]):
         Candidate.objects.create(project=p, example=ex, external_id=f"c{i}", fields={"text": f"t{i}"}, state=st)
     return p

@@ -23,13 +23,17 @@ from tests.generation._tiny_hf import torch_single_thread  # noqa: F401 - autous
 LABELS = ("negative", "positive")
 
 
-def sentiment_pipeline(weights: dict[str, float]):  # noqa: ANN202
+def sentiment_pipeline(weights: dict[str, float]):
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import Pipeline
 
-    texts = ["the movie was great and interesting", "the movie was terrible and boring",
-             "a fun plot with brilliant acting", "the acting was awful and dull"]
+    texts = [
+        "the movie was great and interesting",
+        "the movie was terrible and boring",
+        "a fun plot with brilliant acting",
+        "the acting was awful and dull",
+    ]
     pipe = Pipeline([("vec", CountVectorizer()), ("clf", LogisticRegression())])
     pipe.fit(texts, ["positive", "negative", "positive", "negative"])
     vocab = pipe.named_steps["vec"].vocabulary_
@@ -80,13 +84,17 @@ def test_consistency_filter_drops_what_the_classifier_rejects() -> None:
     assert len(out) == 1 and isinstance(out[0], Skip)
     assert "consistency filter" in out[0].reason
     # without the filter the same candidates come out, marked inconsistent
-    loose = run(RationaleInfillGenerator(classifier=clf, infiller="lexical", consistency=False),
-                orig("The movie was terrible and boring ."))
+    loose = run(
+        RationaleInfillGenerator(classifier=clf, infiller="lexical", consistency=False),
+        orig("The movie was terrible and boring ."),
+    )
     assert loose and all(isinstance(c, GeneratedCandidate) and c.scores["consistency"] == 0.0 for c in loose)
 
-    verdicts = consistency_filter(SklearnClassifier(sentiment_pipeline(FLIPPABLE)),
-                                  ["the movie was great", "the movie was terrible", "movie"],
-                                  ["positive", "positive", "negative"])
+    verdicts = consistency_filter(
+        SklearnClassifier(sentiment_pipeline(FLIPPABLE)),
+        ["the movie was great", "the movie was terrible", "movie"],
+        ["positive", "positive", "negative"],
+    )
     assert [v[0] for v in verdicts] == [True, False, False]  # "movie" alone leans positive
     assert verdicts[0][1] > 0.9
 
@@ -111,10 +119,11 @@ def test_per_original_problems_are_skips_with_reasons() -> None:
     assert "missing field" in run(missing, orig("The movie was terrible and boring ."))[0].reason
 
 
-def test_misconfiguration_fails_at_construction(tmp_path) -> None:  # noqa: ANN001
+def test_misconfiguration_fails_at_construction(tmp_path) -> None:
     # unconfigured (empty setting) is a per-original skip; a wrong path fails at construction
-    unconfigured = run(RationaleInfillGenerator(base_classifier_path=""), orig("The movie was bad ."),
-                       orig("It was bad .", oid="o2"))
+    unconfigured = run(
+        RationaleInfillGenerator(base_classifier_path=""), orig("The movie was bad ."), orig("It was bad .", oid="o2")
+    )
     assert [(s.original_id, type(s)) for s in out_pairs(unconfigured)] == [("o1", Skip), ("o2", Skip)]
     assert "COUNTERPART_BASE_CLASSIFIER_PATH" in unconfigured[0].reason
     clf = SklearnClassifier(sentiment_pipeline(FLIPPABLE))
@@ -126,13 +135,16 @@ def test_misconfiguration_fails_at_construction(tmp_path) -> None:  # noqa: ANN0
         registry.create("rationale-infill", {}, {"base_classifier_path": str(tmp_path / "nope.joblib")})
 
 
-def test_registry_builds_it_from_a_joblib_pipeline(tmp_path) -> None:  # noqa: ANN001
+def test_registry_builds_it_from_a_joblib_pipeline(tmp_path) -> None:
     import joblib
 
     path = tmp_path / "clf.joblib"
     joblib.dump(sentiment_pipeline(FLIPPABLE), path)
-    gen = registry.create("rationale-infill", {"infiller": "lexical"},
-                          {"base_classifier_path": str(path), "mlm_path": "", "seq2seq_path": "", "device": "cpu"})
+    gen = registry.create(
+        "rationale-infill",
+        {"infiller": "lexical"},
+        {"base_classifier_path": str(path), "mlm_path": "", "seq2seq_path": "", "device": "cpu"},
+    )
     out = run(gen, orig("The movie was terrible and boring ."))
     assert any(isinstance(c, GeneratedCandidate) for c in out)
 
@@ -142,18 +154,20 @@ def test_label_substitutes_use_wordnet_and_the_lexicon() -> None:
     assert label_substitutes("terrible", "JJ", "positive", wn)[0] == "great"
     assert "bad" in label_substitutes("good", "JJ", "negative", wn)
     assert label_substitutes("good", "JJ", "positive", wn) == []  # already positive
-    assert "animal" in " ".join(label_substitutes("dog", "NN", "entailment", wn)) or \
-        label_substitutes("dog", "NN", "entailment", wn)
+    assert "animal" in " ".join(label_substitutes("dog", "NN", "entailment", wn)) or label_substitutes(
+        "dog", "NN", "entailment", wn
+    )
     assert label_substitutes("asleep", "JJ", "contradiction", wn) == ["awake"]
 
 
-def test_masked_lm_infill_with_a_tiny_bert(tmp_path) -> None:  # noqa: ANN001
+def test_masked_lm_infill_with_a_tiny_bert(tmp_path) -> None:
     from tests.generation._tiny_hf import save_bert_mlm
 
     path = save_bert_mlm(tmp_path / "mlm")
     clf = SklearnClassifier(sentiment_pipeline(FLIPPABLE))
-    gen = RationaleInfillGenerator(classifier=clf, infiller="auto", mlm_path=str(path), consistency=False,
-                                   candidates_per_label=2)
+    gen = RationaleInfillGenerator(
+        classifier=clf, infiller="auto", mlm_path=str(path), consistency=False, candidates_per_label=2
+    )
     assert gen.infiller == "mlm"
     out = run(gen, orig("The movie was terrible and boring ."))
     cands = [c for c in out if isinstance(c, GeneratedCandidate)]
@@ -166,14 +180,15 @@ def test_masked_lm_infill_with_a_tiny_bert(tmp_path) -> None:  # noqa: ANN001
         assert words[3].isalpha()
 
 
-def test_t5_infill_path_and_sentinel_parsing(tmp_path) -> None:  # noqa: ANN001
+def test_t5_infill_path_and_sentinel_parsing(tmp_path) -> None:
     from tests.generation._tiny_hf import save_t5
 
     assert parse_sentinels("<extra_id_0> really great <extra_id_1> fun </s>", 2) == {0: "really great", 1: "fun"}
     assert parse_sentinels("<extra_id_0> great", 2) is None
     slots = [Slot("text", 14, 22, "terrible", "JJ"), Slot("text", 27, 33, "boring", "JJ")]
     assert apply_fills({"text": "The movie was terrible and boring ."}, slots, ["very good", "fun"]) == {
-        "text": "The movie was very good and fun ."}
+        "text": "The movie was very good and fun ."
+    }
 
     clf = SklearnClassifier(sentiment_pipeline(FLIPPABLE))
     gen = RationaleInfillGenerator(classifier=clf, seq2seq_path=str(save_t5(tmp_path / "t5")), consistency=False)

@@ -34,7 +34,7 @@ def nli(id_: str, premise: str, hypothesis: str) -> Original:
 def test_tokenizer_splits_contractions_and_keeps_offsets() -> None:
     toks = tag("He didn't go, can't he?")
     assert [t.text for t in toks] == ["He", "did", "n't", "go", ",", "ca", "n't", "he", "?"]
-    assert all("He didn't go, can't he?"[t.start:t.end] == t.text for t in toks)
+    assert all("He didn't go, can't he?"[t.start : t.end] == t.text for t in toks)
 
 
 def test_sentence_spans_skip_markup() -> None:
@@ -56,8 +56,11 @@ def test_negation_do_support_for_plain_verbs() -> None:
 def test_negation_removes_existing_negation() -> None:
     assert outputs("negation", "The dog doesn't bark.") == {"The dog does bark."}
     assert outputs("negation", "The cat is not asleep.") == {"The cat is asleep."}
-    assert outputs("negation", "Nobody likes the movie.") <= {"Somebody likes the movie.", "Everybody likes the movie.",
-                                                              "Someone likes the movie."}
+    assert outputs("negation", "Nobody likes the movie.") <= {
+        "Somebody likes the movie.",
+        "Everybody likes the movie.",
+        "Someone likes the movie.",
+    }
     assert outputs("negation", "He never smiles.") <= {"He always smiles.", "He often smiles.", "He sometimes smiles."}
 
 
@@ -70,12 +73,23 @@ def test_quantifier_changes_determiner_number_and_agreement() -> None:
 
 def test_quantifier_swaps_quantifiers_and_numbers() -> None:
     assert outputs("quantifier", "Some dogs run in the park.") & {
-        "All dogs run in the park.", "Many dogs run in the park.", "Few dogs run in the park.",
-        "Several dogs run in the park.", "Most dogs run in the park.", "Two dogs run in the park.",
-        "Three dogs run in the park.", "Four dogs run in the park.", "Five dogs run in the park."}
+        "All dogs run in the park.",
+        "Many dogs run in the park.",
+        "Few dogs run in the park.",
+        "Several dogs run in the park.",
+        "Most dogs run in the park.",
+        "Two dogs run in the park.",
+        "Three dogs run in the park.",
+        "Four dogs run in the park.",
+        "Five dogs run in the park.",
+    }
     assert "There are 4 cats on the sofa." in outputs("quantifier", "There are 3 cats on the sofa.")
-    assert outputs("quantifier", "Dogs run in the park.") & {"All dogs run in the park.", "Two dogs run in the park.",
-                                                             "Some dogs run in the park.", "Many dogs run in the park."}
+    assert outputs("quantifier", "Dogs run in the park.") & {
+        "All dogs run in the park.",
+        "Two dogs run in the park.",
+        "Some dogs run in the park.",
+        "Many dogs run in the park.",
+    }
 
 
 def test_lexical_uses_wordnet_antonyms() -> None:
@@ -109,7 +123,8 @@ def test_insert_adds_a_modifier() -> None:
         assert 1 <= sum(added.values()) <= 4
         inserted = set(added) - {"a", "an"}
         assert inserted <= set(lx.INSERT_ADJECTIVES) | set(lx.INSERT_ADVERBS) | {
-            w for pp in lx.INSERT_PPS for w in pp.split()}, o
+            w for pp in lx.INSERT_PPS for w in pp.split()
+        }, o
 
 
 def test_insert_fixes_the_article() -> None:
@@ -187,10 +202,13 @@ def test_generator_caps() -> None:
 
 
 def test_generator_skips_with_reasons() -> None:
-    out = _all(RulesGenerator(), [
-        Original("short", {"text": "Hi there"}, None, (), "sentiment"),
-        Original("empty", {"text": "  "}, None, (), "sentiment"),
-    ])
+    out = _all(
+        RulesGenerator(),
+        [
+            Original("short", {"text": "Hi there"}, None, (), "sentiment"),
+            Original("empty", {"text": "  "}, None, (), "sentiment"),
+        ],
+    )
     assert [type(x) for x in out] == [Skip, Skip]
     assert "too short" in out[0].reason and "no text field" in out[1].reason
 
@@ -203,8 +221,10 @@ def test_bad_config_fails_at_start() -> None:
 
 
 def test_long_text_edits_one_sentence_and_keeps_the_rest() -> None:
-    review = ("I saw this in the summer of 1990.<br /><br />The plot is implausible and the acting is weak. "
-              "You would have to be a child to enjoy it. The music, however, is quite good. Don't see this.")
+    review = (
+        "I saw this in the summer of 1990.<br /><br />The plot is implausible and the acting is weak. "
+        "You would have to be a child to enjoy it. The music, however, is quite good. Don't see this."
+    )
     orig = Original("r", {"text": review}, "Negative", ("Negative", "Positive"), "sentiment")
     cands = [c for c in _all(RulesGenerator(seed=1, max_sentences=1), [orig]) if isinstance(c, GeneratedCandidate)]
     assert cands
@@ -230,7 +250,7 @@ def test_generate_is_lazy() -> None:
 
 
 @pytest.mark.slow  # real CAD data, no model
-def test_rules_targets_on_cad_dev_without_model(shared_data) -> None:  # noqa: ANN001
+def test_rules_targets_on_cad_dev_without_model(shared_data) -> None:
     from generation.ml.metrics import introduced_stats
     from projects.formats import read
     from projects.formats.records import OriginalRecord, PairRecord
@@ -254,8 +274,12 @@ def test_rules_targets_on_cad_dev_without_model(shared_data) -> None:  # noqa: A
 def test_built_through_the_registry_with_json_options() -> None:
     from generation.ml import registry
 
-    gen = registry.create("rules", {"max_per_code": 3, "codes": ["negation", "insert"]}, {"mlm_path": "/nowhere"},
-                          {"seed": 5, "max_per_original": 4})
+    gen = registry.create(
+        "rules",
+        {"max_per_code": 3, "codes": ["negation", "insert"]},
+        {"mlm_path": "/nowhere"},
+        {"seed": 5, "max_per_original": 4},
+    )
     assert isinstance(gen, RulesGenerator)
     assert (gen.config.seed, gen.config.max_per_code, gen.config.max_per_original) == (5, 3, 4)
     assert gen.config.codes == ("negation", "insert")
@@ -264,8 +288,10 @@ def test_built_through_the_registry_with_json_options() -> None:
 
 
 def test_lower_case_review_is_split_and_an_unsplittable_one_is_skipped() -> None:
-    review = ("the lowest score possible is one star? that's a shame. really, i'm going to lobby for a zero "
-              "stars option. to give this film even a single star is giving way too much. " * 3)
+    review = (
+        "the lowest score possible is one star? that's a shame. really, i'm going to lobby for a zero "
+        "stars option. to give this film even a single star is giving way too much. " * 3
+    )
     orig = Original("lc", {"text": review}, "Negative", ("Negative", "Positive"), "sentiment")
     out = list(RulesGenerator(seed=0).generate([orig]))
     assert out and all(isinstance(c, GeneratedCandidate) for c in out)

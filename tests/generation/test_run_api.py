@@ -45,7 +45,10 @@ def test_annotators_and_anonymous_are_refused(project):
     c = APIClient()
     c.force_authenticate(_user("ann", permissions.ANNOTATOR))
     assert c.get(f"/api/v1/generation/runs/{run.pk}/").status_code == 403
-    assert c.post(f"/api/v1/generation/projects/{project.pk}/runs/", {"generator": "test-echo"}, format="json").status_code == 403
+    assert (
+        c.post(f"/api/v1/generation/projects/{project.pk}/runs/", {"generator": "test-echo"}, format="json").status_code
+        == 403
+    )
     assert c.post(f"/api/v1/generation/runs/{run.pk}/cancel/").status_code == 403
 
 
@@ -63,8 +66,11 @@ def test_detail_has_progress_json(api, project):
 
 def test_start_run(api, project, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        resp = api.post(f"/api/v1/generation/projects/{project.pk}/runs/",
-                        {"generator": "test-echo", "options": {"limit": 2, "filters": ["dedup"]}}, format="json")
+        resp = api.post(
+            f"/api/v1/generation/projects/{project.pk}/runs/",
+            {"generator": "test-echo", "options": {"limit": 2, "filters": ["dedup"]}},
+            format="json",
+        )
     assert resp.status_code == 201
     run = GenerationRun.objects.get(pk=resp.json()["id"])
     assert run.status == "succeeded" and run.done == 2  # eager task ran on commit
@@ -81,12 +87,15 @@ def test_run_list_has_no_query_per_run(api, project, django_assert_max_num_queri
     assert len(data) == 6 and {r["progress"]["candidates"] for r in data} == {12}
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"generator": "nope"}, "generator"),
-    ({"generator": "test-echo", "options": {"limit": -1}}, "limit"),
-    ({"generator": "test-echo", "options": {"similarity_band": "x"}}, "similarity_band"),
-    ({}, "generator"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"generator": "nope"}, "generator"),
+        ({"generator": "test-echo", "options": {"limit": -1}}, "limit"),
+        ({"generator": "test-echo", "options": {"similarity_band": "x"}}, "similarity_band"),
+        ({}, "generator"),
+    ],
+)
 def test_start_run_bad_input_is_400_with_field_messages(api, project, body, field):
     resp = api.post(f"/api/v1/generation/projects/{project.pk}/runs/", body, format="json")
     assert resp.status_code == 400 and field in resp.json()

@@ -43,10 +43,16 @@ def test_start_page_lists_generators_and_starts_a_run(rclient, project, django_c
     for name in ("rules", "rationale-infill", "llm-prompt", "concept-constrained", "test-echo"):
         assert f'value="{name}"' in html
     with django_capture_on_commit_callbacks(execute=True):
-        resp = rclient.post(f"/projects/{project.pk}/runs/new/", {
-            "generator": "test-echo", "limit": "3", "seed": "1", "filters": ["dedup", "artifacts"],
-            "generator_options": '{"per_original": 2}',
-        })
+        resp = rclient.post(
+            f"/projects/{project.pk}/runs/new/",
+            {
+                "generator": "test-echo",
+                "limit": "3",
+                "seed": "1",
+                "filters": ["dedup", "artifacts"],
+                "generator_options": '{"per_original": 2}',
+            },
+        )
     run = GenerationRun.objects.get()
     assert resp.status_code == 302 and resp["Location"] == f"/runs/{run.pk}/"
     run.refresh_from_db()  # eager Celery ran the task once the run committed
@@ -55,11 +61,14 @@ def test_start_page_lists_generators_and_starts_a_run(rclient, project, django_c
     assert run.options["filters"] == ["dedup", "artifacts"]
 
 
-@pytest.mark.parametrize("data, message", [
-    ({"generator": "test-echo", "similarity_band": "0.9,0.2"}, "LO &lt; HI"),
-    ({"generator": "test-echo", "generator_options": "[1]"}, "must be a JSON object"),
-    ({"generator": "nope"}, "Select a valid choice"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"generator": "test-echo", "similarity_band": "0.9,0.2"}, "LO &lt; HI"),
+        ({"generator": "test-echo", "generator_options": "[1]"}, "must be a JSON object"),
+        ({"generator": "nope"}, "Select a valid choice"),
+    ],
+)
 def test_start_page_shows_errors(rclient, project, data, message):
     resp = rclient.post(f"/projects/{project.pk}/runs/new/", data)
     assert resp.status_code == 400
@@ -83,16 +92,25 @@ def test_finished_run_stops_polling_and_shows_metrics_and_skips(rclient, project
     ex = project.examples.order_by("pk").first()
     ex.fields = {"premise": "only"}
     ex.save()
-    run = run_execute(run_id=run_create(project=project, generator="test-echo",
-                                        options={"filters": "dedup,artifacts"}).pk)
+    run = run_execute(
+        run_id=run_create(project=project, generator="test-echo", options={"filters": "dedup,artifacts"}).pk
+    )
     frag = rclient.get(f"/runs/{run.pk}/", HTTP_HX_REQUEST="true")
     assert frag.status_code == 286  # HttpResponseStopPolling
     body = frag.content.decode()
     assert "every 1s" not in body and "Cancel run" not in body
     assert 'data-status="succeeded"' in body
     assert 'id="run-metrics"' in body
-    for label in ("candidates per original", "acceptance by filter: dedup", "distinct-1", "distinct-2",
-                  "self-BLEU", "mean token edit distance", "mean similarity", "share of code negation"):
+    for label in (
+        "candidates per original",
+        "acceptance by filter: dedup",
+        "distinct-1",
+        "distinct-2",
+        "self-BLEU",
+        "mean token edit distance",
+        "mean similarity",
+        "share of code negation",
+    ):
         assert label in body
     assert "missing field &#x27;hypothesis&#x27;" in body
     page = rclient.get(f"/runs/{run.pk}/").content.decode()
@@ -109,8 +127,9 @@ def test_cancel_from_the_page(rclient, project):
 
 
 def test_failed_run_shows_its_error(rclient, project):
-    run = run_execute(run_id=run_create(project=project, generator="test-echo",
-                                        options={"generator_options": {"colour": "red"}}).pk)
+    run = run_execute(
+        run_id=run_create(project=project, generator="test-echo", options={"generator_options": {"colour": "red"}}).pk
+    )
     body = rclient.get(f"/runs/{run.pk}/").content.decode()
     assert 'role="alert"' in body and "does not take option(s) colour" in body
 

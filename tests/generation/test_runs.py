@@ -60,15 +60,18 @@ def test_create_normalises_options_and_defaults_band_per_task(project):
     assert run2.options["filters"] == ["similarity", "dedup", "artifacts"]
 
 
-@pytest.mark.parametrize("options, field", [
-    ({"limit": 0}, "limit"),
-    ({"limit": "x"}, "limit"),
-    ({"similarity_band": "0.9,0.8"}, "similarity_band"),
-    ({"similarity_band": "0.9"}, "similarity_band"),
-    ({"filters": "similarity,bogus"}, "filters"),
-    ({"frobnicate": 1}, "options"),
-    ({"generator_options": [1]}, "generator_options"),
-])
+@pytest.mark.parametrize(
+    "options, field",
+    [
+        ({"limit": 0}, "limit"),
+        ({"limit": "x"}, "limit"),
+        ({"similarity_band": "0.9,0.8"}, "similarity_band"),
+        ({"similarity_band": "0.9"}, "similarity_band"),
+        ({"filters": "similarity,bogus"}, "filters"),
+        ({"frobnicate": 1}, "options"),
+        ({"generator_options": [1]}, "generator_options"),
+    ],
+)
 def test_create_rejects_bad_options_with_field_messages(project, options, field):
     with pytest.raises(ValidationError) as exc:
         run_create(project=project, generator="test-echo", options=options)
@@ -107,7 +110,9 @@ def test_execute_writes_candidates_with_deterministic_ids_and_progress(project):
 
 
 def test_limit_max_per_original_and_split(project):
-    Example.objects.create(project=project, external_id="other", split="train", fields={"premise": "a b", "hypothesis": "c d"})
+    Example.objects.create(
+        project=project, external_id="other", split="train", fields={"premise": "a b", "hypothesis": "c d"}
+    )
     run = run_execute(run_id=_run(project, limit=4, max_per_original=2, split="dev").pk)
     assert (run.done, run.total) == (4, 4)
     per = Counter(Candidate.objects.filter(job_id=run.job_id).values_list("example__external_id", flat=True))
@@ -146,11 +151,14 @@ def test_skip_list_is_capped_but_counted(project, settings):
     assert run.skipped == 10 and len(run.skips) == 3
 
 
-@pytest.mark.parametrize("generator_options, message", [
-    ({"colour": "red"}, "does not take option(s) colour"),
-    ({"per_original": 0}, "misconfigured: per_original must be at least 1"),
-    ({"mode": "broken"}, "mode 'broken' is not supported"),
-])
+@pytest.mark.parametrize(
+    "generator_options, message",
+    [
+        ({"colour": "red"}, "does not take option(s) colour"),
+        ({"per_original": 0}, "misconfigured: per_original must be at least 1"),
+        ({"mode": "broken"}, "mode 'broken' is not supported"),
+    ],
+)
 def test_misconfigured_generator_fails_the_run_at_start(project, generator_options, message):
     run = run_execute(run_id=_run(project, generator_options=generator_options).pk)
     assert run.status == "failed"
@@ -249,14 +257,19 @@ class FixedGenerator:
 def test_filters_score_every_candidate_and_keep_the_filtered_ones(db):
     p = make_project(name="filt", n=1)  # ex-000: premise/hypothesis "<field> number 0 is a plain sentence"
     prem, hyp = "premise number 0 is a plain sentence", "hypothesis number 0 is a plain sentence"
-    outputs = {"ex-000": [
-        ({"premise": prem, "hypothesis": "hypothesis number 0 is a lovely sentence"}, None),  # kept
-        ({"premise": prem, "hypothesis": hyp}, None),  # identical to the original
-        ({"premise": prem, "hypothesis": "Hypothesis number 0 is a lovely sentence!"}, None),  # near dup
-        ({"premise": prem, "hypothesis": "completely different words here"}, None),  # too dissimilar
-        ({"premise": prem, "hypothesis": "hypothesis number 0 is not a plain sentence"}, "contradiction"),  # shortcut
-        ({"premise": prem, "hypothesis": prem}, None),  # copies the premise
-    ]}
+    outputs = {
+        "ex-000": [
+            ({"premise": prem, "hypothesis": "hypothesis number 0 is a lovely sentence"}, None),  # kept
+            ({"premise": prem, "hypothesis": hyp}, None),  # identical to the original
+            ({"premise": prem, "hypothesis": "Hypothesis number 0 is a lovely sentence!"}, None),  # near dup
+            ({"premise": prem, "hypothesis": "completely different words here"}, None),  # too dissimilar
+            (
+                {"premise": prem, "hypothesis": "hypothesis number 0 is not a plain sentence"},
+                "contradiction",
+            ),  # shortcut
+            ({"premise": prem, "hypothesis": prem}, None),  # copies the premise
+        ]
+    }
     registry.register("test-fixed", factory=lambda: FixedGenerator(outputs))
     try:
         run = run_create(project=p, generator="test-fixed", options={"similarity_band": "0.3,0.99"})
@@ -301,8 +314,11 @@ def test_run_metrics_are_stored(project):
     run = run_execute(run_id=_run(project, filters="similarity,dedup,artifacts").pk, encoder=FakeEncoder())
     m = run.metrics
     assert m["candidates"] == 30 and m["candidates_per_original"] == 3.0
-    assert m["share_per_code"] == {"insert": pytest.approx(1 / 3, abs=1e-3), "lexical": pytest.approx(1 / 3, abs=1e-3),
-                                   "negation": pytest.approx(1 / 3, abs=1e-3)}
+    assert m["share_per_code"] == {
+        "insert": pytest.approx(1 / 3, abs=1e-3),
+        "lexical": pytest.approx(1 / 3, abs=1e-3),
+        "negation": pytest.approx(1 / 3, abs=1e-3),
+    }
     assert set(m["acceptance_by_filter"]) == {"similarity", "dedup", "artifacts"}
     # every candidate changes the premise (the first field): "<premise> variant k"
     assert m["mean_token_edit_distance"] == 2.0
@@ -324,8 +340,15 @@ def test_metrics_match_the_metrics_module_on_the_same_candidates(project):
         stats.append(ml_metrics.CandidateStat(a, b, c.perturbation, kept=c.meta["filters"]))
     ref = ml_metrics.run_metrics(10, stats)
     mine = run.metrics["all_candidates"]
-    for key in ("distinct_1", "distinct_2", "self_bleu", "mean_token_edit_distance", "introduced_distinct_1",
-                "introduced_max_share", "introduced_top"):
+    for key in (
+        "distinct_1",
+        "distinct_2",
+        "self_bleu",
+        "mean_token_edit_distance",
+        "introduced_distinct_1",
+        "introduced_max_share",
+        "introduced_top",
+    ):
         assert mine[key] == (pytest.approx(ref[key], abs=1e-3) if isinstance(ref[key], float) else ref[key]), key
     assert run.metrics["acceptance_by_filter"] == ref["acceptance_by_filter"]
     assert run.metrics["share_per_code"] == pytest.approx(ref["share_per_code"], abs=1e-3)
@@ -362,10 +385,12 @@ def rules_project(db):
 
     p = project_create(name="rules-nli", task="nli")
     ent = p.labels.get(name="entailment")
-    Example.objects.bulk_create([
-        Example(project=p, external_id=f"r{i}", label=ent, fields={"premise": a, "hypothesis": b})
-        for i, (a, b) in enumerate(RULES_NLI)
-    ])
+    Example.objects.bulk_create(
+        [
+            Example(project=p, external_id=f"r{i}", label=ent, fields={"premise": a, "hypothesis": b})
+            for i, (a, b) in enumerate(RULES_NLI)
+        ]
+    )
     return p
 
 
@@ -373,8 +398,11 @@ def rules_project(db):
 def test_real_rules_generator_through_the_run(rules_project):
     from generation.ml.rules import CODES
 
-    run = run_create(project=rules_project, generator="rules",
-                     options={"filters": "dedup,artifacts", "max_per_original": 6, "seed": 3})
+    run = run_create(
+        project=rules_project,
+        generator="rules",
+        options={"filters": "dedup,artifacts", "max_per_original": 6, "seed": 3},
+    )
     run = run_execute(run_id=run.pk)
     assert run.status == "succeeded", run.error
     assert (run.done, run.total) == (5, 5)
@@ -459,8 +487,9 @@ def test_registry_context_fills_only_named_parameters_and_run_options_reach_kwar
     registry.register("named", factory=Named)
     registry.register("kw", factory=Kw)
     try:
-        g = registry.create("named", {}, {"mlm_path": "/models/mlm", "device": "cpu"}, run_options={"seed": 5,
-                                                                                                   "max_per_original": 2})
+        g = registry.create(
+            "named", {}, {"mlm_path": "/models/mlm", "device": "cpu"}, run_options={"seed": 5, "max_per_original": 2}
+        )
         assert (g.mlm_path, g.seed) == ("/models/mlm", 5)
         k = registry.create("kw", {"codes": ["negation"]}, {"mlm_path": "/x"}, run_options={"seed": 5})
         assert k.options == {"codes": ["negation"], "seed": 5}  # context not forced into **kwargs
@@ -476,24 +505,42 @@ def test_unregister_restores_a_builtin():
 
 
 def test_apply_filters_directly():
-    o = Original("o", {"premise": "a b c", "hypothesis": "a b"}, "neutral", ("entailment", "neutral", "contradiction"), "nli")
+    o = Original(
+        "o", {"premise": "a b c", "hypothesis": "a b"}, "neutral", ("entailment", "neutral", "contradiction"), "nli"
+    )
     shortcut = GeneratedCandidate("o", {"premise": "a b c", "hypothesis": "a not b"}, "g", "negation", "contradiction")
     fine = GeneratedCandidate("o", {"premise": "a b c", "hypothesis": "a green b"}, "g", "insert", None)
     same = GeneratedCandidate("o", {"premise": "a b c", "hypothesis": "a green b"}, "g", "insert", None)
-    v = run_quality.apply_filters([(o, shortcut), (o, fine), (o, same)], filters=["artifacts", "dedup"],
-                                  band=(0, 1), encoder=None, existing={})
+    v = run_quality.apply_filters(
+        [(o, shortcut), (o, fine), (o, same)], filters=["artifacts", "dedup"], band=(0, 1), encoder=None, existing={}
+    )
     assert v[0].passed == {"artifacts": False, "dedup": True} and v[0].scores["artifacts"] == 1.0
     assert v[1].keep and not v[2].keep and v[2].passed["dedup"] is False
-    assert [x.keep for x in run_quality.apply_filters([(o, fine)], filters=["dedup"], band=(0, 1), encoder=None,
-            existing={"o": {'{"hypothesis": "a green b", "premise": "a b c"}'}})] == [False]
+    assert [
+        x.keep
+        for x in run_quality.apply_filters(
+            [(o, fine)],
+            filters=["dedup"],
+            band=(0, 1),
+            encoder=None,
+            existing={"o": {'{"hypothesis": "a green b", "premise": "a b c"}'}},
+        )
+    ] == [False]
 
 
 def test_candidate_scores_and_meta_are_stored_as_plain_json(db):
     import numpy as np
 
     p = make_project(name="json", n=1)
-    out = GeneratedCandidate("ex-000", {"premise": "x y z", "hypothesis": "u v"}, "test-odd", "lexical", "nope",
-                             scores={"np": np.float32(0.5), "nan": float("nan")}, meta={"arr": (1, 2), "obj": object})
+    out = GeneratedCandidate(
+        "ex-000",
+        {"premise": "x y z", "hypothesis": "u v"},
+        "test-odd",
+        "lexical",
+        "nope",
+        scores={"np": np.float32(0.5), "nan": float("nan")},
+        meta={"arr": (1, 2), "obj": object},
+    )
 
     class Odd:
         name = "test-odd"

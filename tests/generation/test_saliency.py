@@ -21,7 +21,7 @@ from generation.ml.saliency import (
 from tests.generation._tiny_hf import torch_single_thread  # noqa: F401 - autouse fixture
 
 
-def _linear_pipeline(weights: dict[str, float]):  # noqa: ANN202
+def _linear_pipeline(weights: dict[str, float]):
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import Pipeline
@@ -74,26 +74,51 @@ def test_word_score_is_the_max_over_sub_tokens() -> None:
     assert word_scores_from_tokens(scores, offsets, spans) == [0.7, 0.2, 0.05]
 
 
-def _tiny_wordpiece_classifier(tmp_path):  # noqa: ANN001, ANN202
+def _tiny_wordpiece_classifier(tmp_path):
     import torch
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
 
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "movie", "was", "great", "terrible",
-             "mo", "##vie", "##go", "##ers", "loved", "it", "."]
+    words = [
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+        "the",
+        "movie",
+        "was",
+        "great",
+        "terrible",
+        "mo",
+        "##vie",
+        "##go",
+        "##ers",
+        "loved",
+        "it",
+        ".",
+    ]
     vocab_file = tmp_path / "vocab.txt"
     vocab_file.write_text("\n".join(words) + "\n")
     tok = BertTokenizer(vocab=str(vocab_file))
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=32, max_position_embeddings=64, num_labels=2,
-                     id2label={0: "negative", 1: "positive"}, label2id={"negative": 0, "positive": 1})
+    cfg = BertConfig(
+        vocab_size=len(words),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+        num_labels=2,
+        id2label={0: "negative", 1: "positive"},
+        label2id={"negative": 0, "positive": 1},
+    )
     path = tmp_path / "cls"
     BertForSequenceClassification(cfg).save_pretrained(path)
     tok.save_pretrained(path)
     return path
 
 
-def test_gradient_saliency_on_a_tiny_torch_classifier(tmp_path) -> None:  # noqa: ANN001
+def test_gradient_saliency_on_a_tiny_torch_classifier(tmp_path) -> None:
     path = _tiny_wordpiece_classifier(tmp_path)
     clf = load_classifier(str(path))
     assert isinstance(clf, HFClassifier)
@@ -122,7 +147,7 @@ def test_leave_one_out_for_any_classifier() -> None:
     class KeywordClassifier:
         labels = ("negative", "positive")
 
-        def predict_proba(self, inputs):  # noqa: ANN001, ANN202
+        def predict_proba(self, inputs):
             out = []
             for x in inputs:
                 text = x if isinstance(x, str) else " ".join(x)
@@ -136,7 +161,7 @@ def test_leave_one_out_for_any_classifier() -> None:
     assert leave_one_out_saliency(clf, ("a movie", "great"), 1) == [[0.0, 0.0], [pytest.approx(0.5)]]
 
 
-def test_load_classifier_errors_are_config_errors(tmp_path) -> None:  # noqa: ANN001
+def test_load_classifier_errors_are_config_errors(tmp_path) -> None:
     with pytest.raises(GeneratorConfigError, match="empty"):
         load_classifier("")
     with pytest.raises(GeneratorConfigError, match="does not exist"):

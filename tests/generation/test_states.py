@@ -14,14 +14,23 @@ def project(db):
 
 @pytest.fixture
 def example(project):
-    return Example.objects.create(project=project, external_id="e1", fields={"premise": "a", "hypothesis": "b"},
-                                  label=project.labels.get(name="neutral"))
+    return Example.objects.create(
+        project=project,
+        external_id="e1",
+        fields={"premise": "a", "hypothesis": "b"},
+        label=project.labels.get(name="neutral"),
+    )
 
 
 def make(project, example, n, state=states.POOLED):
     return [
-        Candidate.objects.create(project=project, example=example, external_id=f"c{i}",
-                                 fields={"premise": "a", "hypothesis": f"b{i}"}, state=state)
+        Candidate.objects.create(
+            project=project,
+            example=example,
+            external_id=f"c{i}",
+            fields={"premise": "a", "hypothesis": f"b{i}"},
+            state=state,
+        )
         for i in range(n)
     ]
 

@@ -12,39 +12,50 @@ from generation.ml.rules import RulesGenerator
 from generation.ml.tagger import CODES, distribution, tag_edit, tag_pair
 
 
-@pytest.mark.parametrize(("original", "counterfactual", "code"), [
-    ("A man is riding a bike.", "A man is not riding a bike.", "negation"),
-    ("The dog doesn't bark.", "The dog barks.", "negation"),
-    ("There is nobody in the room.", "There is somebody in the room.", "negation"),
-    ("A man is riding a bike.", "Three men are riding a bike.", "quantifier"),
-    ("Some kids are playing soccer.", "All kids are playing soccer.", "quantifier"),
-    ("There are 3 cats on the sofa.", "There are 4 cats on the sofa.", "quantifier"),
-    ("The tall man is happy.", "The short man is happy.", "lexical"),
-    ("A woman sings into a mic.", "A man sings into a mic.", "lexical"),
-    ("The water is cold.", "The liquid is cold.", "lexical"),
-    ("A man sleeps in the park.", "A man sleeps at the park.", "lexical"),
-    ("A man is riding a red motorcycle.", "A man is riding a blue truck.", "resemantic"),
-    ("Two men haul scrap wood and metal.", "Two men sew a woolen blanket.", "resemantic"),
-    ("A woman sings into a mic.", "A tall woman sings into a mic.", "insert"),
-    ("A man sits on a bench.", "A man sits on a bench in the rain.", "insert"),
-    ("A man is riding a red motorcycle.", "A man is riding a motorcycle.", "delete"),
-    ("A man in a blue shirt is building a sand castle at the beach.", "A man in a blue shirt is at the beach.",
-     "delete"),
-    ("A man is riding a bike.", "A bike is being ridden by a man.", "restructure"),
-    ("He left early because he was tired.", "Because he was tired, he left early.", "restructure"),
-    ("A boy on a skateboard grinding down a handrail.", "A boy is on a skateboard grinding down a handrail.",
-     "restructure"),
-    ("The cat chased the dog.", "The dog chased the cat.", "shuffle"),
-    ("A man dressed as a woman is laughing.", "A woman dressed as a man is laughing.", "shuffle"),
-    ("A man is riding a bike.", "A man is riding a bike!", "other"),
-])
+@pytest.mark.parametrize(
+    ("original", "counterfactual", "code"),
+    [
+        ("A man is riding a bike.", "A man is not riding a bike.", "negation"),
+        ("The dog doesn't bark.", "The dog barks.", "negation"),
+        ("There is nobody in the room.", "There is somebody in the room.", "negation"),
+        ("A man is riding a bike.", "Three men are riding a bike.", "quantifier"),
+        ("Some kids are playing soccer.", "All kids are playing soccer.", "quantifier"),
+        ("There are 3 cats on the sofa.", "There are 4 cats on the sofa.", "quantifier"),
+        ("The tall man is happy.", "The short man is happy.", "lexical"),
+        ("A woman sings into a mic.", "A man sings into a mic.", "lexical"),
+        ("The water is cold.", "The liquid is cold.", "lexical"),
+        ("A man sleeps in the park.", "A man sleeps at the park.", "lexical"),
+        ("A man is riding a red motorcycle.", "A man is riding a blue truck.", "resemantic"),
+        ("Two men haul scrap wood and metal.", "Two men sew a woolen blanket.", "resemantic"),
+        ("A woman sings into a mic.", "A tall woman sings into a mic.", "insert"),
+        ("A man sits on a bench.", "A man sits on a bench in the rain.", "insert"),
+        ("A man is riding a red motorcycle.", "A man is riding a motorcycle.", "delete"),
+        (
+            "A man in a blue shirt is building a sand castle at the beach.",
+            "A man in a blue shirt is at the beach.",
+            "delete",
+        ),
+        ("A man is riding a bike.", "A bike is being ridden by a man.", "restructure"),
+        ("He left early because he was tired.", "Because he was tired, he left early.", "restructure"),
+        (
+            "A boy on a skateboard grinding down a handrail.",
+            "A boy is on a skateboard grinding down a handrail.",
+            "restructure",
+        ),
+        ("The cat chased the dog.", "The dog chased the cat.", "shuffle"),
+        ("A man dressed as a woman is laughing.", "A woman dressed as a man is laughing.", "shuffle"),
+        ("A man is riding a bike.", "A man is riding a bike!", "other"),
+    ],
+)
 def test_tag_edit(original: str, counterfactual: str, code: str) -> None:
     assert tag_edit(original, counterfactual).code == code
 
 
 def test_rewrite_is_other() -> None:
-    t = tag_edit("Two construction workers cutting a piece of concrete road.",
-                 "Somebody was having coffee while sitting at his desk at work.")
+    t = tag_edit(
+        "Two construction workers cutting a piece of concrete road.",
+        "Somebody was having coffee while sitting at his desk at work.",
+    )
     assert t.code == "other" and "rewrite" in t.detail
 
 
@@ -63,8 +74,7 @@ def test_tag_pair_reports_the_changed_field() -> None:
 
 def test_majority_operation_wins() -> None:
     # two antonym swaps and one negated verb: lexical is the majority
-    t = tag_edit("The good actor was cheap and I liked it.",
-                 "The bad actor was expensive and I did not like it.")
+    t = tag_edit("The good actor was cheap and I liked it.", "The bad actor was expensive and I did not like it.")
     assert t.code == "lexical"
     # a tie between negation and another operation goes to negation (CODES order)
     assert tag_edit("A man is riding a bike.", "A man is not riding a car.").code == "negation"
@@ -78,12 +88,30 @@ def test_distribution_sums_to_one() -> None:
 
 def test_tagger_mostly_agrees_with_the_rules_generator() -> None:
     originals = [
-        Original("a", {"premise": "A man is riding a bike because he is late.", "hypothesis": "Two dogs run in the park."},
-                 None, (), "nli"),
-        Original("b", {"premise": "The little boy in jean shorts kicks the soccer ball.",
-                       "hypothesis": "A little boy is playing soccer outside."}, None, (), "nli"),
-        Original("c", {"premise": "A woman sits on a bench in the park.", "hypothesis": "Some people watch a tall man."},
-                 None, (), "nli"),
+        Original(
+            "a",
+            {"premise": "A man is riding a bike because he is late.", "hypothesis": "Two dogs run in the park."},
+            None,
+            (),
+            "nli",
+        ),
+        Original(
+            "b",
+            {
+                "premise": "The little boy in jean shorts kicks the soccer ball.",
+                "hypothesis": "A little boy is playing soccer outside.",
+            },
+            None,
+            (),
+            "nli",
+        ),
+        Original(
+            "c",
+            {"premise": "A woman sits on a bench in the park.", "hypothesis": "Some people watch a tall man."},
+            None,
+            (),
+            "nli",
+        ),
     ]
     by_id = {o.id: o for o in originals}
     cands = [c for c in RulesGenerator(seed=0, max_per_code=3).generate(originals) if isinstance(c, GeneratedCandidate)]
@@ -91,7 +119,7 @@ def test_tagger_mostly_agrees_with_the_rules_generator() -> None:
     assert agree[True] / len(cands) >= 0.6, agree
 
 
-def _cad_pairs(shared_data, fmt: str, task: str, split: str):  # noqa: ANN001, ANN202
+def _cad_pairs(shared_data, fmt: str, task: str, split: str):
     from projects.formats import read
     from projects.formats.records import PairRecord
 
@@ -102,7 +130,7 @@ def _cad_pairs(shared_data, fmt: str, task: str, split: str):  # noqa: ANN001, A
 
 @pytest.mark.slow  # real CAD data
 @pytest.mark.parametrize(("fmt", "task"), [("cad-nli", "nli"), ("cad-sentiment", "sentiment")])
-def test_cad_dev_pairs_are_tagged_with_little_other(shared_data, fmt: str, task: str) -> None:  # noqa: ANN001
+def test_cad_dev_pairs_are_tagged_with_little_other(shared_data, fmt: str, task: str) -> None:
     pairs = list(_cad_pairs(shared_data, fmt, task, "dev"))
     assert len(pairs) >= 200
     tags = [tag_pair(p.original.fields, p.cf_fields) for p in pairs]
@@ -111,16 +139,18 @@ def test_cad_dev_pairs_are_tagged_with_little_other(shared_data, fmt: str, task:
     assert sum(1 for c in CODES if dist[c] > 0) >= 6
 
 
-def test_tag_pairs_command(tmp_path) -> None:  # noqa: ANN001
+def test_tag_pairs_command(tmp_path) -> None:
     import json
     from io import StringIO
 
     from django.core.management import call_command
 
     path = tmp_path / "dev_paired.tsv"
-    path.write_text("Sentiment\tText\tbatch_id\n"
-                    "Negative\tThe film is not good.\t1\nPositive\tThe film is good.\t1\n"
-                    "Positive\tA tall man sings.\t2\nNegative\tA man sings.\t2\n")
+    path.write_text(
+        "Sentiment\tText\tbatch_id\n"
+        "Negative\tThe film is not good.\t1\nPositive\tThe film is good.\t1\n"
+        "Positive\tA tall man sings.\t2\nNegative\tA man sings.\t2\n"
+    )
     out = StringIO()
     call_command("tag_pairs", str(path), "--format", "cad-sentiment", "--task", "sentiment", "--json", stdout=out)
     result = json.loads(out.getvalue().strip().splitlines()[-1])

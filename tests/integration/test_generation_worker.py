@@ -53,7 +53,7 @@ def _query(db: Path, sql: str, *args: object) -> list[tuple]:
         con.close()
 
 
-def _wait_for(predicate, timeout: float, what: str):  # noqa: ANN001
+def _wait_for(predicate, timeout: float, what: str):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -68,10 +68,31 @@ def _start_worker(env: dict[str, str], log: Path | None = None) -> subprocess.Po
     process group (so the test can kill all of it at once)."""
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - closed with the process
     return subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "tests.integration.generation_worker_app", "worker", "-B",
-         "-Q", "generation,default", "--concurrency", "1", "--pool", "prefork", "--loglevel", "WARNING",
-         "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "tests.integration.generation_worker_app",
+            "worker",
+            "-B",
+            "-Q",
+            "generation,default",
+            "--concurrency",
+            "1",
+            "--pool",
+            "prefork",
+            "--loglevel",
+            "WARNING",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
 
 
@@ -84,14 +105,22 @@ def _clean_broker(url: str) -> None:
 
 
 def _progress(db: Path, run_id: int) -> tuple[str, int, int]:
-    return _query(db, "SELECT j.status, j.done, j.total FROM generation_generationrun r "
-                      "JOIN projects_job j ON j.id = r.job_id WHERE r.id = ?", run_id)[0]
+    return _query(
+        db,
+        "SELECT j.status, j.done, j.total FROM generation_generationrun r "
+        "JOIN projects_job j ON j.id = r.job_id WHERE r.id = ?",
+        run_id,
+    )[0]
 
 
 def _check_candidates(db: Path, run_id: int) -> None:
-    rows = _query(db, "SELECT c.external_id, e.external_id FROM generation_candidate c "
-                      "JOIN generation_example e ON e.id = c.example_id "
-                      "WHERE c.job_id = (SELECT job_id FROM generation_generationrun WHERE id = ?)", run_id)
+    rows = _query(
+        db,
+        "SELECT c.external_id, e.external_id FROM generation_candidate c "
+        "JOIN generation_example e ON e.id = c.example_id "
+        "WHERE c.job_id = (SELECT job_id FROM generation_generationrun WHERE id = ?)",
+        run_id,
+    )
     ids = [r[0] for r in rows]
     assert len(ids) == len(set(ids)) == 3 * N  # no duplicates
     assert Counter(r[1] for r in rows) == {f"ex-{i:03d}": 3 for i in range(N)}  # full coverage
@@ -102,9 +131,18 @@ def _check_candidates(db: Path, run_id: int) -> None:
 def _seed(env: dict[str, str], name: str, options: dict) -> int:
     """Create the project and start the run (enqueued on commit, over Redis); the run id."""
     out = subprocess.run(
-        [sys.executable, "-c", "import sys; from tests.integration.generation_worker_app import seed; "
-         f"seed({name!r}, {N}, sys.argv[1])", json.dumps(options)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=True,
+        [
+            sys.executable,
+            "-c",
+            f"import sys; from tests.integration.generation_worker_app import seed; seed({name!r}, {N}, sys.argv[1])",
+            json.dumps(options),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     return int(out.stdout.strip().splitlines()[-1])
 
@@ -143,9 +181,11 @@ def test_worker_killed_mid_run_resumes_without_duplicates(redis_url, worker_env,
     env, db = worker_env
     pid_file = tmp_path / "generator.pid"
     gate = tmp_path / "gate"  # the generator waits at its 7th original until this exists
-    options = {"batch_size": 2, "filters": ["dedup", "artifacts"],
-               "generator_options": {"delay": 0.05, "pid_file": str(pid_file), "gate_file": str(gate),
-                                     "gate_after": 6}}
+    options = {
+        "batch_size": 2,
+        "filters": ["dedup", "artifacts"],
+        "generator_options": {"delay": 0.05, "pid_file": str(pid_file), "gate_file": str(gate), "gate_after": 6},
+    }
     run_id = _seed(env, "killed", options)
 
     def progress() -> tuple[str, int, int]:
@@ -172,23 +212,38 @@ def test_worker_killed_mid_run_resumes_without_duplicates(redis_url, worker_env,
 def test_cancel_reaches_a_running_worker(redis_url, worker_env, tmp_path):
     env, db = worker_env
     gate = tmp_path / "gate"
-    run_id = _seed(env, "cancelled", {"batch_size": 2, "filters": "none",
-                                      "generator_options": {"gate_file": str(gate), "gate_after": 2}})
+    run_id = _seed(
+        env,
+        "cancelled",
+        {"batch_size": 2, "filters": "none", "generator_options": {"gate_file": str(gate), "gate_after": 2}},
+    )
 
     def progress() -> tuple[str, int, int]:
         return _progress(db, run_id)
 
     _wait_for(lambda: progress()[1] >= 2, 90, "the first batch")
     subprocess.run(  # what the Cancel button / API does, from another process
-        [sys.executable, "-c", "import sys, django; django.setup(); from generation.models import GenerationRun; "
-         "from generation.services.runs import run_cancel; run_cancel(run=GenerationRun.objects.get(pk=int(sys.argv[1])))",
-         str(run_id)], cwd=REPO, env=env, check=True, timeout=120,
+        [
+            sys.executable,
+            "-c",
+            "import sys, django; django.setup(); from generation.models import GenerationRun; "
+            "from generation.services.runs import run_cancel; run_cancel(run=GenerationRun.objects.get(pk=int(sys.argv[1])))",
+            str(run_id),
+        ],
+        cwd=REPO,
+        env=env,
+        check=True,
+        timeout=120,
     )
     gate.touch()  # the batch in flight finishes; the worker sees the cancel before the next
     _wait_for(lambda: progress()[0] != "running", 60, "the worker to stop")
     status, done, total = progress()
     assert (status, done, total) == ("cancelled", 4, N)
-    n = _query(db, "SELECT COUNT(*) FROM generation_candidate WHERE job_id = (SELECT job_id FROM generation_generationrun WHERE id = ?)", run_id)[0][0]
+    n = _query(
+        db,
+        "SELECT COUNT(*) FROM generation_candidate WHERE job_id = (SELECT job_id FROM generation_generationrun WHERE id = ?)",
+        run_id,
+    )[0][0]
     assert n == 3 * done
 
 
@@ -206,9 +261,20 @@ def test_whole_worker_killed_with_kill_9_resumes_on_its_own(redis_url, tmp_path)
     log = tmp_path / "worker.log"
     worker = _start_worker(env, log)
     try:
-        run_id = _seed(env, "killed-whole", {
-            "batch_size": 2, "filters": "none",
-            "generator_options": {"delay": 0.05, "pid_file": str(pid_file), "gate_file": str(gate), "gate_after": 6}})
+        run_id = _seed(
+            env,
+            "killed-whole",
+            {
+                "batch_size": 2,
+                "filters": "none",
+                "generator_options": {
+                    "delay": 0.05,
+                    "pid_file": str(pid_file),
+                    "gate_file": str(gate),
+                    "gate_after": 6,
+                },
+            },
+        )
         _wait_for(lambda: _progress(db, run_id)[1] >= 6 and pid_file.exists(), 90, "the first batches")
         assert _progress(db, run_id) == ("running", 6, N)
         os.killpg(worker.pid, signal.SIGKILL)
@@ -221,8 +287,11 @@ def test_whole_worker_killed_with_kill_9_resumes_on_its_own(redis_url, tmp_path)
         _wait_for(lambda: _progress(db, run_id)[0] != "running", 120, "the job to resume and finish")
         assert time.monotonic() - killed_at < 120
         assert _progress(db, run_id) == ("succeeded", N, N), log.read_text()[-3000:]
-        attempts = _query(db, "SELECT j.attempts FROM generation_generationrun r JOIN projects_job j "
-                              "ON j.id = r.job_id WHERE r.id = ?", run_id)[0][0]
+        attempts = _query(
+            db,
+            "SELECT j.attempts FROM generation_generationrun r JOIN projects_job j ON j.id = r.job_id WHERE r.id = ?",
+            run_id,
+        )[0][0]
         assert attempts == 2
         _check_candidates(db, run_id)
     finally:

@@ -11,11 +11,13 @@ from labeling.ml.features import Pair
 
 LABELS = ["entailment", "neutral", "contradiction"]
 FIELDS = ["premise", "hypothesis"]
-WORDS = ("man woman dog horse field park riding sitting walking young old brown open street boy girl "
-         "ball red blue car house tree water runs jumps sleeps eats reads plays").split()
+WORDS = (
+    "man woman dog horse field park riding sitting walking young old brown open street boy girl "
+    "ball red blue car house tree water runs jumps sleeps eats reads plays"
+).split()
 
 
-def fake_embed(texts):  # noqa: ANN001, ANN201
+def fake_embed(texts):
     """Bag of per-word random vectors (seeded by the word), L2-normalised: similar texts get
     similar vectors, like a sentence encoder."""
     out = np.zeros((len(texts), 32), dtype=np.float32)
@@ -30,7 +32,7 @@ def fake_embed(texts):  # noqa: ANN001, ANN201
 
 
 class FakeEncoder:
-    def encode(self, texts):  # noqa: ANN001, ANN201
+    def encode(self, texts):
         return fake_embed(list(texts))
 
 
@@ -48,8 +50,15 @@ def synthetic_pairs(n: int, seed: int = 0) -> tuple[list[Pair], list[str]]:
         marker = "not" if step == 1 else "maybe"
         hyp_cf = hyp.split()
         hyp_cf.insert(int(rng.integers(1, 4)), marker)
-        pairs.append(Pair({"premise": prem, "hypothesis": hyp}, {"premise": prem, "hypothesis": " ".join(hyp_cf)},
-                          LABELS[y], perturbation="insert", group=f"g{i}"))
+        pairs.append(
+            Pair(
+                {"premise": prem, "hypothesis": hyp},
+                {"premise": prem, "hypothesis": " ".join(hyp_cf)},
+                LABELS[y],
+                perturbation="insert",
+                group=f"g{i}",
+            )
+        )
         ys.append(LABELS[(y + step) % 3])
     return pairs, ys
 

@@ -32,8 +32,9 @@ def test_hf_classifier_maps_labels_by_name(tmp_path):
 
 def test_hf_classifier_refuses_a_label_count_mismatch_and_a_missing_path(tmp_path):
     path = save_tiny_bert(tmp_path / "m", ["no", "yes"])
-    f = make_base_classifier("hf", labels=["entailment", "neutral", "contradiction"], fields=["premise", "hypothesis"],
-                             model_path=str(path))
+    f = make_base_classifier(
+        "hf", labels=["entailment", "neutral", "contradiction"], fields=["premise", "hypothesis"], model_path=str(path)
+    )
     with pytest.raises(ValueError, match="has 2 labels"):
         f.predict_proba([{"premise": "a", "hypothesis": "b"}])
     with pytest.raises(FileNotFoundError):

@@ -19,8 +19,23 @@ def test_parse_warm_spec():
 
 @pytest.mark.slow
 def test_bench_json_on_a_cad_nli_slice(shared_data, capsys):
-    call_command("bench_pairwise", "--task", "nli", "--format", "cad-nli", "--split", "dev",
-                 str(shared_data / "cad"), "--limit", "240", "--seeds", "1", "--budget", "0.2", "--json")
+    call_command(
+        "bench_pairwise",
+        "--task",
+        "nli",
+        "--format",
+        "cad-nli",
+        "--split",
+        "dev",
+        str(shared_data / "cad"),
+        "--limit",
+        "240",
+        "--seeds",
+        "1",
+        "--budget",
+        "0.2",
+        "--json",
+    )
     last = capsys.readouterr().out.strip().splitlines()[-1]
     result = json.loads(last)
     assert result["task"] == "nli" and result["n_pairs"] == 240 and result["seeds"] == 1

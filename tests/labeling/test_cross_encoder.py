@@ -31,8 +31,11 @@ def test_service_cross_encoder_needs_pc_and_enough_labels(tmp_path, settings, mo
 
     from .test_services import make_project
 
-    settings.COUNTERPART = {**settings.COUNTERPART, "MINILM_PATH": str(save_tiny_bert(tmp_path / "b", ["a", "b", "c"])),
-                            "MODEL_DIR": str(tmp_path / "models")}
+    settings.COUNTERPART = {
+        **settings.COUNTERPART,
+        "MINILM_PATH": str(save_tiny_bert(tmp_path / "b", ["a", "b", "c"])),
+        "MODEL_DIR": str(tmp_path / "models"),
+    }
     project, _ = make_project(n_pairs=80, n_human=60)
     with pytest.raises(ValidationError, match="PC only"):
         services.pairwise_train(project=project, mode="capc", learner="cross-encoder")
@@ -50,8 +53,11 @@ def test_service_cross_encoder_trains_and_autolabels(tmp_path, settings, monkeyp
     from .test_services import make_project
 
     monkeypatch.setattr(services, "embedder", lambda: FakeEncoder())
-    settings.COUNTERPART = {**settings.COUNTERPART, "MINILM_PATH": str(save_tiny_bert(tmp_path / "b", ["a", "b", "c"])),
-                            "MODEL_DIR": str(tmp_path / "models")}
+    settings.COUNTERPART = {
+        **settings.COUNTERPART,
+        "MINILM_PATH": str(save_tiny_bert(tmp_path / "b", ["a", "b", "c"])),
+        "MODEL_DIR": str(tmp_path / "models"),
+    }
     project, _ = make_project(n_pairs=240, n_human=210)
     model = services.pairwise_train(project=project, mode="pc", learner="cross-encoder")
     assert model.n_train == 210 and model.metrics["features"] == "cross-encoder" and model.cv_folds == 1

@@ -31,7 +31,8 @@ def _inputs(pairs, base=None):
 def _f(pairs):
     origs = {p.group: p for p in pairs}
     return EmbeddingClassifier(LABELS, FIELDS, fake_embed).fit(
-        [p.original for p in origs.values()], [p.y for p in origs.values()])
+        [p.original for p in origs.values()], [p.y for p in origs.values()]
+    )
 
 
 def test_field_edit_finds_inserted_and_replaced_words():
@@ -87,7 +88,8 @@ def test_too_few_labels_and_a_missing_class_are_refused():
 def test_base_classifier_refuses_a_class_without_originals():
     with pytest.raises(TooFewLabels, match="none for: contradiction"):
         EmbeddingClassifier(LABELS, FIELDS, fake_embed).fit(
-            [{"premise": "a", "hypothesis": "b"}] * 4, ["entailment", "neutral"] * 2)
+            [{"premise": "a", "hypothesis": "b"}] * 4, ["entailment", "neutral"] * 2
+        )
 
 
 def test_capc_needs_f_probabilities():
@@ -224,8 +226,9 @@ def test_pair_matrix_relation_block_two_fields_only_and_old_configs_keep_their_w
     del old.__dict__["relations"]
     assert pair_matrix(enc, n_labels=3, perturbations=[], config=old).shape == off.shape
     assert DEFAULT_CONFIGS[0] == LEAN and not LEAN.bag and not LEAN.embeddings
-    one = [p.__class__({"text": p.original["hypothesis"]}, {"text": p.counterfactual["hypothesis"]}, p.y)
-           for p in pairs]
+    one = [
+        p.__class__({"text": p.original["hypothesis"]}, {"text": p.counterfactual["hypothesis"]}, p.y) for p in pairs
+    ]
     enc1 = encode_pairs(one, labels=LABELS, fields=["text"], embed=fake_embed)
     assert enc1.rel_c is None
     a = pair_matrix(enc1, n_labels=3, perturbations=[], config=FeatureConfig(bag=False))
@@ -300,7 +303,6 @@ def test_h_trains_on_pairs_both_ways_but_scores_only_forwards():
     assert [m[0].n_samples_seen_ for m in forward.learner.fold_models] == [96] * 5
 
 
-
 def test_alignment_features_come_with_an_encoder_that_has_them_and_old_configs_keep_their_width():
     from dataclasses import replace
 
@@ -310,10 +312,10 @@ def test_alignment_features_come_with_an_encoder_that_has_them_and_old_configs_k
     calls = []
 
     class AligningEncoder:
-        def encode(self, texts):  # noqa: ANN001, ANN202
+        def encode(self, texts):
             return fake_embed(list(texts))
 
-        def alignment(self, pairs):  # noqa: ANN001, ANN202
+        def alignment(self, pairs):
             calls.append(len(pairs))
             return np.asarray([[len(a), len(b), 0, 0, 0, 0, 0] for a, b in pairs], dtype=np.float32)
 

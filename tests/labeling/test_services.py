@@ -29,18 +29,28 @@ def make_project(n_pairs: int = 160, n_human: int = 60, name: str = "p"):
     project = project_create(name=name, task="nli")
     labels = {lab.name: lab for lab in Label.objects.filter(project=project)}
     pairs, ys = synthetic_pairs(n_pairs, seed=7)
-    examples = Example.objects.bulk_create([
-        Example(project=project, external_id=f"e{i}", fields=p.original, label=labels[p.y]) for i, p in enumerate(pairs)
-    ])
+    examples = Example.objects.bulk_create(
+        [
+            Example(project=project, external_id=f"e{i}", fields=p.original, label=labels[p.y])
+            for i, p in enumerate(pairs)
+        ]
+    )
     cands = []
     for i, (p, y2) in enumerate(zip(pairs, ys, strict=True)):
         human = i < n_human
-        cands.append(Candidate(
-            project=project, external_id=f"c{i}", example=examples[i], fields=p.counterfactual,
-            perturbation=p.perturbation, gold_label=labels[y2],
-            state=states.HUMAN_LABELED if human else states.POOLED,
-            label=labels[y2] if human else None, label_source="human" if human else "",
-        ))
+        cands.append(
+            Candidate(
+                project=project,
+                external_id=f"c{i}",
+                example=examples[i],
+                fields=p.counterfactual,
+                perturbation=p.perturbation,
+                gold_label=labels[y2],
+                state=states.HUMAN_LABELED if human else states.POOLED,
+                label=labels[y2] if human else None,
+                label_source="human" if human else "",
+            )
+        )
     Candidate.objects.bulk_create(cands)
     return project, ys
 
@@ -101,8 +111,9 @@ def test_a_label_class_without_human_labels_is_refused():
     # label every pair as human *except* the ones whose label is neutral
     for c in Candidate.objects.filter(project=project).select_related("gold_label"):
         if c.gold_label_id != neutral.pk:
-            Candidate.objects.filter(pk=c.pk).update(state=states.HUMAN_LABELED, label=c.gold_label,
-                                                     label_source="human")
+            Candidate.objects.filter(pk=c.pk).update(
+                state=states.HUMAN_LABELED, label=c.gold_label, label_source="human"
+            )
     with pytest.raises(ValidationError, match="no human-labelled pair with label neutral"):
         services.pairwise_train(project=project, mode="pc")
     with pytest.raises(CommandError, match="no human-labelled pair with label neutral"):
@@ -155,9 +166,21 @@ def test_warm_start_from_a_pairs_file(tmp_path):
     path = tmp_path / "warm.jsonl"
     with path.open("w") as fh:
         for i, (p, y2) in enumerate(zip(pairs, ys, strict=True)):
-            fh.write(json.dumps({"id": f"w{i}", "original": {"fields": p.original, "label": p.y},
-                                 "counterfactual": {"fields": p.counterfactual, "label": y2,
-                                                    "label_source": "human", "perturbation": "insert"}}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "id": f"w{i}",
+                        "original": {"fields": p.original, "label": p.y},
+                        "counterfactual": {
+                            "fields": p.counterfactual,
+                            "label": y2,
+                            "label_source": "human",
+                            "perturbation": "insert",
+                        },
+                    }
+                )
+                + "\n"
+            )
     project, _ = make_project(n_pairs=80, n_human=30)
     model = services.pairwise_train(project=project, mode="capc", warm_start=f"pairs-jsonl:{path}")
     assert model.n_warm == 120 and model.warm_start == f"pairs-jsonl:{path}"

@@ -60,13 +60,17 @@ def test_a_job_is_enqueued_on_commit_and_runs_to_success(project, django_capture
     assert p.finished and p.percent == 100 and p.eta_seconds is None
 
 
-def test_broker_down_marks_the_job_failed_with_a_clear_message(project, monkeypatch, django_capture_on_commit_callbacks):
+def test_broker_down_marks_the_job_failed_with_a_clear_message(
+    project, monkeypatch, django_capture_on_commit_callbacks
+):
     def down(*a, **k):
         raise ConnectionError("[Errno 111] Connection refused")
 
     monkeypatch.setattr(tasks.job_execute_task, "apply_async", down)
-    with pytest.raises(svc.BrokerUnavailable, match="broker is unreachable"), \
-            django_capture_on_commit_callbacks(execute=True):
+    with (
+        pytest.raises(svc.BrokerUnavailable, match="broker is unreachable"),
+        django_capture_on_commit_callbacks(execute=True),
+    ):
         svc.job_start(kind="export", project=project)
     job = Job.objects.get()
     assert job.status == "failed" and "could not enqueue the job" in job.error and not CALLS
@@ -94,7 +98,7 @@ def test_an_unexpected_exception_fails_the_job_and_is_raised(project, monkeypatc
 def test_finished_and_live_jobs_are_left_alone_stale_ones_are_taken_over(project):
     done = svc.job_create(kind="export", project=project)
     svc.job_execute(job_id=done.pk)
-    assert svc.job_execute(job_id=done.pk).attempts == 1 and CALLS == [done.pk]  # a redelivered message
+    assert svc.job_execute(job_id=done.pk).attempts == 1 and [done.pk] == CALLS  # a redelivered message
     live = svc.job_create(kind="export", project=project)
     Job.objects.filter(pk=live.pk).update(status="running", heartbeat_at=timezone.now(), token="other", attempts=1)
     assert svc.job_execute(job_id=live.pk).token == "other" and live.pk not in CALLS
@@ -140,8 +144,9 @@ def test_the_sweep_re_enqueues_stale_running_jobs_once_per_window(project, setti
     stale = svc.job_create(kind="export", project=project)
     fresh = svc.job_create(kind="export", project=project)
     queued = svc.job_create(kind="export", project=project)
-    Job.objects.filter(pk=stale.pk).update(status="running", heartbeat_at=now - timedelta(seconds=90),
-                                           enqueued_at=now - timedelta(hours=1))
+    Job.objects.filter(pk=stale.pk).update(
+        status="running", heartbeat_at=now - timedelta(seconds=90), enqueued_at=now - timedelta(hours=1)
+    )
     Job.objects.filter(pk=fresh.pk).update(status="running", heartbeat_at=now - timedelta(seconds=5))
     assert svc.jobs_sweep(now=now) == [stale.pk] and sent == [stale.pk]
     assert svc.jobs_sweep(now=now + timedelta(seconds=10)) == []  # not again within the window

@@ -20,7 +20,7 @@ OLD = [
 ]
 
 
-def _migrate(targets):  # noqa: ANN001
+def _migrate(targets):
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
     executor.migrate(targets)
@@ -42,27 +42,70 @@ def test_old_database_migrates_to_the_kernel_layout_with_its_rows():
 
     user = User.objects.create(username="res")
     project = Project.objects.create(name="old", task="nli", text_fields=["premise", "hypothesis"], created_by=user)
-    labels = {n: Label.objects.create(project=project, name=n, position=i)
-              for i, n in enumerate(["entailment", "neutral", "contradiction"])}
-    ex = Example.objects.create(project=project, external_id="e1", fields={"premise": "p", "hypothesis": "h"},
-                                label=labels["neutral"], split="dev")
+    labels = {
+        n: Label.objects.create(project=project, name=n, position=i)
+        for i, n in enumerate(["entailment", "neutral", "contradiction"])
+    }
+    ex = Example.objects.create(
+        project=project,
+        external_id="e1",
+        fields={"premise": "p", "hypothesis": "h"},
+        label=labels["neutral"],
+        split="dev",
+    )
     started = timezone.now() - timedelta(hours=2)
-    run = Run.objects.create(project=project, generator="rules", options={"seed": 3}, status="succeeded", total=1,
-                             done=1, skipped=0, metrics={"candidates": 2}, error="", created_by=user,
-                             started_at=started, finished_at=started + timedelta(minutes=5))
-    failed = Run.objects.create(project=project, generator="llm-prompt", status="failed", total=1, done=0,
-                                error="no model configured")
-    generated = Candidate.objects.create(project=project, external_id=f"{run.pk}:e1:0", example=ex,
-                                         fields={"premise": "p", "hypothesis": "not h"}, generator="rules",
-                                         perturbation="negation", state="human_labeled",
-                                         label=labels["contradiction"], label_source="human", generation_run=run)
-    imported = Candidate.objects.create(project=project, external_id="imp-1", example=ex, fields={"premise": "p2",
-                                        "hypothesis": "h"}, state="pooled", gold_label=labels["entailment"])
-    Membership.objects.create(project=project, user=user, gold_answered=4, gold_correct=3, flagged=True,
-                              flag_reason="slow")
+    run = Run.objects.create(
+        project=project,
+        generator="rules",
+        options={"seed": 3},
+        status="succeeded",
+        total=1,
+        done=1,
+        skipped=0,
+        metrics={"candidates": 2},
+        error="",
+        created_by=user,
+        started_at=started,
+        finished_at=started + timedelta(minutes=5),
+    )
+    failed = Run.objects.create(
+        project=project, generator="llm-prompt", status="failed", total=1, done=0, error="no model configured"
+    )
+    generated = Candidate.objects.create(
+        project=project,
+        external_id=f"{run.pk}:e1:0",
+        example=ex,
+        fields={"premise": "p", "hypothesis": "not h"},
+        generator="rules",
+        perturbation="negation",
+        state="human_labeled",
+        label=labels["contradiction"],
+        label_source="human",
+        generation_run=run,
+    )
+    imported = Candidate.objects.create(
+        project=project,
+        external_id="imp-1",
+        example=ex,
+        fields={"premise": "p2", "hypothesis": "h"},
+        state="pooled",
+        gold_label=labels["entailment"],
+    )
+    Membership.objects.create(
+        project=project, user=user, gold_answered=4, gold_correct=3, flagged=True, flag_reason="slow"
+    )
     Item.objects.create(project=project, candidate=generated, kind="task_label", k=3, priority=7)
-    PairwiseModel.objects.create(project=project, mode="capc", version=1, n_train=10, cv_accuracy=0.8,
-                                 cv_macro_f1=0.7, cv_ece=0.04, threshold=0.7, path="/x.joblib")
+    PairwiseModel.objects.create(
+        project=project,
+        mode="capc",
+        version=1,
+        n_train=10,
+        cv_accuracy=0.8,
+        cv_macro_f1=0.7,
+        cv_ece=0.04,
+        threshold=0.7,
+        path="/x.joblib",
+    )
 
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())

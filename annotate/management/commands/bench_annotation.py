@@ -60,14 +60,18 @@ class Command(BaseCommand):
     help = "Load-test next-item + submit with N concurrent annotators; verify no over-assignment or loss."
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("--url", default="", help="target a running server (sharing this DATABASE_URL) instead of starting one")
+        parser.add_argument(
+            "--url", default="", help="target a running server (sharing this DATABASE_URL) instead of starting one"
+        )
         parser.add_argument("--annotators", type=int, default=50)
         parser.add_argument("--items", type=int, default=100_000)
         parser.add_argument("--seconds", type=float, default=60.0)
         parser.add_argument("--k", type=int, default=3)
         parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
         parser.add_argument("--threads", type=int, default=8, help="gunicorn threads per worker")
-        parser.add_argument("--agreement", type=float, default=0.9, help="chance an annotator gives the item's 'true' label")
+        parser.add_argument(
+            "--agreement", type=float, default=0.9, help="chance an annotator gives the item's 'true' label"
+        )
         parser.add_argument("--keep", action="store_true", help="keep the bench project afterwards")
         parser.add_argument("--json", action="store_true")
 
@@ -88,35 +92,41 @@ class Command(BaseCommand):
         project = project_create(name=name, task="nli", annotators_per_item=k, human_budget=1.0)
         labels = list(Label.objects.filter(project=project).order_by("position"))
         example = Example.objects.create(
-            project=project, external_id="e0", fields={"premise": "A man is playing a guitar on stage.", "hypothesis": "A man is performing music."},
+            project=project,
+            external_id="e0",
+            fields={"premise": "A man is playing a guitar on stage.", "hypothesis": "A man is performing music."},
             label=labels[0],
         )
         template = Candidate.objects.create(
-            project=project, external_id="template", example=example,
+            project=project,
+            external_id="template",
+            example=example,
             fields={"premise": "A man is playing a guitar on stage.", "hypothesis": "A man is not performing music."},
-            generator="bench", perturbation="negation", target_label=labels[2], state=states.ROUTED,
+            generator="bench",
+            perturbation="negation",
+            target_label=labels[2],
+            state=states.ROUTED,
         )
         qn = connection.ops.quote_name
         cols = [f.column for f in Candidate._meta.concrete_fields if not f.primary_key]
         concat = "CONCAT('c', s.i)" if connection.vendor == "postgresql" else "('c' || s.i)"
         select_cols = [concat if c == "external_id" else f"t.{qn(c)}" for c in cols]
         rand = "(random() * 2147483647)::int" if connection.vendor == "postgresql" else "(abs(random()) %% 2147483647)"
-        with transaction.atomic():
-            with connection.cursor() as cur:
-                cur.execute(
-                    f"INSERT INTO {qn(Candidate._meta.db_table)} ({', '.join(qn(c) for c in cols)}) "
-                    f"SELECT {', '.join(select_cols)} FROM ({self._series(n_items)}) s, {qn(Candidate._meta.db_table)} t "
-                    f"WHERE t.id = %s",
-                    [template.pk],
-                )
-                template.delete()
-                cur.execute(
-                    "INSERT INTO annotate_item (project_id, candidate_id, kind, side, is_gold, gold_choice, k, taken, done,"
-                    " status, priority, result, result_agreement, created_at, completed_at)"
-                    f" SELECT c.project_id, c.id, 'task_label', '', %s, '', %s, 0, 0, 'open', {rand}, '', NULL, %s, NULL"
-                    f" FROM {qn(Candidate._meta.db_table)} c WHERE c.project_id = %s",
-                    [False, k, connection.ops.adapt_datetimefield_value(timezone.now()), project.pk],
-                )
+        with transaction.atomic(), connection.cursor() as cur:
+            cur.execute(
+                f"INSERT INTO {qn(Candidate._meta.db_table)} ({', '.join(qn(c) for c in cols)}) "
+                f"SELECT {', '.join(select_cols)} FROM ({self._series(n_items)}) s, {qn(Candidate._meta.db_table)} t "
+                f"WHERE t.id = %s",
+                [template.pk],
+            )
+            template.delete()
+            cur.execute(
+                "INSERT INTO annotate_item (project_id, candidate_id, kind, side, is_gold, gold_choice, k, taken, done,"
+                " status, priority, result, result_agreement, created_at, completed_at)"
+                f" SELECT c.project_id, c.id, 'task_label', '', %s, '', %s, 0, 0, 'open', {rand}, '', NULL, %s, NULL"
+                f" FROM {qn(Candidate._meta.db_table)} c WHERE c.project_id = %s",
+                [False, k, connection.ops.adapt_datetimefield_value(timezone.now()), project.pk],
+            )
         User = get_user_model()
         from rest_framework.authtoken.models import Token
 
@@ -125,7 +135,9 @@ class Command(BaseCommand):
         users = list(User.objects.filter(username__startswith=f"{name}-a"))
         group.user_set.add(*users)
         now = timezone.now()
-        ProjectMembership.objects.bulk_create([ProjectMembership(project=project, user=u, qualified_at=now) for u in users])
+        ProjectMembership.objects.bulk_create(
+            [ProjectMembership(project=project, user=u, qualified_at=now) for u in users]
+        )
         tokens = Token.objects.bulk_create([Token(user=u, key=Token.generate_key()) for u in users])
         if connection.vendor == "postgresql":
             with connection.cursor() as cur:
@@ -136,12 +148,29 @@ class Command(BaseCommand):
 
     def _start_server(self, *, workers: int, threads: int) -> tuple[subprocess.Popen[bytes], str]:
         port = _free_port()
-        env = {**os.environ, "DJANGO_DEBUG": "0", "DJANGO_LOG_LEVEL": "WARNING",
-               "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE", "config.settings.local")}
+        env = {
+            **os.environ,
+            "DJANGO_DEBUG": "0",
+            "DJANGO_LOG_LEVEL": "WARNING",
+            "DJANGO_SETTINGS_MODULE": os.environ.get("DJANGO_SETTINGS_MODULE", "config.settings.local"),
+        }
         gunicorn = Path(sys.executable).with_name("gunicorn")
-        cmd = [str(gunicorn) if gunicorn.exists() else "gunicorn", "config.wsgi:application",
-               "-b", f"127.0.0.1:{port}", "-w", str(workers), "--threads", str(threads),
-               "-k", "gthread", "--log-level", "warning", "--timeout", "120"]
+        cmd = [
+            str(gunicorn) if gunicorn.exists() else "gunicorn",
+            "config.wsgi:application",
+            "-b",
+            f"127.0.0.1:{port}",
+            "-w",
+            str(workers),
+            "--threads",
+            str(threads),
+            "-k",
+            "gthread",
+            "--log-level",
+            "warning",
+            "--timeout",
+            "120",
+        ]
         proc = subprocess.Popen(cmd, cwd=str(settings.BASE_DIR) if hasattr(settings, "BASE_DIR") else None, env=env)
         url = f"http://127.0.0.1:{port}"
         import httpx
@@ -162,7 +191,9 @@ class Command(BaseCommand):
 
     # --- load ----------------------------------------------------------------------------
 
-    def _drive(self, *, url: str, project_id: int, tokens: list[str], seconds: float, agreement: float) -> dict[str, Any]:
+    def _drive(
+        self, *, url: str, project_id: int, tokens: list[str], seconds: float, agreement: float
+    ) -> dict[str, Any]:
         lat_next: list[float] = []
         lat_submit: list[float] = []
         seen: list[tuple[int, int]] = []  # (assignment, annotation id) of every 201
@@ -264,17 +295,33 @@ class Command(BaseCommand):
         per_item = Annotation.objects.filter(project=project).values("item_id").annotate(n=Count("id"))
         over = per_item.filter(n__gt=F("item__k")).count() + per_item.filter(n__gt=k_max).count()
         dups = (
-            Annotation.objects.filter(project=project).values("item_id", "annotator_id").annotate(n=Count("id")).filter(n__gt=1).count()
+            Annotation.objects.filter(project=project)
+            .values("item_id", "annotator_id")
+            .annotate(n=Count("id"))
+            .filter(n__gt=1)
+            .count()
         )
         stored = set(Annotation.objects.filter(project=project).values_list("assignment_id", "id"))
         lost = sum(1 for pair in seen if pair not in stored)
-        inconsistent = Item.objects.filter(project=project).exclude(done=0).annotate(n=Count("annotations")).exclude(n=F("done")).count()
+        inconsistent = (
+            Item.objects.filter(project=project)
+            .exclude(done=0)
+            .annotate(n=Count("annotations"))
+            .exclude(n=F("done"))
+            .count()
+        )
         extended = Item.objects.filter(project=project, k__gt=project.annotators_per_item).count()
         complete = Item.objects.filter(project=project, status="complete").count()
         labelled = Candidate.objects.filter(project=project, state=states.HUMAN_LABELED).count()
         return {
-            "over_assigned": over, "duplicates": dups, "lost": lost, "counter_mismatch": inconsistent,
-            "stored": len(stored), "extended": extended, "complete": complete, "human_labeled": labelled,
+            "over_assigned": over,
+            "duplicates": dups,
+            "lost": lost,
+            "counter_mismatch": inconsistent,
+            "stored": len(stored),
+            "extended": extended,
+            "complete": complete,
+            "human_labeled": labelled,
         }
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -285,7 +332,9 @@ class Command(BaseCommand):
         call_command("migrate", verbosity=0)
         t0 = time.perf_counter()
         project, tokens = self._seed(n_items=n_items, k=k, n_annotators=n_ann)
-        out.write(f"seeded {n_items} items, {n_ann} annotators in {time.perf_counter() - t0:.1f} s ({connection.vendor})")
+        out.write(
+            f"seeded {n_items} items, {n_ann} annotators in {time.perf_counter() - t0:.1f} s ({connection.vendor})"
+        )
         proc = None
         try:
             if opts["url"]:
@@ -293,7 +342,9 @@ class Command(BaseCommand):
             else:
                 proc, url = self._start_server(workers=opts["workers"], threads=opts["threads"])
                 out.write(f"gunicorn -w {opts['workers']} --threads {opts['threads']} on {url}")
-            res = self._drive(url=url, project_id=project.pk, tokens=tokens, seconds=opts["seconds"], agreement=opts["agreement"])
+            res = self._drive(
+                url=url, project_id=project.pk, tokens=tokens, seconds=opts["seconds"], agreement=opts["agreement"]
+            )
         finally:
             if proc is not None:
                 proc.terminate()
@@ -320,8 +371,12 @@ class Command(BaseCommand):
             "lost": check["lost"],
             "duplicates": check["duplicates"],
             # extra keys (compatible extension)
-            "next_item_p50_ms": _pct(nxt, 50), "next_item_p95_ms": _pct(nxt, 95), "next_item_p99_ms": _pct(nxt, 99),
-            "submit_p50_ms": _pct(sub, 50), "submit_p95_ms": _pct(sub, 95), "submit_p99_ms": _pct(sub, 99),
+            "next_item_p50_ms": _pct(nxt, 50),
+            "next_item_p95_ms": _pct(nxt, 95),
+            "next_item_p99_ms": _pct(nxt, 99),
+            "submit_p50_ms": _pct(sub, 50),
+            "submit_p95_ms": _pct(sub, 95),
+            "submit_p99_ms": _pct(sub, 99),
             "errors": len(res["errors"]),
             "counter_mismatch": check["counter_mismatch"],
             "items_complete": check["complete"],

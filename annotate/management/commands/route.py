@@ -16,9 +16,16 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--project", required=True, help="project name")
-        parser.add_argument("--budget", type=float, default=None, help="fraction of the project's candidates for humans (default: the project's budget)")
+        parser.add_argument(
+            "--budget",
+            type=float,
+            default=None,
+            help="fraction of the project's candidates for humans (default: the project's budget)",
+        )
         parser.add_argument("--strategy", choices=STRATEGIES, default="random")
-        parser.add_argument("--gold-rate", type=float, default=None, help="gold items per routed item (default COUNTERPART_GOLD_RATE)")
+        parser.add_argument(
+            "--gold-rate", type=float, default=None, help="gold items per routed item (default COUNTERPART_GOLD_RATE)"
+        )
         parser.add_argument("--seed", type=int, default=None)
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -27,7 +34,11 @@ class Command(BaseCommand):
             raise CommandError(f"no project called {opts['project']!r}")
         try:
             r = project_route(
-                project=project, budget=opts["budget"], strategy=opts["strategy"], gold_rate=opts["gold_rate"], seed=opts["seed"]
+                project=project,
+                budget=opts["budget"],
+                strategy=opts["strategy"],
+                gold_rate=opts["gold_rate"],
+                seed=opts["seed"],
             )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc

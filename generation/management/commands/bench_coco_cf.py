@@ -50,8 +50,11 @@ class Command(BaseCommand):
         parser.add_argument("--captions", type=int, default=500)
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--data", default="", help="folder with captions_val2017.tsv and metadata.jsonl")
-        parser.add_argument("--vocabulary", action="store_true",
-                            help="limit WordNet replacements to words of the captions NOT in the sample")
+        parser.add_argument(
+            "--vocabulary",
+            action="store_true",
+            help="limit WordNet replacements to words of the captions NOT in the sample",
+        )
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -109,8 +112,7 @@ class Command(BaseCommand):
             if swap is None:
                 continue
             old, new = swap
-            all_swaps = [s for s in caption_swaps(captions[i], vocabulary=gen.vocabulary)
-                         if s.replaced.lower() == old]
+            all_swaps = [s for s in caption_swaps(captions[i], vocabulary=gen.vocabulary) if s.replaced.lower() == old]
             if any(s.by.lower() == new for s in all_swaps):
                 among += 1
             c = ours.get(i)

@@ -57,7 +57,9 @@ def _repeat(originals: list[Original], n: int) -> Iterator[Original]:
     """``n`` originals, cycling with fresh ids (for runs larger than the file: memory check)."""
     for i in range(n):
         o = originals[i % len(originals)]
-        yield o if i < len(originals) else Original(f"{o.id}#{i // len(originals)}", o.fields, o.label, o.labels, o.task)
+        yield (
+            o if i < len(originals) else Original(f"{o.id}#{i // len(originals)}", o.fields, o.label, o.labels, o.task)
+        )
 
 
 def _clear_caches() -> None:
@@ -80,16 +82,25 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--json", action="store_true", help="print the JSON object as the last line")
-        parser.add_argument("--originals", type=int, default=200, help="number of originals (cycled if the file has fewer)")
+        parser.add_argument(
+            "--originals", type=int, default=200, help="number of originals (cycled if the file has fewer)"
+        )
         parser.add_argument("--data", default="", help="data path (default: SHARED_DATA_DIR/cad)")
-        parser.add_argument("--format", default="cad-nli", help="data format (cad-nli, cad-sentiment, pairs-jsonl, csv)")
+        parser.add_argument(
+            "--format", default="cad-nli", help="data format (cad-nli, cad-sentiment, pairs-jsonl, csv)"
+        )
         parser.add_argument("--task", default="", help="task (default: from the format; nli)")
         parser.add_argument("--split", default="dev")
         parser.add_argument("--band", default="", help="similarity band LO,HI (default: the task's)")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--batch", type=int, default=256, help="candidates per similarity batch")
-        parser.add_argument("--minilm-texts", dest="minilm_texts", type=int, default=400,
-                            help="distinct sentences of the originals encoded for the raw MiniLM rate")
+        parser.add_argument(
+            "--minilm-texts",
+            dest="minilm_texts",
+            type=int,
+            default=400,
+            help="distinct sentences of the originals encoded for the raw MiniLM rate",
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         from generation.ml import filters
@@ -132,9 +143,16 @@ class Command(BaseCommand):
         # the unit the similarity filter encodes: a field of an NLI pair, a sentence of a review
         # that the generator may edit (same word-count range as RulesConfig)
         cfg = RulesConfig()
-        texts = list(dict.fromkeys(
-            t[s:e] for o in _repeat(base, n) for t in o.fields.values() if t for s, e in sentence_spans(t)
-            if cfg.min_words <= len(words(t[s:e])) <= cfg.max_sentence_words))[: opts["minilm_texts"]]
+        texts = list(
+            dict.fromkeys(
+                t[s:e]
+                for o in _repeat(base, n)
+                for t in o.fields.values()
+                if t
+                for s, e in sentence_spans(t)
+                if cfg.min_words <= len(words(t[s:e])) <= cfg.max_sentence_words
+            )
+        )[: opts["minilm_texts"]]
         enc = fresh_encoder()
         t0 = time.perf_counter()
         enc.encode(texts)
@@ -203,8 +221,7 @@ class Command(BaseCommand):
             "minilm_sentences_per_s": round(minilm_rate, 2),
             "generators": {
                 "rules": {"candidates_per_s": round(rules_rate, 2), "candidates": n_cands, "skips": n_skips},
-                "rules+similarity": {"candidates_per_s": round(e2e_rate, 2), "accepted": accepted,
-                                     "candidates": total},
+                "rules+similarity": {"candidates_per_s": round(e2e_rate, 2), "accepted": accepted, "candidates": total},
             },
             "task": task,
             "format": fmt,
@@ -223,11 +240,17 @@ class Command(BaseCommand):
         w(f"originals: {n} ({task}, {fmt}); similarity band {band}")
         w(f"MiniLM: {minilm_rate:.1f} sentences/s ({len(texts)} texts)")
         w(f"rules: {rules_rate:.1f} candidates/s ({n_cands} candidates, {n_skips} skips)")
-        w(f"rules+similarity: {e2e_rate:.1f} candidates/s ({accepted}/{total} accepted; "
-          f"{result['e2e_over_minilm']} x MiniLM)")
-        w(f"originals with >=1 accepted: {result['originals_with_accepted']:.1%}; codes accepted: "
-          f"{result['codes_accepted']}")
-        w(f"introduced tokens: distinct-1 {intro['introduced_distinct_1']:.3f}, top {intro['introduced_top']!r} "
-          f"{intro['introduced_max_share']:.1%}; peak RSS {result['peak_rss_mb']} MB")
+        w(
+            f"rules+similarity: {e2e_rate:.1f} candidates/s ({accepted}/{total} accepted; "
+            f"{result['e2e_over_minilm']} x MiniLM)"
+        )
+        w(
+            f"originals with >=1 accepted: {result['originals_with_accepted']:.1%}; codes accepted: "
+            f"{result['codes_accepted']}"
+        )
+        w(
+            f"introduced tokens: distinct-1 {intro['introduced_distinct_1']:.3f}, top {intro['introduced_top']!r} "
+            f"{intro['introduced_max_share']:.1%}; peak RSS {result['peak_rss_mb']} MB"
+        )
         if opts["json"]:
             w(json.dumps(result))

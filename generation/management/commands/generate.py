@@ -39,16 +39,27 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, help="at most this many originals (first by id)")
         parser.add_argument("--max-per-original", type=int, help="keep at most N candidates per original")
         parser.add_argument("--seed", type=int, help="random seed passed to the generator (default 0)")
-        parser.add_argument("--similarity-band", metavar="LO,HI",
-                            help="MiniLM similarity band, keep LO < sim <= HI (default: per task)")
-        parser.add_argument("--filters", metavar="NAMES",
-                            help="comma-separated: similarity,dedup,artifacts (default all) or 'none'")
+        parser.add_argument(
+            "--similarity-band", metavar="LO,HI", help="MiniLM similarity band, keep LO < sim <= HI (default: per task)"
+        )
+        parser.add_argument(
+            "--filters", metavar="NAMES", help="comma-separated: similarity,dedup,artifacts (default all) or 'none'"
+        )
         parser.add_argument("--batch-size", type=int, help="originals per transaction (default 16)")
         parser.add_argument("--split", help="only originals of this split (e.g. dev)")
-        parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                            help="a generator option (repeatable); VALUE is parsed as JSON when it can be")
-        parser.add_argument("--async", dest="run_async", action="store_true",
-                            help="enqueue on the generation queue and print the run id")
+        parser.add_argument(
+            "--option",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="a generator option (repeatable); VALUE is parsed as JSON when it can be",
+        )
+        parser.add_argument(
+            "--async",
+            dest="run_async",
+            action="store_true",
+            help="enqueue on the generation queue and print the run id",
+        )
         parser.add_argument("--resume", type=int, metavar="RUN_ID", help="continue an interrupted run")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -64,8 +75,12 @@ class Command(BaseCommand):
         if project is None:
             raise CommandError(f"no project named {opts['project']!r}")
         options: dict[str, Any] = {
-            "limit": opts["limit"], "max_per_original": opts["max_per_original"], "seed": opts["seed"],
-            "similarity_band": opts["similarity_band"], "batch_size": opts["batch_size"], "split": opts["split"],
+            "limit": opts["limit"],
+            "max_per_original": opts["max_per_original"],
+            "seed": opts["seed"],
+            "similarity_band": opts["similarity_band"],
+            "batch_size": opts["batch_size"],
+            "split": opts["split"],
             "generator_options": dict(_option_pair(o) for o in opts["option"]),
         }
         if opts["filters"] is not None:
@@ -95,8 +110,14 @@ class Command(BaseCommand):
             if opts.get("no_progress"):
                 return
             if bar is None:
-                bar = tqdm(total=r.total, unit="orig", desc=f"run {r.pk} {r.generator}", file=self.stderr._out,
-                           initial=0, dynamic_ncols=True)
+                bar = tqdm(
+                    total=r.total,
+                    unit="orig",
+                    desc=f"run {r.pk} {r.generator}",
+                    file=self.stderr._out,
+                    initial=0,
+                    dynamic_ncols=True,
+                )
             bar.update(r.done - bar.n)
 
         self.stdout.write(f"run {run.pk}: {run.generator} on project {run.project.name}")
@@ -113,15 +134,28 @@ class Command(BaseCommand):
             f"{m.get('candidates', 0)} candidates, {m.get('accepted', 0)} accepted"
         )
         if m.get("acceptance_by_filter"):
-            self.stdout.write("acceptance by filter: " + ", ".join(
-                f"{k} {v:.0%}" for k, v in sorted(m["acceptance_by_filter"].items())))
-        keys = ("distinct_1", "distinct_2", "self_bleu", "mean_token_edit_distance", "mean_similarity",
-                "introduced_distinct_1", "introduced_max_share", "introduced_top")
+            self.stdout.write(
+                "acceptance by filter: "
+                + ", ".join(f"{k} {v:.0%}" for k, v in sorted(m["acceptance_by_filter"].items()))
+            )
+        keys = (
+            "distinct_1",
+            "distinct_2",
+            "self_bleu",
+            "mean_token_edit_distance",
+            "mean_similarity",
+            "introduced_distinct_1",
+            "introduced_max_share",
+            "introduced_top",
+        )
         if m.get("accepted"):
-            self.stdout.write("accepted candidates: " + ", ".join(
-                f"{k} {m[k]}" for k in keys if m.get(k) not in (None, "")))
+            self.stdout.write(
+                "accepted candidates: " + ", ".join(f"{k} {m[k]}" for k in keys if m.get(k) not in (None, ""))
+            )
         if m.get("share_per_code"):
-            self.stdout.write("share per code: " + ", ".join(f"{k} {v:.0%}" for k, v in sorted(m["share_per_code"].items())))
+            self.stdout.write(
+                "share per code: " + ", ".join(f"{k} {v:.0%}" for k, v in sorted(m["share_per_code"].items()))
+            )
         if run.skipped:
             self.stdout.write(f"skipped: {run.skipped} (see run.skips for reasons)")
         if run.status == "failed":

@@ -35,7 +35,7 @@ class Command(BaseCommand):
         examples: dict[str, list[str]] = defaultdict(list)
         try:
             records = list(read(opts["format"], list(opts["paths"]), task=opts["task"], split=opts["split"]))
-        except Exception as exc:  # noqa: BLE001 - a reader's FormatError/OSError: report it cleanly
+        except Exception as exc:
             raise CommandError(str(exc)) from exc
         for rec in records:
             if isinstance(rec, Problem):
@@ -44,8 +44,9 @@ class Command(BaseCommand):
                 t = tag_pair(rec.original.fields, rec.cf_fields)
                 tags.append(t)
                 if len(examples[t.code]) < opts["examples"]:
-                    examples[t.code].append(f"{rec.original.fields.get(t.field, '')!r} -> "
-                                            f"{rec.cf_fields.get(t.field, '')!r} [{t.detail}]")
+                    examples[t.code].append(
+                        f"{rec.original.fields.get(t.field, '')!r} -> {rec.cf_fields.get(t.field, '')!r} [{t.detail}]"
+                    )
         if not tags:
             raise CommandError("no pairs read")
         dist = distribution(tags)
@@ -55,5 +56,12 @@ class Command(BaseCommand):
                 self.stdout.write(f"    {ex[:300]}")
         self.stdout.write(f"pairs: {len(tags)}; problems: {problems}")
         if opts["json"]:
-            self.stdout.write(json.dumps({"pairs": len(tags), "problems": problems,
-                                          "distribution": {k: round(v, 4) for k, v in dist.items()}}))
+            self.stdout.write(
+                json.dumps(
+                    {
+                        "pairs": len(tags),
+                        "problems": problems,
+                        "distribution": {k: round(v, 4) for k, v in dist.items()},
+                    }
+                )
+            )

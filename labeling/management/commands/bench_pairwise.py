@@ -50,8 +50,12 @@ class Command(BaseCommand):
         parser.add_argument("--warm-start", default="", metavar="FORMAT:PATH[:SPLIT]")
         parser.add_argument("--base", default="minilm", choices=["minilm", "tfidf"], help="base classifier f")
         parser.add_argument("--threshold", type=float, default=None, help="abstain threshold for coverage figures")
-        parser.add_argument("--limit", type=int, default=0,
-                            help="use about N pairs: whole groups (originals) drawn at random, seed 0 (0: all)")
+        parser.add_argument(
+            "--limit",
+            type=int,
+            default=0,
+            help="use about N pairs: whole groups (originals) drawn at random, seed 0 (0: all)",
+        )
         parser.add_argument("--json", action="store_true")
 
     def _read(self, fmt: str, paths: list[str], task: str, split: str, limit: int = 0) -> LabelledPairs:
@@ -91,8 +95,17 @@ class Command(BaseCommand):
         embed = embedder().encode  # h always uses MiniLM embeddings; --base only changes f
         try:
             result = run_benchmark(
-                data, task=task, labels=labels, fields=fields, embed=embed, budget=opts["budget"],
-                seeds=opts["seeds"], warm=warm, curve=CURVE, base_kind=opts["base"], threshold=threshold,
+                data,
+                task=task,
+                labels=labels,
+                fields=fields,
+                embed=embed,
+                budget=opts["budget"],
+                seeds=opts["seeds"],
+                warm=warm,
+                curve=CURVE,
+                base_kind=opts["base"],
+                threshold=threshold,
                 log=lambda m: print(m, file=sys.stderr, flush=True),
             )
         except TooFewLabels as exc:
@@ -108,6 +121,8 @@ class Command(BaseCommand):
                 continue
             ece = f"  ece {m['ece']:.3f}" if "ece" in m else ""
             self.stdout.write(f"  {name:14s} accuracy {m['accuracy']:.3f}  macro-F1 {m['macro_f1']:.3f}{ece}")
-        self.stdout.write("  budget curve (capc accuracy): " + ", ".join(
-            f"{k}: {v}" for k, v in result["budget_curve"]["capc"].items()))
+        self.stdout.write(
+            "  budget curve (capc accuracy): "
+            + ", ".join(f"{k}: {v}" for k, v in result["budget_curve"]["capc"].items())
+        )
         self.stdout.write(f"  {result['seconds']} s")

@@ -23,23 +23,45 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True)
         parser.add_argument("--mode", choices=MODES, default="capc")
-        parser.add_argument("--warm-start", default="", metavar="FORMAT:PATH[:SPLIT]",
-                            help="pre-train on public pairs, e.g. cad-nli:../shared/data/cad:train")
-        parser.add_argument("--base", choices=["minilm", "tfidf", "hf"], default="minilm",
-                            help="base classifier f (hf: COUNTERPART_BASE_CLASSIFIER_PATH)")
-        parser.add_argument("--learner", choices=["linear", "cross-encoder"], default="linear",
-                            help="h's learner: logistic regression on features (seconds), or fine-tuning the "
-                                 "MiniLM cross-encoder (PC only; needs 200+ labels; minutes on CPU)")
-        parser.add_argument("--threshold", type=float, default=None,
-                            help="abstain threshold stored with the model (default COUNTERPART_MIN_CONFIDENCE)")
+        parser.add_argument(
+            "--warm-start",
+            default="",
+            metavar="FORMAT:PATH[:SPLIT]",
+            help="pre-train on public pairs, e.g. cad-nli:../shared/data/cad:train",
+        )
+        parser.add_argument(
+            "--base",
+            choices=["minilm", "tfidf", "hf"],
+            default="minilm",
+            help="base classifier f (hf: COUNTERPART_BASE_CLASSIFIER_PATH)",
+        )
+        parser.add_argument(
+            "--learner",
+            choices=["linear", "cross-encoder"],
+            default="linear",
+            help="h's learner: logistic regression on features (seconds), or fine-tuning the "
+            "MiniLM cross-encoder (PC only; needs 200+ labels; minutes on CPU)",
+        )
+        parser.add_argument(
+            "--threshold",
+            type=float,
+            default=None,
+            help="abstain threshold stored with the model (default COUNTERPART_MIN_CONFIDENCE)",
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         project = Project.objects.filter(name=opts["project"]).first()
         if project is None:
             raise CommandError(f"no project called {opts['project']!r}")
         try:
-            m = pairwise_train(project=project, mode=opts["mode"], warm_start=opts["warm_start"], base=opts["base"],
-                               threshold=opts["threshold"], learner=opts["learner"])
+            m = pairwise_train(
+                project=project,
+                mode=opts["mode"],
+                warm_start=opts["warm_start"],
+                base=opts["base"],
+                threshold=opts["threshold"],
+                learner=opts["learner"],
+            )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
         warm = f", warm start {m.warm_start} ({m.n_warm} pairs)" if m.warm_start else ""

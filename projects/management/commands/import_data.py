@@ -31,9 +31,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+", metavar="PATH", help="input file(s); for cad-* the cad/ directory")
         parser.add_argument("--project", required=True, help="project name (created if missing)")
-        parser.add_argument("--task", choices=TASKS, help="the project's task (default: the project's, or the format's)")
+        parser.add_argument(
+            "--task", choices=TASKS, help="the project's task (default: the project's, or the format's)"
+        )
         parser.add_argument("--format", required=True, choices=FORMATS, dest="data_format")
-        parser.add_argument("--split", default="", help="train|dev|test (required for cad-*; default split of originals)")
+        parser.add_argument(
+            "--split", default="", help="train|dev|test (required for cad-*; default split of originals)"
+        )
         parser.add_argument("--labels", type=_csv_list, help="ordered label names for a new project, e.g. a,b,c")
         parser.add_argument("--text-fields", type=_csv_list, help="text field names for a new project")
         parser.add_argument(
@@ -41,7 +45,9 @@ class Command(BaseCommand):
             action="store_true",
             help="import the good rows and report the bad ones (default: any bad row refuses the whole input)",
         )
-        parser.add_argument("--batch-size", type=int, help="rows per transaction (default COUNTERPART_IMPORT_BATCH_SIZE)")
+        parser.add_argument(
+            "--batch-size", type=int, help="rows per transaction (default COUNTERPART_IMPORT_BATCH_SIZE)"
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         fmt = opts["data_format"]
@@ -58,7 +64,9 @@ class Command(BaseCommand):
         if not created:
             names = list(project.labels.order_by("position").values_list("name", flat=True))
             if opts["labels"] and opts["labels"] != names:
-                raise CommandError(f"project {project.name!r} exists with labels {','.join(names)}, not {','.join(opts['labels'])}")
+                raise CommandError(
+                    f"project {project.name!r} exists with labels {','.join(names)}, not {','.join(opts['labels'])}"
+                )
             if opts["text_fields"] and opts["text_fields"] != list(project.text_fields):
                 raise CommandError(
                     f"project {project.name!r} exists with text fields {','.join(project.text_fields)}, "
