@@ -14,26 +14,22 @@ Filters (each stores its score in ``Candidate.scores`` and its pass/fail in
 The filter functions themselves live in ``generation/ml/filters.py``; the reasons a
 candidate was dropped go to ``Candidate.meta["filter_reasons"]``.
 
-The metrics follow ``generation.ml.metrics`` (its n-grams, self-BLEU, token edit
-distance and tokeniser), accumulated in a streaming way so memory does not grow with the
+The metrics are ``generation.ml.metrics.RunStats`` (the same definitions as
+``run_metrics``), fed candidate by candidate from the database so memory does not grow with the
 number of originals.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import random
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from generation.ml import filters as ml_filters
 from generation.ml import metrics as ml_metrics
 from generation.ml.base import GeneratedCandidate, Original
-from generation.ml.rules.tokens import introduced_removed
-from generation.ml.rules.tokens import words as ml_words
 from projects import states
 
 FILTER_NAMES = ("similarity", "dedup", "artifacts")
@@ -135,119 +131,6 @@ def apply_filters(
 # ---------------------------------------------------------------------------------------
 # metrics
 # ---------------------------------------------------------------------------------------
-class _Stats:
-    """Streaming form of ``generation.ml.metrics.run_metrics`` (same definitions, same
-    tokeniser): n-gram sets and counters grow with the vocabulary, not with the run, and
-    self-BLEU is taken over a reservoir sample."""
-
-    def __init__(self, seed: int = 0) -> None:
-        self.uni: set[tuple[str, ...]] = set()
-        self.bi: set[tuple[str, ...]] = set()
-        self.n_uni = 0
-        self.n_bi = 0
-        self.introduced: Counter[str] = Counter()
-        self.edit_sum = 0
-        self.sim_sum = 0.0
-        self.sim_n = 0
-        self.n = 0
-        self.sample: list[str] = []
-        self._rng = random.Random(seed)
-
-    @staticmethod
-    def measure(before: str, after: str, introduced: Sequence[str] | None) -> tuple[list[str], list[str], int]:
-        """What ``add`` needs of one candidate: its tokens, introduced tokens, edit distance."""
-        toks = ml_words(after)
-        if introduced is None:
-            introduced = introduced_removed(before, after)[0]
-        intro = [t.lower() for t in introduced if any(ch.isalnum() for ch in t)]
-        return toks, intro, ml_metrics.token_edit_distance(ml_words(before), toks)
-
-    def add(self, after: str, measured: tuple[list[str], list[str], int], similarity: float | None) -> None:
-        toks, intro, edit = measured
-        self.n += 1
-        uni, bi = ml_metrics.ngrams(toks, 1), ml_metrics.ngrams(toks, 2)
-        self.uni.update(uni)
-        self.bi.update(bi)
-        self.n_uni += len(uni)
-        self.n_bi += len(bi)
-        self.introduced.update(intro)
-        self.edit_sum += edit
-        if similarity is not None:
-            self.sim_sum += similarity
-            self.sim_n += 1
-        if len(self.sample) < SELF_BLEU_SAMPLE:  # reservoir sample for self-BLEU
-            self.sample.append(after)
-        else:
-            j = self._rng.randrange(self.n)
-            if j < SELF_BLEU_SAMPLE:
-                self.sample[j] = after
-
-    def summary(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "candidates": self.n,
-            "distinct_1": _r(len(self.uni) / self.n_uni if self.n_uni else 0.0),
-            "distinct_2": _r(len(self.bi) / self.n_bi if self.n_bi else 0.0),
-            "self_bleu": _r(self_bleu_fast(self.sample)),
-            "mean_token_edit_distance": _r(self.edit_sum / self.n if self.n else 0.0),
-            "mean_similarity": _r(self.sim_sum / self.sim_n) if self.sim_n else None,
-        }
-        total = sum(self.introduced.values())
-        top = self.introduced.most_common(1)
-        out.update(
-            {
-                "introduced_tokens": total,
-                "introduced_distinct_1": _r(len(self.introduced) / total if total else 0.0),
-                "introduced_max_share": _r(top[0][1] / total if total else 0.0),
-                "introduced_top": top[0][0] if top else "",
-            }
-        )
-        return out
-
-
-def self_bleu_fast(texts: Sequence[str], max_n: int = 4) -> float:
-    """``generation.ml.metrics.self_bleu`` (same BLEU: uniform weights, epsilon smoothing,
-    brevity penalty against the closest reference length) in O(n-grams) instead of
-    O(texts^2 x n-grams): for every n-gram the two largest counts over all texts give the
-    largest count over "all texts but this one"."""
-    toks = [ml_words(t) for t in texts]
-    if len(toks) < 2:
-        return 0.0
-    counts = [[Counter(ml_metrics.ngrams(t, n)) for n in range(1, max_n + 1)] for t in toks]
-    top: list[dict[tuple[str, ...], tuple[int, int, int]]] = [{} for _ in range(max_n)]  # g -> (c1, j1, c2)
-    for j, per_n in enumerate(counts):
-        for n, cnt in enumerate(per_n):
-            best = top[n]
-            for g, c in cnt.items():
-                c1, j1, c2 = best.get(g, (0, -1, 0))
-                if c > c1:
-                    best[g] = (c, j, c1)
-                elif c > c2:
-                    best[g] = (c1, j1, c)
-    lengths = [len(t) for t in toks]
-    scores = []
-    for i, hyp in enumerate(toks):
-        if not hyp:
-            scores.append(0.0)
-            continue
-        log_p = 0.0
-        for n in range(max_n):
-            hyp_n = counts[i][n]
-            total = sum(hyp_n.values())
-            if total == 0:
-                log_p += math.log(1e-9)
-                continue
-            clipped = 0
-            for g, c in hyp_n.items():
-                c1, j1, c2 = top[n][g]
-                clipped += min(c, c2 if j1 == i else c1)
-            log_p += math.log(clipped / total if clipped else 0.1 / total)
-        hl = len(hyp)
-        rl = min((lengths[j] for j in range(len(toks)) if j != i), key=lambda x: (abs(x - hl), x))
-        bp = 1.0 if hl > rl else math.exp(1 - rl / hl)
-        scores.append(bp * math.exp(log_p / max_n))
-    return sum(scores) / len(scores)
-
-
 def _r(x: float) -> float:
     return round(float(x), 4)
 
@@ -265,7 +148,8 @@ def compute_run_metrics(*, run: Any) -> dict[str, Any]:
     filter_pass: Counter[str] = Counter()
     filter_seen: Counter[str] = Counter()
     originals_with_kept: set[int] = set()
-    stats_all, stats_kept = _Stats(seed=run.pk), _Stats(seed=run.pk)
+    stats_all = ml_metrics.RunStats(sample_size=SELF_BLEU_SAMPLE, seed=run.pk)
+    stats_kept = ml_metrics.RunStats(sample_size=SELF_BLEU_SAMPLE, seed=run.pk)
     qs = (
         Candidate.objects.filter(job_id=run.job_id)
         .select_related("example")
@@ -285,7 +169,7 @@ def compute_run_metrics(*, run: Any) -> dict[str, Any]:
         sim = float(sim) if isinstance(sim, int | float) else None
         intro = meta.get("introduced")
         intro = [str(t) for t in intro] if isinstance(intro, list) else None
-        measured = _Stats.measure(before, after, intro)
+        measured = ml_metrics.RunStats.measure(before, after, intro)
         stats_all.add(after, measured, sim)
         if c.state == states.POOLED:
             stats_kept.add(after, measured, sim)
@@ -310,8 +194,12 @@ def compute_run_metrics(*, run: Any) -> dict[str, Any]:
         "similarity_band": list(run.options.get("similarity_band") or []),
         "filters": list(run.options.get("filters") or []),
     }
-    kept_stats = stats_kept.summary()
+    kept_stats = _rounded(stats_kept.summary())
     kept_stats.pop("candidates")
     out.update(kept_stats)
-    out["all_candidates"] = stats_all.summary()
+    out["all_candidates"] = _rounded(stats_all.summary())
     return out
+
+
+def _rounded(summary: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _r(v) if isinstance(v, float) else v for k, v in summary.items()}

@@ -439,16 +439,21 @@ def test_real_rules_with_real_minilm_similarity_band(rules_project):
     assert 0.0 < run.metrics["mean_similarity"] <= 1.0
 
 
-def test_fast_self_bleu_equals_the_metrics_module():
+def test_one_pass_self_bleu_equals_leave_one_out_bleu():
+    """``self_bleu_all`` (one pass over the n-grams) against its definition: the mean of
+    ``bleu`` of each text against all the others."""
     import random
 
     from generation.ml import metrics as ml_metrics
+    from generation.ml.rules.tokens import words
 
     rng = random.Random(0)
     vocab = "a man dog is not running the park blue red sits on".split()
-    for trial in range(20):
+    for _ in range(20):
         texts = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 9))) for _ in range(rng.randint(2, 12))]
-        assert run_quality.self_bleu_fast(texts) == pytest.approx(ml_metrics.self_bleu(texts), abs=1e-9), texts
+        toks = [words(t) for t in texts]
+        by_definition = sum(ml_metrics.bleu(h, toks[:i] + toks[i + 1 :]) for i, h in enumerate(toks)) / len(toks)
+        assert ml_metrics.self_bleu_all(texts) == pytest.approx(by_definition, abs=1e-9), texts
 
 
 # -- registry ------------------------------------------------------------------------------
