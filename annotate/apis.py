@@ -1,4 +1,4 @@
-"""The annotation REST API (contract: FORMATS.md §4). Thin: parse, call one service or
+"""The annotation REST API (contract: docs/formats.md §4). Thin: parse, call one service or
 selector, render. Errors: 400 bad input, 403 role, 404 unknown id, 409 lease conflicts."""
 
 from __future__ import annotations

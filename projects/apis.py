@@ -1,5 +1,5 @@
 """Kernel REST API: background jobs (researchers). Thin: parse, call one selector or service,
-render. Fields as ``manage.py jobs --json`` (FORMATS.md §3)."""
+render. Fields as ``manage.py jobs --json`` (docs/formats.md §3)."""
 
 from __future__ import annotations
 

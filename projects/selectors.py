@@ -96,7 +96,7 @@ def job_progress(*, job: Job, now: Any = None) -> JobProgress:
 
 
 def job_as_dict(*, job: Job, now: Any = None) -> dict[str, Any]:
-    """The public shape of a job (FORMATS.md §3 ``jobs --json``), plus progress and result."""
+    """The public shape of a job (docs/formats.md §3 ``jobs --json``), plus progress and result."""
     p = job_progress(job=job, now=now)
     return {
         "id": job.pk,

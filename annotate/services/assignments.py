@@ -197,7 +197,7 @@ def assignment_next(*, project: Project, annotator: Any, now: datetime | None = 
 
 
 def lease_payload(*, lease: Lease, access: Access) -> dict[str, Any]:
-    """The API body for a lease (FORMATS.md §4): blind — no labels, no other answers, not even
+    """The API body for a lease (docs/formats.md §4): blind — no labels, no other answers, not even
     whether the item is a check item."""
     row = lease.shown or sql.fetchone(sql.PAYLOAD, [lease.item_id])
     assert row is not None

@@ -1,4 +1,4 @@
-"""The label-efficiency benchmark behind ``manage.py bench_pairwise`` (FORMATS.md §3). No Django.
+"""The label-efficiency benchmark behind ``manage.py bench_pairwise`` (docs/formats.md §3). No Django.
 
 Setting. The pool is every counterfactual pair read from the data, each with its known
 counterfactual label (for CAD: the human-written gold label). Per seed a random ``budget``

@@ -10,7 +10,7 @@ Formats (``FORMATS``):
 - ``cad-nli``: each original as an ``OriginalRecord``, then its four ``PairRecord``\\ s (which
   embed the same original). See :mod:`projects.formats.cad`.
 - ``cad-sentiment``: one ``PairRecord`` per ``batch_id`` (original embedded).
-- ``pairs-jsonl``: FORMATS.md §1, one ``PairRecord`` per line. See :mod:`.pairs`.
+- ``pairs-jsonl``: docs/formats.md §1, one ``PairRecord`` per line. See :mod:`.pairs`.
 - ``csv``: pairs or originals with a header. See :mod:`.tabular`.
 - ``coco-captions``: ``<imageid>_<n> \\t caption`` -> ``OriginalRecord``\\ s. See :mod:`.coco`.
 - ``coco-cf``: COCO-Counterfactuals ``metadata.jsonl`` + an image folder -> ``PairRecord``\\ s.

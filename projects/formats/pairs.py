@@ -1,4 +1,4 @@
-"""``pairs-jsonl``: FORMATS.md §1, one JSON object per line.
+"""``pairs-jsonl``: docs/formats.md §1, one JSON object per line.
 
 Compatible extensions (optional keys, written by the exporter so that an export re-imports
 to the same data): ``original.id`` (the original's own id; when absent the original's id is
@@ -178,7 +178,7 @@ def read_pairs_jsonl(
 
 
 def pair_to_json(rec: PairRecord) -> dict[str, Any]:
-    """The FORMATS.md §1 object for ``rec`` (empty optional keys left out)."""
+    """The docs/formats.md §1 object for ``rec`` (empty optional keys left out)."""
     o = rec.original
     original: dict[str, Any] = {"id": o.id, "fields": o.fields, "label": o.label}
     for key, value in (("image", o.image), ("split", o.split), ("source", o.source), ("meta", o.meta)):

@@ -22,7 +22,7 @@ class OriginalRecord:
 
 @dataclass(frozen=True)
 class PairRecord:
-    """An original and one counterfactual of it (FORMATS.md §1)."""
+    """An original and one counterfactual of it (docs/formats.md §1)."""
 
     id: str
     original: OriginalRecord
@@ -36,7 +36,7 @@ class PairRecord:
     confidence: float | None = None
     cf_image: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
-    # Added for lossless round trips (FORMATS.md §1 extended with optional keys): a known
+    # Added for lossless round trips (docs/formats.md §1 extended with optional keys): a known
     # answer kept beside a different final label, and the filter scores.
     gold_label: str | None = None
     scores: dict[str, Any] = field(default_factory=dict)

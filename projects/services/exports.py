@@ -1,6 +1,6 @@
 """Exporting a project's pairs (``python manage.py export``).
 
-``pairs-jsonl`` is FORMATS.md §1: ``counterfactual.label`` is the final label with its
+``pairs-jsonl`` is docs/formats.md §1: ``counterfactual.label`` is the final label with its
 ``label_source`` and ``confidence``; a candidate without a final label but with a known
 (gold) answer is written with that answer and ``label_source: "gold"``. When a candidate has
 both, the gold answer goes to the optional ``counterfactual.gold_label``. The exporter also

@@ -1,4 +1,4 @@
-"""The annotation API contract (FORMATS.md §4), auth, CSRF and refusals."""
+"""The annotation API contract (docs/formats.md §4), auth, CSRF and refusals."""
 
 import pytest
 from rest_framework.authtoken.models import Token

@@ -1,4 +1,4 @@
-"""bench_generation smoke test: a tiny data file, the JSON shape of FORMATS.md §3 on the last
+"""bench_generation smoke test: a tiny data file, the JSON shape of docs/formats.md §3 on the last
 line, no database."""
 
 from __future__ import annotations

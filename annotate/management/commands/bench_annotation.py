@@ -5,7 +5,7 @@ with N pooled items in the configured database (point DATABASE_URL at a scratch 
 starts gunicorn on a free port (unless --url names a server that shares this database), drives
 N concurrent annotators over HTTP with token auth, then checks in the database that no item
 has more than k annotations, that every 201 the clients saw is stored, and that there are no
-duplicates. The last line with --json is the FORMATS.md §3 object.
+duplicates. The last line with --json is the docs/formats.md §3 object.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``python manage.py bench_generation [--json] [--originals N] [--data PATH] [--format F]
 [--task T] [--band LO,HI] [--seed S] [--repeat K]``
 
-Generation throughput, measured in one process (FORMATS.md §3):
+Generation throughput, measured in one process (docs/formats.md §3):
 
 1. MiniLM sentences/s: a fresh, cache-less encoder encodes distinct sentences of the originals
    that the generator may edit (a field of an NLI pair, a 3-60-word sentence of a review: what

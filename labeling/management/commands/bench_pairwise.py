@@ -1,7 +1,7 @@
 """``python manage.py bench_pairwise --task TASK --format FORMAT [--split S] PATH… [--budget 0.1]
 [--seeds N] [--warm-start FORMAT:PATH[:SPLIT]] [--json]``
 
-The label-efficiency benchmark (FORMATS.md §3): no database, pure ML over the records read
+The label-efficiency benchmark (docs/formats.md §3): no database, pure ML over the records read
 from the data (see ``labeling/ml/bench.py`` for the exact setting). Progress goes to stderr;
 a human-readable table, or with ``--json`` a single JSON object as the last stdout line.
 """

@@ -1,6 +1,6 @@
 """``python manage.py train_pairwise --project NAME [--mode pc|capc] [--warm-start DATA]``
 
-Trains h on the project's human labels (FORMATS.md §2) and prints the model version, the
+Trains h on the project's human labels (docs/formats.md §2) and prints the model version, the
 training size and the cross-validated accuracy, macro-F1 and ECE. Too few labels (or a label
 class with none) is an error with a clear message; no model is saved then.
 """

@@ -1,6 +1,6 @@
 """``python manage.py export --project NAME --format pairs-jsonl|csv --out PATH [filters]``
 
-Writes a project's pairs (FORMATS.md §1 for ``pairs-jsonl``; columns in
+Writes a project's pairs (docs/formats.md §1 for ``pairs-jsonl``; columns in
 ``generation/formats/tabular.py`` for ``csv``). Filters: ``--state``, ``--label-source``
 (human, auto, gold, imported, none), ``--min-confidence``, ``--split``; the list filters take
 comma-separated values.

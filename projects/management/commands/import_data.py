@@ -1,6 +1,6 @@
 """``python manage.py import_data --project NAME --task TASK --format FORMAT [--split S] PATH…``
 
-Imports originals and/or counterfactual pairs (FORMATS.md §2). Creates the project when it
+Imports originals and/or counterfactual pairs (docs/formats.md §2). Creates the project when it
 does not exist (``--labels`` / ``--text-fields`` override the task's defaults then). Prints
 each problem (the first 50, then how many more) and ends with
 ``imported N originals, M pairs; skipped K; problems P``.

@@ -1,6 +1,6 @@
 """python manage.py jobs [--project NAME] [--kind KIND] [--limit N] [--json]
 
-Background jobs, newest first (FORMATS.md §3: with ``--json`` the last line of stdout is a
+Background jobs, newest first (docs/formats.md §3: with ``--json`` the last line of stdout is a
 JSON array of ``{id, kind, project, status, done, total, error, started_at, finished_at, …}``)."""
 
 from __future__ import annotations
