@@ -27,6 +27,7 @@ from generation.services.run_quality import FILTER_NAMES, default_band
 from generation.services.runs import run_cancel, run_start
 from projects.models import Project
 from projects.permissions import researcher_required
+from projects.services.jobs import BrokerUnavailable
 
 
 class RunStartForm(forms.Form):
@@ -78,6 +79,7 @@ def run_new(request: HttpRequest, project_id: int) -> HttpResponse:
     project = get_object_or_404(Project, pk=project_id)
     default = "coco-cf" if project.task == "image-caption" else "rules"
     form = RunStartForm(request.POST or None, initial={"generator": default})
+    status = 200
     if request.method == "POST" and form.is_valid():
         try:
             run = run_start(
@@ -89,9 +91,9 @@ def run_new(request: HttpRequest, project_id: int) -> HttpResponse:
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():
                 form.add_error(field if field in form.fields else None, errors)
-        except Exception as exc:  # noqa: BLE001 - the broker is down: say so, never run in the request
-            messages.error(request, f"Could not enqueue the run: {exc}")
-            return redirect("run-list", project_id=project.pk)
+        except BrokerUnavailable as exc:  # the run is marked failed; it never runs in the request
+            form.add_error(None, f"The run was not started: {exc}. Start the broker, then try again.")
+            status = 503
         else:
             return redirect("run-detail", pk=run.pk)
     band = default_band(project.task)
@@ -101,7 +103,9 @@ def run_new(request: HttpRequest, project_id: int) -> HttpResponse:
         "default_band": f"{band[0]},{band[1]}",
         "generators": [(n, registry.entry(n).description) for n in registry.names()],
     }
-    return render(request, "generation/run_new.html", context, status=400 if form.errors else 200)
+    if form.errors and status == 200:
+        status = 400
+    return render(request, "generation/run_new.html", context, status=status)
 
 
 @researcher_required

@@ -208,3 +208,37 @@ def test_the_fragment_polls_until_the_job_ends_then_stops_and_says_so(project):
     assert json.loads(r["HX-Trigger"])["job-finished"]["id"] == job.pk
     assert c.get("/jobs/").status_code == 200
     assert c.get("/jobs/99999/").status_code == 404
+
+
+@pytest.fixture
+def broker_down(monkeypatch):
+    def down(*a, **k):
+        raise ConnectionError("[Errno 111] Connection refused")
+
+    monkeypatch.setattr(tasks.job_execute_task, "apply_async", down)
+
+
+@pytest.mark.django_db(transaction=True)  # autocommit: on_commit runs inside the view, as in production
+def test_broker_down_answers_503_from_every_page_and_api_that_starts_a_job(broker_down):
+    """Generation (page + API), routing (page + API): the job is marked failed with a clear
+    message, the answer is 503 with that message, nothing runs inline."""
+    from generation.models import GenerationRun
+    from tests.generation.run_fixtures import make_project, register_test_generators
+
+    register_test_generators()
+    project = make_project(name="down", n=3)
+    user = researcher()
+    page, api = Client(), APIClient()
+    page.force_login(user)
+    api.force_authenticate(user)
+    r = page.post(f"/projects/{project.pk}/runs/new/", {"generator": "test-echo", "filters": ["dedup"]})
+    assert r.status_code == 503 and b"task broker is unreachable" in r.content
+    r = api.post(f"/api/v1/generation/projects/{project.pk}/runs/", {"generator": "test-echo"}, format="json")
+    assert r.status_code == 503 and "task broker is unreachable" in r.json()["detail"]
+    r = api.post(f"/api/v1/projects/{project.pk}/route/", {"strategy": "random"}, format="json")
+    assert r.status_code == 503
+    r = page.post(f"/annotate/projects/{project.pk}/route/", {"strategy": "random"})
+    assert r.status_code == 503 and b"task broker is unreachable" in r.content
+    assert {j.status for j in Job.objects.all()} == {"failed"} and Job.objects.count() == 4
+    assert all("could not enqueue the job" in j.error for j in Job.objects.all())
+    assert not GenerationRun.objects.filter(job__status="succeeded").exists()

@@ -17,6 +17,7 @@ from generation.ml import registry
 from generation.models import GenerationRun
 from generation.services.runs import run_create, run_execute, run_start
 from projects.models import Project
+from projects.services.jobs import BrokerUnavailable
 
 
 def _option_pair(text: str) -> tuple[str, Any]:
@@ -96,8 +97,8 @@ class Command(BaseCommand):
             run = run_create(project=project, generator=opts["generator"], options=options)
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from exc
-        except Exception as exc:  # broker down for --async: say so, do not run in-process
-            raise CommandError(f"could not enqueue: {exc}") from exc
+        except BrokerUnavailable as exc:  # --async with the broker down: say so, do not run in-process
+            raise CommandError(str(exc)) from exc
         return self._foreground(run, opts)
 
     def _foreground(self, run: GenerationRun, opts: dict[str, Any]) -> None:
