@@ -424,6 +424,7 @@ def pairwise_train_job(job: Job, ctx: JobContext) -> dict[str, Any]:
         )
     except ValidationError as exc:
         raise JobFailed(" ".join(exc.messages)) from exc
+    ctx.progress(TRAIN_STEPS, TRAIN_STEPS)
     return {
         "model": model.pk,
         "version": model.version,
