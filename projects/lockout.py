@@ -22,15 +22,13 @@ from axes.models import AccessAttempt
 from axes.utils import reset as axes_reset
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
-from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
-from projects import permissions
+from projects.permissions import researcher_required
 
 
 def client_ip(request: HttpRequest) -> str | None:
@@ -88,14 +86,15 @@ def locked_attempts() -> Any:
     return attempts.order_by("-attempt_time")
 
 
-@login_required
+@researcher_required
 @require_http_methods(["GET", "POST"])
 def lockouts(request: HttpRequest) -> HttpResponse:
     """Researchers and admins see the locked-out log-ins and unlock them."""
-    if not permissions.is_researcher(request.user):
-        raise PermissionDenied
     if request.method == "POST":
-        attempt = get_object_or_404(AccessAttempt, pk=request.POST.get("attempt"))
+        raw = request.POST.get("attempt", "")
+        if not raw.isdigit():
+            return HttpResponseBadRequest("attempt must be the id of a locked-out log-in")
+        attempt = get_object_or_404(AccessAttempt, pk=int(raw))
         axes_reset(ip=attempt.ip_address, username=attempt.username)
         messages.success(request, f"Unlocked {attempt.username or '(no username)'} from {attempt.ip_address}.")
         return redirect("lockouts")

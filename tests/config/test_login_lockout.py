@@ -153,3 +153,13 @@ def test_valid_tokens_and_sessions_are_not_counted(token_limit, client):
         assert good.get("/api/v1/projects/").status_code == 200
         assert client.get("/api/v1/projects/").status_code == 401  # no token: not a token failure
     assert good.get("/api/v1/projects/").status_code == 200
+
+
+def test_unlock_with_a_non_integer_attempt_is_400_not_500(client):
+    from django.contrib.auth.models import Group, User
+
+    user = User.objects.create_user("res-bad", password="pw-123456-long")
+    user.groups.add(Group.objects.get_or_create(name="researcher")[0])
+    client.force_login(user)
+    assert client.post("/accounts/lockouts/", {"attempt": "abc"}).status_code == 400
+    assert client.post("/accounts/lockouts/", {"attempt": "99999"}).status_code == 404
