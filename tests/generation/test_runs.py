@@ -366,7 +366,7 @@ def test_progress_rate_and_eta(project):
     finished = run_execute(run_id=_run(project).pk)
     p2 = run_progress(run=finished)
     assert p2.finished and p2.eta_seconds is None and p2.percent == 100 and p2.candidates == 30
-    assert list(runs_of_project(project=project))[0] == finished
+    assert next(iter(runs_of_project(project=project))) == finished
 
 
 # -- the real "rules" generator ------------------------------------------------------------
@@ -446,7 +446,7 @@ def test_fast_self_bleu_equals_the_metrics_module():
 
     rng = random.Random(0)
     vocab = "a man dog is not running the park blue red sits on".split()
-    for trial in range(20):
+    for _ in range(20):
         texts = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 9))) for _ in range(rng.randint(2, 12))]
         assert run_quality.self_bleu_fast(texts) == pytest.approx(ml_metrics.self_bleu(texts), abs=1e-9), texts
 
