@@ -4,8 +4,11 @@
 run:    ## set up, load the demo project, run web + Celery worker on embedded defaults
 	bash scripts/run.sh
 
-test:   ## set up and run the whole test suite
+test:   ## set up, lint (as `make lint`), then run the whole test suite
 	bash scripts/test.sh
+
+lint:   ## set up, then ruff (lint + format check), mypy and import-linter
+	bash scripts/setup.sh --dev && bash scripts/lint.sh
 
 setup:  ## only set up (.venv, WordNet, database)
 	bash scripts/setup.sh --dev

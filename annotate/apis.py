@@ -3,6 +3,8 @@ selector, render. Errors: 400 bad input, 403 role, 404 unknown id, 409 lease con
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
@@ -42,7 +44,7 @@ class ProjectListApi(APIView):
 
         class Meta:
             model = Project
-            fields = ["id", "name", "task", "annotators_per_item", "labels"]
+            fields: ClassVar[list[str]] = ["id", "name", "task", "annotators_per_item", "labels"]
 
         def get_labels(self, obj: Project) -> list[str]:
             return [lab.name for lab in obj.labels.all()]
@@ -142,7 +144,7 @@ class AssignmentHeartbeatApi(APIView):
 class ProjectQualityApi(APIView):
     """Researchers: aggregation and agreement figures (what the dashboard shows)."""
 
-    permission_classes = [IsResearcher]
+    permission_classes = (IsResearcher,)
 
     @extend_schema(responses={200: OpenApiResponse(description="quality figures")})
     def get(self, request: Request, project_id: int) -> Response:
@@ -155,7 +157,7 @@ class ProjectQualityApi(APIView):
 class ProjectRouteApi(APIView):
     """Researchers: queue routing of the human share of the pool (as ``manage.py route``) as a job."""
 
-    permission_classes = [IsResearcher]
+    permission_classes = (IsResearcher,)
 
     class InputSerializer(serializers.Serializer):
         budget = serializers.FloatField(min_value=0, max_value=1, required=False, allow_null=True)

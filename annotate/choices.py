@@ -34,7 +34,7 @@ def display_order_for(kind: str, labels: Sequence[str], rng: random.Random) -> l
         return captions + list(CAPTION_EXTRA)
     shuffled = list(labels)
     rng.shuffle(shuffled)
-    return shuffled + [UNCLEAR]
+    return [*shuffled, UNCLEAR]
 
 
 def offered(kind: str, display_order: Sequence[str]) -> list[str]:

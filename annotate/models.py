@@ -16,6 +16,8 @@ The "at most k annotations per item" rule lives in the database, not in Python:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
@@ -49,8 +51,8 @@ class Item(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["id"]
-        constraints = [
+        ordering: ClassVar[list[str]] = ["id"]
+        constraints: ClassVar[list[models.BaseConstraint]] = [
             models.UniqueConstraint(fields=["candidate", "side"], name="item_unique_candidate_side"),
             models.CheckConstraint(condition=Q(taken__lte=F("k")), name="item_taken_le_k"),
             models.CheckConstraint(condition=Q(done__lte=F("taken")), name="item_done_le_taken"),
@@ -58,7 +60,7 @@ class Item(models.Model):
             models.CheckConstraint(condition=Q(status__in=ITEM_STATUSES), name="item_status_valid"),
             models.CheckConstraint(condition=Q(k__gte=1), name="item_k_ge_1"),
         ]
-        indexes = [
+        indexes: ClassVar[list[models.Index]] = [
             # next-item: breadth-first (most-started first), then the random key. Partial, so
             # finished items and gold items never slow it down, whatever the pool size.
             models.Index(
@@ -87,12 +89,12 @@ class Assignment(models.Model):
     skip_reason = models.CharField(max_length=300, blank=True, default="")
 
     class Meta:
-        ordering = ["id"]
-        constraints = [
+        ordering: ClassVar[list[str]] = ["id"]
+        constraints: ClassVar[list[models.BaseConstraint]] = [
             models.UniqueConstraint(fields=["item", "annotator"], name="assignment_unique_item_annotator"),
             models.CheckConstraint(condition=Q(status__in=ASSIGNMENT_STATUSES), name="assignment_status_valid"),
         ]
-        indexes = [
+        indexes: ClassVar[list[models.Index]] = [
             models.Index(fields=["annotator", "project", "status"], name="assignment_mine"),
             models.Index(fields=["expires_at"], condition=Q(status="leased"), name="assignment_live_expiry"),
         ]
@@ -117,11 +119,11 @@ class Annotation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["id"]
-        constraints = [
+        ordering: ClassVar[list[str]] = ["id"]
+        constraints: ClassVar[list[models.BaseConstraint]] = [
             models.UniqueConstraint(fields=["item", "annotator"], name="annotation_unique_item_annotator"),
         ]
-        indexes = [
+        indexes: ClassVar[list[models.Index]] = [
             models.Index(fields=["project", "is_gold"], name="annotation_project_gold"),
             models.Index(fields=["annotator", "created_at"], name="annotation_annotator_time"),
         ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -233,7 +234,7 @@ def project_quality(*, project: Project) -> dict[str, Any]:
             "krippendorff_alpha": _score(agreement.krippendorff_alpha(real, labels=allowed)),
         }
         pert = dict(Item.objects.filter(project=project, is_gold=False).values_list("id", "candidate__perturbation"))
-        key = {i: (p or "(none)") for i, p in pert.items()}
+        key: dict[Hashable, Hashable] = {i: (p or "(none)") for i, p in pert.items()}
         for group, g in sorted(agreement.agreement_by(real, key, labels=allowed).items(), key=lambda kv: str(kv[0])):
             out["by_perturbation"].append(
                 {
@@ -268,8 +269,8 @@ def project_quality(*, project: Project) -> dict[str, Any]:
     ds_agree = agreement.agreement_with_aggregate(real, ds_labels) if ds_labels else {}
     per_ann: dict[Any, Counter[str]] = defaultdict(Counter)
     durations: dict[Any, list[int]] = defaultdict(list)
-    for _, a, _, g, _, d in rows:
-        per_ann[a]["gold" if g else "real"] += 1
+    for _, a, _, is_gold, _, d in rows:
+        per_ann[a]["gold" if is_gold else "real"] += 1
         if d is not None:
             durations[a].append(d)
     for a in sorted(annotator_ids, key=lambda x: names.get(x, "")):

@@ -25,6 +25,7 @@ from annotate.services.routing import (
     project_add_annotators,
     project_route_start,
 )
+from projects.http import HtmxHttpRequest
 from projects.models import Project, ProjectMembership
 from projects.permissions import ANNOTATOR, researcher_required
 from projects.selectors import job_latest, job_progress
@@ -60,7 +61,7 @@ def _stage_context(request: HttpRequest, project: Project, *, error: str = "") -
     }
 
 
-def _render_stage(request: HttpRequest, project: Project, *, error: str = "", status: int = 200) -> HttpResponse:
+def _render_stage(request: HtmxHttpRequest, project: Project, *, error: str = "", status: int = 200) -> HttpResponse:
     ctx = _stage_context(request, project, error=error)
     if request.htmx:
         return render(request, "annotate/item.html#stage", ctx, status=status)
@@ -102,7 +103,7 @@ def work(request: HttpRequest, project_id: int) -> HttpResponse:
 
 
 def _own_assignment_project(request: HttpRequest, assignment_id: int) -> Project:
-    a = Assignment.objects.select_related("project").filter(pk=assignment_id, annotator=request.user).first()
+    a = Assignment.objects.select_related("project").filter(pk=assignment_id, annotator_id=request.user.pk).first()
     if a is None:
         raise Http404("no such assignment of yours")
     return a.project
@@ -110,7 +111,7 @@ def _own_assignment_project(request: HttpRequest, assignment_id: int) -> Project
 
 @login_required
 @require_POST
-def answer(request: HttpRequest, assignment_id: int) -> HttpResponse:
+def answer(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     project = _own_assignment_project(request, assignment_id)
     raw = request.POST.get("duration_ms", "")
     try:
@@ -132,7 +133,7 @@ def answer(request: HttpRequest, assignment_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def skip(request: HttpRequest, assignment_id: int) -> HttpResponse:
+def skip(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     project = _own_assignment_project(request, assignment_id)
     error = ""
     try:
@@ -144,7 +145,7 @@ def skip(request: HttpRequest, assignment_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def undo(request: HttpRequest, assignment_id: int) -> HttpResponse:
+def undo(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     project = _own_assignment_project(request, assignment_id)
     error = ""
     try:

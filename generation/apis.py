@@ -76,7 +76,10 @@ class RunOutputSerializer(serializers.Serializer):
 
 
 class RunDetailApi(APIView):
-    permission_classes = [permissions.IsAuthenticated, IsResearcher]
+    permission_classes = (
+        permissions.IsAuthenticated,
+        IsResearcher,
+    )
     OutputSerializer = RunOutputSerializer
 
     @extend_schema(responses=RunOutputSerializer)
@@ -88,7 +91,10 @@ class RunDetailApi(APIView):
 
 
 class RunListApi(APIView):
-    permission_classes = [permissions.IsAuthenticated, IsResearcher]
+    permission_classes = (
+        permissions.IsAuthenticated,
+        IsResearcher,
+    )
 
     @extend_schema_serializer(component_name="GenerationRunStartInput")
     class InputSerializer(serializers.Serializer):
@@ -124,7 +130,10 @@ class RunListApi(APIView):
 
 
 class RunCancelApi(APIView):
-    permission_classes = [permissions.IsAuthenticated, IsResearcher]
+    permission_classes = (
+        permissions.IsAuthenticated,
+        IsResearcher,
+    )
     OutputSerializer = RunOutputSerializer
 
     @extend_schema(request=None, responses={200: RunOutputSerializer, 409: None})
@@ -139,7 +148,10 @@ class RunCancelApi(APIView):
 
 
 class GeneratorListApi(APIView):
-    permission_classes = [permissions.IsAuthenticated, IsResearcher]
+    permission_classes = (
+        permissions.IsAuthenticated,
+        IsResearcher,
+    )
 
     @extend_schema(responses={200: dict})
     def get(self, request: Request) -> Response:

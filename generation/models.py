@@ -4,7 +4,7 @@ generation run has: the generator, its options, skips and quality metrics."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django.db import models
 
@@ -21,7 +21,7 @@ class GenerationRun(models.Model):
     skips = models.JSONField(default=list, blank=True, help_text="[{example, reason}] (first 1000)")
 
     class Meta:
-        ordering = ["-job__created_at", "-id"]
+        ordering: ClassVar[list[str]] = ["-job__created_at", "-id"]
 
     def refresh_from_db(self, *args: Any, **kwargs: Any) -> None:
         """Reload the run and drop the cached job, so the lifecycle read through it is fresh."""

@@ -53,7 +53,8 @@ def run_progress(*, run: GenerationRun, now: Any = None) -> RunProgress:
     ``eta_seconds`` is what is left at that rate."""
     p = job_progress(job=run.job, now=now)
     finished, elapsed, rate, eta, fraction = p.finished, p.elapsed_seconds, p.rate, p.eta_seconds, p.fraction
-    if hasattr(run, "n_candidates"):  # annotated by runs_of_project: no query per run
+    if hasattr(run, "n_candidates") and hasattr(run, "n_pooled") and hasattr(run, "n_filtered_out"):
+        # annotated by runs_of_project: no query per run
         counts = {"candidates": run.n_candidates, "pooled": run.n_pooled, "filtered_out": run.n_filtered_out}
     else:
         counts = run_candidate_counts(run=run)

@@ -4,7 +4,7 @@ every second, stopped with ``HttpResponseStopPolling`` once the run is finished)
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import messages
@@ -25,6 +25,7 @@ from generation.selectors import (
 )
 from generation.services.run_quality import FILTER_NAMES, default_band
 from generation.services.runs import run_cancel, run_start
+from projects.http import HtmxHttpRequest
 from projects.models import Project
 from projects.permissions import researcher_required
 from projects.services.jobs import BrokerUnavailable
@@ -51,7 +52,7 @@ class RunStartForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["generator"].choices = [(n, n) for n in registry.names()]
+        cast(forms.ChoiceField, self.fields["generator"]).choices = [(n, n) for n in registry.names()]
 
     def clean_generator_options(self) -> dict[str, Any]:
         raw = (self.cleaned_data.get("generator_options") or "").strip()
@@ -126,7 +127,7 @@ def _run_context(run: GenerationRun) -> dict[str, Any]:
 
 
 @researcher_required
-def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def run_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """The run page; an htmx poll gets only the progress fragment, and the poll stops
     (HTTP 286) once the run is finished — with the final fragment, metrics included."""
     run = get_object_or_404(GenerationRun.objects.select_related("project", "job"), pk=pk)
@@ -141,7 +142,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @researcher_required
 @require_POST
-def run_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
+def run_cancel_view(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(GenerationRun.objects.select_related("project", "job"), pk=pk)
     run = run_cancel(run=run)
     if request.htmx:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -38,9 +40,9 @@ class PairwiseModel(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["project_id", "-version"]
+        ordering: ClassVar[list[str]] = ["project_id", "-version"]
         get_latest_by = "version"
-        constraints = [
+        constraints: ClassVar[list[models.BaseConstraint]] = [
             models.UniqueConstraint(fields=["project", "version"], name="pairwise_model_unique_version"),
             models.CheckConstraint(condition=Q(mode__in=MODES), name="pairwise_model_mode_valid"),
             models.CheckConstraint(
@@ -66,8 +68,8 @@ class AutolabelRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["-created_at"]
-        constraints = [
+        ordering: ClassVar[list[str]] = ["-created_at"]
+        constraints: ClassVar[list[models.BaseConstraint]] = [
             models.CheckConstraint(
                 condition=Q(min_confidence__gte=0) & Q(min_confidence__lte=1), name="autolabel_run_min_conf_0_1"
             ),

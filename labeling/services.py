@@ -203,7 +203,7 @@ def pairwise_train(
     assert h.cv is not None
     bundle = LabelingModel(labels, fields, mode, h, base=f, meta={"warm_start": warm_start, "base": base})
 
-    cv = h.cv.as_dict()
+    cv: dict[str, float | str | None] = dict(h.cv.as_dict())  # the CV figures plus the feature set's name
     cv["features"] = h.feature_set_name
     step(3, TRAIN_STEPS)
     return _save_model(
@@ -260,7 +260,7 @@ def _train_cross_encoder(
     except TooFewLabels as exc:
         raise ValidationError(f"{exc} (the cross-encoder needs at least {CE_MIN})") from None
     assert h.cv is not None
-    cv = h.cv.as_dict()
+    cv: dict[str, float | str | None] = dict(h.cv.as_dict())  # the CV figures plus the feature set's name
     cv["features"] = h.feature_set_name
     bundle = LabelingModel(labels, fields, "pc", h, meta={"learner": "cross-encoder"})
     return _save_model(

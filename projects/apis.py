@@ -45,7 +45,7 @@ class JobOutputSerializer(serializers.Serializer):
 
 
 class JobListApi(APIView):
-    permission_classes = [IsResearcher]
+    permission_classes = (IsResearcher,)
 
     @extend_schema(
         parameters=[
@@ -75,7 +75,7 @@ class JobListApi(APIView):
 
 
 class JobDetailApi(APIView):
-    permission_classes = [IsResearcher]
+    permission_classes = (IsResearcher,)
 
     @extend_schema(responses={200: JobOutputSerializer, 404: OpenApiResponse(description="no such job")})
     def get(self, request: Request, job_id: int) -> Response:
@@ -86,7 +86,7 @@ class JobDetailApi(APIView):
 
 
 class JobCancelApi(APIView):
-    permission_classes = [IsResearcher]
+    permission_classes = (IsResearcher,)
 
     @extend_schema(
         request=None,

@@ -23,7 +23,7 @@ def _query() -> tuple[str, list[str]]:
     if "sql" not in _SQL:
         User = get_user_model()
         qn = connection.ops.quote_name
-        fields = [f for f in User._meta.concrete_fields]
+        fields = list(User._meta.concrete_fields)
         cols = ", ".join(f"u.{qn(f.column)}" for f in fields)
         _SQL["sql"] = (
             f"SELECT {cols} FROM {qn(Token._meta.db_table)} t "

@@ -133,14 +133,17 @@ class TokenFailureThrottleMiddleware:
         window = settings.COUNTERPART["API_TOKEN_FAILURE_WINDOW_SECONDS"]
         if cache.get(key, 0) >= limit:
             minutes = max(1, round(window / 60))
-            response = JsonResponse(
+            refused = JsonResponse(
                 {
-                    "detail": f"Too many requests with an invalid API token from this address. Try again in {minutes} minutes."
+                    "detail": (
+                        "Too many requests with an invalid API token from this address. "
+                        f"Try again in {minutes} minutes."
+                    )
                 },
                 status=429,
             )
-            response["Retry-After"] = str(window)
-            return response
+            refused["Retry-After"] = str(window)
+            return refused
         response = self.get_response(request)
         if response.status_code == 401 and not cache.add(key, 1, window):
             try:

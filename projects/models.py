@@ -7,6 +7,8 @@ Models hold fields, constraints and small derived properties only; writes live i
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
@@ -41,8 +43,8 @@ class Project(models.Model):
 
     class Meta:
         db_table = "generation_project"
-        ordering = ["name"]
-        constraints = [
+        ordering: ClassVar[list[str]] = ["name"]
+        constraints: ClassVar[list[models.BaseConstraint]] = [
             models.CheckConstraint(condition=Q(task__in=TASKS), name="project_task_valid"),
             models.CheckConstraint(
                 condition=Q(human_budget__gte=0) & Q(human_budget__lte=1), name="project_budget_0_1"
@@ -64,8 +66,8 @@ class Label(models.Model):
 
     class Meta:
         db_table = "generation_label"
-        ordering = ["project_id", "position"]
-        constraints = [
+        ordering: ClassVar[list[str]] = ["project_id", "position"]
+        constraints: ClassVar[list[models.BaseConstraint]] = [
             models.UniqueConstraint(fields=["project", "name"], name="label_unique_name"),
             models.UniqueConstraint(fields=["project", "position"], name="label_unique_position"),
         ]
@@ -89,8 +91,8 @@ class Example(models.Model):
 
     class Meta:
         db_table = "generation_example"
-        ordering = ["id"]
-        constraints = [
+        ordering: ClassVar[list[str]] = ["id"]
+        constraints: ClassVar[list[models.BaseConstraint]] = [
             models.UniqueConstraint(fields=["project", "external_id"], name="example_unique_id"),
         ]
 
@@ -127,8 +129,8 @@ class Candidate(models.Model):
 
     class Meta:
         db_table = "generation_candidate"
-        ordering = ["id"]
-        constraints = [
+        ordering: ClassVar[list[str]] = ["id"]
+        constraints: ClassVar[list[models.BaseConstraint]] = [
             models.UniqueConstraint(fields=["project", "external_id"], name="candidate_unique_id"),
             models.CheckConstraint(condition=Q(state__in=states.STATES), name="candidate_state_valid"),
             models.CheckConstraint(
@@ -148,7 +150,7 @@ class Candidate(models.Model):
                 name="candidate_labeled_state_has_label",
             ),
         ]
-        indexes = [
+        indexes: ClassVar[list[models.Index]] = [
             models.Index(fields=["project", "state"], name="candidate_project_state"),
             models.Index(fields=["example"], name="candidate_example"),
         ]
@@ -173,7 +175,7 @@ class ProjectMembership(models.Model):
 
     class Meta:
         db_table = "annotate_projectmembership"
-        constraints = [
+        constraints: ClassVar[list[models.BaseConstraint]] = [
             models.UniqueConstraint(fields=["project", "user"], name="membership_unique"),
             models.CheckConstraint(condition=Q(gold_correct__lte=F("gold_answered")), name="membership_gold_le"),
         ]
@@ -214,12 +216,12 @@ class Job(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["-created_at", "-id"]
-        constraints = [
+        ordering: ClassVar[list[str]] = ["-created_at", "-id"]
+        constraints: ClassVar[list[models.BaseConstraint]] = [
             models.CheckConstraint(condition=Q(kind__in=JOB_KINDS), name="job_kind_valid"),
             models.CheckConstraint(condition=Q(status__in=JOB_STATUSES), name="job_status_valid"),
         ]
-        indexes = [
+        indexes: ClassVar[list[models.Index]] = [
             models.Index(fields=["status", "heartbeat_at"], name="job_status_heartbeat"),
             models.Index(fields=["project", "kind", "-created_at"], name="job_project_kind"),
         ]

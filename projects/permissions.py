@@ -20,7 +20,8 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 from rest_framework.permissions import BasePermission
 
 RESEARCHER = "researcher"
@@ -59,12 +60,12 @@ class IsResearcher(BasePermission):
         return is_researcher(request.user)
 
 
-def researcher_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def researcher_required(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     """Pages: log in first, then 403 unless researcher or admin."""
 
     @login_required
     @functools.wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not is_researcher(request.user):
             raise PermissionDenied("researchers only")
         return view(request, *args, **kwargs)

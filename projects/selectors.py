@@ -101,7 +101,7 @@ def job_as_dict(*, job: Job, now: Any = None) -> dict[str, Any]:
     return {
         "id": job.pk,
         "kind": job.kind,
-        "project": job.project.name if job.project_id else None,
+        "project": job.project.name if job.project is not None else None,
         "project_id": job.project_id,
         "status": job.status,
         "done": job.done,
@@ -110,7 +110,7 @@ def job_as_dict(*, job: Job, now: Any = None) -> dict[str, Any]:
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,
         "created_at": job.created_at.isoformat() if job.created_at else None,
-        "created_by": job.created_by.get_username() if job.created_by_id else None,
+        "created_by": job.created_by.get_username() if job.created_by is not None else None,
         "rate": p.rate,
         "eta_seconds": p.eta_seconds,
         "percent": p.percent,

@@ -20,6 +20,7 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from projects import permissions
 from projects.formats import FORMATS
+from projects.http import HtmxHttpRequest
 from projects.models import Project
 from projects.permissions import researcher_required
 from projects.selectors import (
@@ -48,7 +49,7 @@ def project_list(request: HttpRequest) -> HttpResponse:
 
 
 @researcher_required
-def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     project = get_object_or_404(Project, pk=pk)
     context = {"project": project, "overview": project_overview(project=project)}
     if request.htmx:
@@ -57,7 +58,7 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @researcher_required
-def project_export(request: HttpRequest, pk: int) -> HttpResponse:
+def project_export(request: HttpRequest, pk: int) -> HttpResponse | FileResponse:
     """Download the project's pairs (``?format=pairs-jsonl|csv`` plus the export filters)."""
     project = get_object_or_404(Project, pk=pk)
     fmt = request.GET.get("format", "pairs-jsonl")
@@ -94,7 +95,7 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
     if declared > limit + 64 * 1024:
         return _import_error(request, project, f"upload refused: {declared} bytes is over the {limit}-byte limit", 413)
     handler = MaxSizeUploadHandler(request, limit)
-    request.upload_handlers.insert(0, handler)
+    request.upload_handlers = [handler, *request.upload_handlers]
     reason = CsrfViewMiddleware(lambda r: HttpResponse()).process_view(request, lambda r: HttpResponse(), (), {})
     if reason is not None:
         return reason
@@ -166,7 +167,7 @@ def render_job(request: HttpRequest, job: Any, *, status: int = 200) -> HttpResp
 
 @researcher_required
 @require_GET
-def job_fragment(request: HttpRequest, pk: int) -> HttpResponse:
+def job_fragment(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """A job's progress fragment. Once the job has ended: HTTP 286 (htmx stops polling) and
     a ``job-finished`` event, so the section that shows the job's results reloads them."""
     job = job_get(job_id=pk)

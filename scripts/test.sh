@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up (with test tools and chromium) and runs the whole test suite:
+# Sets up (with test tools and chromium), runs the lint and type checks (scripts/lint.sh, as
+# `make lint`) and then the whole test suite:
 #   1. everything on SQLite (PostgreSQL-only tests are deselected here);
 #   2. against the real PostgreSQL, when it is reachable: the PostgreSQL-only integration
 #      tests plus every database test that needs no browser, broker or real model (so the
@@ -10,6 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --dev
+bash scripts/lint.sh
 export NLTK_DATA=${NLTK_DATA:-$PWD/var/nltk_data}
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 unset DATABASE_URL

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -54,7 +55,8 @@ class NotAllowed(AnnotationError):
 
 
 def _cfg(key: str) -> Any:
-    return settings.COUNTERPART[key]
+    counterpart: Mapping[str, Any] = settings.COUNTERPART  # a TypedDict: a str key needs this view
+    return counterpart[key]
 
 
 def lease_duration() -> timedelta:

@@ -42,7 +42,8 @@ def json_value(value: Any) -> Any:
 def fetchone(sql: str, params: list[Any] | dict[str, Any]) -> tuple[Any, ...] | None:
     with connection.cursor() as cur:
         cur.execute(sql, params)
-        return cur.fetchone()
+        row: tuple[Any, ...] | None = cur.fetchone()  # Django's cursor wrapper is untyped (Any)
+        return row
 
 
 def fetchone_prepared(sql: str, params: list[Any] | dict[str, Any]) -> tuple[Any, ...] | None:
@@ -54,7 +55,7 @@ def fetchone_prepared(sql: str, params: list[Any] | dict[str, Any]) -> tuple[Any
 
     connection.ensure_connection()
     with psycopg.Cursor(connection.connection) as cur:  # server-side binding
-        cur.execute(sql, params, prepare=True)  # type: ignore[arg-type]
+        cur.execute(sql, params, prepare=True)
         return cur.fetchone()
 
 

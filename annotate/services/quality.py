@@ -6,6 +6,7 @@ Called inside the submit transaction (``annotate.services.assignments``); the ma
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -22,7 +23,8 @@ from projects.services.candidates import candidates_transition
 
 
 def _cfg(key: str) -> Any:
-    return settings.COUNTERPART[key]
+    counterpart: Mapping[str, Any] = settings.COUNTERPART  # a TypedDict: a str key needs this view
+    return counterpart[key]
 
 
 def canonical_choices(kind: str, labels: list[str]) -> list[str]:

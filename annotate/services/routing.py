@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -69,10 +69,14 @@ def _select_uncertainty(project: Project, n: int, rng: random.Random, messages: 
     """Least-confident first, by the pairwise classifier's confidence stored on the candidate by
     an autolabel pass (``Candidate.confidence`` on pooled / abstained / auto-labelled ones)."""
     eligible = [states.POOLED, states.ABSTAINED, states.AUTO_LABELED]
-    rows = list(
-        Candidate.objects.filter(project=project, state__in=eligible, confidence__isnull=False)
-        .exclude(label_source="human")
-        .values_list("id", "confidence")
+    # confidence__isnull=False: the stubs type the column as float | None, here it is a float
+    rows = cast(
+        list[tuple[int, float]],
+        list(
+            Candidate.objects.filter(project=project, state__in=eligible, confidence__isnull=False)
+            .exclude(label_source="human")
+            .values_list("id", "confidence")
+        ),
     )
     if not rows:
         messages.append(
@@ -210,7 +214,8 @@ def project_route(
             gold_ids = rng.sample(pool, min(want_gold, len(pool)))
             if len(gold_ids) < want_gold:
                 messages.append(
-                    f"gold: wanted {want_gold} more gold items, only {len(gold_ids)} candidates with a gold label were free"
+                    f"gold: wanted {want_gold} more gold items, "
+                    f"only {len(gold_ids)} candidates with a gold label were free"
                 )
             gold_items = _items_for(project, gold_ids, gold=True, rng=rng)
             Item.objects.bulk_create(gold_items, batch_size=CHUNK)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import TypedDict
 
 import dj_database_url
 
@@ -193,8 +194,56 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 6 * 3600 - 
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_QUEUES = env_list("CELERY_WORKER_QUEUES", ["default", "ml", "generation"])
 
+
 # Counterpart itself.
-COUNTERPART = {
+class CounterpartSettings(TypedDict):
+    """The value types of ``COUNTERPART`` (read by the code as ``settings.COUNTERPART[...]``)."""
+
+    SHARED_DATA_DIR: str
+    MAX_UPLOAD_BYTES: int
+    MAX_LINE_BYTES: int
+    IMPORT_BATCH_SIZE: int
+    IMPORT_MAX_PROBLEMS: int
+    DEMO_PASSWORD: str
+    TRUSTED_PROXY_COUNT: int
+    API_TOKEN_FAILURE_LIMIT: int
+    API_TOKEN_FAILURE_WINDOW_SECONDS: int
+    MINILM_PATH: str
+    EMBEDDING_CACHE_DIR: str
+    MODEL_DIR: str
+    BASE_CLASSIFIER_PATH: str
+    MLM_PATH: str
+    SEQ2SEQ_PATH: str
+    CAUSAL_LM_PATH: str
+    PERPLEXITY_LM_PATH: str
+    TEACHER_PATH: str
+    CLIP_PATH: str
+    DIFFUSION_PATH: str
+    NLTK_DATA: str
+    DEVICE: str
+    DEFAULT_HUMAN_BUDGET: float
+    DEFAULT_ANNOTATORS_PER_ITEM: int
+    LEASE_SECONDS: int
+    GOLD_RATE: float
+    MAX_ANNOTATORS_PER_ITEM: int
+    GOLD_ANNOTATIONS_PER_ITEM: int
+    QUALIFICATION_GOLD: int
+    GOLD_MIN_ACCURACY: float
+    UNDO_SECONDS: int
+    MIN_AGREEMENT: float
+    HEARTBEAT_SECONDS: int
+    MIN_CONFIDENCE: float
+    GENERATION_BATCH_SIZE: int
+    GENERATION_TIME_LIMIT: int
+    GENERATION_MAX_SKIPS: int
+    JOB_HEARTBEAT_SECONDS: float
+    JOB_HEARTBEAT_THREAD: bool
+    JOB_STALE_SECONDS: float
+    JOB_TIME_LIMIT: int
+    EXPORT_DIR: str
+
+
+COUNTERPART: CounterpartSettings = {
     # Data
     "SHARED_DATA_DIR": env("COUNTERPART_SHARED_DATA", str(BASE_DIR.parent / "shared" / "data")),
     "MAX_UPLOAD_BYTES": env_int("COUNTERPART_MAX_UPLOAD_BYTES", 512 * 1024 * 1024),

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,7 +86,8 @@ RUN_OPTION_KEYS = (
 
 
 def _cfg(key: str) -> Any:
-    return settings.COUNTERPART[key]
+    counterpart: Mapping[str, Any] = settings.COUNTERPART  # a TypedDict: a str key needs this view
+    return counterpart[key]
 
 
 # ---------------------------------------------------------------------------------------
@@ -290,7 +291,8 @@ def _jsonable(value: dict[str, Any]) -> dict[str, Any]:
         except (TypeError, ValueError):
             return str(o)
 
-    return _finite(json.loads(json.dumps(_finite(value), default=default)))  # type: ignore[no-any-return]
+    plain: dict[str, Any] = _finite(json.loads(json.dumps(_finite(value), default=default)))
+    return plain
 
 
 def _external_id(run_id: int, original_id: str, n: int) -> str:

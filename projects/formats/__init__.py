@@ -23,7 +23,8 @@ anything of that file is yielded.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator
+from typing import Any
 
 from projects.formats import cad, coco, pairs, tabular
 from projects.formats.pairs import pair_to_json, write_pairs_jsonl
@@ -85,7 +86,7 @@ def read(
     labels: list[str] | None = None,
     text_fields: list[str] | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-) -> Iterator[OriginalRecord | PairRecord | Problem]:
+) -> Generator[OriginalRecord | PairRecord | Problem, None, None]:
     """Stream the records of ``paths`` in ``format``.
 
     ``labels``: the project's label names; labels in the file are matched to them
@@ -98,18 +99,23 @@ def read(
     if not paths:
         raise FormatError("no input path given")
     paths = [str(p) for p in paths]
-    kwargs = {"split": split, "labels": labels, "text_fields": text_fields, "max_line_bytes": max_line_bytes}
+    kwargs: dict[str, Any] = {
+        "split": split,
+        "labels": labels,
+        "text_fields": text_fields,
+        "max_line_bytes": max_line_bytes,
+    }
     if format == "cad-nli":
-        return cad.read_nli(paths, **kwargs)  # type: ignore[arg-type]
+        return cad.read_nli(paths, **kwargs)
     if format == "cad-sentiment":
-        return cad.read_sentiment(paths, **kwargs)  # type: ignore[arg-type]
+        return cad.read_sentiment(paths, **kwargs)
     if format == "pairs-jsonl":
-        return pairs.read_pairs_jsonl(paths, **kwargs)  # type: ignore[arg-type]
+        return pairs.read_pairs_jsonl(paths, **kwargs)
     if format == "csv":
-        return tabular.read_csv(paths, **kwargs)  # type: ignore[arg-type]
+        return tabular.read_csv(paths, **kwargs)
     if format == "coco-captions":
-        return coco.read_captions(paths, **kwargs)  # type: ignore[arg-type]
-    return coco.read_cf(paths, **kwargs)  # type: ignore[arg-type]
+        return coco.read_captions(paths, **kwargs)
+    return coco.read_cf(paths, **kwargs)
 
 
 def input_files(format: str, paths: list[str], *, split: str = "") -> list[str]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import csv
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from projects.formats.reading import (
     TASK_FIELDS,
@@ -56,7 +56,7 @@ def nli_files(path: str, split: str) -> dict[str, str]:
     files = {
         part: os.path.join(base, part, f"{split}.tsv") for part in ("original", "revised_premise", "revised_hypothesis")
     }
-    for part, fname in files.items():
+    for fname in files.values():
         if not os.path.isfile(fname):
             raise FormatError(
                 f"{fname}: file not found (is {path} the cad/ directory, and does split {split!r} exist?)"
@@ -95,7 +95,7 @@ class _TsvRows:
         first = next(self._lines, None)
         if first is None:
             raise FormatError(f"{path}: file is empty (expected the header {chr(9).join(header)})")
-        lineno, text = first
+        _lineno, text = first
         if isinstance(text, Problem):
             raise FormatError(str(text))
         cols = text.rstrip("\r\n").split("\t")
@@ -123,7 +123,7 @@ def read_nli(
     labels: list[str] | None = None,
     text_fields: list[str] | None = None,
     max_line_bytes: int,
-) -> Iterator[Record]:
+) -> Generator[Record, None, None]:
     _check_fields(text_fields, NLI_FIELDS, "cad-nli")
     label_of = LabelMap(labels if labels is not None else TASK_LABELS["nli"])
     header = ["sentence1", "sentence2", "gold_label"]
@@ -203,7 +203,7 @@ def read_nli(
                         label_source="gold",
                         meta={"revised": part},
                     )
-        for part, rows in revised.items():
+        for rows in revised.values():
             extra = rows.next()
             if extra is not None:
                 where = extra if isinstance(extra, Problem) else Problem(rows.path, extra[0], "")
@@ -217,7 +217,7 @@ def read_sentiment(
     labels: list[str] | None = None,
     text_fields: list[str] | None = None,
     max_line_bytes: int,
-) -> Iterator[Record]:
+) -> Generator[Record, None, None]:
     _check_fields(text_fields, SENTIMENT_FIELDS, "cad-sentiment")
     label_of = LabelMap(labels if labels is not None else TASK_LABELS["sentiment"])
     for path in paths:
@@ -259,7 +259,7 @@ def read_sentiment(
             if batch not in pending:
                 pending[batch] = (lineno, label, text)
                 continue
-            first_line, first_label, first_text = pending.pop(batch)
+            _first_line, first_label, first_text = pending.pop(batch)
             done.add(batch)
             orig = OriginalRecord(
                 id=f"imdb-{tag}-{batch}",

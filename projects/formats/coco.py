@@ -17,7 +17,7 @@ image_1), no label. Images are stored as absolute paths; a missing image is a pe
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator
 
 from projects.formats import reading as r
 from projects.formats.records import OriginalRecord, PairRecord, Problem, Record
@@ -48,7 +48,7 @@ def read_captions(
     labels: list[str] | None = None,
     text_fields: list[str] | None = None,
     max_line_bytes: int = r.DEFAULT_MAX_LINE_BYTES,
-) -> Iterator[Record]:
+) -> Generator[Record, None, None]:
     _check_fields(text_fields)
     dirs = [p for p in paths if os.path.isdir(p)]
     image_dir = os.path.abspath(dirs[0]) if dirs else None
@@ -103,7 +103,7 @@ def read_cf(
     labels: list[str] | None = None,
     text_fields: list[str] | None = None,
     max_line_bytes: int = r.DEFAULT_MAX_LINE_BYTES,
-) -> Iterator[Record]:
+) -> Generator[Record, None, None]:
     _check_fields(text_fields)
     files, image_dir = cf_split_paths(paths)
     for path in files:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from typing import IO, Any
 
 from projects.formats import reading as r
@@ -160,7 +160,7 @@ def read_pairs_jsonl(
     labels: list[str] | None = None,
     text_fields: list[str] | None = None,
     max_line_bytes: int = r.DEFAULT_MAX_LINE_BYTES,
-) -> Iterator[Record]:
+) -> Generator[Record, None, None]:
     label_of = r.LabelMap(labels)
     for path in paths:
         if not os.path.isfile(path):

@@ -27,7 +27,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from typing import IO, Any
 
 from projects.formats import reading as r
@@ -94,7 +94,7 @@ def read_csv(
     labels: list[str] | None = None,
     text_fields: list[str] | None = None,
     max_line_bytes: int = r.DEFAULT_MAX_LINE_BYTES,
-) -> Iterator[Record]:
+) -> Generator[Record, None, None]:
     label_of = r.LabelMap(labels)
     for path in paths:
         if not os.path.isfile(path):
@@ -134,7 +134,7 @@ def read_csv(
             if len(cells) != len(header):
                 yield Problem(path, lineno, f"expected {len(header)} columns (as in the header), found {len(cells)}")
                 continue
-            values = dict(zip(header, cells))
+            values = dict(zip(header, cells, strict=True))  # lengths checked just above
             try:
                 if is_pairs:
                     yield pair_from_json(

@@ -21,10 +21,7 @@ def candidates_transition(*, candidates: QuerySet[Candidate] | Iterable[int], to
     concurrent callers can never push a candidate along an edge that is not allowed.
     """
     sources = states.sources_for(to)
-    if isinstance(candidates, QuerySet):
-        qs = candidates
-    else:
-        qs = Candidate.objects.filter(pk__in=list(candidates))
+    qs = candidates if isinstance(candidates, QuerySet) else Candidate.objects.filter(pk__in=list(candidates))
     with transaction.atomic():
         return qs.filter(state__in=sources).update(state=to, **fields)
 

@@ -16,6 +16,7 @@ written; re-importing derives it from the label source (pooled, human_labeled, a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -161,11 +162,9 @@ def data_export(
     return n
 
 
-def _remove(path: str) -> Any:
-    try:
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 # -- the ``export`` job kind (large exports; registered in ProjectsConfig.ready) -------------

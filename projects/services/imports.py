@@ -26,7 +26,7 @@ state ``pooled``; ``human`` / ``imported`` -> final label, state ``human_labeled
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,7 +89,7 @@ def data_import(
     paths = [str(p) for p in paths]
     labels = list(Label.objects.filter(project=project).order_by("position").values_list("name", flat=True))
 
-    def records(some_paths: list[str]) -> Iterator[OriginalRecord | PairRecord | Problem]:
+    def records(some_paths: list[str]) -> Generator[OriginalRecord | PairRecord | Problem, None, None]:
         return formats.read(
             format,
             some_paths,
@@ -111,7 +111,7 @@ def data_import(
             try:
                 next(opened, None)
             finally:
-                opened.close()  # type: ignore[attr-defined]
+                opened.close()
     except FormatError as exc:
         raise ImportRefused(str(exc)) from None
 

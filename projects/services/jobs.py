@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -93,7 +93,8 @@ def job_kind(name: str) -> JobKind:
 
 
 def _cfg(key: str) -> Any:
-    return settings.COUNTERPART[key]
+    counterpart: Mapping[str, Any] = settings.COUNTERPART  # a TypedDict: a str key needs this view
+    return counterpart[key]
 
 
 # ---------------------------------------------------------------------------------------

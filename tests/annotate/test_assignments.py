@@ -143,7 +143,7 @@ def test_completion_sets_human_label_and_disagreement_extends_k():
     item = Item.objects.get()
     users = [annotator(project) for _ in range(5)]
     labels = ["entailment", "entailment", "neutral"]
-    for u, lab in zip(users, labels):
+    for u, lab in zip(users, labels, strict=False):  # three of the five annotators answer
         a = svc.assignment_next(project=project, annotator=u)
         _answer(a, u, choice=lab)
     item.refresh_from_db()
@@ -159,11 +159,11 @@ def test_completion_sets_human_label_and_disagreement_extends_k():
     project_route(project=p2, budget=1.0, seed=0)
     it2 = Item.objects.get(project=p2)
     us = [annotator(p2) for _ in range(6)]
-    for u, lab in zip(us, ["entailment", "neutral", "contradiction"]):
+    for u, lab in zip(us, ["entailment", "neutral", "contradiction"], strict=False):  # the first three of six
         _answer(svc.assignment_next(project=p2, annotator=u), u, choice=lab)
     it2.refresh_from_db()
     assert it2.status == "open" and it2.k == 4  # plurality policy: one more
-    for u, lab in zip(us[3:], ["neutral", "entailment"]):
+    for u, lab in zip(us[3:], ["neutral", "entailment"], strict=False):  # two of the other three
         _answer(svc.assignment_next(project=p2, annotator=u), u, choice=lab)
     it2.refresh_from_db()
     assert it2.k == 5 and it2.status == "complete" and it2.result == ""  # k_max reached, tie → contested

@@ -34,7 +34,8 @@ def _current_assignment(page) -> int:
 
 def _wait_for_assignment_change(page, old: int) -> None:
     page.wait_for_function(
-        "old => { const s = document.getElementById('stage'); return s && s.dataset.assignment && s.dataset.assignment !== String(old); }",
+        "old => { const s = document.getElementById('stage'); "
+        "return s && s.dataset.assignment && s.dataset.assignment !== String(old); }",
         arg=old,
     )
     page.wait_for_selector("#stage[data-ready]")  # annotate.js has prepared the new item

@@ -43,7 +43,8 @@ def test_check_deploy_is_clean_with_only_secret_and_hosts():
 def test_server_entry_points_default_to_production_without_debug(module):
     code = (
         f"import {module}; from django.conf import settings; "
-        "print(settings.SETTINGS_MODULE, settings.DEBUG, settings.SECURE_SSL_REDIRECT, settings.SECURE_HSTS_SECONDS > 0)"
+        "print(settings.SETTINGS_MODULE, settings.DEBUG, settings.SECURE_SSL_REDIRECT, "
+        "settings.SECURE_HSTS_SECONDS > 0)"
     )
     proc = _run(["-c", code], _production_env(DJANGO_DEBUG="true"))  # no DJANGO_SETTINGS_MODULE
     assert proc.returncode == 0, proc.stderr

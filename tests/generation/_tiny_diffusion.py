@@ -23,17 +23,17 @@ def clip_tokenizer(folder: Path):
 
 
 def text_config_kwargs(vocab_size: int) -> dict:
-    return dict(
-        vocab_size=vocab_size,
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        max_position_embeddings=32,
-        bos_token_id=0,
-        eos_token_id=1,
-        pad_token_id=1,
-    )
+    return {
+        "vocab_size": vocab_size,
+        "hidden_size": 16,
+        "intermediate_size": 32,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "max_position_embeddings": 32,
+        "bos_token_id": 0,
+        "eos_token_id": 1,
+        "pad_token_id": 1,
+    }
 
 
 def save_tiny_pipeline(path: Path, seed: int = 0) -> Path:
@@ -101,14 +101,14 @@ def save_tiny_clip(path: Path, seed: int = 0) -> Path:
     tok = clip_tokenizer(path.parent / f"{path.name}-vocab")
     cfg = CLIPConfig(
         text_config=text_config_kwargs(len(tok.get_vocab())),
-        vision_config=dict(
-            image_size=32,
-            patch_size=8,
-            hidden_size=16,
-            intermediate_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-        ),
+        vision_config={
+            "image_size": 32,
+            "patch_size": 8,
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+        },
         projection_dim=16,
     )
     CLIPModel(cfg).save_pretrained(path)

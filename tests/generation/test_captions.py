@@ -179,7 +179,7 @@ def test_real_minilm_keeps_only_pairs_in_the_band(shared_data):
     out = list(gen.generate([_orig(cap, cid) for cid, cap in rows]))
     cands = [o for o in out if isinstance(o, GeneratedCandidate)]
     assert len({c.original_id for c in cands}) >= 6  # most COCO captions yield a pair
-    originals = {cid: cap for cid, cap in rows}
+    originals = dict(rows)
     sims = enc.cosine([originals[c.original_id] for c in cands], [c.fields["caption"] for c in cands])
     for c, s in zip(cands, sims, strict=True):
         assert 0.8 < round(float(s), 6) <= 0.91

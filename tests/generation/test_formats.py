@@ -414,7 +414,7 @@ def test_reading_a_million_lines_keeps_memory_flat(tmp_path: Path) -> None:
             fh.write(f"{i}_0\tA caption number {i} about a cat on a mat.\n")
     n = 0
     early = 0
-    for rec in read("coco-captions", [str(f)], task="image-caption"):
+    for _ in read("coco-captions", [str(f)], task="image-caption"):
         n += 1
         if n == 100_000:
             early = _rss_bytes()

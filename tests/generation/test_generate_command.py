@@ -143,7 +143,7 @@ def test_resume_an_interrupted_run(project):
         )
     run = GenerationRun.objects.get()
     assert run.status == "running" and run.done == 2
-    out, _ = _call("--resume", str(run.pk), "--no-progress")
+    _call("--resume", str(run.pk), "--no-progress")
     run.refresh_from_db()
     assert run.status == "succeeded" and Candidate.objects.count() == 18
     assert len(set(Candidate.objects.values_list("external_id", flat=True))) == 18

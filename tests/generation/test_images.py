@@ -54,9 +54,9 @@ def test_bad_paths_are_configuration_errors(tmp_path):
         im.check_pipeline_dir("")
     with pytest.raises(GeneratorConfigError, match="does not exist"):
         im.check_pipeline_dir(tmp_path / "nope")
-    with pytest.raises(GeneratorConfigError, match="model_index.json"):
+    with pytest.raises(GeneratorConfigError, match=r"model_index\.json"):
         im.check_pipeline_dir(tmp_path)
-    with pytest.raises(GeneratorConfigError, match="config.json"):
+    with pytest.raises(GeneratorConfigError, match=r"config\.json"):
         im.check_clip_dir(tmp_path)
 
 
@@ -266,5 +266,5 @@ def test_generator_drops_pairs_the_clip_filter_rejects(tiny_dir, tmp_path):
 
 
 def test_generator_with_a_bad_diffusion_path_fails_at_start(tmp_path):
-    with pytest.raises(GeneratorConfigError, match="model_index.json"):
+    with pytest.raises(GeneratorConfigError, match=r"model_index\.json"):
         CocoCounterfactualGenerator(diffusion_path=str(tmp_path), image_dir=str(tmp_path / "i"), encoder=BandEncoder())

@@ -193,7 +193,7 @@ def test_misconfiguration_fails_at_construction(tmp_path, gpt2_path) -> None:
     with pytest.raises(GeneratorConfigError, match="does not exist"):
         LLMPromptGenerator(causal_lm_path=str(tmp_path / "missing"))
     (tmp_path / "empty").mkdir()
-    with pytest.raises(GeneratorConfigError, match="config.json"):
+    with pytest.raises(GeneratorConfigError, match=r"config\.json"):
         LLMPromptGenerator(causal_lm_path=str(tmp_path / "empty"))
     from generation.ml import registry
 

@@ -121,7 +121,7 @@ def test_partial_progress_reward_changes_the_ranking() -> None:
             return {4: -1.0, 2: -1.2}
         return dict.fromkeys(range(1, V), -2.0)
 
-    cfg = dict(beam_size=1, max_new_tokens=4, no_repeat_ngram=0, candidate_k=3)
+    cfg = {"beam_size": 1, "max_new_tokens": 4, "no_repeat_ngram": 0, "candidate_k": 3}
     without = constrained_beam_search(FakeModel(scores), clauses, SearchConfig(progress_weight=0.0, **cfg))
     with_reward = constrained_beam_search(FakeModel(scores), clauses, SearchConfig(progress_weight=1.0, **cfg))
     assert without[0].tokens[0] == 4

@@ -366,7 +366,7 @@ def test_progress_rate_and_eta(project):
     finished = run_execute(run_id=_run(project).pk)
     p2 = run_progress(run=finished)
     assert p2.finished and p2.eta_seconds is None and p2.percent == 100 and p2.candidates == 30
-    assert list(runs_of_project(project=project))[0] == finished
+    assert next(iter(runs_of_project(project=project))) == finished
 
 
 # -- the real "rules" generator ------------------------------------------------------------

@@ -167,7 +167,7 @@ def test_load_classifier_errors_are_config_errors(tmp_path) -> None:
     with pytest.raises(GeneratorConfigError, match="does not exist"):
         load_classifier(str(tmp_path / "nope"))
     (tmp_path / "broken").mkdir()
-    with pytest.raises(GeneratorConfigError, match="config.json"):
+    with pytest.raises(GeneratorConfigError, match=r"config\.json"):
         load_classifier(str(tmp_path / "broken"))
     bad = tmp_path / "bad.joblib"
     bad.write_bytes(b"not a pickle")

@@ -227,7 +227,8 @@ def test_cancel_reaches_a_running_worker(redis_url, worker_env, tmp_path):
             sys.executable,
             "-c",
             "import sys, django; django.setup(); from generation.models import GenerationRun; "
-            "from generation.services.runs import run_cancel; run_cancel(run=GenerationRun.objects.get(pk=int(sys.argv[1])))",
+            "from generation.services.runs import run_cancel; "
+            "run_cancel(run=GenerationRun.objects.get(pk=int(sys.argv[1])))",
             str(run_id),
         ],
         cwd=REPO,
@@ -241,7 +242,8 @@ def test_cancel_reaches_a_running_worker(redis_url, worker_env, tmp_path):
     assert (status, done, total) == ("cancelled", 4, N)
     n = _query(
         db,
-        "SELECT COUNT(*) FROM generation_candidate WHERE job_id = (SELECT job_id FROM generation_generationrun WHERE id = ?)",
+        "SELECT COUNT(*) FROM generation_candidate "
+        "WHERE job_id = (SELECT job_id FROM generation_generationrun WHERE id = ?)",
         run_id,
     )[0][0]
     assert n == 3 * done

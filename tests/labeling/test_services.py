@@ -56,7 +56,7 @@ def make_project(n_pairs: int = 160, n_human: int = 60, name: str = "p"):
 
 
 def test_train_then_autolabel_moves_pooled_candidates():
-    project, ys = make_project()
+    project, _ = make_project()
     model = services.pairwise_train(project=project, mode="capc")
     assert model.version == 1 and model.n_train == 60 and model.mode == "capc"
     assert 0.0 <= model.cv_ece <= 1.0 and model.cv_accuracy >= 0.8
@@ -106,7 +106,7 @@ def test_too_few_human_labels_is_a_clear_error_and_no_model():
 
 
 def test_a_label_class_without_human_labels_is_refused():
-    project, ys = make_project(n_pairs=120, n_human=0)
+    project, _ = make_project(n_pairs=120, n_human=0)
     neutral = Label.objects.get(project=project, name="neutral")
     # label every pair as human *except* the ones whose label is neutral
     for c in Candidate.objects.filter(project=project).select_related("gold_label"):

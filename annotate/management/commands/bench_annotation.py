@@ -11,6 +11,7 @@ duplicates. The last line with --json is the docs/formats.md §3 object.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import random
@@ -49,8 +50,6 @@ def _pct(sorted_ms: list[float], p: float) -> float:
     idx = min(len(sorted_ms) - 1, max(0, math.ceil(p / 100 * len(sorted_ms)) - 1))
     return round(sorted_ms[idx], 2)
 
-
-import logging
 
 logging.getLogger("httpx").setLevel(logging.WARNING)
 logging.getLogger("httpcore").setLevel(logging.WARNING)
@@ -386,11 +385,13 @@ class Command(BaseCommand):
             self.stderr.write(e)
         out.write(
             f"{submitted} annotations in {result['seconds']} s = {result['throughput_per_s']}/s; "
-            f"latency (next-item and submit requests) p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms, p99 {result['p99_ms']} ms; "
+            f"latency (next-item and submit requests) p50 {result['p50_ms']} ms, p95 {result['p95_ms']} ms, "
+            f"p99 {result['p99_ms']} ms; "
             f"next-item p95 {result['next_item_p95_ms']} ms, submit p95 {result['submit_p95_ms']} ms"
         )
         out.write(
-            f"verified: over-assigned {check['over_assigned']}, lost {check['lost']}, duplicates {check['duplicates']}, "
+            f"verified: over-assigned {check['over_assigned']}, lost {check['lost']}, "
+            f"duplicates {check['duplicates']}, "
             f"counter mismatches {check['counter_mismatch']}, errors {len(res['errors'])}; "
             f"{check['complete']} items complete, {check['extended']} got extra annotations"
         )

@@ -5,7 +5,8 @@ account, and a demo project: CAD NLI dev (200 originals, 800 human-written count
 from ``COUNTERPART["SHARED_DATA_DIR"]`` when it is there, else the 40-pair excerpt shipped in
 ``projects/fixtures/demo_nli_pairs.jsonl``. The annotator becomes a member of the demo
 project, and the project's human budget (10%) is routed to annotators so there is something
-to label at once (``--no-route``: leave everything pooled). Running it again is harmless: it re-sets the passwords and imports nothing twice.
+to label at once (``--no-route``: leave everything pooled). Running it again is harmless: it
+re-sets the passwords and imports nothing twice.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ def _budget(value: str) -> float:
 
 class Command(BaseCommand):
     help = "Label-efficiency benchmark of the pairwise classifier and its baselines (no database)."
-    requires_system_checks: list[str] = []
+    requires_system_checks = ()
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+", metavar="PATH")
