@@ -82,6 +82,9 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponse:
     return FileResponse(fh, as_attachment=True, filename=f"{project.name}.{ext}")
 
 
+SKIP_HINT = "the “Skip bad rows” box ticked"
+
+
 @csrf_exempt  # the CSRF check runs below, after the upload handlers are in place
 @researcher_required
 def project_import(request: HttpRequest, pk: int) -> HttpResponse:
@@ -121,6 +124,7 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
                 paths=[path],
                 split=request.POST.get("split", ""),
                 strict=not request.POST.get("skip_bad_rows"),
+                skip_hint=SKIP_HINT,
             )
         except ImportRefused as exc:
             name = upload.name or "upload"
