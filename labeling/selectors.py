@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 from django.core.exceptions import ValidationError
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from labeling.ml.active import diverse_uncertain, margin_uncertainty, reduce_features
 from labeling.ml.features import Pair
@@ -169,3 +169,32 @@ def active_selection_for(*, project: Project, n: int, seed: int) -> ActiveSelect
     if len(picked) < n and unscorable:
         picked.extend(random.Random(seed).sample(unscorable, min(n - len(picked), len(unscorable))))
     return ActiveSelection(picked, messages)
+
+
+# -- export provenance (registered in LabelingConfig.ready) ---------------------------------
+
+
+def _h_latest(project: Project) -> Any:
+    from labeling.models import AutolabelRun
+
+    return AutolabelRun.objects.filter(project=project).select_related("model").order_by("-created_at", "-id").first()
+
+
+def export_provenance(project: Project, candidate_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """The h version behind each auto label or abstention: the model of the project's latest
+    auto-label run (every run re-labels all pooled/abstained pairs it considers)."""
+    run = _h_latest(project)
+    if run is None:
+        return {}
+    ids = Candidate.objects.filter(pk__in=candidate_ids).filter(
+        Q(label_source="auto") | Q(state=states.ABSTAINED)
+    ).values_list("id", flat=True)
+    return {cid: {"h_version": run.model.version} for cid in ids}
+
+
+def export_manifest(project: Project) -> dict[str, Any]:
+    run = _h_latest(project)
+    if run is None:
+        return {"h": None}
+    m = run.model
+    return {"h": {"version": m.version, "mode": m.mode, "threshold": run.min_confidence, "n_train": m.n_train}}
