@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, QuerySet
 
 from annotate.models import Annotation
 from projects import states
@@ -157,7 +157,7 @@ class BrowsePage:
 
 def _first_text(fields: dict[str, Any], names: list[str]) -> str:
     for n in names:
-        if n in fields and fields[n]:
+        if fields.get(n):
             return str(fields[n])
     return ""
 
@@ -173,8 +173,20 @@ def candidates_browse(
     """One page of the filtered candidates in id order: after ``after``, before ``before``,
     or from the start."""
     qs = candidates_filtered(project=project, filters=filters)
-    cols = ("id", "external_id", "state", "generator", "perturbation", "label_id", "label_source", "confidence",
-            "gold_label_id", "fields", "example__label_id", "example__external_id")
+    cols = (
+        "id",
+        "external_id",
+        "state",
+        "generator",
+        "perturbation",
+        "label_id",
+        "label_source",
+        "confidence",
+        "gold_label_id",
+        "fields",
+        "example__label_id",
+        "example__external_id",
+    )
     if before is not None:
         got = list(qs.filter(id__lt=before).order_by("-id").values(*cols)[: size + 1])
         more_before = len(got) > size
@@ -266,7 +278,9 @@ def pair_view(*, candidate: Candidate) -> PairView:
         original_label=ex.label.name if ex.label_id else None,
         annotations=anns,
         overrides=overrides,
-        labels=list(Label.objects.filter(project=candidate.project).order_by("position").values_list("name", flat=True)),
+        labels=list(
+            Label.objects.filter(project=candidate.project).order_by("position").values_list("name", flat=True)
+        ),
         h_confidence=h_conf,
         h_version=latest.version if latest else None,
     )

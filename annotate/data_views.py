@@ -40,7 +40,10 @@ def candidate_list(request: HttpRequest, pk: int) -> HttpResponse:
     page = None
     if not errors:
         page = candidates_browse(
-            project=project, filters=filters, after=_int(request.GET.get("after")), before=_int(request.GET.get("before"))
+            project=project,
+            filters=filters,
+            after=_int(request.GET.get("after")),
+            before=_int(request.GET.get("before")),
         )
     query = urlencode(filters.as_query())
     ctx = {
@@ -62,14 +65,18 @@ def candidate_list(request: HttpRequest, pk: int) -> HttpResponse:
 @researcher_required
 @require_GET
 def candidate_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    candidate = get_object_or_404(Candidate.objects.select_related("project", "example", "example__label", "label"), pk=pk)
+    candidate = get_object_or_404(
+        Candidate.objects.select_related("project", "example", "example__label", "label"), pk=pk
+    )
     return render(request, "annotate/pair.html", {"view": pair_view(candidate=candidate), "errors": {}})
 
 
 @researcher_required
 @require_POST
 def candidate_override_view(request: HttpRequest, pk: int) -> HttpResponse:
-    candidate = get_object_or_404(Candidate.objects.select_related("project", "example", "example__label", "label"), pk=pk)
+    candidate = get_object_or_404(
+        Candidate.objects.select_related("project", "example", "example__label", "label"), pk=pk
+    )
     label = request.POST.get("label", "").strip()
     errors: dict[str, str] = {}
     if not label:

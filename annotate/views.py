@@ -236,7 +236,9 @@ def route(request: HttpRequest, project_id: int) -> HttpResponse:
     try:
         job = project_route_start(project=project, budget=budget, strategy=strategy, created_by=request.user)
     except ValidationError as exc:
-        return render(request, "annotate/route.html", {**ctx, "errors": {"general": " ".join(exc.messages)}}, status=400)
+        return render(
+            request, "annotate/route.html", {**ctx, "errors": {"general": " ".join(exc.messages)}}, status=400
+        )
     except BrokerUnavailable as exc:
         return render(
             request, "annotate/route.html", {**ctx, "errors": {"general": f"Routing not started: {exc}"}}, status=503

@@ -186,9 +186,11 @@ def export_provenance(project: Project, candidate_ids: list[int]) -> dict[int, d
     run = _h_latest(project)
     if run is None:
         return {}
-    ids = Candidate.objects.filter(pk__in=candidate_ids).filter(
-        Q(label_source="auto") | Q(state=states.ABSTAINED)
-    ).values_list("id", flat=True)
+    ids = (
+        Candidate.objects.filter(pk__in=candidate_ids)
+        .filter(Q(label_source="auto") | Q(state=states.ABSTAINED))
+        .values_list("id", flat=True)
+    )
     return {cid: {"h_version": run.model.version} for cid in ids}
 
 

@@ -31,12 +31,16 @@ def tokens(request: HttpRequest) -> HttpResponse:
             if request.POST.get("user"):
                 owner = get_object_or_404(get_user_model(), pk=request.POST["user"])
             existed = token_revoke(owner=owner, by=request.user)  # PermissionDenied -> 403
-            messages.success(request, f"Revoked {owner.username}'s token." if existed else "There was no token to revoke.")
+            messages.success(
+                request, f"Revoked {owner.username}'s token." if existed else "There was no token to revoke."
+            )
         else:
             return HttpResponse("unknown action", status=400)
         return redirect("tokens")
     mine = Token.objects.filter(user=request.user).first()
-    others = Token.objects.select_related("user").exclude(user=request.user).order_by("user__username") if researcher else []
+    others = (
+        Token.objects.select_related("user").exclude(user=request.user).order_by("user__username") if researcher else []
+    )
     return render(
         request,
         "registration/tokens.html",

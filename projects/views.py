@@ -18,9 +18,10 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
-from projects import permissions
+from projects import permissions, states
 from projects.formats import FORMATS
-from projects.models import Project
+from projects.formats.reading import LABEL_SOURCES
+from projects.models import Job, Project
 from projects.permissions import researcher_required
 from projects.selectors import (
     job_get,
@@ -29,9 +30,6 @@ from projects.selectors import (
     project_list_with_counts,
     project_overview,
 )
-from projects import states
-from projects.formats.reading import LABEL_SOURCES
-from projects.models import Job
 from projects.services.exports import (
     EXCLUDED_BY_DEFAULT,
     EXPORT_FORMATS,
@@ -45,8 +43,8 @@ from projects.services.exports import (
     export_splits,
     export_start,
 )
-from projects.services.jobs import BrokerUnavailable
 from projects.services.imports import ImportRefused, data_import
+from projects.services.jobs import BrokerUnavailable
 from projects.uploads import MaxSizeUploadHandler
 
 
@@ -107,7 +105,9 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponse:
         except BrokerUnavailable as exc:
             ctx = _export_context(project, {"format": fmt, **form}, {"general": f"Export not started: {exc}"})
             return render(request, "projects/project_export.html", ctx, status=503)
-        return render(request, "projects/project_export.html", _export_context(project, {"format": fmt, **form}, {}, job))
+        return render(
+            request, "projects/project_export.html", _export_context(project, {"format": fmt, **form}, {}, job)
+        )
     fd, path = tempfile.mkstemp(suffix=".export")
     os.close(fd)
     try:
@@ -131,7 +131,9 @@ def project_export_manifest(request: HttpRequest, pk: int) -> HttpResponse:
         return JsonResponse({"errors": errors}, status=400)
     fmt = form.pop("format")
     rows = candidates_for_export(project=project, **form).count()
-    return JsonResponse(export_manifest(project=project, format=fmt, filters=form, rows=rows), json_dumps_params={"indent": 2})
+    return JsonResponse(
+        export_manifest(project=project, format=fmt, filters=form, rows=rows), json_dumps_params={"indent": 2}
+    )
 
 
 @researcher_required
@@ -147,7 +149,7 @@ def export_download(request: HttpRequest, job_id: int) -> HttpResponse:
         raise Http404("the export file is gone")
     stem = f"{job.project.name if job.project else 'export'}-{job.pk}"
     name = f"{stem}.manifest.json" if request.GET.get("part") == "manifest" else f"{stem}{path.suffix}"
-    return FileResponse(open(path, "rb"), as_attachment=True, filename=name)  # noqa: SIM115
+    return FileResponse(open(path, "rb"), as_attachment=True, filename=name)
 
 
 SKIP_HINT = "the “Skip bad rows” box ticked"

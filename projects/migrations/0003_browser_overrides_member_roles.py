@@ -6,66 +6,83 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('projects', '0002_drop_candidate_generation_run'),
+        ("projects", "0002_drop_candidate_generation_run"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='LabelOverride',
+            name="LabelOverride",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('previous_source', models.CharField(blank=True, default='', max_length=16)),
-                ('previous_state', models.CharField(max_length=16)),
-                ('previous_confidence', models.FloatField(blank=True, null=True)),
-                ('note', models.CharField(blank=True, default='', max_length=500)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("previous_source", models.CharField(blank=True, default="", max_length=16)),
+                ("previous_state", models.CharField(max_length=16)),
+                ("previous_confidence", models.FloatField(blank=True, null=True)),
+                ("note", models.CharField(blank=True, default="", max_length=500)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.AddField(
-            model_name='projectmembership',
-            name='role',
-            field=models.CharField(choices=[('annotator', 'annotator'), ('researcher', 'researcher')], default='annotator', max_length=16),
+            model_name="projectmembership",
+            name="role",
+            field=models.CharField(
+                choices=[("annotator", "annotator"), ("researcher", "researcher")], default="annotator", max_length=16
+            ),
         ),
         migrations.AddIndex(
-            model_name='candidate',
-            index=models.Index(fields=['project', 'id'], name='candidate_project_id'),
+            model_name="candidate",
+            index=models.Index(fields=["project", "id"], name="candidate_project_id"),
         ),
         migrations.AddIndex(
-            model_name='candidate',
-            index=models.Index(fields=['project', 'state', 'id'], name='candidate_project_state_id'),
+            model_name="candidate",
+            index=models.Index(fields=["project", "state", "id"], name="candidate_project_state_id"),
         ),
         migrations.AddConstraint(
-            model_name='projectmembership',
-            constraint=models.CheckConstraint(condition=models.Q(('role__in', ['annotator', 'researcher'])), name='membership_role_valid'),
+            model_name="projectmembership",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("role__in", ["annotator", "researcher"])), name="membership_role_valid"
+            ),
         ),
         migrations.AddField(
-            model_name='labeloverride',
-            name='candidate',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='overrides', to='projects.candidate'),
+            model_name="labeloverride",
+            name="candidate",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="overrides", to="projects.candidate"
+            ),
         ),
         migrations.AddField(
-            model_name='labeloverride',
-            name='created_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="labeloverride",
+            name="created_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='labeloverride',
-            name='label',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='projects.label'),
+            model_name="labeloverride",
+            name="label",
+            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="+", to="projects.label"),
         ),
         migrations.AddField(
-            model_name='labeloverride',
-            name='previous_label',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='projects.label'),
+            model_name="labeloverride",
+            name="previous_label",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="projects.label",
+            ),
         ),
         migrations.AddIndex(
-            model_name='labeloverride',
-            index=models.Index(fields=['candidate', '-created_at'], name='override_candidate_time'),
+            model_name="labeloverride",
+            index=models.Index(fields=["candidate", "-created_at"], name="override_candidate_time"),
         ),
     ]

@@ -243,7 +243,11 @@ def export_manifest(
         with open(path, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(block)
-        manifest["file"] = {"name": os.path.basename(path), "bytes": os.path.getsize(path), "sha256": digest.hexdigest()}
+        manifest["file"] = {
+            "name": os.path.basename(path),
+            "bytes": os.path.getsize(path),
+            "sha256": digest.hexdigest(),
+        }
     return manifest
 
 

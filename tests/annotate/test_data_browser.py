@@ -73,9 +73,7 @@ def test_page_links_and_filters(project):
 
 
 def test_filter_errors_are_shown_next_to_each_field_at_once(project):
-    resp = login(researcher()).get(
-        f"/projects/{project.pk}/candidates/?state=bogus&min_confidence=2&label=nope&flip=x"
-    )
+    resp = login(researcher()).get(f"/projects/{project.pk}/candidates/?state=bogus&min_confidence=2&label=nope&flip=x")
     html = resp.content.decode()
     assert resp.status_code == 400
     for field_id in ("e-state", "e-min", "e-label", "e-flip"):
@@ -87,7 +85,9 @@ def test_flip_confidence_gold_and_disagreement_filters(project):
     cands = list(Candidate.objects.filter(project=project).select_related("example").order_by("id")[:4])
     orig = cands[0].example.label
     other = next(lab for lab in labels.values() if lab != orig)
-    Candidate.objects.filter(pk=cands[0].pk).update(state="auto_labeled", label=other, label_source="auto", confidence=0.9)
+    Candidate.objects.filter(pk=cands[0].pk).update(
+        state="auto_labeled", label=other, label_source="auto", confidence=0.9
+    )
     Candidate.objects.filter(pk=cands[1].pk).update(
         state="auto_labeled", label=cands[1].example.label, label_source="auto", confidence=0.4
     )
@@ -118,7 +118,7 @@ def test_pair_view_shows_the_edit_annotations_and_override(project):
     r = researcher(username="boss")
     c = login(r)
     html = c.get(f"/candidates/{cand.pk}/").content.decode()
-    assert "<ins class=\"diff\">" in html or "<del class=\"diff\">" in html
+    assert '<ins class="diff">' in html or '<del class="diff">' in html
     assert u.username in html and "neutral" in html
     # override: errors next to the field, then success recorded with who/when
     bad = c.post(f"/candidates/{cand.pk}/override/", {"label": "bogus"})

@@ -74,7 +74,7 @@ def test_paused_annotator_gets_no_item(project):
     m = ProjectMembership.objects.get(user=u)
     login(researcher()).post(f"/annotate/projects/{project.pk}/members/", {"action": "pause", "membership": m.pk})
     page = login(u).get(f"/annotate/projects/{project.pk}/").content.decode()
-    assert "data-assignment=\"\"" in page
+    assert 'data-assignment=""' in page
 
 
 def test_items_left_on_the_annotator_page(project):

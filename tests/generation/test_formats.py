@@ -430,4 +430,4 @@ def test_cad_nli_unquotes_tsv_fields_from_the_real_files(shared_data: Path) -> N
     texts = [v for r in recs for v in (r.fields if isinstance(r, OriginalRecord) else r.cf_fields).values()]
     camden = [t for t in texts if "Camden" in t and "supply company" in t]
     assert camden and all('""' not in t and not t.startswith('"') for t in camden)
-    assert "The man works for the campy supply company \"Camden\"." in camden
+    assert 'The man works for the campy supply company "Camden".' in camden

@@ -1,11 +1,14 @@
 """``python manage.py demo [--password P] [--no-data]``
 
 Creates the ``researcher`` and ``annotator`` groups, a researcher account and three annotator
-accounts (``annotator``, ``annotator2``, ``annotator3``: the project wants 3 answers per item), and a demo project: CAD NLI dev (200 originals, 800 human-written counterfactuals)
-from ``COUNTERPART["SHARED_DATA_DIR"]`` when it is there, else the 40-pair excerpt shipped in
+accounts (``annotator``, ``annotator2``, ``annotator3``: the project wants 3 answers per item,
+so it takes three people — or three private windows — to close the loop), and a demo
+project: CAD NLI dev (200 originals, 800 human-written counterfactuals) from
+``COUNTERPART["SHARED_DATA_DIR"]`` when it is there, else the 40-pair excerpt shipped in
 ``projects/fixtures/demo_nli_pairs.jsonl``. The annotators become members of the demo
 project, and the project's human budget (10%) is routed to annotators so there is something
-to label at once (``--no-route``: leave everything pooled). Running it again is harmless: it re-sets the passwords and imports nothing twice.
+to label at once (``--no-route``: leave everything pooled). Running it again is harmless: it
+re-sets the passwords and imports nothing twice.
 """
 
 from __future__ import annotations
