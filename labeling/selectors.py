@@ -200,3 +200,33 @@ def export_manifest(project: Project) -> dict[str, Any]:
         return {"h": None}
     m = run.model
     return {"h": {"version": m.version, "mode": m.mode, "threshold": run.min_confidence, "n_train": m.n_train}}
+
+
+# -- warm-start data sets (the train form's select) -------------------------------------------
+WARM_START_SETS = (("cad-nli", "nli"), ("cad-sentiment", "sentiment"))
+WARM_START_SPLITS = ("train", "dev")
+
+
+def warm_start_choices(*, project: Project) -> list[tuple[str, str, str]]:
+    """The known data sets h may be warm-started from, for this project's task, that exist
+    under ``COUNTERPART["SHARED_DATA_DIR"]``: ``(key, label, FORMAT:PATH:SPLIT)``. The page
+    posts the key; the server maps it back through this list, so no path is ever typed."""
+    import os
+
+    from django.conf import settings
+
+    from projects.formats import FormatError
+    from projects.formats.cad import nli_files, sentiment_file
+
+    cad = os.path.join(settings.COUNTERPART["SHARED_DATA_DIR"], "cad")
+    out = []
+    for fmt, task in WARM_START_SETS:
+        if task != project.task:
+            continue
+        for split in WARM_START_SPLITS:
+            try:
+                nli_files(cad, split) if fmt == "cad-nli" else sentiment_file(cad, split)
+            except FormatError:
+                continue
+            out.append((f"{fmt}:{split}", f"CAD {task} {split} ({fmt})", f"{fmt}:{cad}:{split}"))
+    return out
