@@ -209,7 +209,7 @@ class Command(BaseCommand):
         for k, v in params.items():
             query[k] = str(v)
         start = time.perf_counter()
-        filters, errors = candidate_filters_parse(query, project=project)
+        filters, _ = candidate_filters_parse(query, project=project)
         after, before = params.get("after"), params.get("before")
         candidates_browse(project=project, filters=filters, after=after, before=before)
         return (time.perf_counter() - start) * 1000
