@@ -14,3 +14,8 @@ class AnnotateConfig(AppConfig):
         job_kind_register(
             name="route", queue="ml", handler=project_route_job, time_limit=int(settings.COUNTERPART["JOB_TIME_LIMIT"])
         )
+
+        from annotate.services.quality import export_manifest, export_provenance
+        from projects.services.exports import export_provenance_register
+
+        export_provenance_register(pairs=export_provenance, manifest=export_manifest)

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models import Avg, Count, QuerySet
+from django.db.models import Avg, Count, F, QuerySet
 
 from annotate import choices as choice_rules
 from annotate.ml import agreement
@@ -118,7 +118,24 @@ def annotator_progress(*, project: Project, user: Any) -> dict[str, int]:
         .annotate(n=Count("id"))
         .values_list("status", "n")
     )
-    return {"answered": rows.get("submitted", 0), "skipped": rows.get("skipped", 0)}
+    return {
+        "answered": rows.get("submitted", 0),
+        "skipped": rows.get("skipped", 0),
+        "left": items_left_for(project=project, user=user),
+    }
+
+
+ITEMS_LEFT_CAP = 1000
+
+
+def items_left_for(*, project: Project, user: Any) -> int:
+    """Open items that still want answers and that this annotator has not had yet (capped at
+    ``ITEMS_LEFT_CAP`` + 1 so the count stays an index range, however large the pool; the page
+    shows "1000+")."""
+    open_items = Item.objects.filter(project=project, status="open", is_gold=False, taken__lt=F("k")).exclude(
+        assignments__annotator=user
+    )
+    return open_items.values("id")[: ITEMS_LEFT_CAP + 1].count()
 
 
 def last_undoable(*, project: Project, user: Any) -> Annotation | None:
@@ -265,8 +282,12 @@ def project_quality(*, project: Project) -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001 - a numerical failure must not take the page down
             out["aggregation"] = {"items": len(mv), "error": f"Dawid–Skene failed: {exc}"}
     gold_acc = agreement.gold_accuracy(gold_rows) if gold_rows else {}
-    mv_agree = agreement.agreement_with_aggregate(real, mv) if real else {}
-    ds_agree = agreement.agreement_with_aggregate(real, ds_labels) if ds_labels else {}
+    # Agreement with an aggregate only means something on items someone else answered too:
+    # an annotator alone on an item always "agrees" with the majority of one.
+    per_item = Counter(i for i, _, _ in real)
+    shared = [r for r in real if per_item[r[0]] >= 2]
+    mv_agree = agreement.agreement_with_aggregate(shared, mv) if shared else {}
+    ds_agree = agreement.agreement_with_aggregate(shared, ds_labels) if shared and ds_labels else {}
     per_ann: dict[Any, Counter[str]] = defaultdict(Counter)
     durations: dict[Any, list[int]] = defaultdict(list)
     for _, a, _, is_gold, _, d in rows:
@@ -313,6 +334,17 @@ def project_quality(*, project: Project) -> dict[str, Any]:
 
 def memberships_for(*, project: Project) -> QuerySet[ProjectMembership]:
     return ProjectMembership.objects.filter(project=project).select_related("user").order_by("user__username")
+
+
+def member_candidates(*, project: Project) -> QuerySet[Any]:
+    """Active annotator and researcher accounts not yet members of ``project``."""
+    User = get_user_model()
+    return (
+        User.objects.filter(is_active=True, groups__name__in=[permissions.ANNOTATOR, permissions.RESEARCHER])
+        .exclude(memberships__project=project)
+        .distinct()
+        .order_by("username")
+    )
 
 
 def annotator_candidates(*, project: Project) -> QuerySet[Any]:

@@ -13,7 +13,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from annotate import selectors
@@ -26,10 +26,16 @@ from annotate.services.routing import (
     project_route_start,
 )
 from projects.http import HtmxHttpRequest
-from projects.models import Project, ProjectMembership
+from projects.models import MEMBER_ROLES, Project, ProjectMembership
 from projects.permissions import ANNOTATOR, researcher_required
 from projects.selectors import job_latest, job_progress
 from projects.services.jobs import BrokerUnavailable
+from projects.services.memberships import (
+    MembershipConflict,
+    membership_add,
+    membership_pause,
+    membership_remove,
+)
 
 
 def _project_for_annotator(request: HttpRequest, project_id: int) -> Project:
@@ -192,39 +198,115 @@ def _dashboard_context(project: Project) -> dict[str, Any]:
     }
 
 
+def _route_context(project: Project) -> dict[str, Any]:
+    route_job = job_latest(project=project, kind="route")
+    return {
+        "project": project,
+        "strategies": STRATEGIES,
+        "route_job": route_job,
+        "route_progress": job_progress(job=route_job) if route_job else None,
+        "budget": project.human_budget,
+        "strategy": "random",
+        "errors": {},
+    }
+
+
 @researcher_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def route(request: HttpRequest, project_id: int) -> HttpResponse:
-    """Queue routing as a job; the dashboard shows its progress and result."""
+    """GET: the routing form and the last routing job. POST: queue routing as a job (errors
+    next to their fields, 400)."""
     project = get_object_or_404(Project, pk=project_id)
+    ctx = _route_context(project)
+    if request.method == "GET":
+        return render(request, "annotate/route.html", ctx)
+    raw_budget, strategy = request.POST.get("budget", "").strip(), request.POST.get("strategy", "random")
+    ctx.update(budget=raw_budget, strategy=strategy)
+    errors: dict[str, str] = {}
+    budget: float | None = None
     try:
-        budget = float(request.POST["budget"]) if request.POST.get("budget") else None
-        job = project_route_start(
-            project=project, budget=budget, strategy=request.POST.get("strategy", "random"), created_by=request.user
-        )
+        budget = float(raw_budget) if raw_budget else None
     except ValueError:
-        messages.error(request, "Routing refused: the budget must be a number between 0 and 1.")
+        errors["budget"] = "the budget must be a number between 0 and 1"
+    if budget is not None and not 0 <= budget <= 1:
+        errors["budget"] = "the budget must be a number between 0 and 1"
+    if strategy not in STRATEGIES:
+        errors["strategy"] = f"choose one of {', '.join(STRATEGIES)}"
+    if errors:
+        return render(request, "annotate/route.html", {**ctx, "errors": errors}, status=400)
+    try:
+        job = project_route_start(project=project, budget=budget, strategy=strategy, created_by=request.user)
     except ValidationError as exc:
-        messages.error(request, f"Routing refused: {' '.join(exc.messages)}")
+        return render(
+            request, "annotate/route.html", {**ctx, "errors": {"general": " ".join(exc.messages)}}, status=400
+        )
     except BrokerUnavailable as exc:
-        messages.error(request, f"Routing not started: {exc}")
-        return render(request, "annotate/dashboard.html", _dashboard_context(project), status=503)
-    else:
-        messages.success(request, f"Routing queued (job {job.pk}); its result appears below when it is done.")
-    return redirect("annotate-dashboard", project_id=project.pk)
+        return render(
+            request, "annotate/route.html", {**ctx, "errors": {"general": f"Routing not started: {exc}"}}, status=503
+        )
+    messages.success(request, f"Routing queued (job {job.pk}); its progress is shown below.")
+    return redirect("annotate-route", project_id=project.pk)
+
+
+def _members_context(project: Project) -> dict[str, Any]:
+    return {
+        "project": project,
+        "members": selectors.memberships_for(project=project),
+        "candidates": selectors.member_candidates(project=project),
+        "roles": MEMBER_ROLES,
+        "errors": {},
+        "form": {"role": "annotator", "username": ""},
+    }
 
 
 @researcher_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def members(request: HttpRequest, project_id: int) -> HttpResponse:
-    """Add annotators to a project, or clear a flag."""
+    """GET: the project's annotators and researchers. POST ``action``: ``add`` (username, role),
+    ``remove``/``pause``/``resume`` (membership id); the old dashboard forms (``user`` ids,
+    ``unflag``) keep working."""
     project = get_object_or_404(Project, pk=project_id)
+    action = request.POST.get("action", "")
+    if request.method == "GET":
+        return render(request, "annotate/members.html", _members_context(project))
     if request.POST.get("unflag"):
         m = get_object_or_404(ProjectMembership, pk=request.POST["unflag"], project=project)
         membership_unflag(membership=m)
         messages.success(request, f"Cleared the flag on {m.user.username}.")
-    else:
-        users = list(get_user_model().objects.filter(pk__in=request.POST.getlist("user"), groups__name=ANNOTATOR))
-        added = project_add_annotators(project=project, users=users)
-        messages.success(request, f"Added {added} annotator(s).")
+        back = "annotate-members" if request.POST.get("next") == "members" else "annotate-dashboard"
+        return redirect(back, project_id=project.pk)
+    if action in ("remove", "pause", "resume"):
+        m = get_object_or_404(ProjectMembership, pk=request.POST.get("membership") or 0, project=project)
+        if action == "remove":
+            membership_remove(membership=m)
+            messages.success(request, f"Removed {m.user.username} from {project.name}.")
+        elif action == "pause":
+            membership_pause(membership=m, by=request.user)
+            messages.success(request, f"Paused {m.user.username}: no more items until resumed.")
+        else:
+            membership_unflag(membership=m)
+            messages.success(request, f"Resumed {m.user.username}.")
+        return redirect("annotate-members", project_id=project.pk)
+    if action == "add":
+        form = {"username": request.POST.get("username", "").strip(), "role": request.POST.get("role", "annotator")}
+        errors: dict[str, str] = {}
+        if not form["username"]:
+            errors["username"] = "choose an account"
+        else:
+            try:
+                membership_add(project=project, username=form["username"], role=form["role"])
+            except ValidationError as exc:
+                errors = {k: " ".join(v) for k, v in exc.message_dict.items()}
+            except MembershipConflict as exc:
+                errors["username"] = str(exc)
+        if errors:
+            ctx = {**_members_context(project), "errors": errors, "form": form}
+            status = 409 if "already" in errors.get("username", "") else 400
+            return render(request, "annotate/members.html", ctx, status=status)
+        messages.success(request, f"Added {form['username']} as {form['role']}.")
+        return redirect("annotate-members", project_id=project.pk)
+    # The dashboard's multi-select of annotator ids.
+    users = list(get_user_model().objects.filter(pk__in=request.POST.getlist("user"), groups__name=ANNOTATOR))
+    added = project_add_annotators(project=project, users=users)
+    messages.success(request, f"Added {added} annotator(s).")
     return redirect("annotate-dashboard", project_id=project.pk)

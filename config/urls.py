@@ -4,13 +4,16 @@ from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from projects import lockout
+from config.favicon import favicon
+from projects import lockout, token_views
 
 urlpatterns = [
+    path("favicon.ico", favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/lockouts/", lockout.lockouts, name="lockouts"),
+    path("accounts/tokens/", token_views.tokens, name="tokens"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # A page for people: anonymous visitors go to the log-in page (the schema itself answers 401).
     path("api/docs/", login_required(SpectacularSwaggerView.as_view(url_name="schema")), name="api-docs"),
@@ -18,6 +21,7 @@ urlpatterns = [
     path("api/v1/", include("projects.api_urls")),
     path("", include("projects.urls")),
     path("", include("generation.urls")),
+    path("", include("annotate.data_urls")),
     path("annotate/", include("annotate.urls")),
     path("labeling/", include("labeling.urls")),
 ]

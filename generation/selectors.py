@@ -111,22 +111,36 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _pct(value: Any) -> str:
+    """A share (0–1) as a percentage: 1 -> "100%", 0.4567 -> "45.7%"."""
+    if value is None:
+        return "–"
+    pct = float(value) * 100
+    return f"{pct:.1f}".rstrip("0").rstrip(".") + "%"
+
+
+# Metrics that are shares (0–1) and show as percentages.
+_SHARES = {"introduced_max_share"}
+
+
 def run_metrics_rows(*, run: GenerationRun) -> list[tuple[str, str]]:
-    """The run's metrics as (name, value) rows for the run page."""
+    """The run's metrics as (name, value) rows for the run page. Pairs of figures always read
+    "accepted / all"; shares show as percentages (never a bare 1)."""
     m = run.metrics or {}
     if not m or "candidates" not in m:
         return []
     rows: list[tuple[str, str]] = [
-        ("candidates", _fmt(m.get("candidates"))),
-        ("accepted (pooled)", _fmt(m.get("accepted"))),
+        ("candidates (accepted / all)", f"{_fmt(m.get('accepted'))} / {_fmt(m.get('candidates'))}"),
         ("filtered out", _fmt(m.get("filtered_out"))),
-        ("candidates per original", _fmt(m.get("candidates_per_original"))),
-        ("accepted per original", _fmt(m.get("accepted_per_original"))),
+        (
+            "candidates per original (accepted / all)",
+            f"{_fmt(m.get('accepted_per_original'))} / {_fmt(m.get('candidates_per_original'))}",
+        ),
         ("originals with an accepted candidate", _fmt(m.get("originals_with_accepted"))),
         ("accepted by all filters", _fmt(m.get("accepted_all_filters"))),
     ]
     for name, share in sorted((m.get("acceptance_by_filter") or {}).items()):
-        rows.append((f"acceptance by filter: {name}", _fmt(share)))
+        rows.append((f"acceptance by filter: {name}", _pct(share)))
     every = m.get("all_candidates") or {}
     for key, label in (
         ("distinct_1", "distinct-1"),
@@ -138,12 +152,9 @@ def run_metrics_rows(*, run: GenerationRun) -> list[tuple[str, str]]:
         ("introduced_top", "most frequent introduced token"),
         ("introduced_max_share", "share of the most frequent introduced token"),
     ):
-        rows.append((f"{label} (accepted / all)", f"{_fmt(m.get(key))} / {_fmt(every.get(key))}"))
+        fmt = _pct if key in _SHARES else _fmt
+        rows.append((f"{label} (accepted / all)", f"{fmt(m.get(key))} / {fmt(every.get(key))}"))
     for code, share in sorted((m.get("share_per_code") or {}).items()):
-        rows.append(
-            (
-                f"share of code {code} (all / accepted)",
-                f"{_fmt(share)} / {_fmt((m.get('accepted_share_per_code') or {}).get(code, 0.0))}",
-            )
-        )
+        accepted = (m.get("accepted_share_per_code") or {}).get(code, 0.0)
+        rows.append((f"share of code {code} (accepted / all)", f"{_pct(accepted)} / {_pct(share)}"))
     return rows

@@ -7,6 +7,7 @@ import json
 from typing import Any, cast
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
@@ -24,7 +25,7 @@ from generation.selectors import (
     runs_of_project,
 )
 from generation.services.run_quality import FILTER_NAMES, default_band
-from generation.services.runs import run_cancel, run_start
+from generation.services.runs import run_cancel, run_options_clean, run_start
 from projects.http import HtmxHttpRequest
 from projects.models import Project
 from projects.permissions import researcher_required
@@ -50,9 +51,10 @@ class RunStartForm(forms.Form):
         help_text='JSON object, e.g. {"codes": ["negation", "lexical"]}',
     )
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, runnable: list[str] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        cast(forms.ChoiceField, self.fields["generator"]).choices = [(n, n) for n in registry.names()]
+        offered = registry.names() if runnable is None else runnable
+        cast(forms.ChoiceField, self.fields["generator"]).choices = [(n, n) for n in offered]
 
     def clean_generator_options(self) -> dict[str, Any]:
         raw = (self.cleaned_data.get("generator_options") or "").strip()
@@ -66,6 +68,22 @@ class RunStartForm(forms.Form):
             raise forms.ValidationError("must be a JSON object")
         return value
 
+    def raw_run_options(self) -> dict[str, Any]:
+        """The options as far as they could be read, for the service's own checks (so every
+        error shows at once, not only after the form's own fields are fixed)."""
+        d = getattr(self, "cleaned_data", {})
+        options: dict[str, Any] = {}
+        for k in ("limit", "max_per_original", "seed"):
+            if k in d:
+                options[k] = d[k]
+        for k in ("similarity_band", "split"):
+            options[k] = d.get(k, self.data.get(k, ""))
+        if "filters" in d:
+            options["filters"] = list(d["filters"])
+        elif hasattr(self.data, "getlist"):
+            options["filters"] = self.data.getlist("filters")
+        return {k: v for k, v in options.items() if v not in (None, "")}
+
     def run_options(self) -> dict[str, Any]:
         d = self.cleaned_data
         options = {k: d.get(k) for k in ("limit", "max_per_original", "seed", "similarity_band", "split")}
@@ -74,35 +92,73 @@ class RunStartForm(forms.Form):
         return {k: v for k, v in options.items() if v not in (None, "")}
 
 
+def generator_availability(project: Project) -> list[tuple[str, str, bool, str]]:
+    """Every generator as (name, description, can run, why not) for this project's task and
+    the configured models."""
+    config = {k.lower(): v for k, v in settings.COUNTERPART.items()}
+    out = []
+    for name in registry.names():
+        ok, reason = registry.can_run(name, project.task, config)
+        out.append((name, registry.entry(name).description, ok, reason))
+    return out
+
+
 @researcher_required
 def run_new(request: HttpRequest, project_id: int) -> HttpResponse:
-    """Start a run from a project: pick a generator and its options."""
+    """Start a run from a project: pick a generator (only those that can run for this
+    project's task and configuration are offered; the others are listed with the reason)
+    and its options. Every error shows next to its field at once."""
     project = get_object_or_404(Project, pk=project_id)
-    default = "coco-cf" if project.task == "image-caption" else "rules"
-    form = RunStartForm(request.POST or None, initial={"generator": default})
     status = 200
-    if request.method == "POST" and form.is_valid():
+    available = generator_availability(project)
+    runnable = [name for name, _, ok, _ in available if ok]
+    # A generator that needs a model may still run when the form names one (model_path).
+    posted = request.POST.get("generator", "")
+    if request.method == "POST" and posted and posted not in runnable and registry.is_registered(posted):
         try:
-            run = run_start(
-                project=project,
-                generator=form.cleaned_data["generator"],
-                options=form.run_options(),
-                created_by=request.user,
-            )
+            opts = json.loads(request.POST.get("generator_options") or "{}")
+        except json.JSONDecodeError:
+            opts = {}
+        config = {k.lower(): v for k, v in settings.COUNTERPART.items()}
+        if isinstance(opts, dict) and registry.can_run(posted, project.task, config, opts)[0]:
+            runnable.append(posted)
+    default = "coco-cf" if project.task == "image-caption" else "rules"
+    form = RunStartForm(request.POST or None, initial={"generator": default}, runnable=runnable)
+    if request.method == "POST":
+        valid = form.is_valid()
+        if posted and posted not in runnable and registry.is_registered(posted):
+            reason = next((r for n, _, _, r in available if n == posted), "")
+            form.errors.pop("generator", None)
+            form.add_error("generator", f"{posted} cannot run for this project: {reason or 'not available'}")
+        try:
+            run_options_clean(project=project, options=form.raw_run_options())
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():
-                form.add_error(field if field in form.fields else None, errors)
-        except BrokerUnavailable as exc:  # the run is marked failed; it never runs in the request
-            form.add_error(None, f"The run was not started: {exc}. Start the broker, then try again.")
-            status = 503
-        else:
-            return redirect("run-detail", pk=run.pk)
+                if field in form.fields and field not in form.errors:
+                    form.add_error(field, errors)
+            valid = False
+        if valid and not form.errors:
+            try:
+                run = run_start(
+                    project=project,
+                    generator=form.cleaned_data["generator"],
+                    options=form.run_options(),
+                    created_by=request.user,
+                )
+            except ValidationError as exc:
+                for field, errors in exc.message_dict.items():
+                    form.add_error(field if field in form.fields else None, errors)
+            except BrokerUnavailable as exc:  # the run is marked failed; it never runs in the request
+                form.add_error(None, f"The run was not started: {exc}. Start the broker, then try again.")
+                status = 503
+            else:
+                return redirect("run-detail", pk=run.pk)
     band = default_band(project.task)
     context = {
         "project": project,
         "form": form,
         "default_band": f"{band[0]},{band[1]}",
-        "generators": [(n, registry.entry(n).description) for n in registry.names()],
+        "generators": available,
     }
     if form.errors and status == 200:
         status = 400

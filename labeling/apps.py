@@ -14,3 +14,8 @@ class LabelingConfig(AppConfig):
         limit = int(settings.COUNTERPART["JOB_TIME_LIMIT"])
         job_kind_register(name="train", queue="ml", handler=pairwise_train_job, time_limit=limit)
         job_kind_register(name="autolabel", queue="ml", handler=autolabel_job, time_limit=limit)
+
+        from labeling.selectors import export_manifest, export_provenance
+        from projects.services.exports import export_provenance_register
+
+        export_provenance_register(pairs=export_provenance, manifest=export_manifest)

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 from django.core.exceptions import ValidationError
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from labeling.ml.active import diverse_uncertain, margin_uncertainty, reduce_features
 from labeling.ml.features import Pair
@@ -169,3 +169,64 @@ def active_selection_for(*, project: Project, n: int, seed: int) -> ActiveSelect
     if len(picked) < n and unscorable:
         picked.extend(random.Random(seed).sample(unscorable, min(n - len(picked), len(unscorable))))
     return ActiveSelection(picked, messages)
+
+
+# -- export provenance (registered in LabelingConfig.ready) ---------------------------------
+
+
+def _h_latest(project: Project) -> Any:
+    from labeling.models import AutolabelRun
+
+    return AutolabelRun.objects.filter(project=project).select_related("model").order_by("-created_at", "-id").first()
+
+
+def export_provenance(project: Project, candidate_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """The h version behind each auto label or abstention: the model of the project's latest
+    auto-label run (every run re-labels all pooled/abstained pairs it considers)."""
+    run = _h_latest(project)
+    if run is None:
+        return {}
+    ids = (
+        Candidate.objects.filter(pk__in=candidate_ids)
+        .filter(Q(label_source="auto") | Q(state=states.ABSTAINED))
+        .values_list("id", flat=True)
+    )
+    return {cid: {"h_version": run.model.version} for cid in ids}
+
+
+def export_manifest(project: Project) -> dict[str, Any]:
+    run = _h_latest(project)
+    if run is None:
+        return {"h": None}
+    m = run.model
+    return {"h": {"version": m.version, "mode": m.mode, "threshold": run.min_confidence, "n_train": m.n_train}}
+
+
+# -- warm-start data sets (the train form's select) -------------------------------------------
+WARM_START_SETS = (("cad-nli", "nli"), ("cad-sentiment", "sentiment"))
+WARM_START_SPLITS = ("train", "dev")
+
+
+def warm_start_choices(*, project: Project) -> list[tuple[str, str, str]]:
+    """The known data sets h may be warm-started from, for this project's task, that exist
+    under ``COUNTERPART["SHARED_DATA_DIR"]``: ``(key, label, FORMAT:PATH:SPLIT)``. The page
+    posts the key; the server maps it back through this list, so no path is ever typed."""
+    import os
+
+    from django.conf import settings
+
+    from projects.formats import FormatError
+    from projects.formats.cad import nli_files, sentiment_file
+
+    cad = os.path.join(settings.COUNTERPART["SHARED_DATA_DIR"], "cad")
+    out = []
+    for fmt, task in WARM_START_SETS:
+        if task != project.task:
+            continue
+        for split in WARM_START_SPLITS:
+            try:
+                nli_files(cad, split) if fmt == "cad-nli" else sentiment_file(cad, split)
+            except FormatError:
+                continue
+            out.append((f"{fmt}:{split}", f"CAD {task} {split} ({fmt})", f"{fmt}:{cad}:{split}"))
+    return out

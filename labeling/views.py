@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
 from labeling import services
-from labeling.selectors import flip_rates_for
+from labeling.selectors import flip_rates_for, warm_start_choices
 from projects.models import Project
 from projects.permissions import researcher_required
 from projects.selectors import job_latest, job_progress
@@ -27,7 +27,13 @@ def flip_rates(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _fragment(
-    request: HttpRequest, project: Project, *, message: str = "", error: str = "", status: int = 200
+    request: HttpRequest,
+    project: Project,
+    *,
+    message: str = "",
+    error: str = "",
+    status: int = 200,
+    errors: dict[str, str] | None = None,
 ) -> HttpResponse:
     jobs = [j for j in (job_latest(project=project, kind="train"), job_latest(project=project, kind="autolabel")) if j]
     context: dict[str, Any] = {
@@ -36,6 +42,8 @@ def _fragment(
         "message": message,
         "error": error,
         "jobs": [{"job": j, "progress": job_progress(job=j)} for j in jobs],
+        "warm_starts": warm_start_choices(project=project),
+        "errors": errors or {},
     }
     return render(request, "labeling/_flip_rates.html", context, status=status)
 
@@ -45,11 +53,18 @@ def _fragment(
 def pairwise_train_start(request: HttpRequest, pk: int) -> HttpResponse:
     """Queue training of h (a ``train`` job); refuse at once when the labels can't train it."""
     project = get_object_or_404(Project, pk=pk)
+    key = request.POST.get("warm_start", "").strip()
+    known = {k: spec for k, _, spec in warm_start_choices(project=project)}
+    if key and key not in known:
+        choices = ", ".join(known) or f"none for {project.task} projects"
+        return _fragment(
+            request, project, errors={"warm_start": f"choose one of the listed data sets ({choices})"}, status=400
+        )
     try:
         job = services.pairwise_train_start(
             project=project,
             mode=request.POST.get("mode", "capc"),
-            warm_start=request.POST.get("warm_start", "").strip(),
+            warm_start=known.get(key, ""),
             created_by=request.user,
         )
     except ValidationError as exc:

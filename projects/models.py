@@ -153,19 +153,28 @@ class Candidate(models.Model):
         indexes: ClassVar[list[models.Index]] = [
             models.Index(fields=["project", "state"], name="candidate_project_state"),
             models.Index(fields=["example"], name="candidate_example"),
+            # The data browser pages by id (keyset), over all of a project's candidates or one state.
+            models.Index(fields=["project", "id"], name="candidate_project_id"),
+            models.Index(fields=["project", "state", "id"], name="candidate_project_state_id"),
         ]
 
     def __str__(self) -> str:
         return self.external_id
 
 
+MEMBER_ROLES = ["annotator", "researcher"]
+
+
 class ProjectMembership(models.Model):
-    """Who annotates which project. Quality bookkeeping (gold answers, qualification, flags)
+    """Who works on which project, as what (``role``: an annotator annotates it; a researcher
+    membership records who runs the project — researchers may open every project whatever
+    their memberships). Quality bookkeeping (gold answers, qualification, flags)
     is updated with F() expressions by ``annotate`` when a gold answer is saved, so that
     next-item never has to count over the annotation table."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, default="annotator", choices=[(r, r) for r in MEMBER_ROLES])
     created_at = models.DateTimeField(auto_now_add=True)
     gold_answered = models.PositiveIntegerField(default=0)
     gold_correct = models.PositiveIntegerField(default=0)
@@ -178,6 +187,32 @@ class ProjectMembership(models.Model):
         constraints: ClassVar[list[models.BaseConstraint]] = [
             models.UniqueConstraint(fields=["project", "user"], name="membership_unique"),
             models.CheckConstraint(condition=Q(gold_correct__lte=F("gold_answered")), name="membership_gold_le"),
+            models.CheckConstraint(condition=Q(role__in=MEMBER_ROLES), name="membership_role_valid"),
+        ]
+
+
+class LabelOverride(models.Model):
+    """A researcher's relabelling of one candidate, kept as a record of who, when and what it
+    replaced. The candidate itself then carries the new label with ``label_source="human"``
+    and state ``human_labeled`` (the pairs-jsonl contract knows no other source), so the
+    override wins over auto labels and is never re-labelled by a later auto-label run."""
+
+    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="overrides")
+    label = models.ForeignKey(Label, on_delete=models.PROTECT, related_name="+")
+    previous_label = models.ForeignKey(Label, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    previous_source = models.CharField(max_length=16, blank=True, default="")
+    previous_state = models.CharField(max_length=16)
+    previous_confidence = models.FloatField(null=True, blank=True)
+    note = models.CharField(max_length=500, blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["-created_at", "-id"]
+        indexes: ClassVar[list[models.Index]] = [
+            models.Index(fields=["candidate", "-created_at"], name="override_candidate_time")
         ]
 
 

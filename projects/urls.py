@@ -7,7 +7,9 @@ urlpatterns: list = [
     path("projects/", views.project_list, name="project-list"),
     path("projects/<int:pk>/", views.project_detail, name="project-detail"),
     path("projects/<int:pk>/export/", views.project_export, name="project-export"),
+    path("projects/<int:pk>/export/manifest/", views.project_export_manifest, name="project-export-manifest"),
     path("projects/<int:pk>/import/", views.project_import, name="project-import"),
+    path("exports/<int:job_id>/download/", views.export_download, name="export-download"),
     path("jobs/", views.job_list, name="job-list"),
     path("jobs/<int:pk>/", views.job_fragment, name="job-fragment"),
 ]

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -18,10 +18,11 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
-from projects import permissions
+from projects import permissions, states
 from projects.formats import FORMATS
+from projects.formats.reading import LABEL_SOURCES
 from projects.http import HtmxHttpRequest
-from projects.models import Project
+from projects.models import Job, Project
 from projects.permissions import researcher_required
 from projects.selectors import (
     job_get,
@@ -30,8 +31,21 @@ from projects.selectors import (
     project_list_with_counts,
     project_overview,
 )
-from projects.services.exports import ExportError, data_export
+from projects.services.exports import (
+    EXCLUDED_BY_DEFAULT,
+    EXPORT_FORMATS,
+    ExportError,
+    candidates_for_export,
+    data_export,
+    export_count_over,
+    export_file_for,
+    export_filters_parse,
+    export_manifest,
+    export_splits,
+    export_start,
+)
 from projects.services.imports import ImportRefused, data_import
+from projects.services.jobs import BrokerUnavailable
 from projects.uploads import MaxSizeUploadHandler
 
 
@@ -57,30 +71,89 @@ def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return render(request, "projects/project_detail.html", context)
 
 
+def _export_context(project: Project, form: dict[str, Any], errors: dict[str, str], job: Any = None) -> dict[str, Any]:
+    return {
+        "project": project,
+        "form": form,
+        "errors": errors,
+        "formats": EXPORT_FORMATS,
+        "states": states.STATES,
+        "label_sources": [*LABEL_SOURCES, "none"],
+        "excluded_by_default": EXCLUDED_BY_DEFAULT,
+        "splits": export_splits(project=project),
+        "sync_max": settings.COUNTERPART["EXPORT_SYNC_MAX"],
+        "job": job,
+        "progress": job_progress(job=job) if job else None,
+    }
+
+
 @researcher_required
+@require_GET
 def project_export(request: HttpRequest, pk: int) -> HttpResponse | FileResponse:
-    """Download the project's pairs (``?format=pairs-jsonl|csv`` plus the export filters)."""
+    """No query: the export form. With a format or filters: up to ``EXPORT_SYNC_MAX`` rows
+    download at once; more run as an ``export`` job whose file downloads when ready."""
     project = get_object_or_404(Project, pk=pk)
-    fmt = request.GET.get("format", "pairs-jsonl")
+    if not request.GET:
+        form = {"format": "pairs-jsonl", "state": [], "label_source": [], "min_confidence": None, "split": []}
+        return render(request, "projects/project_export.html", _export_context(project, form, {}))
+    form, errors = export_filters_parse(request.GET)
+    if errors:
+        return render(request, "projects/project_export.html", _export_context(project, form, errors), status=400)
+    fmt = form.pop("format")
+    if export_count_over(project=project, filters=form, limit=settings.COUNTERPART["EXPORT_SYNC_MAX"]):
+        try:
+            job = export_start(project=project, format=fmt, filters=form, created_by=request.user)
+        except BrokerUnavailable as exc:
+            ctx = _export_context(project, {"format": fmt, **form}, {"general": f"Export not started: {exc}"})
+            return render(request, "projects/project_export.html", ctx, status=503)
+        return render(
+            request, "projects/project_export.html", _export_context(project, {"format": fmt, **form}, {}, job)
+        )
     fd, path = tempfile.mkstemp(suffix=".export")
     os.close(fd)
     try:
-        data_export(
-            project=project,
-            format=fmt,
-            out=path,
-            state=request.GET.getlist("state") or None,
-            label_source=request.GET.getlist("label_source") or None,
-            min_confidence=float(request.GET["min_confidence"]) if request.GET.get("min_confidence") else None,
-            split=request.GET.getlist("split") or None,
-        )
+        data_export(project=project, format=fmt, out=path, manifest=False, **form)
         fh = open(path, "rb")  # noqa: SIM115 - FileResponse closes it
-    except (ExportError, ValueError) as exc:
+    except ExportError as exc:
         return HttpResponseBadRequest(str(exc))
     finally:
         os.unlink(path)  # the open handle keeps the data until the response is sent
     ext = "csv" if fmt == "csv" else "jsonl"
     return FileResponse(fh, as_attachment=True, filename=f"{project.name}.{ext}")
+
+
+@researcher_required
+@require_GET
+def project_export_manifest(request: HttpRequest, pk: int) -> HttpResponse:
+    """The manifest of the export the same query would download (JSON)."""
+    project = get_object_or_404(Project, pk=pk)
+    form, errors = export_filters_parse(request.GET)
+    if errors:
+        return JsonResponse({"errors": errors}, status=400)
+    fmt = form.pop("format")
+    rows = candidates_for_export(project=project, **form).count()
+    return JsonResponse(
+        export_manifest(project=project, format=fmt, filters=form, rows=rows), json_dumps_params={"indent": 2}
+    )
+
+
+@researcher_required
+@require_GET
+def export_download(request: HttpRequest, job_id: int) -> HttpResponse:
+    """The file an ``export`` job wrote (``?part=manifest``: its manifest). Only files inside
+    ``EXPORT_DIR`` named by the job itself are served."""
+    job = get_object_or_404(Job, pk=job_id, kind="export")
+    if job.status != "succeeded":
+        return HttpResponse(f"export job {job.pk} is {job.status}; nothing to download yet", status=409)
+    path = export_file_for(job=job, manifest=request.GET.get("part") == "manifest")
+    if path is None:
+        raise Http404("the export file is gone")
+    stem = f"{job.project.name if job.project else 'export'}-{job.pk}"
+    name = f"{stem}.manifest.json" if request.GET.get("part") == "manifest" else f"{stem}{path.suffix}"
+    return FileResponse(open(path, "rb"), as_attachment=True, filename=name)
+
+
+SKIP_HINT = "the “Skip bad rows” box ticked"
 
 
 @csrf_exempt  # the CSRF check runs below, after the upload handlers are in place
@@ -122,6 +195,7 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
                 paths=[path],
                 split=request.POST.get("split", ""),
                 strict=not request.POST.get("skip_bad_rows"),
+                skip_hint=SKIP_HINT,
             )
         except ImportRefused as exc:
             name = upload.name or "upload"

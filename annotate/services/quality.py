@@ -18,7 +18,7 @@ from annotate import choices as choice_rules
 from annotate.ml import agreement, policy
 from annotate.models import Annotation, Item
 from projects import states
-from projects.models import Label, ProjectMembership
+from projects.models import Label, Project, ProjectMembership
 from projects.services.candidates import candidates_transition
 
 
@@ -178,3 +178,26 @@ def membership_unflag(*, membership: ProjectMembership, qualify: bool = True) ->
     ProjectMembership.objects.filter(pk=membership.pk).update(**fields)
     membership.refresh_from_db()
     return membership
+
+
+# -- export provenance (registered in AnnotateConfig.ready) ---------------------------------
+
+
+def export_provenance(project: Project, candidate_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """Per pair: how many annotators answered its real items and the share that agreed on
+    the aggregated answer (the lowest over an image pair's two items)."""
+    out: dict[int, dict[str, Any]] = {}
+    rows = Item.objects.filter(candidate_id__in=candidate_ids, is_gold=False).values_list(
+        "candidate_id", "done", "result_agreement"
+    )
+    for cid, done, share in rows:
+        entry = out.setdefault(cid, {"annotators": 0, "agreement": None})
+        entry["annotators"] = max(entry["annotators"], done)
+        if share is not None:
+            share = round(float(share), 4)
+            entry["agreement"] = share if entry["agreement"] is None else min(entry["agreement"], share)
+    return out
+
+
+def export_manifest(project: Project) -> dict[str, Any]:
+    return {"annotators_per_item": project.annotators_per_item}

@@ -294,6 +294,8 @@ COUNTERPART: CounterpartSettings = {
     "JOB_STALE_SECONDS": env_float("COUNTERPART_JOB_STALE_SECONDS", 60.0),
     "JOB_TIME_LIMIT": env_int("COUNTERPART_JOB_TIME_LIMIT", 3 * 3600),
     "EXPORT_DIR": env("COUNTERPART_EXPORT_DIR", str(VAR_DIR / "exports")),
+    # Exports of more rows than this run as an ``export`` job (the page then offers a download).
+    "EXPORT_SYNC_MAX": env_int("COUNTERPART_EXPORT_SYNC_MAX", 20000),
 }
 
 # Redis redelivers an unacknowledged message after the visibility timeout. Stranded jobs are

@@ -27,12 +27,35 @@ from generation.ml.base import Generator, GeneratorConfigError
 Factory = Callable[..., Generator]
 
 
+TEXT_TASKS = ("sentiment", "nli", "paraphrase", "boolean-qa")
+
+
 @dataclass(frozen=True)
 class GeneratorEntry:
     name: str
     module: str = ""  # dotted path imported lazily (built-ins)
     factory: Factory | None = None  # a callable taking keyword options (plug-ins, tests)
     description: str = ""
+    tasks: tuple[str, ...] | None = None  # the tasks it makes sense for; None: every task
+    # Settings (lower-case COUNTERPART keys) of which at least one must be set, or an option
+    # of the same meaning given with the run (``needs_option``), for it to produce anything.
+    needs_any: tuple[str, ...] = ()
+    needs_option: tuple[str, ...] = ()
+
+    def can_run(
+        self, task: str, settings: Mapping[str, object], options: Mapping[str, object] | None = None
+    ) -> tuple[bool, str]:
+        """Whether a run on a ``task`` project with these settings can produce candidates,
+        and if not, why (a sentence for the run form)."""
+        if self.tasks is not None and task not in self.tasks:
+            return False, f"not for {task} projects (only {', '.join(self.tasks)})"
+        if self.needs_any:
+            given = dict(options or {})
+            if not any(settings.get(k) for k in self.needs_any) and not any(given.get(o) for o in self.needs_option):
+                names = " or ".join(f"COUNTERPART_{k.upper()}" for k in self.needs_any)
+                hint = f" (or the {' / '.join(self.needs_option)} option)" if self.needs_option else ""
+                return False, f"no model configured: set {names}{hint}"
+        return True, ""
 
 
 _BUILTINS: tuple[GeneratorEntry, ...] = (
@@ -43,22 +66,30 @@ _BUILTINS: tuple[GeneratorEntry, ...] = (
         "rationale-infill",
         "generation.ml.rationale_infill",
         description="Mask the words the base classifier relies on, infill for each other label.",
+        tasks=TEXT_TASKS,
     ),
     GeneratorEntry(
         "llm-prompt",
         "generation.ml.llm_prompt",
         description="Masked-span prompting of a local language model with a teacher filter.",
+        tasks=TEXT_TASKS,
+        needs_any=("causal_lm_path", "seq2seq_path"),
+        needs_option=("model_path",),
     ),
     GeneratorEntry(
         "concept-constrained",
         "generation.ml.concept_constrained",
         description="Label-steered decoding constrained to keep the original's concepts.",
+        tasks=TEXT_TASKS,
+        needs_any=("causal_lm_path", "seq2seq_path"),
+        needs_option=("model_path", "steer_paths"),
     ),
     GeneratorEntry(
         "coco-cf",
         "generation.ml.captions",
         description="COCO-Counterfactuals: one noun of a caption replaced, MiniLM band, "
         "an image pair per caption pair when a diffusion model is configured.",
+        tasks=("image-caption",),
     ),
 )
 
@@ -78,6 +109,17 @@ def unregister(name: str) -> None:
     for entry in _BUILTINS:
         if entry.name == name:
             _registry[name] = entry
+
+
+def can_run(
+    name: str, task: str, settings: Mapping[str, object], options: Mapping[str, object] | None = None
+) -> tuple[bool, str]:
+    """``(True, "")`` when generator ``name`` can produce candidates for a ``task`` project
+    with these settings (lower-case keys), else ``(False, reason)``."""
+    try:
+        return entry(name).can_run(task, settings, options)
+    except GeneratorConfigError as exc:
+        return False, str(exc)
 
 
 def names() -> list[str]:

@@ -87,7 +87,12 @@ def _check_fields(text_fields: list[str] | None, expected: list[str], fmt: str) 
 
 
 class _TsvRows:
-    """Data rows of a plain (unquoted) TSV file with a header: ``(line, [cols]) | Problem``."""
+    """Data rows of a TSV file with a header: ``(line, [cols]) | Problem``.
+
+    The CAD NLI files quote a field the way Excel's ``excel-tab`` dialect does: a field that
+    holds a double quote is wrapped in quotes and its quotes are doubled
+    (``"The company ""Camden""."``). Each line is one row (no field spans lines), so every
+    line is parsed on its own with :mod:`csv` in that dialect; an unquoted field is kept as is."""
 
     def __init__(self, path: str, *, header: list[str], max_line_bytes: int) -> None:
         self.path = path
@@ -109,11 +114,18 @@ class _TsvRows:
             line = text.rstrip("\r\n")
             if not line.strip():
                 continue  # blank lines (e.g. at the end) are not rows
-            cols = line.split("\t")
+            cols = _tsv_fields(line)
             if len(cols) != 3:
                 return Problem(self.path, lineno, f"expected 3 tab-separated columns, found {len(cols)}")
             return lineno, cols
         return None
+
+
+def _tsv_fields(line: str) -> list[str]:
+    """One TSV line's fields, unquoted in the ``excel-tab`` dialect (doubled quotes become one)."""
+    if '"' not in line:
+        return line.split("\t")
+    return next(csv.reader([line], dialect="excel-tab"))
 
 
 def read_nli(

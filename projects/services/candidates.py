@@ -36,3 +36,43 @@ def candidate_transition(*, candidate: Candidate, to: str, **fields: Any) -> Can
         raise states.InvalidTransition(f"candidate {candidate.pk} is now {candidate.state!r}; cannot move to {to!r}")
     candidate.refresh_from_db()
     return candidate
+
+
+class OverrideRefused(ValueError):
+    pass
+
+
+def candidate_override(*, candidate: Candidate, label: str, by: Any, note: str = "") -> Candidate:
+    """A researcher relabels a pair. The candidate becomes ``human_labeled`` with
+    ``label_source="human"`` and confidence 1 (so it wins over every auto label and is never
+    auto-labelled again); a :class:`~projects.models.LabelOverride` records who, when and what
+    it replaced. A pair still being annotated (``routed``) may be overridden too: the
+    annotators' answers then no longer change its label. ``filtered_out`` and ``generated``
+    candidates are refused (they are not part of the data set)."""
+    from projects.models import Label, LabelOverride
+
+    target = Label.objects.filter(project_id=candidate.project_id, name=label).first()
+    if target is None:
+        names = list(Label.objects.filter(project_id=candidate.project_id).values_list("name", flat=True))
+        raise OverrideRefused(f"{label!r} is not one of this project's labels ({', '.join(names)})")
+    with transaction.atomic():
+        locked = Candidate.objects.select_for_update().get(pk=candidate.pk)
+        if locked.state in (states.FILTERED_OUT, states.GENERATED):
+            raise OverrideRefused(f"a {locked.state} candidate is not in the data set; it cannot be relabelled")
+        LabelOverride.objects.create(
+            candidate=locked,
+            label=target,
+            previous_label_id=locked.label_id,
+            previous_source=locked.label_source,
+            previous_state=locked.state,
+            previous_confidence=locked.confidence,
+            note=note[:500],
+            created_by=by,
+        )
+        # human_labeled is terminal in the state machine; a researcher's override of an
+        # already human-labelled pair changes the label only.
+        Candidate.objects.filter(pk=locked.pk).update(
+            state=states.HUMAN_LABELED, label=target, label_source="human", confidence=1.0
+        )
+    candidate.refresh_from_db()
+    return candidate

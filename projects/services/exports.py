@@ -12,32 +12,99 @@ content in columns (see :mod:`projects.formats.tabular`).
 Only pairs are exported (originals without candidates are not). Rows come in candidate id
 order, i.e. in the order they were imported or generated. The candidate's *state* is not
 written; re-importing derives it from the label source (pooled, human_labeled, auto_labeled).
+Candidates the filters threw out (``filtered_out``) and unfiltered ``generated`` ones are
+left out unless a ``state`` filter names them.
+
+Provenance: every pair carries ``meta.provenance`` (generator, perturbation, label source,
+confidence, and where the other apps know them: the h version that auto-labelled it, the
+number of annotators and their agreement — added by providers registered with
+:func:`export_provenance_register`). A provenance that came in with an imported pair is kept
+unless this project knows better, so export → import → export gives the same bytes. A path
+export also writes a manifest, ``<file>.manifest.json`` (see docs/data-and-formats.md).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from django.conf import settings
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
 
 from projects import formats, states
 from projects.formats import OriginalRecord, PairRecord
 from projects.formats.reading import LABEL_SOURCES
-from projects.models import Candidate, Job, Label, Project
+from projects.models import Candidate, Example, Job, Label, Project
 from projects.services.jobs import JobContext, JobFailed, job_start
 
 EXPORT_FORMATS = ["pairs-jsonl", "csv"]
+# Left out unless a state filter names them: not part of the data set.
+EXCLUDED_BY_DEFAULT = [states.FILTERED_OUT, states.GENERATED]
+
+# Provenance providers: ``fn(project, candidate_ids) -> {candidate_id: {key: value}}``, and
+# manifest providers ``fn(project) -> {key: value}``; registered by the apps that know
+# (annotate: annotators and agreement; labeling: the h version), in their AppConfig.ready.
+ProvenanceProvider = Callable[[Project, list[int]], dict[int, dict[str, Any]]]
+ManifestProvider = Callable[[Project], dict[str, Any]]
+_PROVENANCE: list[ProvenanceProvider] = []
+_MANIFEST: list[ManifestProvider] = []
+CHUNK = 2000
+
+
+def export_provenance_register(
+    *, pairs: ProvenanceProvider | None = None, manifest: ManifestProvider | None = None
+) -> None:
+    if pairs is not None and pairs not in _PROVENANCE:
+        _PROVENANCE.append(pairs)
+    if manifest is not None and manifest not in _MANIFEST:
+        _MANIFEST.append(manifest)
 
 
 class ExportError(ValueError):
     pass
+
+
+def export_filters_parse(params: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """The export filters from a query dict (a page's GET, or a dict of lists from the API)
+    and the errors by field name. Lists may also come comma-separated (``state=a,b``)."""
+
+    def many(name: str) -> list[str]:
+        raw = params.getlist(name) if hasattr(params, "getlist") else params.get(name) or []
+        if isinstance(raw, str):
+            raw = [raw]
+        return [v.strip() for item in raw for v in str(item).split(",") if v.strip()]
+
+    errors: dict[str, str] = {}
+    state, label_source, split = many("state"), many("label_source"), many("split")
+    if unknown := sorted(set(state) - set(states.STATES)):
+        errors["state"] = f"unknown state(s) {', '.join(unknown)}; choose from {', '.join(states.STATES)}"
+    if unknown := sorted(set(label_source) - set(LABEL_SOURCES) - {"none"}):
+        errors["label_source"] = (
+            f"unknown label source(s) {', '.join(unknown)}; choose from {', '.join(LABEL_SOURCES)}, none"
+        )
+    min_confidence = None
+    raw = params.get("min_confidence")
+    if raw not in (None, ""):
+        try:
+            min_confidence = float(raw)
+        except (TypeError, ValueError):
+            errors["min_confidence"] = "a number between 0 and 1"
+        else:
+            if not 0 <= min_confidence <= 1:
+                errors["min_confidence"] = "a number between 0 and 1"
+    fmt = params.get("format") or "pairs-jsonl"
+    if fmt not in EXPORT_FORMATS:
+        errors["format"] = f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}"
+    filters = {"state": state, "label_source": label_source, "min_confidence": min_confidence, "split": split}
+    return {"format": fmt, **filters}, errors
 
 
 def candidates_for_export(
@@ -53,6 +120,8 @@ def candidates_for_export(
     ``label_source`` filters on the exported label's source: a final label's source, or
     ``gold`` for a candidate whose only label is its known answer."""
     qs = Candidate.objects.filter(project=project).select_related("example").order_by("id")
+    if not state:
+        qs = qs.exclude(state__in=EXCLUDED_BY_DEFAULT)
     if state:
         unknown = sorted(set(state) - set(states.STATES))
         if unknown:
@@ -77,46 +146,114 @@ def candidates_for_export(
     return qs
 
 
+def _chunks(candidates: QuerySet[Candidate]) -> Iterator[list[Candidate]]:
+    chunk: list[Candidate] = []
+    for c in candidates.iterator(chunk_size=CHUNK):
+        chunk.append(c)
+        if len(chunk) >= CHUNK:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
 def pair_records(*, project: Project, candidates: QuerySet[Candidate]) -> Iterator[PairRecord]:
-    """Candidates as :class:`PairRecord`\\ s (streamed in chunks; labels mapped from one query)."""
+    """Candidates as :class:`PairRecord`\\ s (streamed in chunks; labels mapped from one query,
+    provenance from one query per provider and chunk)."""
     names = dict(Label.objects.filter(project=project).values_list("id", "name"))
 
     def name(label_id: int | None) -> str | None:
         return names[label_id] if label_id is not None else None
 
-    for c in candidates.iterator(chunk_size=2000):
-        ex = c.example
-        original = OriginalRecord(
-            id=ex.external_id,
-            fields=ex.fields,
-            label=name(ex.label_id),
-            image=ex.image,
-            source=ex.source,
-            split=ex.split,
-            meta=ex.meta or {},
-        )
-        if c.label_id is not None:
-            label, source, gold = name(c.label_id), c.label_source, name(c.gold_label_id)
-        elif c.gold_label_id is not None:
-            label, source, gold = name(c.gold_label_id), "gold", None
-        else:
-            label, source, gold = None, "", None
-        yield PairRecord(
-            id=c.external_id,
-            original=original,
-            cf_fields=c.fields,
-            group=c.group,
-            cf_label=label,
-            target_label=name(c.target_label_id),
-            generator=c.generator,
-            perturbation=c.perturbation,
-            label_source=source,
-            confidence=c.confidence,
-            cf_image=c.image,
-            meta=c.meta or {},
-            gold_label=gold,
-            scores=c.scores or {},
-        )
+    for chunk in _chunks(candidates):
+        known: dict[int, dict[str, Any]] = {}
+        for provider in _PROVENANCE:
+            for cid, values in provider(project, [c.pk for c in chunk]).items():
+                known.setdefault(cid, {}).update(values)
+        for c in chunk:
+            yield _record(c, name, known.get(c.pk, {}))
+
+
+def _record(c: Candidate, name: Callable[[int | None], str | None], known: dict[str, Any]) -> PairRecord:
+    ex = c.example
+    original = OriginalRecord(
+        id=ex.external_id,
+        fields=ex.fields,
+        label=name(ex.label_id),
+        image=ex.image,
+        source=ex.source,
+        split=ex.split,
+        meta=ex.meta or {},
+    )
+    if c.label_id is not None:
+        label, source, gold = name(c.label_id), c.label_source, name(c.gold_label_id)
+    elif c.gold_label_id is not None:
+        label, source, gold = name(c.gold_label_id), "gold", None
+    else:
+        label, source, gold = None, "", None
+    meta = dict(c.meta or {})
+    provenance = dict(meta.get("provenance") or {}) if isinstance(meta.get("provenance"), dict) else {}
+    provenance.update(
+        {"generator": c.generator, "perturbation": c.perturbation, "label_source": source, "confidence": c.confidence}
+    )
+    provenance.update({k: v for k, v in known.items() if v is not None})
+    meta["provenance"] = dict(sorted(provenance.items()))
+    return PairRecord(
+        id=c.external_id,
+        original=original,
+        cf_fields=c.fields,
+        group=c.group,
+        cf_label=label,
+        target_label=name(c.target_label_id),
+        generator=c.generator,
+        perturbation=c.perturbation,
+        label_source=source,
+        confidence=c.confidence,
+        cf_image=c.image,
+        meta=meta,
+        gold_label=gold,
+        scores=c.scores or {},
+    )
+
+
+def export_manifest(
+    *, project: Project, format: str, filters: dict[str, Any], rows: int, path: str | None = None
+) -> dict[str, Any]:
+    """What an export holds and where it came from (the sidecar ``<file>.manifest.json``)."""
+    qs = candidates_for_export(project=project, **filters).select_related(None).order_by()
+    by_source = dict(qs.values("label_source").annotate(n=Count("id")).values_list("label_source", "n"))
+    by_generator = dict(qs.values("generator").annotate(n=Count("id")).values_list("generator", "n"))
+    manifest: dict[str, Any] = {
+        "manifest_version": 1,
+        "project": project.name,
+        "task": project.task,
+        "labels": list(Label.objects.filter(project=project).order_by("position").values_list("name", flat=True)),
+        "text_fields": list(project.text_fields),
+        "format": format,
+        "filters": {k: v for k, v in filters.items() if v not in (None, [], "")},
+        "excluded_by_default": [] if filters.get("state") else EXCLUDED_BY_DEFAULT,
+        "rows": rows,
+        "label_sources": {(k or "none"): v for k, v in sorted(by_source.items())},
+        "generators": {(k or "none"): v for k, v in sorted(by_generator.items())},
+        "exported_at": timezone.now().isoformat(),
+    }
+    for provider in _MANIFEST:
+        manifest.update(provider(project))
+    if path is not None:
+        digest = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        manifest["file"] = {
+            "name": os.path.basename(path),
+            "bytes": os.path.getsize(path),
+            "sha256": digest.hexdigest(),
+        }
+    return manifest
+
+
+def manifest_path(path: str | Path) -> Path:
+    return Path(f"{path}.manifest.json")
 
 
 def data_export(
@@ -128,10 +265,12 @@ def data_export(
     label_source: list[str] | None = None,
     min_confidence: float | None = None,
     split: list[str] | None = None,
+    manifest: bool = True,
 ) -> int:
     """Write the project's (filtered) pairs to ``out`` (a path, ``"-"`` for stdout, or a
-    text stream). A path is written to a temporary file first and renamed when complete.
-    Returns how many pairs were written."""
+    text stream). A path is written to a temporary file first and renamed when complete,
+    then its manifest beside it (``manifest=False``: none). Returns how many pairs were
+    written."""
     if format not in EXPORT_FORMATS:
         raise ExportError(f"unknown export format {format!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     qs = candidates_for_export(
@@ -159,6 +298,10 @@ def data_export(
     except BaseException:
         _remove(tmp)
         raise
+    if manifest:
+        filters = {"state": state, "label_source": label_source, "min_confidence": min_confidence, "split": split}
+        doc = export_manifest(project=project, format=format, filters=filters, rows=n, path=out)
+        manifest_path(out).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return n
 
 
@@ -169,6 +312,30 @@ def _remove(path: str) -> None:
 
 # -- the ``export`` job kind (large exports; registered in ProjectsConfig.ready) -------------
 EXPORT_FILTERS = ("state", "label_source", "min_confidence", "split")
+
+
+def export_count_over(*, project: Project, filters: dict[str, Any], limit: int) -> bool:
+    """Whether the filtered export has more than ``limit`` rows (counts at most limit + 1)."""
+    qs = candidates_for_export(project=project, **filters).select_related(None).order_by()
+    return qs.values("id")[: limit + 1].count() > limit
+
+
+def export_splits(*, project: Project) -> list[str]:
+    """The project's splits (for the export form)."""
+    return sorted(s for s in Example.objects.filter(project=project).values_list("split", flat=True).distinct() if s)
+
+
+def export_file_for(*, job: Job, manifest: bool = False) -> Path | None:
+    """The file a succeeded export job wrote, resolved inside ``EXPORT_DIR`` (None if it is
+    missing or would lie outside)."""
+    root = Path(settings.COUNTERPART["EXPORT_DIR"]).resolve()
+    path = export_path(job_id=job.pk, format=str(job.params.get("format", "pairs-jsonl")))
+    if manifest:
+        path = manifest_path(path)
+    path = path.resolve()
+    if root not in path.parents or not path.is_file():
+        return None
+    return path
 
 
 def export_path(*, job_id: int, format: str) -> Path:
@@ -196,4 +363,10 @@ def export_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     except ExportError as exc:
         raise JobFailed(str(exc)) from exc
     ctx.progress(n, n)
-    return {"pairs": n, "format": fmt, "file": path.name, "bytes": path.stat().st_size}
+    return {
+        "pairs": n,
+        "format": fmt,
+        "file": path.name,
+        "bytes": path.stat().st_size,
+        "manifest": manifest_path(path).name,
+    }

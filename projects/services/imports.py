@@ -79,9 +79,12 @@ def data_import(
     strict: bool = True,
     batch_size: int | None = None,
     on_batch: Callable[[ImportReport], None] | None = None,
+    skip_hint: str = "--skip-bad-rows",
 ) -> ImportReport:
     """Import ``paths`` (in ``format``) into ``project``. See the module docstring for the
-    policy. Raises :class:`ImportRefused` when the input is refused as a whole."""
+    policy. Raises :class:`ImportRefused` when the input is refused as a whole, and when it
+    holds no row at all ("the file has no rows"). ``skip_hint`` names the caller's way to
+    import the good rows only (the command's ``--skip-bad-rows``, the page's checkbox)."""
     cfg = settings.COUNTERPART
     batch_size = batch_size or cfg["IMPORT_BATCH_SIZE"]
     max_problems = cfg.get("IMPORT_MAX_PROBLEMS", 10000)
@@ -117,15 +120,20 @@ def data_import(
 
     if strict:
         dry = ImportReport()
+        rows = 0
         for rec in records(paths):
             if isinstance(rec, Problem):
                 dry.add_problem(rec, max_problems)
+            else:
+                rows += 1
         if dry.problem_count:
             raise ImportRefused(
                 f"{dry.problem_count} problem(s) found; nothing was imported "
-                "(fix them, or import the good rows with --skip-bad-rows)",
+                f"(fix them, or import the good rows with {skip_hint})",
                 dry.problems,
             )
+        if rows == 0:
+            raise ImportRefused(_NO_ROWS)
 
     report = ImportReport()
     label_ids = dict(Label.objects.filter(project=project).values_list("name", "id"))
@@ -144,7 +152,12 @@ def data_import(
         _write_batch(project, batch, label_ids, report)
         if on_batch:
             on_batch(report)
+    if report.batches == 0 and report.problem_count == 0:
+        raise ImportRefused(_NO_ROWS)  # nothing was read, so nothing was written
     return report
+
+
+_NO_ROWS = "the file has no rows; nothing was imported"
 
 
 def _write_batch(

@@ -40,6 +40,14 @@ def test_demo_from_the_fixture_when_shared_data_is_missing(settings, tmp_path: P
     assert list(researcher.groups.values_list("name", flat=True)) == [RESEARCHER]
     assert list(annotator.groups.values_list("name", flat=True)) == [ANNOTATOR]
     assert ProjectMembership.objects.filter(project=project, user=annotator).exists()
+    # three annotators: the project wants 3 answers per item, so one alone never closes an item
+    for name in ("annotator2", "annotator3"):
+        assert f"annotator:  username {name}  password s3cret-pass" in text
+        other = User.objects.get(username=name)
+        assert ProjectMembership.objects.filter(project=project, user=other).exists()
+        assert Client().login(username=name, password="s3cret-pass")
+    assert ProjectMembership.objects.filter(project=project).count() == project.annotators_per_item == 3
+    assert "private windows" in text
     assert project.created_by == researcher
     assert Client().login(username="annotator", password="s3cret-pass")
 
@@ -50,7 +58,7 @@ def test_demo_from_the_fixture_when_shared_data_is_missing(settings, tmp_path: P
     assert Candidate.objects.filter(project=project, state="routed").count() == 4
     assert "routed 0 candidates" in text
     assert Group.objects.filter(name__in=[RESEARCHER, ANNOTATOR]).count() == 2
-    assert ProjectMembership.objects.filter(project=project).count() == 1
+    assert ProjectMembership.objects.filter(project=project).count() == 3
     assert Client().login(username="researcher", password="other-pass")
     assert not Client().login(username="researcher", password="s3cret-pass")
 
@@ -65,6 +73,7 @@ def test_demo_no_data(settings) -> None:
     text = run("--no-data")
     assert "password" in text and not Project.objects.exists()
     assert get_user_model().objects.filter(username__in=["researcher", "annotator"]).count() == 2
+    assert get_user_model().objects.filter(username__startswith="annotator").count() == 3
 
 
 @pytest.mark.slow

@@ -421,3 +421,13 @@ def test_reading_a_million_lines_keeps_memory_flat(tmp_path: Path) -> None:
     late = _rss_bytes()
     assert n == 1_000_000
     assert late - early < 16 * 1024**2, f"RSS grew by {(late - early) / 1024**2:.1f} MiB over 900,000 lines"
+
+
+def test_cad_nli_unquotes_tsv_fields_from_the_real_files(shared_data: Path) -> None:
+    """The real dev files quote fields that hold a double quote (``"… ""Camden""."``); the
+    reader unquotes them, so annotators never see the TSV quoting."""
+    recs = list(read("cad-nli", [str(shared_data / "cad")], task="nli", split="dev"))
+    texts = [v for r in recs for v in (r.fields if isinstance(r, OriginalRecord) else r.cf_fields).values()]
+    camden = [t for t in texts if "Camden" in t and "supply company" in t]
+    assert camden and all('""' not in t and not t.startswith('"') for t in camden)
+    assert 'The man works for the campy supply company "Camden".' in camden

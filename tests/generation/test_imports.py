@@ -457,3 +457,18 @@ def test_cad_nli_train_by_default_reports_the_misaligned_rows_and_imports_nothin
         data_import(project=project, format="cad-nli", paths=[str(shared_data / "cad")], split="train")
     assert all("misaligned" in p for p in exc.value.problems)
     assert Example.objects.filter(project=project).count() == 0
+
+
+def test_an_empty_file_is_refused_in_both_modes(tmp_path: Path, sentiment: Project) -> None:
+    f = tmp_path / "empty.jsonl"
+    f.write_text("")
+    for strict in (True, False):
+        with pytest.raises(ImportRefused, match="the file has no rows"):
+            data_import(project=sentiment, format="pairs-jsonl", paths=[str(f)], strict=strict)
+
+
+def test_command_names_its_flag_and_refuses_an_empty_file(tmp_path: Path, sentiment: Project) -> None:
+    f = tmp_path / "empty.jsonl"
+    f.write_text("")
+    with pytest.raises(CommandError, match="the file has no rows"):
+        call_command("import_data", "--project", sentiment.name, "--format", "pairs-jsonl", str(f), stdout=StringIO())

@@ -111,3 +111,19 @@ def test_export_download_roundtrips(researcher_client, project):
 def test_export_bad_filter_is_400(researcher_client, project):
     resp = researcher_client.get(f"/projects/{project.pk}/export/?state=nonsense")
     assert resp.status_code == 400 and b"unknown state" in resp.content
+
+
+@pytest.mark.parametrize("skip_bad_rows", [False, True])
+def test_an_empty_file_is_an_error(researcher_client, project, skip_bad_rows):
+    resp = upload(researcher_client, project, b"", skip_bad_rows=skip_bad_rows)
+    assert resp.status_code == 400
+    assert "the file has no rows" in resp.content.decode()
+    resp = upload(researcher_client, project, b"\n\n", skip_bad_rows=skip_bad_rows)
+    assert resp.status_code == 400 and "the file has no rows" in resp.content.decode()
+
+
+def test_page_refusal_speaks_of_the_checkbox_not_the_command_flag(researcher_client, project):
+    resp = upload(researcher_client, project, b"this is not json\n")
+    html = resp.content.decode()
+    assert resp.status_code == 400
+    assert "--skip-bad-rows" not in html and "Skip bad rows" in html

@@ -40,8 +40,11 @@ def test_pages_are_for_researchers_only(client, annotator, project):
 
 def test_start_page_lists_generators_and_starts_a_run(rclient, project, django_capture_on_commit_callbacks):
     html = rclient.get(f"/projects/{project.pk}/runs/new/").content.decode()
-    for name in ("rules", "rationale-infill", "llm-prompt", "concept-constrained", "test-echo"):
+    for name in ("rules", "rationale-infill", "test-echo"):
         assert f'value="{name}"' in html
+    # without a language model configured these are listed as unavailable, with the reason
+    for name in ("llm-prompt", "concept-constrained"):
+        assert f'value="{name}"' not in html and f"<strong>{name}</strong>: no model configured" in html
     with django_capture_on_commit_callbacks(execute=True):
         resp = rclient.post(
             f"/projects/{project.pk}/runs/new/",
@@ -150,3 +153,63 @@ def test_new_run_form_preselects_the_generator_for_the_task(client, researcher):
     assert '<option value="rules" selected>' in html
     html = client.get(f"/projects/{images.pk}/runs/new/").content.decode()
     assert '<option value="coco-cf" selected>' in html
+
+
+def test_run_form_offers_only_generators_that_can_run(rclient, project, settings):
+    settings.COUNTERPART = {**settings.COUNTERPART, "CAUSAL_LM_PATH": "", "SEQ2SEQ_PATH": ""}
+    html = rclient.get(f"/projects/{project.pk}/runs/new/").content.decode()
+    select = html.split('name="generator"')[1].split("</select>")[0]
+    assert 'value="rules"' in select and 'value="llm-prompt"' not in select and 'value="coco-cf"' not in select
+    unavailable = html.split('id="unavailable-generators"')[1].split("</ul>")[0]
+    assert "llm-prompt" in unavailable and "no model configured" in unavailable
+    assert "coco-cf" in unavailable and "not for nli projects" in unavailable
+    resp = rclient.post(f"/projects/{project.pk}/runs/new/", {"generator": "llm-prompt", "filters": ["dedup"]})
+    assert resp.status_code == 400 and "llm-prompt cannot run for this project" in resp.content.decode()
+    # naming a model in the options makes it runnable
+    resp = rclient.post(
+        f"/projects/{project.pk}/runs/new/",
+        {"generator": "llm-prompt", "generator_options": '{"model_path": "/nowhere"}', "similarity_band": "x"},
+    )
+    assert "cannot run for this project" not in resp.content.decode()
+
+
+def test_run_form_shows_every_error_at_once(rclient, project):
+    resp = rclient.post(
+        f"/projects/{project.pk}/runs/new/",
+        {"generator": "rules", "limit": "0", "generator_options": "{bad", "similarity_band": "nonsense"},
+    )
+    html = resp.content.decode()
+    assert resp.status_code == 400
+    for field in ("limit", "generator_options", "similarity_band"):
+        assert f'id="{field}-error"' in html, field
+
+
+def test_can_run_registry():
+    assert registry.can_run("rules", "nli", {}) == (True, "")
+    ok, why = registry.can_run("coco-cf", "nli", {})
+    assert not ok and "image-caption" in why
+    ok, why = registry.can_run("llm-prompt", "sentiment", {"causal_lm_path": ""})
+    assert not ok and "COUNTERPART_CAUSAL_LM_PATH" in why
+    assert registry.can_run("llm-prompt", "sentiment", {"causal_lm_path": "/m"})[0]
+    assert registry.can_run("llm-prompt", "sentiment", {}, {"model_path": "/m"})[0]
+
+
+def test_run_metrics_read_accepted_over_all_with_percentages(project):
+    from generation.selectors import run_metrics_rows
+
+    run = run_create(project=project, generator="test-echo", options={})
+    run.metrics = {
+        "candidates": 10,
+        "accepted": 4,
+        "acceptance_by_filter": {"dedup": 1.0, "artifacts": 0.4567},
+        "share_per_code": {"negation": 0.5},
+        "accepted_share_per_code": {"negation": 1.0},
+        "introduced_max_share": 0.25,
+        "all_candidates": {"introduced_max_share": 0.5},
+    }
+    rows = dict(run_metrics_rows(run=run))
+    assert rows["candidates (accepted / all)"] == "4 / 10"
+    assert rows["acceptance by filter: dedup"] == "100%" and rows["acceptance by filter: artifacts"] == "45.7%"
+    assert rows["share of code negation (accepted / all)"] == "100% / 50%"
+    assert rows["share of the most frequent introduced token (accepted / all)"] == "25% / 50%"
+    assert all("all / accepted" not in name for name in rows)

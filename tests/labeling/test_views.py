@@ -76,3 +76,29 @@ def test_get_is_not_allowed(client):
     login(client, permissions.RESEARCHER)
     project = project_create(name="p2", task="nli")
     assert client.get(f"/labeling/projects/{project.pk}/train/").status_code == 405
+
+
+def test_warm_start_is_a_select_of_known_data_sets_checked_by_the_server(client, settings, tmp_path, monkeypatch):
+    login(client, permissions.RESEARCHER)
+    cad = tmp_path / "cad" / "NLI"
+    for part in ("original", "revised_premise", "revised_hypothesis"):
+        (cad / part).mkdir(parents=True)
+        (cad / part / "train.tsv").write_text("sentence1\tsentence2\tgold_label\n")
+    settings.COUNTERPART = {**settings.COUNTERPART, "SHARED_DATA_DIR": str(tmp_path)}
+    project = project_create(name="warm", task="nli")
+    html = client.get(f"/labeling/projects/{project.pk}/flip-rates/").content.decode()
+    assert '<select name="warm_start"' in html and 'value="cad-nli:train"' in html
+    assert 'value="cad-nli:dev"' not in html  # no dev files here
+    assert 'value="cad-sentiment' not in html  # not this project's task
+    # anything else, a typed path above all, is refused next to the field
+    resp = client.post(f"/labeling/projects/{project.pk}/train/", {"mode": "capc", "warm_start": "/etc/passwd"})
+    assert resp.status_code == 400 and 'id="warm-error-' in resp.content.decode()
+    seen = {}
+
+    def fake_start(**kw):
+        seen.update(kw)
+        raise services.ValidationError("stop here")
+
+    monkeypatch.setattr(services, "pairwise_train_start", fake_start)
+    client.post(f"/labeling/projects/{project.pk}/train/", {"mode": "capc", "warm_start": "cad-nli:train"})
+    assert seen["warm_start"] == f"cad-nli:{tmp_path / 'cad'}:train"

@@ -1,9 +1,11 @@
 """``python manage.py demo [--password P] [--no-data]``
 
-Creates the ``researcher`` and ``annotator`` groups, a researcher account and an annotator
-account, and a demo project: CAD NLI dev (200 originals, 800 human-written counterfactuals)
-from ``COUNTERPART["SHARED_DATA_DIR"]`` when it is there, else the 40-pair excerpt shipped in
-``projects/fixtures/demo_nli_pairs.jsonl``. The annotator becomes a member of the demo
+Creates the ``researcher`` and ``annotator`` groups, a researcher account and three annotator
+accounts (``annotator``, ``annotator2``, ``annotator3``: the project wants 3 answers per item,
+so it takes three people — or three private windows — to close the loop), and a demo
+project: CAD NLI dev (200 originals, 800 human-written counterfactuals) from
+``COUNTERPART["SHARED_DATA_DIR"]`` when it is there, else the 40-pair excerpt shipped in
+``projects/fixtures/demo_nli_pairs.jsonl``. The annotators become members of the demo
 project, and the project's human budget (10%) is routed to annotators so there is something
 to label at once (``--no-route``: leave everything pooled). Running it again is harmless: it
 re-sets the passwords and imports nothing twice.
@@ -29,6 +31,8 @@ from projects.services.projects import project_get_or_create
 DEMO_PROJECT = "demo-nli"
 RESEARCHER_USERNAME = "researcher"
 ANNOTATOR_USERNAME = "annotator"
+# The demo project wants 3 answers per item, so it takes three annotators to close the loop.
+ANNOTATOR_USERNAMES = [ANNOTATOR_USERNAME, "annotator2", "annotator3"]
 URL = "http://127.0.0.1:8000"
 FIXTURE = Path(__file__).resolve().parents[3] / "projects" / "fixtures" / "demo_nli_pairs.jsonl"
 
@@ -42,7 +46,7 @@ def demo_source() -> tuple[str, list[str], str, str]:
 
 
 class Command(BaseCommand):
-    help = "Create demo accounts (researcher, annotator) and a demo project."
+    help = "Create demo accounts (researcher, annotator, annotator2, annotator3) and a demo project."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -58,7 +62,7 @@ class Command(BaseCommand):
         with transaction.atomic():
             groups = {name: Group.objects.get_or_create(name=name)[0] for name in (RESEARCHER, ANNOTATOR)}
             researcher = self._user(RESEARCHER_USERNAME, password, groups[RESEARCHER])
-            annotator = self._user(ANNOTATOR_USERNAME, password, groups[ANNOTATOR])
+            annotators = [self._user(name, password, groups[ANNOTATOR]) for name in ANNOTATOR_USERNAMES]
 
         if not opts["no_data"]:
             fmt, paths, split, described = demo_source()
@@ -69,7 +73,7 @@ class Command(BaseCommand):
                 description=f"Demo project: {described}. Human-written counterfactuals (Kaushik et al., ICLR 2020).",
             )
             report = data_import(project=project, format=fmt, paths=paths, split=split)
-            project_add_annotators(project=project, users=[annotator])
+            project_add_annotators(project=project, users=annotators)
             self.stdout.write(
                 f"demo project {project.name!r} ({'created' if created else 'exists'}; {described}): {report.summary()}"
             )
@@ -84,6 +88,14 @@ class Command(BaseCommand):
         self.stdout.write(f"Counterpart: {URL}")
         self.stdout.write(f"  researcher: username {RESEARCHER_USERNAME}  password {password}")
         self.stdout.write(f"  annotator:  username {ANNOTATOR_USERNAME}  password {password}")
+        for name in ANNOTATOR_USERNAMES[1:]:
+            self.stdout.write(f"  annotator:  username {name}  password {password}")
+        self.stdout.write(
+            f"Each item needs {len(ANNOTATOR_USERNAMES)} answers before it gets a human label. To close the loop "
+            "alone, log in as annotator, annotator2 and annotator3 in three browser profiles or private windows "
+            "(one session per window), answer the same items in each, then watch the labels arrive on the "
+            "researcher's project page and the quality dashboard."
+        )
 
     def _user(self, username: str, password: str, group: Group) -> Any:
         User = get_user_model()

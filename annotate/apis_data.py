@@ -1,0 +1,194 @@
+"""REST API of the data browser: browse a project's candidates (the page's filters, keyset
+pages by id), read one pair with its annotations, and override its label (researchers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotate.data_browser import candidate_filters_parse, candidates_browse, pair_view
+from projects.formats.reading import LABEL_SOURCES
+from projects.models import Candidate, Project
+from projects.permissions import IsResearcher
+from projects.services.candidates import OverrideRefused, candidate_override
+from projects.states import STATES
+
+MAX_PAGE = 200
+
+
+class CandidateRowSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    external_id = serializers.CharField()
+    original_id = serializers.CharField()
+    state = serializers.CharField()
+    generator = serializers.CharField()
+    perturbation = serializers.CharField()
+    label = serializers.CharField(allow_null=True)
+    label_source = serializers.CharField()
+    confidence = serializers.FloatField(allow_null=True)
+    gold_label = serializers.CharField(allow_null=True)
+    original_label = serializers.CharField(allow_null=True)
+    flip = serializers.BooleanField(allow_null=True, help_text="label differs from the original's label")
+    text = serializers.CharField(help_text="the counterfactual's first text field, cut at 160 characters")
+
+
+class CandidatePageSerializer(serializers.Serializer):
+    results = CandidateRowSerializer(many=True)
+    next_after = serializers.IntegerField(allow_null=True, help_text="pass as ?after= for the next page")
+    prev_before = serializers.IntegerField(allow_null=True, help_text="pass as ?before= for the previous page")
+
+
+class CandidateListApi(APIView):
+    permission_classes = (IsResearcher,)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("state", str, many=True, enum=STATES),
+            OpenApiParameter("generator", str),
+            OpenApiParameter("perturbation", str),
+            OpenApiParameter("label_source", str, enum=[*LABEL_SOURCES, "none"]),
+            OpenApiParameter("label", str),
+            OpenApiParameter("flip", str, enum=["flip", "keep"]),
+            OpenApiParameter("min_confidence", float),
+            OpenApiParameter("max_confidence", float),
+            OpenApiParameter("disagreement", bool, description="only pairs whose annotators disagree"),
+            OpenApiParameter("gold", str, enum=["yes", "no"]),
+            OpenApiParameter("after", int, description="candidate id: the page after it"),
+            OpenApiParameter("before", int, description="candidate id: the page before it"),
+            OpenApiParameter("limit", int, description=f"page size, 1 to {MAX_PAGE} (default 50)"),
+        ],
+        responses={200: CandidatePageSerializer, 400: OpenApiResponse(description="field errors")},
+    )
+    def get(self, request: Request, project_id: int) -> Response:
+        project = Project.objects.filter(pk=project_id).first()
+        if project is None:
+            return Response({"detail": "no such project"}, status=status.HTTP_404_NOT_FOUND)
+        filters, errors = candidate_filters_parse(request.query_params, project=project)
+        cursor: dict[str, int | None] = {}
+        for name in ("after", "before"):
+            raw = request.query_params.get(name, "")
+            cursor[name] = int(raw) if raw.isdigit() else None
+            if raw and not raw.isdigit():
+                errors[name] = "a candidate id"
+        raw_limit = request.query_params.get("limit", "50")
+        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_PAGE:
+            errors["limit"] = f"a whole number from 1 to {MAX_PAGE}"
+        if errors:
+            return Response({k: [v] for k, v in errors.items()}, status=status.HTTP_400_BAD_REQUEST)
+        page = candidates_browse(project=project, filters=filters, size=int(raw_limit), **cursor)
+        out = {
+            "results": page.rows,
+            "next_after": page.last_id if page.has_next else None,
+            "prev_before": page.first_id if page.has_prev else None,
+        }
+        return Response(CandidatePageSerializer(out).data)
+
+
+class PairOutputSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    external_id = serializers.CharField()
+    state = serializers.CharField()
+    original = serializers.JSONField()
+    counterfactual = serializers.JSONField()
+    label = serializers.CharField(allow_null=True)
+    label_source = serializers.CharField()
+    confidence = serializers.FloatField(allow_null=True)
+    h_confidence = serializers.FloatField(allow_null=True)
+    h_version = serializers.IntegerField(allow_null=True)
+    annotations = serializers.ListField(child=serializers.JSONField())
+    overrides = serializers.ListField(child=serializers.JSONField())
+
+
+def _pair(candidate: Candidate) -> dict[str, Any]:
+    v = pair_view(candidate=candidate)
+    return {
+        "id": candidate.pk,
+        "external_id": candidate.external_id,
+        "state": candidate.state,
+        "original": {
+            "id": candidate.example.external_id,
+            "fields": candidate.example.fields,
+            "label": v.original_label,
+        },
+        "counterfactual": {
+            "fields": candidate.fields,
+            "generator": candidate.generator,
+            "perturbation": candidate.perturbation,
+        },
+        "label": candidate.label.name if candidate.label_id else None,
+        "label_source": candidate.label_source,
+        "confidence": candidate.confidence,
+        "h_confidence": v.h_confidence,
+        "h_version": v.h_version,
+        "annotations": [{**a, "created_at": a["created_at"].isoformat()} for a in v.annotations],
+        "overrides": [
+            {
+                "label": o.label.name,
+                "previous_label": o.previous_label.name if o.previous_label_id else None,
+                "previous_source": o.previous_source,
+                "previous_state": o.previous_state,
+                "note": o.note,
+                "by": o.created_by.username if o.created_by_id else None,
+                "at": o.created_at.isoformat(),
+            }
+            for o in v.overrides
+        ],
+    }
+
+
+def _candidate(candidate_id: int) -> Candidate | None:
+    return (
+        Candidate.objects.select_related("project", "example", "example__label", "label")
+        .filter(pk=candidate_id)
+        .first()
+    )
+
+
+class CandidateDetailApi(APIView):
+    permission_classes = (IsResearcher,)
+
+    @extend_schema(responses={200: PairOutputSerializer, 404: OpenApiResponse(description="no such candidate")})
+    def get(self, request: Request, candidate_id: int) -> Response:
+        c = _candidate(candidate_id)
+        if c is None:
+            return Response({"detail": "no such candidate"}, status=status.HTTP_404_NOT_FOUND)
+        return Response(PairOutputSerializer(_pair(c)).data)
+
+
+class CandidateOverrideApi(APIView):
+    """Relabel a pair: it becomes ``human_labeled`` with ``label_source`` ``human``; the
+    override is recorded with who and when."""
+
+    permission_classes = (IsResearcher,)
+
+    class InputSerializer(serializers.Serializer):
+        label = serializers.CharField(max_length=64)
+        note = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={
+            200: PairOutputSerializer,
+            400: OpenApiResponse(description="not one of the project's labels"),
+            404: OpenApiResponse(description="no such candidate"),
+            409: OpenApiResponse(description="the candidate is not part of the data set (filtered out)"),
+        },
+    )
+    def post(self, request: Request, candidate_id: int) -> Response:
+        c = _candidate(candidate_id)
+        if c is None:
+            return Response({"detail": "no such candidate"}, status=status.HTTP_404_NOT_FOUND)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            candidate_override(candidate=c, by=request.user, **data.validated_data)
+        except OverrideRefused as exc:
+            code = status.HTTP_409_CONFLICT if "not in the data set" in str(exc) else status.HTTP_400_BAD_REQUEST
+            body = {"detail": str(exc)} if code == status.HTTP_409_CONFLICT else {"label": [str(exc)]}
+            return Response(body, status=code)
+        return Response(PairOutputSerializer(_pair(_candidate(candidate_id))).data)  # type: ignore[arg-type]

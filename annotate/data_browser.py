@@ -1,0 +1,289 @@
+"""Reads for the researcher's data browser: filtered, keyset-paginated candidates and one
+pair with its edit, annotations and labels.
+
+Paging is by candidate id (``?after=`` / ``?before=``): each page is one ``LIMIT 51`` range
+scan on the ``(project, id)`` or ``(project, state, id)`` index plus one ``LIMIT 1`` probe for
+the other direction — no ``OFFSET``, no ``COUNT(*)`` over the filtered set — so a page costs
+the same at 10k and 1M candidates when the filters are not very selective (see
+docs/workspace.md for the figures). It lives in ``annotate`` because it shows annotations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, F, QuerySet
+
+from annotate.models import Annotation
+from projects import states
+from projects.formats.reading import LABEL_SOURCES
+from projects.ml.textdiff import Segment, word_diff
+from projects.models import Candidate, Label, LabelOverride, Project
+
+PAGE_SIZE = 50
+FLIP_CHOICES = ["", "flip", "keep"]
+GOLD_CHOICES = ["", "yes", "no"]
+
+
+@dataclass(frozen=True)
+class CandidateFilters:
+    state: tuple[str, ...] = ()
+    generator: str = ""
+    perturbation: str = ""
+    label_source: str = ""
+    label: str = ""
+    flip: str = ""
+    min_confidence: float | None = None
+    max_confidence: float | None = None
+    disagreement: bool = False
+    gold: str = ""
+
+    def as_query(self) -> list[tuple[str, str]]:
+        """The filters as query parameters (for the pager's links)."""
+        out: list[tuple[str, str]] = [("state", s) for s in self.state]
+        for name in ("generator", "perturbation", "label_source", "label", "flip", "gold"):
+            if getattr(self, name):
+                out.append((name, getattr(self, name)))
+        for name in ("min_confidence", "max_confidence"):
+            if getattr(self, name) is not None:
+                out.append((name, str(getattr(self, name))))
+        if self.disagreement:
+            out.append(("disagreement", "1"))
+        return out
+
+
+def candidate_filters_parse(params: Any, *, project: Project) -> tuple[CandidateFilters, dict[str, str]]:
+    """Filters from a query dict (GET or a DRF ``query_params``) and the errors, by field."""
+    errors: dict[str, str] = {}
+    state = tuple(s for s in params.getlist("state") if s)
+    if unknown := sorted(set(state) - set(states.STATES)):
+        errors["state"] = f"unknown state {', '.join(unknown)}; choose from {', '.join(states.STATES)}"
+    label_source = params.get("label_source", "").strip()
+    if label_source and label_source not in [*LABEL_SOURCES, "none"]:
+        errors["label_source"] = f"choose one of {', '.join(LABEL_SOURCES)}, none"
+    label = params.get("label", "").strip()
+    if label and not Label.objects.filter(project=project, name=label).exists():
+        errors["label"] = f"{label!r} is not one of this project's labels"
+    flip = params.get("flip", "").strip()
+    if flip not in FLIP_CHOICES:
+        errors["flip"] = "choose flip or keep"
+    gold = params.get("gold", "").strip()
+    if gold not in GOLD_CHOICES:
+        errors["gold"] = "choose yes or no"
+    bounds: dict[str, float | None] = {}
+    for name in ("min_confidence", "max_confidence"):
+        raw = params.get(name, "").strip()
+        bounds[name] = None
+        if raw:
+            try:
+                bounds[name] = float(raw)
+            except ValueError:
+                errors[name] = "a number between 0 and 1"
+                continue
+            if not 0 <= bounds[name] <= 1:  # type: ignore[operator]
+                errors[name] = "a number between 0 and 1"
+    lo, hi = bounds["min_confidence"], bounds["max_confidence"]
+    if lo is not None and hi is not None and lo > hi and "max_confidence" not in errors:
+        errors["max_confidence"] = "must not be below the minimum"
+    return (
+        CandidateFilters(
+            state=state,
+            generator=params.get("generator", "").strip()[:64],
+            perturbation=params.get("perturbation", "").strip()[:32],
+            label_source=label_source,
+            label=label,
+            flip=flip,
+            min_confidence=lo,
+            max_confidence=hi,
+            disagreement=params.get("disagreement", "") in ("1", "true", "on"),
+            gold=gold,
+        ),
+        errors,
+    )
+
+
+def _disagreeing_candidates(project: Project) -> QuerySet[Annotation]:
+    """Ids of the candidates one of whose real items holds two or more different answers.
+    Computed from the annotation side (a hashed semi-join: its cost follows the number of
+    answers, not of candidates — a correlated EXISTS per candidate took seconds at 1M)."""
+    return (
+        Annotation.objects.filter(project=project, item__is_gold=False)
+        .values("item_id", "item__candidate_id")
+        .annotate(n=Count("choice", distinct=True))
+        .filter(n__gt=1)
+        .values("item__candidate_id")
+    )
+
+
+def candidates_filtered(*, project: Project, filters: CandidateFilters) -> QuerySet[Candidate]:
+    qs = Candidate.objects.filter(project=project)
+    f = filters
+    if f.state:
+        qs = qs.filter(state__in=f.state)
+    if f.generator:
+        qs = qs.filter(generator=f.generator)
+    if f.perturbation:
+        qs = qs.filter(perturbation=f.perturbation)
+    if f.label_source == "none":
+        qs = qs.filter(label__isnull=True)
+    elif f.label_source:
+        qs = qs.filter(label_source=f.label_source)
+    if f.label:
+        qs = qs.filter(label__name=f.label)
+    if f.flip == "flip":
+        qs = qs.filter(label__isnull=False, example__label__isnull=False).exclude(label_id=F("example__label_id"))
+    elif f.flip == "keep":
+        qs = qs.filter(label__isnull=False, label_id=F("example__label_id"))
+    if f.min_confidence is not None:
+        qs = qs.filter(confidence__gte=f.min_confidence)
+    if f.max_confidence is not None:
+        qs = qs.filter(confidence__lte=f.max_confidence)
+    if f.gold == "yes":
+        qs = qs.filter(gold_label__isnull=False)
+    elif f.gold == "no":
+        qs = qs.filter(gold_label__isnull=True)
+    if f.disagreement:
+        qs = qs.filter(id__in=_disagreeing_candidates(project))
+    return qs
+
+
+@dataclass
+class BrowsePage:
+    rows: list[dict[str, Any]]
+    has_next: bool
+    has_prev: bool
+    first_id: int | None
+    last_id: int | None
+    size: int = PAGE_SIZE
+    labels: dict[int, str] = field(default_factory=dict)
+
+
+def _first_text(fields: dict[str, Any], names: list[str]) -> str:
+    for n in names:
+        if fields.get(n):
+            return str(fields[n])
+    return ""
+
+
+def candidates_browse(
+    *,
+    project: Project,
+    filters: CandidateFilters,
+    after: int | None = None,
+    before: int | None = None,
+    size: int = PAGE_SIZE,
+) -> BrowsePage:
+    """One page of the filtered candidates in id order: after ``after``, before ``before``,
+    or from the start."""
+    qs = candidates_filtered(project=project, filters=filters)
+    cols = (
+        "id",
+        "external_id",
+        "state",
+        "generator",
+        "perturbation",
+        "label_id",
+        "label_source",
+        "confidence",
+        "gold_label_id",
+        "fields",
+        "example__label_id",
+        "example__external_id",
+    )
+    if before is not None:
+        got = list(qs.filter(id__lt=before).order_by("-id").values(*cols)[: size + 1])
+        more_before = len(got) > size
+        got = list(reversed(got[:size]))
+        has_prev, has_next = more_before, True
+    else:
+        base = qs.filter(id__gt=after) if after is not None else qs
+        got = list(base.order_by("id").values(*cols)[: size + 1])
+        has_next = len(got) > size
+        got = got[:size]
+        has_prev = after is not None and qs.filter(id__lte=after).exists()
+    if before is not None and got:
+        has_next = qs.filter(id__gt=got[-1]["id"]).exists()
+    names = dict(Label.objects.filter(project=project).values_list("id", "name"))
+    text_fields = list(project.text_fields)
+    rows = []
+    for r in got:
+        label, orig = names.get(r["label_id"]), names.get(r["example__label_id"])
+        rows.append(
+            {
+                "id": r["id"],
+                "external_id": r["external_id"],
+                "original_id": r["example__external_id"],
+                "state": r["state"],
+                "generator": r["generator"],
+                "perturbation": r["perturbation"],
+                "label": label,
+                "label_source": r["label_source"],
+                "confidence": r["confidence"],
+                "gold_label": names.get(r["gold_label_id"]),
+                "original_label": orig,
+                "flip": None if label is None or orig is None else label != orig,
+                "text": _first_text(r["fields"] or {}, text_fields)[:160],
+            }
+        )
+    return BrowsePage(
+        rows=rows,
+        has_next=has_next,
+        has_prev=has_prev,
+        first_id=rows[0]["id"] if rows else None,
+        last_id=rows[-1]["id"] if rows else None,
+        size=size,
+        labels=names,
+    )
+
+
+@dataclass
+class PairView:
+    candidate: Candidate
+    diffs: list[tuple[str, list[Segment]]]
+    original_label: str | None
+    annotations: list[dict[str, Any]]
+    overrides: list[LabelOverride]
+    labels: list[str]
+    h_confidence: float | None
+    h_version: int | None
+
+
+def pair_view(*, candidate: Candidate) -> PairView:
+    from labeling.selectors import pairwise_models_for
+
+    ex = candidate.example
+    names = list(candidate.project.text_fields)
+    diffs = [(n, word_diff(str(ex.fields.get(n, "")), str(candidate.fields.get(n, "")))) for n in names]
+    anns = [
+        {
+            "annotator": a.annotator.username,
+            "choice": a.choice,
+            "side": a.item.side,
+            "is_gold": a.is_gold,
+            "correct": a.correct,
+            "duration_ms": a.duration_ms,
+            "created_at": a.created_at,
+        }
+        for a in Annotation.objects.filter(item__candidate=candidate)
+        .select_related("annotator", "item")
+        .order_by("created_at", "id")
+    ]
+    overrides = list(candidate.overrides.select_related("label", "previous_label", "created_by"))
+    h_conf = None
+    if candidate.label_source == "auto" or candidate.state == states.ABSTAINED:
+        h_conf = candidate.confidence
+    elif overrides and overrides[-1].previous_source == "auto":
+        h_conf = overrides[-1].previous_confidence
+    latest = pairwise_models_for(project=candidate.project).first()
+    return PairView(
+        candidate=candidate,
+        diffs=diffs,
+        original_label=ex.label.name if ex.label_id else None,
+        annotations=anns,
+        overrides=overrides,
+        labels=list(
+            Label.objects.filter(project=candidate.project).order_by("position").values_list("name", flat=True)
+        ),
+        h_confidence=h_conf,
+        h_version=latest.version if latest else None,
+    )

@@ -1,0 +1,182 @@
+"""Kernel REST API for data: import (multipart upload, the same checks as the page) and
+export (small exports stream back at once, large ones start an ``export`` job)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+from django.conf import settings
+from django.http import FileResponse, HttpRequest
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from projects.formats import FORMATS
+from projects.formats.reading import LABEL_SOURCES
+from projects.models import Project
+from projects.permissions import IsResearcher
+from projects.selectors import job_as_dict
+from projects.services.exports import (
+    EXPORT_FORMATS,
+    ExportError,
+    data_export,
+    export_count_over,
+    export_filters_parse,
+    export_start,
+)
+from projects.services.imports import ImportRefused, data_import
+from projects.services.jobs import BrokerUnavailable
+from projects.states import STATES
+from projects.uploads import MaxSizeUploadHandler
+
+UPLOAD_FORMATS = [f for f in FORMATS if not f.startswith("cad-")]
+
+
+def _project(project_id: int) -> Project | None:
+    return Project.objects.filter(pk=project_id).first()
+
+
+class DataImportApi(APIView):
+    """Upload one data file into a project (multipart ``file``). As the import page: a file
+    with any bad row is refused whole (400 with ``problems``) unless ``skip_bad_rows``; an
+    empty file is refused; an upload over ``MAX_UPLOAD_BYTES`` is cut off while streaming (413)."""
+
+    permission_classes = (IsResearcher,)
+    parser_classes = (MultiPartParser,)
+
+    class InputSerializer(serializers.Serializer):
+        file = serializers.FileField(allow_empty_file=True)  # an empty file: "the file has no rows"
+        format = serializers.ChoiceField(choices=UPLOAD_FORMATS)
+        split = serializers.CharField(required=False, allow_blank=True, default="", max_length=32)
+        skip_bad_rows = serializers.BooleanField(required=False, default=False)
+
+    class OutputSerializer(serializers.Serializer):
+        imported_originals = serializers.IntegerField()
+        imported_pairs = serializers.IntegerField()
+        skipped = serializers.IntegerField()
+        problem_count = serializers.IntegerField()
+        problems = serializers.ListField(child=serializers.CharField())
+
+    def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
+        # Before anything reads the body (the CSRF check of session auth does): stop reading
+        # an upload as soon as it passes the limit.
+        self._size_handler = MaxSizeUploadHandler(request, settings.COUNTERPART["MAX_UPLOAD_BYTES"])
+        request.upload_handlers.insert(0, self._size_handler)
+        return super().initialize_request(request, *args, **kwargs)
+
+    @extend_schema(
+        request={"multipart/form-data": InputSerializer},
+        responses={
+            200: OutputSerializer,
+            400: OpenApiResponse(description="field errors, or the file refused with its problems"),
+            404: OpenApiResponse(description="no such project"),
+            413: OpenApiResponse(description="the upload is over the size limit"),
+        },
+    )
+    def post(self, request: Request, project_id: int) -> Response:
+        project = _project(project_id)
+        if project is None:
+            return Response({"detail": "no such project"}, status=status.HTTP_404_NOT_FOUND)
+        limit = settings.COUNTERPART["MAX_UPLOAD_BYTES"]
+        if int(request.META.get("CONTENT_LENGTH") or 0) > limit + 64 * 1024:
+            return Response({"detail": f"upload over the {limit}-byte limit"}, status=413)
+        data = self.InputSerializer(data=request.data)
+        if self._size_handler.exceeded:
+            return Response({"detail": f"upload over the {limit}-byte limit"}, status=413)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        upload = v["file"]
+        name = upload.name or "upload"
+        with tempfile.TemporaryDirectory() as tmpdir:
+            path = os.path.join(tmpdir, f"upload{os.path.splitext(name)[1][:10]}")
+            with open(path, "wb") as fh:
+                for chunk in upload.chunks():
+                    fh.write(chunk)
+            try:
+                report = data_import(
+                    project=project,
+                    format=v["format"],
+                    paths=[path],
+                    split=v["split"],
+                    strict=not v["skip_bad_rows"],
+                    skip_hint='"skip_bad_rows": true',
+                )
+            except ImportRefused as exc:
+                return Response(
+                    {
+                        "detail": str(exc).replace(path, name),
+                        "problems": [p.replace(path, name) for p in exc.problems[:200]],
+                    },
+                    status=status.HTTP_400_BAD_REQUEST,
+                )
+        out = {
+            "imported_originals": report.imported_originals,
+            "imported_pairs": report.imported_pairs,
+            "skipped": report.skipped,
+            "problem_count": report.problem_count,
+            "problems": [p.replace(path, name) for p in report.problems[:200]],
+        }
+        return Response(self.OutputSerializer(out).data)
+
+
+class DataExportApi(APIView):
+    """Export a project's pairs with the export filters. Up to ``EXPORT_SYNC_MAX`` rows: the
+    file itself (200, streamed); more: an ``export`` job (202; download its file from
+    ``/exports/{job}/download/`` when it has succeeded). Filtered-out candidates are left
+    out unless ``state`` names them."""
+
+    permission_classes = (IsResearcher,)
+
+    class InputSerializer(serializers.Serializer):
+        format = serializers.ChoiceField(choices=EXPORT_FORMATS, default="pairs-jsonl")
+        state = serializers.ListField(child=serializers.ChoiceField(choices=STATES), required=False, default=list)
+        label_source = serializers.ListField(
+            child=serializers.ChoiceField(choices=[*LABEL_SOURCES, "none"]), required=False, default=list
+        )
+        min_confidence = serializers.FloatField(min_value=0, max_value=1, required=False, allow_null=True)
+        split = serializers.ListField(child=serializers.CharField(max_length=32), required=False, default=list)
+        run_as_job = serializers.BooleanField(required=False, default=False, help_text="always start a job")
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={
+            (200, "application/jsonl"): OpenApiTypes.BINARY,
+            202: OpenApiResponse(description="the queued export job (as /api/v1/jobs/{id}/)"),
+            400: OpenApiResponse(description="field errors"),
+        },
+    )
+    def post(self, request: Request, project_id: int) -> Any:
+        project = _project(project_id)
+        if project is None:
+            return Response({"detail": "no such project"}, status=status.HTTP_404_NOT_FOUND)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = dict(data.validated_data)
+        as_job = v.pop("run_as_job")
+        form, errors = export_filters_parse(v)
+        if errors:
+            return Response({k: [msg] for k, msg in errors.items()}, status=status.HTTP_400_BAD_REQUEST)
+        fmt = form.pop("format")
+        if as_job or export_count_over(project=project, filters=form, limit=settings.COUNTERPART["EXPORT_SYNC_MAX"]):
+            try:
+                job = export_start(project=project, format=fmt, filters=form, created_by=request.user)
+            except BrokerUnavailable as exc:
+                return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+            return Response(job_as_dict(job=job), status=status.HTTP_202_ACCEPTED)
+        fd, path = tempfile.mkstemp(suffix=".export")
+        os.close(fd)
+        try:
+            data_export(project=project, format=fmt, out=path, manifest=False, **form)
+            fh = open(path, "rb")  # noqa: SIM115 - FileResponse closes it
+        except ExportError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        finally:
+            os.unlink(path)
+        ext = "csv" if fmt == "csv" else "jsonl"
+        return FileResponse(fh, as_attachment=True, filename=f"{project.name}.{ext}")

@@ -1,0 +1,48 @@
+"""``/accounts/tokens/``: create or revoke your own API token; researchers see every token
+(owner, created, the key's first characters) and may revoke any. A new key is shown once,
+right after it is made."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+from rest_framework.authtoken.models import Token
+
+from projects import permissions
+from projects.services.tokens import token_create, token_revoke
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def tokens(request: HttpRequest) -> HttpResponse:
+    researcher = permissions.is_researcher(request.user)
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        if action == "create":
+            token = token_create(user=request.user)
+            request.session["new_token"] = token.key
+            messages.success(request, "New token created; copy it now, it is shown only once.")
+        elif action == "revoke":
+            owner = request.user
+            if request.POST.get("user"):
+                owner = get_object_or_404(get_user_model(), pk=request.POST["user"])
+            existed = token_revoke(owner=owner, by=request.user)  # PermissionDenied -> 403
+            messages.success(
+                request, f"Revoked {owner.username}'s token." if existed else "There was no token to revoke."
+            )
+        else:
+            return HttpResponse("unknown action", status=400)
+        return redirect("tokens")
+    mine = Token.objects.filter(user=request.user).first()
+    others = (
+        Token.objects.select_related("user").exclude(user=request.user).order_by("user__username") if researcher else []
+    )
+    return render(
+        request,
+        "registration/tokens.html",
+        {"mine": mine, "new_key": request.session.pop("new_token", None), "others": others, "researcher": researcher},
+    )

@@ -1,0 +1,163 @@
+"""The workspace API: import, export, candidates browse/override, members, tokens — and their
+place in the OpenAPI schema."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from projects.models import Candidate, LabelOverride, ProjectMembership
+from tests.annotate.factories import UserFactory, annotator, project_with_candidates, researcher
+
+pytestmark = pytest.mark.django_db
+
+
+def client_for(user):
+    c = APIClient()
+    c.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    return c
+
+
+@pytest.fixture
+def project():
+    return project_with_candidates(n=8, k=2)
+
+
+def pair(i):
+    return json.dumps(
+        {
+            "id": f"x{i}",
+            "original": {"fields": {"premise": f"A cat {i}.", "hypothesis": "An animal."}, "label": "entailment"},
+            "counterfactual": {"fields": {"premise": f"A rock {i}.", "hypothesis": "An animal."}},
+        }
+    )
+
+
+def test_import_api_same_checks_as_the_page(project):
+    c = client_for(researcher())
+    url = f"/api/v1/projects/{project.pk}/import/"
+    ok = c.post(
+        url, {"format": "pairs-jsonl", "file": SimpleUploadedFile("p.jsonl", f"{pair(1)}\n{pair(2)}\n".encode())}
+    )
+    assert ok.status_code == 200, ok.content
+    assert ok.json()["imported_pairs"] == 2
+    empty = c.post(url, {"format": "pairs-jsonl", "file": SimpleUploadedFile("e.jsonl", b"")})
+    assert empty.status_code == 400 and "no rows" in empty.json()["detail"]
+    bad = c.post(url, {"format": "pairs-jsonl", "file": SimpleUploadedFile("b.jsonl", b"not json\n")})
+    assert bad.status_code == 400 and bad.json()["problems"] and "skip_bad_rows" in bad.json()["detail"]
+    assert "--skip-bad-rows" not in bad.json()["detail"]
+    fmt = c.post(url, {"format": "xml", "file": SimpleUploadedFile("b.jsonl", b"x")})
+    assert fmt.status_code == 400 and "format" in fmt.json()
+    assert client_for(annotator(project)).post(url, {}).status_code == 403
+
+
+def test_import_api_refuses_oversized_uploads(project, settings):
+    settings.COUNTERPART = {**settings.COUNTERPART, "MAX_UPLOAD_BYTES": 100}
+    c = client_for(researcher())
+    body = ("\n".join(pair(i) for i in range(50))).encode()
+    resp = c.post(
+        f"/api/v1/projects/{project.pk}/import/", {"format": "pairs-jsonl", "file": SimpleUploadedFile("p.jsonl", body)}
+    )
+    assert resp.status_code == 413
+
+
+def test_export_api_streams_small_and_queues_large(project, settings, tmp_path):
+    settings.COUNTERPART = {**settings.COUNTERPART, "EXPORT_DIR": str(tmp_path)}
+    c = client_for(researcher())
+    url = f"/api/v1/projects/{project.pk}/export/"
+    small = c.post(url, {"format": "pairs-jsonl"}, format="json")
+    assert small.status_code == 200 and len(b"".join(small.streaming_content).splitlines()) == 8
+    job = c.post(url, {"format": "pairs-jsonl", "run_as_job": True}, format="json")
+    assert job.status_code == 202 and job.json()["kind"] == "export"
+    bad = c.post(url, {"state": ["nonsense"], "min_confidence": 3}, format="json")
+    assert bad.status_code == 400 and {"state", "min_confidence"} <= set(bad.json())
+
+
+def test_candidates_api_pages_and_override(project):
+    c = client_for(researcher())
+    first = c.get(f"/api/v1/projects/{project.pk}/candidates/?limit=5")
+    assert first.status_code == 200
+    body = first.json()
+    assert len(body["results"]) == 5 and body["next_after"] == body["results"][-1]["id"] and body["prev_before"] is None
+    rest = c.get(f"/api/v1/projects/{project.pk}/candidates/?limit=5&after={body['next_after']}").json()
+    assert len(rest["results"]) == 3 and rest["next_after"] is None
+    assert c.get(f"/api/v1/projects/{project.pk}/candidates/?flip=x&limit=0").status_code == 400
+    cid = body["results"][0]["id"]
+    assert c.get(f"/api/v1/candidates/{cid}/").json()["external_id"] == body["results"][0]["external_id"]
+    ok = c.post(f"/api/v1/candidates/{cid}/override/", {"label": "neutral", "note": "api"}, format="json")
+    assert ok.status_code == 200 and ok.json()["label"] == "neutral" and ok.json()["overrides"][0]["note"] == "api"
+    assert LabelOverride.objects.filter(candidate_id=cid).count() == 1
+    assert c.post(f"/api/v1/candidates/{cid}/override/", {"label": "nope"}, format="json").status_code == 400
+    Candidate.objects.filter(pk=body["results"][1]["id"]).update(state="filtered_out")
+    conflict = c.post(f"/api/v1/candidates/{body['results'][1]['id']}/override/", {"label": "neutral"}, format="json")
+    assert conflict.status_code == 409
+    assert client_for(annotator(project)).get(f"/api/v1/projects/{project.pk}/candidates/").status_code == 403
+
+
+def test_members_api(project):
+    c = client_for(researcher())
+    UserFactory(username="ann9", role="annotator")
+    added = c.post(f"/api/v1/projects/{project.pk}/members/add/", {"username": "ann9"}, format="json")
+    assert added.status_code == 201 and added.json()["role"] == "annotator"
+    assert c.post(f"/api/v1/projects/{project.pk}/members/add/", {"username": "ann9"}, format="json").status_code == 409
+    no = c.post(f"/api/v1/projects/{project.pk}/members/add/", {"username": "ghost"}, format="json")
+    assert no.status_code == 400 and "username" in no.json()
+    mid = added.json()["id"]
+    assert c.post(f"/api/v1/memberships/{mid}/pause/").json()["paused"] is True
+    assert c.post(f"/api/v1/memberships/{mid}/resume/").json()["flagged"] is False
+    assert [m["username"] for m in c.get(f"/api/v1/projects/{project.pk}/members/").json()] == ["ann9"]
+    assert c.post(f"/api/v1/memberships/{mid}/remove/").status_code == 204
+    assert not ProjectMembership.objects.filter(pk=mid).exists()
+    assert client_for(annotator(project)).get(f"/api/v1/projects/{project.pk}/members/").status_code == 403
+
+
+def test_tokens_api_and_page(project):
+    ann = annotator(project)
+    c = APIClient()
+    c.force_authenticate(ann)
+    made = c.post("/api/v1/tokens/")
+    assert made.status_code == 201 and Token.objects.get(user=ann).key == made.json()["key"]
+    # annotators may not revoke others' tokens; researchers may
+    other = researcher(username="r-other")
+    Token.objects.create(user=other)
+    assert c.post("/api/v1/tokens/revoke/", {"username": "r-other"}, format="json").status_code == 403
+    r = APIClient()
+    r.force_authenticate(researcher())
+    assert r.post("/api/v1/tokens/revoke/", {"username": ann.username}, format="json").status_code == 204
+    assert not Token.objects.filter(user=ann).exists()
+    assert c.post("/api/v1/tokens/revoke/").status_code == 404
+    # the page: your own token for everyone signed in; others' tokens for researchers
+    from django.test import Client
+
+    page = Client()
+    page.force_login(ann)
+    assert page.get("/accounts/tokens/").status_code == 200
+    page.post("/accounts/tokens/", {"action": "create"})
+    html = page.get("/accounts/tokens/").content.decode()
+    assert Token.objects.get(user=ann).key in html  # shown once, right after creation
+    assert Token.objects.get(user=ann).key not in page.get("/accounts/tokens/").content.decode()
+    assert page.post("/accounts/tokens/", {"action": "revoke", "user": other.pk}).status_code == 403
+    assert Client().get("/accounts/tokens/").status_code == 302
+
+
+def test_schema_lists_the_workspace_endpoints():
+    c = APIClient()
+    c.force_authenticate(researcher())
+    schema = c.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    paths = set(schema["paths"])
+    for p in (
+        "/api/v1/projects/{project_id}/import/",
+        "/api/v1/projects/{project_id}/export/",
+        "/api/v1/projects/{project_id}/candidates/",
+        "/api/v1/candidates/{candidate_id}/override/",
+        "/api/v1/projects/{project_id}/members/",
+        "/api/v1/projects/{project_id}/members/add/",
+        "/api/v1/memberships/{membership_id}/pause/",
+        "/api/v1/tokens/",
+        "/api/v1/tokens/revoke/",
+    ):
+        assert p in paths, p
