@@ -18,6 +18,7 @@ urlpatterns = [
     path("api/v1/", include("projects.api_urls")),
     path("", include("projects.urls")),
     path("", include("generation.urls")),
+    path("", include("annotate.dashboard_urls")),
     path("annotate/", include("annotate.urls")),
     path("labeling/", include("labeling.urls")),
 ]
