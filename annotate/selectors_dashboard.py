@@ -451,10 +451,11 @@ def science_warnings(*, project: Project) -> list[Warning]:
                         "pool being auto-labelled have: h's accuracy there is unmeasured.",
                     )
                 )
-        if len(human_labels) == 1:
+        label_task = project.task != "image-caption"  # caption choices are not class labels h learns
+        if label_task and len(human_labels) == 1:
             only = next(iter(human_labels))
             out.append(Warning("one-class", f"Every human label is {only!r}: h cannot learn to tell the labels apart."))
-        if flips[1] >= 2 and flips[0] in (0, flips[1]):
+        if label_task and flips[1] >= 2 and flips[0] in (0, flips[1]):
             what = "flips" if flips[0] else "keeps the original's label"
             out.append(
                 Warning(

@@ -64,10 +64,11 @@ def heatmap(
     cells: Sequence[Sequence[tuple[float | None, int]]],
     *,
     title: str,
-    cell_w: int = 92,
+    cell_w: int = 0,
 ) -> str:
     """A grid: ``cells[r][c] = (value in [0, 1] or None, n)``; each cell shows the value and n
-    (a grey cell with "–" where there is no data)."""
+    (a grey cell with "–" where there is no data). ``cell_w`` 0: wide enough for the labels."""
+    cell_w = cell_w or max(96, 7 * max((len(c) for c in col_labels), default=0) + 16)
     left, top, cell_h = 150, 34, 30
     width = left + cell_w * max(1, len(col_labels)) + 10
     height = top + cell_h * max(1, len(row_labels)) + 8
