@@ -83,8 +83,33 @@ def test_charts_match_the_selectors():
         value = g["fleiss_kappa"]["value"]
         assert row[3] == ("n/a" if value is None else f"{value:.3f}")
 
-    gold = gold_chart(quality=q)
+    gold = gold_chart(project=project)
     assert gold.na == "n/a (no answers on gold items yet)"
+
+
+def test_gold_chart_matches_the_quality_selector(settings):
+    settings.COUNTERPART = {**settings.COUNTERPART, "GOLD_RATE": 0.5}
+    project = project_with_candidates(n=8, k=2, gold=8)
+    r = project_route(project=project, budget=0.4, strategy="random", seed=0)
+    assert r.gold_items > 0
+    users = [annotator(project), annotator(project)]
+
+    def pick(ui, a):
+        item = Item.objects.get(pk=a.item_id)
+        if item.is_gold and ui == 0:
+            return item.gold_choice
+        return a.display_order[0]
+
+    answer_everything(project, users, pick)
+    chart = gold_chart(project=project)
+    q = project_quality(project=project)
+    expected = {
+        a["username"]: [a["username"], a["gold_accuracy"]["n"], f"{a['gold_accuracy']['accuracy']:.3f}"]
+        for a in q["annotators"]
+        if a["gold_accuracy"]
+    }
+    assert expected and {r[0]: r[:3] for r in chart.rows} == expected
+    assert chart.rows[0][2] == "1.000" and "<circle" in chart.svg
 
 
 def test_h_charts_from_the_stored_cross_validated_predictions():
