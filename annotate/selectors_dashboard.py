@@ -171,6 +171,9 @@ def _canonical_choices(project: Project) -> tuple[str, list[str]]:
     return kind, canonical_choices(kind, labels)
 
 
+BOOTSTRAP_WORK = 400_000  # answers re-scored per agreement chart, at most (about a second or two)
+
+
 def agreement_chart(*, project: Project, n_boot: int = 200) -> Chart:
     """κ (and α) by perturbation type, with n and a bootstrap CI over items."""
     _, allowed = _canonical_choices(project)
@@ -190,6 +193,9 @@ def agreement_chart(*, project: Project, n_boot: int = 200) -> Chart:
     groups: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
     for item, ann, choice, pert in answers:
         groups[pert or "(none)"].append((item, ann, choice))
+    # bound the page's work: fewer resamples for big projects (at least 30)
+    n_boot = max(30, min(n_boot, BOOTSTRAP_WORK // len(answers)))
+    chart.note = f"Bootstrap: {n_boot} resamples of the items."
     results = [("all", stats.bootstrap_agreement([(i, a, c) for i, a, c, _ in answers], labels=allowed, n_boot=n_boot))]
     results += [
         (g, stats.bootstrap_agreement(rows, labels=allowed, n_boot=n_boot)) for g, rows in sorted(groups.items())
