@@ -38,8 +38,14 @@ def membership_for(*, project: Project, user: Any) -> ProjectMembership | None:
 
 
 def image_url(path: str) -> str:
+    """The URL of a stored image path: MEDIA_ROOT-relative paths (and absolute ones under
+    MEDIA_ROOT, as imports store them) under MEDIA_URL; URLs and other paths as they are."""
     if not path:
         return ""
+    if path.startswith("/") and settings.MEDIA_ROOT:
+        root = str(settings.MEDIA_ROOT).rstrip("/") + "/"
+        if path.startswith(root):
+            path = path[len(root) :]
     if path.startswith(("http://", "https://", "/")):
         return path
     return "/" + settings.MEDIA_URL.strip("/") + "/" + path

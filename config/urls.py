@@ -1,3 +1,5 @@
+from django.conf import settings
+from django.conf.urls.static import static
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
@@ -22,6 +24,11 @@ urlpatterns = [
     path("", include("projects.urls")),
     path("", include("generation.urls")),
     path("", include("annotate.data_urls")),
+    path("", include("annotate.dashboard_urls")),
     path("annotate/", include("annotate.urls")),
     path("labeling/", include("labeling.urls")),
 ]
+
+# Uploaded and generated images (the demo's photos too) in development; production serves
+# MEDIA_ROOT from the web server. ``static()`` adds nothing when DEBUG is off.
+urlpatterns += static(settings.MEDIA_URL, document_root=settings.MEDIA_ROOT)

@@ -230,3 +230,45 @@ def warm_start_choices(*, project: Project) -> list[tuple[str, str, str]]:
                 continue
             out.append((f"{fmt}:{split}", f"CAD {task} {split} ({fmt})", f"{fmt}:{cad}:{split}"))
     return out
+
+
+# -- the dashboard's flip-rate heatmap (annotate's dashboard reads this) -------------------
+@dataclass(frozen=True)
+class FlipCount:
+    source: str  # "human" (human or gold labels) | "auto"
+    perturbation: str  # "(none)" when the candidate has none
+    original_label: str
+    label: str  # the counterfactual's final label
+    n: int
+
+    @property
+    def flipped(self) -> bool:
+        return self.label != self.original_label
+
+
+def flip_counts_for(*, project: Project) -> list[FlipCount]:
+    """Labelled candidates counted by (label source, perturbation, original label,
+    counterfactual label): the cells behind :func:`flip_rates_for`, finer. One grouped query."""
+    rows = (
+        Candidate.objects.filter(
+            project=project,
+            label__isnull=False,
+            example__label__isnull=False,
+            state__in=[states.HUMAN_LABELED, states.AUTO_LABELED],
+        )
+        .values("label_source", "perturbation", "example__label__name", "label__name")
+        .annotate(n=Count("id"))
+        .order_by("perturbation", "example__label__name", "label__name", "label_source")
+    )
+    out = []
+    for r in rows:
+        source = next((s for s, members in SOURCES.items() if r["label_source"] in members), None)
+        if source is not None:
+            out.append(
+                FlipCount(source, r["perturbation"] or "(none)", r["example__label__name"], r["label__name"], r["n"])
+            )
+    return out
+
+
+def pairwise_model_latest(*, project: Project) -> PairwiseModel | None:
+    return PairwiseModel.objects.filter(project=project).order_by("-version").first()

@@ -283,6 +283,8 @@ COUNTERPART: CounterpartSettings = {
     "HEARTBEAT_SECONDS": env_int("COUNTERPART_HEARTBEAT_SECONDS", 30),
     # Auto-labelling
     "MIN_CONFIDENCE": env_float("COUNTERPART_MIN_CONFIDENCE", 0.7),
+    # the dashboard warns when h was trained on fewer human labels than this
+    "MIN_TRAIN_LABELS_WARNING": env_int("COUNTERPART_MIN_TRAIN_LABELS_WARNING", 100),
     # Generation jobs (generation/services/runs.py)
     "GENERATION_BATCH_SIZE": env_int("COUNTERPART_GENERATION_BATCH_SIZE", 16),  # originals per write
     "GENERATION_TIME_LIMIT": env_int("COUNTERPART_GENERATION_TIME_LIMIT", 6 * 3600),  # seconds per run task

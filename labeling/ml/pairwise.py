@@ -75,8 +75,14 @@ class CVReport:
     threshold: float = 0.0
     coverage: float = 1.0  # share of out-of-fold predictions at or above the threshold
     accuracy_confident: float = float("nan")  # accuracy on those
+    # The out-of-fold predictions themselves (one per labelled pair, in training order): the
+    # confidence of the predicted label (rounded to 4 places) and whether it was right. The
+    # dashboard draws h's reliability diagram, confidence histogram and coverage curve from
+    # them. Empty for learners that do not keep them (older models, the cross-encoder).
+    oof_confidence: list[float] = field(default_factory=list)
+    oof_correct: list[int] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, float | None]:
+    def as_dict(self) -> dict[str, Any]:
         """The fields, NaN as None (JSON has no NaN)."""
         return {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in asdict(self).items()}
 
@@ -333,6 +339,8 @@ def _cv_report(h: _OutOfFold, threshold: float) -> CVReport:
         threshold=threshold,
         coverage=float(ok.mean()),
         accuracy_confident=accuracy(y[ok], pred[ok]) if ok.any() else float("nan"),
+        oof_confidence=[round(float(c), 4) for c in conf],
+        oof_correct=[int(v) for v in (pred == y)],
     )
 
 

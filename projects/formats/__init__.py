@@ -27,6 +27,8 @@ from collections.abc import Generator
 from typing import Any
 
 from projects.formats import cad, coco, pairs, tabular
+from projects.formats.coco import write_cf as write_coco_cf
+from projects.formats.hf import write_hf_datasets
 from projects.formats.pairs import pair_to_json, write_pairs_jsonl
 from projects.formats.reading import (
     DEFAULT_MAX_LINE_BYTES,
@@ -62,7 +64,9 @@ __all__ = [
     "input_files",
     "pair_to_json",
     "read",
+    "write_coco_cf",
     "write_csv",
+    "write_hf_datasets",
     "write_pairs_jsonl",
 ]
 

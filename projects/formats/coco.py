@@ -16,8 +16,10 @@ image_1), no label. Images are stored as absolute paths; a missing image is a pe
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Generator
+import shutil
+from collections.abc import Generator, Iterable
 
 from projects.formats import reading as r
 from projects.formats.records import OriginalRecord, PairRecord, Problem, Record
@@ -161,3 +163,42 @@ def read_cf(
                 cf_image=images[1],
                 meta={"coco_caption_id": obj["id"]},
             )
+
+
+def write_cf(records: Iterable[PairRecord], out_dir: str, *, image_root: str = "") -> int:
+    """Write image pairs in the COCO-Counterfactuals layout: ``out_dir/metadata.jsonl`` with one
+    ``{"id", "caption_0", "caption_1", "image_0", "image_1"}`` per pair and the images copied
+    beside it as ``out_dir/<image_k>`` (so ``read_cf([out_dir])`` and
+    ``read_cf([out_dir/metadata.jsonl])`` both read it back).
+
+    ``id`` is the pair's id without the ``cocf-`` prefix the reader adds; ``image_k`` is
+    ``<id>_0`` / ``<id>_1`` (the published data names them by caption id too). A relative image
+    path is taken under ``image_root``. A pair without both images or without a caption is a
+    ``ValueError`` (the layout has no place for a missing one)."""
+    images = out_dir
+    os.makedirs(images, exist_ok=True)
+    n = 0
+    with open(os.path.join(out_dir, "metadata.jsonl"), "w", encoding="utf-8", newline="\n") as fh:
+        for rec in records:
+            pid = rec.id[len("cocf-") :] if rec.id.startswith("cocf-") else rec.id
+            row: dict[str, str] = {
+                "id": pid,
+                "caption_0": str(rec.original.fields.get("caption", "")),
+                "caption_1": str(rec.cf_fields.get("caption", "")),
+            }
+            if not row["caption_0"] or not row["caption_1"]:
+                raise ValueError(f"pair {rec.id}: coco-cf needs a caption on both sides")
+            safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in pid)
+            for k, src in ((0, rec.original.image), (1, rec.cf_image)):
+                if not src:
+                    raise ValueError(f"pair {rec.id}: coco-cf needs both images (image_{k} is missing)")
+                path = src if os.path.isabs(src) else os.path.join(image_root, src)
+                if not os.path.isfile(path):
+                    raise ValueError(f"pair {rec.id}: image not found: {path}")
+                ext = os.path.splitext(path)[1].lower() or ".jpg"
+                name = f"{safe}_{k}"
+                shutil.copyfile(path, os.path.join(images, name + ext))
+                row[f"image_{k}"] = name if ext == ".jpg" else name + ext
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+    return n

@@ -7,7 +7,10 @@ both, the gold answer goes to the optional ``counterfactual.gold_label``. The ex
 writes the optional keys ``original.id``, ``original.split``, ``original.source``,
 ``original.meta`` and ``counterfactual.scores`` so that an export re-imports to the same
 data (import -> export -> import -> export gives the same bytes). ``csv`` has the same
-content in columns (see :mod:`projects.formats.tabular`).
+content in columns (see :mod:`projects.formats.tabular`). ``hf-datasets`` is a directory written
+by Hugging Face ``datasets``' ``save_to_disk`` (:mod:`projects.formats.hf`: ClassLabel label
+columns, provenance columns); ``coco-cf`` (image-caption projects) is the COCO-Counterfactuals
+``metadata.jsonl`` with the pair images copied beside it (:func:`projects.formats.coco.write_cf`).
 
 Only pairs are exported (originals without candidates are not). Rows come in candidate id
 order, i.e. in the order they were imported or generated. The candidate's *state* is not
@@ -29,6 +32,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -45,7 +49,9 @@ from projects.formats.reading import LABEL_SOURCES
 from projects.models import Candidate, Example, Job, Label, Project
 from projects.services.jobs import JobContext, JobFailed, job_start
 
-EXPORT_FORMATS = ["pairs-jsonl", "csv"]
+EXPORT_FORMATS = ["pairs-jsonl", "csv", "hf-datasets", "coco-cf"]
+# Formats written as a directory (``out`` is the directory to create), not a single file.
+DIRECTORY_FORMATS = ("hf-datasets", "coco-cf")
 # Left out unless a state filter names them: not part of the data set.
 EXCLUDED_BY_DEFAULT = [states.FILTERED_OUT, states.GENERATED]
 
@@ -277,6 +283,10 @@ def data_export(
         project=project, state=state, label_source=label_source, min_confidence=min_confidence, split=split
     )
     records = pair_records(project=project, candidates=qs)
+    if format in DIRECTORY_FORMATS:
+        if not isinstance(out, str) or out == "-":
+            raise ExportError(f"{format} writes a directory: give --out a directory path")
+        return _write_directory(project=project, format=format, records=records, out=out)
 
     def write(fh: IO[str]) -> int:
         if format == "csv":
@@ -302,6 +312,35 @@ def data_export(
         filters = {"state": state, "label_source": label_source, "min_confidence": min_confidence, "split": split}
         doc = export_manifest(project=project, format=format, filters=filters, rows=n, path=out)
         manifest_path(out).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return n
+
+
+def _write_directory(*, project: Project, format: str, records: Iterator[PairRecord], out: str) -> int:
+    """Write a directory format into a temporary directory beside ``out`` and rename it to
+    ``out`` when complete. ``out`` must not exist yet, or be an empty directory."""
+    if format == "coco-cf" and project.task != "image-caption":
+        raise ExportError(f"coco-cf holds image-caption pairs; project {project.name!r} has task {project.task}")
+    target = os.path.abspath(out)
+    if os.path.exists(target) and (not os.path.isdir(target) or os.listdir(target)):
+        raise ExportError(f"{out} exists and is not an empty directory")
+    parent = os.path.dirname(target)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".export-", dir=parent)
+    try:
+        built = os.path.join(tmp, "ds")
+        if format == "hf-datasets":
+            labels = list(Label.objects.filter(project=project).order_by("position").values_list("name", flat=True))
+            n = formats.write_hf_datasets(records, built, labels=labels, text_fields=list(project.text_fields))
+        else:
+            n = formats.write_coco_cf(records, built, image_root=str(settings.MEDIA_ROOT))
+        os.chmod(built, 0o755)  # mkdtemp makes the parent owner-only; the result is readable
+        if os.path.isdir(target):
+            os.rmdir(target)
+        os.replace(built, target)
+    except ValueError as exc:
+        raise ExportError(str(exc)) from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return n
 
 
@@ -339,7 +378,9 @@ def export_file_for(*, job: Job, manifest: bool = False) -> Path | None:
 
 
 def export_path(*, job_id: int, format: str) -> Path:
-    ext = "csv" if format == "csv" else "jsonl"
+    """Where the export job's result lands: a file, or for the directory formats a zip archive
+    of the directory."""
+    ext = {"csv": "csv", "hf-datasets": "hf-datasets.zip", "coco-cf": "coco-cf.zip"}.get(format, "jsonl")
     return Path(settings.COUNTERPART["EXPORT_DIR"]) / f"export-{job_id}.{ext}"
 
 
@@ -359,7 +400,14 @@ def export_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     fmt = p.pop("format")
     path = export_path(job_id=job.pk, format=fmt)
     try:
-        n = data_export(project=job.project, format=fmt, out=str(path), **p)
+        if fmt in DIRECTORY_FORMATS:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=path.parent, prefix=".export-") as tmp:
+                n = data_export(project=job.project, format=fmt, out=os.path.join(tmp, fmt), **p)
+                archive = shutil.make_archive(os.path.join(tmp, "archive"), "zip", tmp, fmt)
+                os.replace(archive, path)
+        else:
+            n = data_export(project=job.project, format=fmt, out=str(path), **p)
     except ExportError as exc:
         raise JobFailed(str(exc)) from exc
     ctx.progress(n, n)

@@ -61,6 +61,10 @@ def test_train_then_autolabel_moves_pooled_candidates():
     assert model.version == 1 and model.n_train == 60 and model.mode == "capc"
     assert 0.0 <= model.cv_ece <= 1.0 and model.cv_accuracy >= 0.8
     assert model.label_counts and sum(model.label_counts.values()) == 60
+    # the out-of-fold predictions the dashboard draws h's reliability and coverage from
+    conf, ok = model.metrics["oof_confidence"], model.metrics["oof_correct"]
+    assert len(conf) == len(ok) == 60 and all(0.0 <= c <= 1.0 for c in conf)
+    assert sum(ok) / 60 == pytest.approx(model.cv_accuracy)
     run = services.autolabel(project=project, min_confidence=0.5)
     assert run.considered == 100
     assert run.auto_labeled + run.abstained == 100 and run.auto_labeled >= 80

@@ -7,8 +7,10 @@ project: CAD NLI dev (200 originals, 800 human-written counterfactuals) from
 ``COUNTERPART["SHARED_DATA_DIR"]`` when it is there, else the 40-pair excerpt shipped in
 ``projects/fixtures/demo_nli_pairs.jsonl``. The annotators become members of the demo
 project, and the project's human budget (10%) is routed to annotators so there is something
-to label at once (``--no-route``: leave everything pooled). Running it again is harmless: it
-re-sets the passwords and imports nothing twice.
+to label at once (``--no-route``: leave everything pooled). A second project,
+``demo-image-caption``, holds four image pairs (scikit-image's public-domain / CC0 photos,
+one-noun caption swaps) routed as caption-choice items (see annotate/services/demo_captions.py).
+Running it again is harmless: it re-sets the passwords and imports nothing twice.
 """
 
 from __future__ import annotations
@@ -85,6 +87,9 @@ class Command(BaseCommand):
                 routed = project_route(project=project, seed=0)
                 self.stdout.write(f"routed {routed.routed} candidates to annotators ({routed.gold_items} gold checks)")
 
+        if not opts["no_data"]:
+            self._caption_demo(researcher, annotators, route=not opts["no_route"])
+
         self.stdout.write(f"Counterpart: {URL}")
         self.stdout.write(f"  researcher: username {RESEARCHER_USERNAME}  password {password}")
         self.stdout.write(f"  annotator:  username {ANNOTATOR_USERNAME}  password {password}")
@@ -96,6 +101,17 @@ class Command(BaseCommand):
             "(one session per window), answer the same items in each, then watch the labels arrive on the "
             "researcher's project page and the quality dashboard."
         )
+
+    def _caption_demo(self, researcher: Any, annotators: list[Any], *, route: bool) -> None:
+        """The second demo project: image-caption choice (annotate/services/demo_captions.py)."""
+        from annotate.services.demo_captions import demo_caption_project
+
+        line, report, routed = demo_caption_project(researcher=researcher, annotators=annotators, route=route)
+        self.stdout.write(line)
+        for problem in report.problems[:10]:
+            self.stderr.write(problem)
+        if route:
+            self.stdout.write(f"routed {routed} image pairs to annotators (caption choice)")
 
     def _user(self, username: str, password: str, group: Group) -> Any:
         User = get_user_model()

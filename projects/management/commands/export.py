@@ -1,4 +1,4 @@
-"""``python manage.py export --project NAME --format pairs-jsonl|csv --out PATH [filters]``
+"""``python manage.py export --project NAME --format pairs-jsonl|csv|hf-datasets|coco-cf --out PATH [filters]``
 
 Writes a project's pairs (docs/formats.md §1 for ``pairs-jsonl``; columns in
 ``generation/formats/tabular.py`` for ``csv``). Filters: ``--state``, ``--label-source``
@@ -21,12 +21,14 @@ def _csv_list(value: str) -> list[str]:
 
 
 class Command(BaseCommand):
-    help = "Export a project's counterfactual pairs as pairs-jsonl or csv."
+    help = "Export a project's counterfactual pairs as pairs-jsonl, csv, hf-datasets (a directory) or coco-cf (a directory)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True)
         parser.add_argument("--format", required=True, choices=EXPORT_FORMATS, dest="data_format")
-        parser.add_argument("--out", required=True, help="output file ('-' for stdout)")
+        parser.add_argument(
+            "--out", required=True, help="output file ('-' for stdout); a new directory for hf-datasets and coco-cf"
+        )
         parser.add_argument("--state", type=_csv_list, help="e.g. human_labeled,auto_labeled")
         parser.add_argument("--label-source", type=_csv_list, help="human,auto,gold,imported,none")
         parser.add_argument("--min-confidence", type=float, help="only pairs with confidence >= this")

@@ -1,0 +1,503 @@
+"""Reads behind the researcher's project dashboard (``/projects/<id>/dashboard/``) and its
+science warnings. ``annotate`` is the top layer, so it may combine the apps: candidate counts
+come from ``projects.selectors``, flip rates and h from ``labeling.selectors``, runs from
+``generation.selectors``; the statistics are in :mod:`annotate.ml.dashboard_stats` and the SVG
+in :mod:`annotate.ml.charts` (both Django-free).
+
+Every chart is a :class:`Chart`: its SVG, the table of the numbers it draws (shown in a
+``<details>`` under it), and ``na`` -- "n/a (why)" -- when there is too little data to draw it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Count
+
+from annotate.ml import agreement, charts
+from annotate.ml import dashboard_stats as stats
+from annotate.models import Annotation, Item
+from generation.selectors import runs_of_project
+from labeling.selectors import flip_counts_for, pairwise_model_latest
+from projects import states
+from projects.models import Candidate, Label, Project
+from projects.selectors import project_overview
+
+FUNNEL = [
+    states.GENERATED,
+    states.FILTERED_OUT,
+    states.POOLED,
+    states.ROUTED,
+    states.HUMAN_LABELED,
+    states.AUTO_LABELED,
+    states.ABSTAINED,
+]
+# the pool h labels: candidates that are (or may become) auto-labelled
+AUTO_POOL = [states.POOLED, states.ABSTAINED, states.AUTO_LABELED]
+HUMAN_SOURCES = ("human", "gold")
+
+
+@dataclass
+class Chart:
+    key: str
+    title: str
+    svg: str = ""
+    headers: list[str] = field(default_factory=list)
+    rows: list[list[Any]] = field(default_factory=list)
+    na: str = ""  # "n/a (why)" when the figure is not meaningful
+    note: str = ""
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1%}"
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+# -- charts ----------------------------------------------------------------------------------
+def funnel_chart(*, project: Project) -> Chart:
+    by_state = project_overview(project=project)["by_state"]
+    rows = [(s, int(by_state.get(s, 0))) for s in FUNNEL]
+    chart = Chart("funnel", "Candidates by state", headers=["state", "candidates"], rows=[list(r) for r in rows])
+    if not any(n for _, n in rows):
+        chart.na = "n/a (no candidates yet: import pairs or start a generation run)"
+    else:
+        chart.svg = charts.bars([(s.replace("_", " "), float(n)) for s, n in rows], title=chart.title)
+    return chart
+
+
+def flip_charts(*, project: Project) -> list[Chart]:
+    """Flip rate (counterfactual label differs from the original's) by perturbation type x
+    original label, one heatmap for human (and gold) labels and one for h's auto labels."""
+    counts = flip_counts_for(project=project)
+    out = []
+    for source, title in (("human", "Flip rate of human labels"), ("auto", "Flip rate of auto labels (h)")):
+        cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+        for c in counts:
+            if c.source == source:
+                cell = cells[(c.perturbation, c.original_label)]
+                cell[0] += c.n
+                cell[1] += c.n if c.flipped else 0
+        perts = sorted({p for p, _ in cells})
+        labels = sorted({y for _, y in cells})
+        chart = Chart(
+            f"flip-{source}",
+            f"{title}, by perturbation type × original label",
+            headers=["perturbation", "original label", "labelled", "flipped", "flip rate"],
+        )
+        for (p, y), (n, f) in sorted(cells.items()):
+            chart.rows.append([p, y, n, f, _num(f / n if n else None)])
+        if not cells:
+            chart.na = f"n/a (no {source}-labelled candidates whose original has a label)"
+        else:
+            grid = [
+                [
+                    ((cells[(p, y)][1] / cells[(p, y)][0]), cells[(p, y)][0]) if (p, y) in cells else (None, 0)
+                    for y in labels
+                ]
+                for p in perts
+            ]
+            chart.svg = charts.heatmap(perts, [f"from {y}" for y in labels], grid, title=chart.title)
+        out.append(chart)
+    return out
+
+
+def h_charts(*, project: Project) -> tuple[list[Chart], dict[str, Any] | None]:
+    """Reliability diagram, confidence histogram and coverage/accuracy curve of the latest h,
+    from its stored out-of-fold predictions."""
+    model = pairwise_model_latest(project=project)
+    rel = Chart("reliability", "h: reliability (cross-validated)", headers=["bin", "n", "mean confidence", "accuracy"])
+    hist = Chart("confidence", "h: confidence histogram (cross-validated)", headers=["bin", "n"])
+    cov = Chart(
+        "coverage",
+        "h: coverage and accuracy by abstain threshold",
+        headers=["threshold", "labelled", "coverage", "accuracy"],
+    )
+    if model is None:
+        for c in (rel, hist, cov):
+            c.na = "n/a (no pairwise model yet: train one with train_pairwise)"
+        return [rel, hist, cov], None
+    info = {
+        "version": model.version,
+        "mode": model.mode,
+        "n_train": model.n_train,
+        "threshold": model.threshold,
+        "cv_accuracy": model.cv_accuracy,
+        "cv_ece": model.cv_ece,
+    }
+    m = model.metrics or {}
+    conf = [float(c) for c in m.get("oof_confidence") or []]
+    ok = [int(v) for v in m.get("oof_correct") or []]
+    if not conf or len(conf) != len(ok):
+        for c in (rel, hist, cov):
+            c.na = f"n/a (model v{model.version} stores no cross-validated predictions; retrain it to see this)"
+        return [rel, hist, cov], info
+    bins = stats.reliability_bins(conf, ok)
+    rel.rows = [[f"{b.lo:.1f}–{b.hi:.1f}", b.n, _num(b.mean_confidence), _num(b.accuracy)] for b in bins]
+    ece = stats.expected_calibration_error(bins)
+    rel.note = f"{len(conf)} out-of-fold predictions; ECE {_num(ece)} (10 equal-width bins)."
+    rel.svg = charts.reliability([(b.lo, b.hi, b.accuracy, b.n) for b in bins], title=rel.title)
+    hbins = stats.confidence_histogram(conf)
+    hist.rows = [[f"{lo:.1f}–{hi:.1f}", n] for lo, hi, n in hbins]
+    hist.note = f"Abstain threshold {model.threshold:.2f}: h labels only pairs at or above it."
+    hist.svg = charts.histogram(
+        hbins, title=hist.title, marker=model.threshold, marker_label=f"abstain < {model.threshold:.2f}"
+    )
+    curve = stats.coverage_curve(conf, ok)
+    cov.rows = [[f"{p.threshold:.2f}", p.n, _pct(p.coverage), _pct(p.accuracy)] for p in curve]
+    cov.svg = charts.lines(
+        [
+            ("coverage", [(p.threshold, p.coverage) for p in curve]),
+            ("accuracy", [(p.threshold, p.accuracy) for p in curve]),
+        ],
+        title=cov.title,
+        xlabel="threshold",
+        ylabel="share",
+        marker=model.threshold,
+    )
+    return [rel, hist, cov], info
+
+
+def _canonical_choices(project: Project) -> tuple[str, list[str]]:
+    from annotate.services.quality import canonical_choices
+
+    labels = list(Label.objects.filter(project=project).order_by("position").values_list("name", flat=True))
+    kind = "caption_choice" if project.task == "image-caption" else "task_label"
+    return kind, canonical_choices(kind, labels)
+
+
+BOOTSTRAP_WORK = 400_000  # answers re-scored per agreement chart, at most (about a second or two)
+
+
+def agreement_chart(*, project: Project, n_boot: int = 200) -> Chart:
+    """κ (and α) by perturbation type, with n and a bootstrap CI over items."""
+    _, allowed = _canonical_choices(project)
+    answers = list(
+        Annotation.objects.filter(project=project, is_gold=False).values_list(
+            "item_id", "annotator_id", "choice", "item__candidate__perturbation"
+        )
+    )
+    chart = Chart(
+        "agreement",
+        "Agreement by perturbation type (Fleiss' κ, 95% bootstrap CI over items)",
+        headers=["perturbation", "items (≥2 answers)", "answers", "κ", "κ 95% CI", "α", "α 95% CI", "note"],
+    )
+    if not answers:
+        chart.na = "n/a (no answers yet)"
+        return chart
+    groups: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
+    for item, ann, choice, pert in answers:
+        groups[pert or "(none)"].append((item, ann, choice))
+    # bound the page's work: fewer resamples for big projects (at least 30)
+    n_boot = max(30, min(n_boot, BOOTSTRAP_WORK // len(answers)))
+    chart.note = f"Bootstrap: {n_boot} resamples of the items."
+    results = [("all", stats.bootstrap_agreement([(i, a, c) for i, a, c, _ in answers], labels=allowed, n_boot=n_boot))]
+    results += [
+        (g, stats.bootstrap_agreement(rows, labels=allowed, n_boot=n_boot)) for g, rows in sorted(groups.items())
+    ]
+    for g, r in results:
+        chart.rows.append(
+            [g, r.n_items, r.n_annotations, _num(r.kappa), _ci(r.kappa_ci), _num(r.alpha), _ci(r.alpha_ci), r.reason]
+        )
+    if all(r.kappa is None for _, r in results):
+        chart.na = results[0][1].reason or "n/a (agreement undefined)"
+        return chart
+    chart.svg = charts.intervals(
+        [
+            (g, r.kappa, *(r.kappa_ci or (None, None)), f"n={r.n_items}" if r.kappa is not None else r.reason)
+            for g, r in results
+        ],
+        title=chart.title,
+        lo=-1.0,
+        hi=1.0,
+    )
+    return chart
+
+
+def _ci(ci: tuple[float, float] | None) -> str:
+    return "n/a" if ci is None else f"{ci[0]:.3f} – {ci[1]:.3f}"
+
+
+def gold_chart(*, project: Project) -> Chart:
+    """Accuracy on gold items per annotator with its 95% Wilson interval (the same figures as
+    ``project_quality``'s annotator table, without its Dawid–Skene fit)."""
+    chart = Chart(
+        "gold",
+        "Annotator accuracy on gold items (95% Wilson CI)",
+        headers=["annotator", "gold answers", "accuracy", "95% CI"],
+    )
+    answers = list(
+        Annotation.objects.filter(project=project, is_gold=True).values_list("annotator__username", "correct")
+    )
+    acc = agreement.gold_accuracy([(u, bool(ok)) for u, ok in answers]) if answers else {}
+    rows = []
+    for user in sorted(acc, key=str):
+        a = acc[user]
+        rows.append((str(user), a.accuracy, a.ci_low, a.ci_high, a.n))
+        chart.rows.append([str(user), a.n, _num(a.accuracy), _ci((a.ci_low, a.ci_high))])
+    if not rows:
+        chart.na = "n/a (no answers on gold items yet)"
+    else:
+        chart.svg = charts.intervals([(u, p, lo, hi, f"n={n}") for u, p, lo, hi, n in rows], title=chart.title)
+    return chart
+
+
+RUN_ROWS = [
+    ("candidates", "candidates"),
+    ("accepted", "accepted (pooled)"),
+    ("accepted_per_original", "yield: accepted per original"),
+    ("accepted_all_filters", "acceptance (all filters)"),
+    ("distinct_2", "distinct-2 (accepted)"),
+    ("self_bleu", "self-BLEU (accepted)"),
+    ("mean_similarity", "mean similarity (accepted)"),
+]
+
+
+def runs_chart(*, project: Project) -> Chart:
+    runs = [r for r in runs_of_project(project=project) if (r.metrics or {}).get("candidates") is not None]
+    chart = Chart("runs", "Generation runs side by side")
+    if not runs:
+        chart.na = "n/a (no finished generation run with metrics)"
+        return chart
+    runs = list(reversed(runs))  # oldest first
+    chart.headers = ["metric"] + [f"#{r.pk} {r.generator}" for r in runs]
+    for key, label in RUN_ROWS:
+        chart.rows.append([label] + [_fmt(r.metrics.get(key)) for r in runs])
+    filters = sorted({f for r in runs for f in (r.metrics.get("acceptance_by_filter") or {})})
+    for f in filters:
+        chart.rows.append(
+            [f"acceptance by filter: {f}"] + [_fmt((r.metrics.get("acceptance_by_filter") or {}).get(f)) for r in runs]
+        )
+    chart.svg = charts.bars(
+        [(f"#{r.pk} {r.generator}", float(r.metrics.get("accepted_per_original") or 0.0)) for r in runs],
+        title="Yield: accepted candidates per original, by run",
+    )
+    chart.note = "Bars: yield. Acceptance, filters and diversity (distinct-2, self-BLEU) in the table."
+    return chart
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return str(v)
+
+
+def caption_charts(*, project: Project) -> list[Chart]:
+    """The COCO-Counterfactuals outcome analysis: per image of a pair, how often annotators
+    chose its own caption, the other, both or neither; the share of valid pairs (each image's
+    final choice is its own caption), overall and by WordNet noun category of the swap."""
+    items = list(
+        Item.objects.filter(project=project, is_gold=False).values_list(
+            "id", "candidate_id", "side", "status", "result"
+        )
+    )
+    cand_ids = {c for _, c, _, _, _ in items}
+    cands = {
+        cid: (ex_fields, fields, meta)
+        for cid, ex_fields, fields, meta in Candidate.objects.filter(pk__in=cand_ids).values_list(
+            "id", "example__fields", "fields", "meta"
+        )
+    }
+    category = {cid: _swap_category(*v) for cid, v in cands.items()}
+    side_of = {i: (c, s) for i, c, s, _, _ in items}
+    answers = list(Annotation.objects.filter(project=project, is_gold=False).values_list("item_id", "choice"))
+    results: dict[int, dict[str, str]] = defaultdict(dict)
+    for _, cid, side, status, result in items:
+        if status == "complete" and result:
+            results[cid][side] = result
+    overall = stats.caption_outcomes([(side_of[i][1], c) for i, c in answers if i in side_of], results)
+    per = Chart(
+        "caption-outcomes",
+        "Caption choice per image (COCO-Counterfactuals outcome analysis)",
+        headers=["image", *stats.OUTCOMES, "answers"],
+    )
+    for name, counts in (("image 0 (original)", overall.image_0), ("image 1 (counterfactual)", overall.image_1)):
+        per.rows.append([name, *[counts[o] for o in stats.OUTCOMES], sum(counts.values())])
+    per.note = (
+        f"Valid pairs (both images matched their own caption): {overall.valid} of {overall.pairs} fully judged"
+        f" ({_pct(overall.valid_share)})."
+    )
+    if not answers:
+        per.na = "n/a (no answers on caption items yet)"
+    else:
+        per.svg = charts.stacked([(r[0], r[1:5]) for r in per.rows], list(stats.OUTCOMES), title=per.title)
+    by_cat = Chart(
+        "caption-categories",
+        "Valid pairs by noun category of the swap (WordNet lexname)",
+        headers=["category", "pairs judged", "valid", "valid share", "own", "other", "both", "neither"],
+    )
+    cats = sorted(set(category.values()))
+    for cat in cats:
+        cids = {c for c, k in category.items() if k == cat}
+        sub = stats.caption_outcomes(
+            [(side_of[i][1], c) for i, c in answers if i in side_of and side_of[i][0] in cids],
+            {c: r for c, r in results.items() if c in cids},
+        )
+        tot = {o: sub.image_0[o] + sub.image_1[o] for o in stats.OUTCOMES}
+        by_cat.rows.append([cat, sub.pairs, sub.valid, _pct(sub.valid_share), *[tot[o] for o in stats.OUTCOMES]])
+    if not overall.pairs:
+        by_cat.na = "n/a (no pair has a final choice on both images yet)"
+    else:
+        by_cat.svg = charts.stacked(
+            [(r[0], [r[2], r[1] - r[2]]) for r in by_cat.rows if r[1]], ["valid", "not valid"], title=by_cat.title
+        )
+    return [per, by_cat]
+
+
+def _swap_category(ex_fields: dict[str, Any], fields: dict[str, Any], meta: dict[str, Any]) -> str:
+    """The noun category of the swap: the caption generator's ``meta.replaced`` when stored,
+    else the one word in which the two captions differ."""
+    meta = meta or {}
+    if meta.get("noun_category"):
+        return str(meta["noun_category"])
+    word = meta.get("replaced")
+    if not word:
+        swap = stats.swapped_nouns(str((ex_fields or {}).get("caption", "")), str((fields or {}).get("caption", "")))
+        word = swap[0] if swap else None
+    return stats.noun_category(str(word)) if word else "unknown"
+
+
+# -- the page --------------------------------------------------------------------------------
+def project_dashboard(*, project: Project) -> dict[str, Any]:
+    flips = flip_charts(project=project)
+    h, model = h_charts(project=project)
+    sections: list[tuple[str, list[Chart]]] = [
+        ("Candidates", [funnel_chart(project=project)]),
+        ("Generation", [runs_chart(project=project)]),
+        ("Labels: how often the label flips", flips),
+        ("The pairwise classifier h", h),
+        ("Annotation quality", [agreement_chart(project=project), gold_chart(project=project)]),
+    ]
+    if project.task == "image-caption":
+        sections.append(("Image–caption pairs", caption_charts(project=project)))
+    return {"sections": sections, "model": model, "warnings": science_warnings(project=project)}
+
+
+# -- warnings --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Warning:
+    code: str
+    message: str
+
+
+def _direction(y: str | None, target: str | None) -> str | None:
+    return f"{y} → {target}" if y and target else None
+
+
+def science_warnings(*, project: Project) -> list[Warning]:
+    """Where the science is at risk: the human-labelled sample does not cover the pool h
+    labels (perturbation types, generators, directions), the human labels are degenerate, h was
+    trained on few labels, or h's auto labels extrapolate beyond what it saw."""
+    rows = (
+        Candidate.objects.filter(project=project, state__in=[*AUTO_POOL, states.HUMAN_LABELED])
+        .values(
+            "state",
+            "label_source",
+            "perturbation",
+            "generator",
+            "example__label__name",
+            "target_label__name",
+            "label__name",
+        )
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    human: dict[str, set[str]] = {"perturbation": set(), "generator": set(), "direction": set()}
+    pool: dict[str, dict[str, int]] = {
+        "perturbation": defaultdict(int),
+        "generator": defaultdict(int),
+        "direction": defaultdict(int),
+    }
+    auto_by_pert: dict[str, int] = defaultdict(int)
+    human_labels: dict[str, int] = defaultdict(int)
+    flips = [0, 0]  # flipped, with a known original label
+    for r in rows:
+        keys = {
+            "perturbation": r["perturbation"] or "(none)",
+            "generator": r["generator"] or "(none)",
+            "direction": _direction(r["example__label__name"], r["target_label__name"]),
+        }
+        if r["state"] == states.HUMAN_LABELED and r["label_source"] in HUMAN_SOURCES:
+            for k, v in keys.items():
+                if v is not None:
+                    human[k].add(v)
+            if r["label__name"]:
+                human_labels[r["label__name"]] += r["n"]
+                if r["example__label__name"]:
+                    flips[1] += r["n"]
+                    flips[0] += r["n"] if r["label__name"] != r["example__label__name"] else 0
+        elif r["state"] in AUTO_POOL:
+            for k, v in keys.items():
+                if v is not None:
+                    pool[k][v] += r["n"]
+            if r["state"] == states.AUTO_LABELED:
+                auto_by_pert[keys["perturbation"]] += r["n"]
+    out: list[Warning] = []
+    if any(pool[k] for k in pool) and not human_labels:
+        out.append(
+            Warning("no-human-labels", "No human labels yet: h has nothing to learn from, and nothing checks the pool.")
+        )
+    elif human_labels:
+        names = {"perturbation": "perturbation types", "generator": "generators", "direction": "label directions"}
+        for k, label in names.items():
+            if k == "generator" and set(pool[k]) == {"(none)"}:
+                continue
+            missing = sorted(v for v in pool[k] if v not in human[k])
+            if missing:
+                n = sum(pool[k][v] for v in missing)
+                out.append(
+                    Warning(
+                        f"unrepresented-{k}",
+                        f"The human-labelled sample has no {label[:-1]} {_list(missing)}, which {n} candidates in the "
+                        "pool being auto-labelled have: h's accuracy there is unmeasured.",
+                    )
+                )
+        label_task = project.task != "image-caption"  # caption choices are not class labels h learns
+        if label_task and len(human_labels) == 1:
+            only = next(iter(human_labels))
+            out.append(Warning("one-class", f"Every human label is {only!r}: h cannot learn to tell the labels apart."))
+        if label_task and flips[1] >= 2 and flips[0] in (0, flips[1]):
+            what = "flips" if flips[0] else "keeps the original's label"
+            out.append(
+                Warning(
+                    "all-flips" if flips[0] else "no-flips",
+                    f"Every human-labelled counterfactual {what} ({flips[1]} labels): "
+                    "the flip rate h learns is degenerate.",
+                )
+            )
+    model = pairwise_model_latest(project=project)
+    min_train = int(settings.COUNTERPART.get("MIN_TRAIN_LABELS_WARNING", 100))
+    if model is not None and model.n_train < min_train:
+        out.append(
+            Warning(
+                "few-train-labels",
+                f"h (v{model.version}) was trained on {model.n_train} human labels, fewer than {min_train} "
+                "(COUNTERPART_MIN_TRAIN_LABELS_WARNING): its cross-validated figures are noisy.",
+            )
+        )
+    outside = sorted(p for p in auto_by_pert if p not in human["perturbation"])
+    if outside:
+        n = sum(auto_by_pert[p] for p in outside)
+        out.append(
+            Warning(
+                "extrapolating",
+                f"{n} auto-labelled candidates are of perturbation types h never saw a human label for "
+                f"({_list(outside)}): these labels are extrapolated.",
+            )
+        )
+    return out
+
+
+def _list(values: list[str], limit: int = 6) -> str:
+    shown = ", ".join(values[:limit])
+    return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
+
+
+__all__ = ["Chart", "Warning", "project_dashboard", "science_warnings"]

@@ -1,0 +1,131 @@
+"""The image-caption demo project (``manage.py demo`` creates it beside ``demo-nli``).
+
+COCO images are not available offline, so the demo uses real photographs that ship with
+scikit-image (``skimage/data``; public domain or CC0, see ``projects/fixtures/README.md``),
+captions written for them, and one-noun swaps made with the caption generator's own code
+(:func:`generation.ml.captions.caption_swaps`, WordNet sister terms when no masked LM is
+configured, realised with the noun's number and article by :func:`~generation.ml.captions.realise`).
+Each pair is (photo A, its caption) and (photo B, the caption with one noun swapped): some pairs
+are valid (each photo matches its own caption), some are not -- what the COCO-Counterfactuals
+human study measures. The photos are copied to ``MEDIA_ROOT/demo/captions/`` and the pairs
+imported from a ``pairs-jsonl`` file written there (FORMATS.md §1 image pairs).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from annotate.services.routing import project_add_annotators, project_route
+from projects.services.imports import ImportReport, data_import
+from projects.services.projects import project_get_or_create
+
+DEMO_CAPTION_PROJECT = "demo-image-caption"
+MEDIA_SUBDIR = "demo/captions"
+
+
+@dataclass(frozen=True)
+class DemoPair:
+    photo: str  # file in skimage/data: the original's image
+    caption: str
+    replaced: str  # the noun swapped
+    by: str  # its replacement
+    cf_photo: str  # the counterfactual's image
+
+
+# photo -> licence (from the docstrings of skimage.data's loaders)
+PHOTOS = {
+    "chelsea.png": "CC0 (photographer Stefan van der Walt)",
+    "astronaut.png": "public domain (NASA; Eileen Collins)",
+    "camera.png": "CC0 (photographer Lav Varshney)",
+    "coffee.png": "CC0 (photographer Rachel Michetti, Pikolo Espresso Bar)",
+    "rocket.jpg": "public domain (SpaceX, DSCOVR launch)",
+}
+
+PAIRS = [
+    DemoPair("chelsea.png", "a cat looking at the camera", "cat", "woman", "astronaut.png"),
+    DemoPair("astronaut.png", "a woman in an orange suit", "woman", "man", "camera.png"),
+    DemoPair("camera.png", "a man with a camera on a tripod", "man", "woman", "astronaut.png"),
+    DemoPair("coffee.png", "a red cup on a wooden table", "cup", "rocket", "rocket.jpg"),
+]
+
+
+def swap_caption(caption: str, replaced: str, by: str) -> tuple[str, str]:
+    """``(counterfactual caption, source)``: the generator's own swap when ``by`` is among its
+    WordNet candidates for ``replaced`` (source ``wordnet``), else the same realisation of a
+    hand-picked replacement (source ``demo``)."""
+    from generation.ml.captions import caption_swaps, realise
+    from generation.ml.rules.tokens import tag
+
+    for s in caption_swaps(caption, k=25):
+        if s.replaced.lower() == replaced and s.by.lower() == by:
+            return s.counterfactual, s.source
+    toks = tag(caption)
+    i = next(j for j, t in enumerate(toks) if t.text.lower() == replaced)
+    return realise(caption, toks, i, by)[0], "demo"
+
+
+def skimage_data_dir() -> Path:
+    import skimage
+
+    return Path(skimage.__file__).resolve().parent / "data"
+
+
+def demo_caption_file() -> Path:
+    """Copy the photos into ``MEDIA_ROOT/demo/captions`` and write ``pairs.jsonl`` beside them."""
+    out = Path(settings.MEDIA_ROOT) / MEDIA_SUBDIR
+    out.mkdir(parents=True, exist_ok=True)
+    src = skimage_data_dir()
+    for name in PHOTOS:
+        if not (out / name).is_file():
+            shutil.copyfile(src / name, out / name)
+    lines = []
+    for n, p in enumerate(PAIRS, start=1):
+        cf, source = swap_caption(p.caption, p.replaced, p.by)
+        meta: dict[str, Any] = {"replaced": p.replaced, "by": p.by, "source": source}
+        lines.append(
+            {
+                "id": f"demo-cap-{n}",
+                "group": f"demo-cap-{n}",
+                "original": {
+                    "id": f"demo-cap-{n}-0",
+                    "fields": {"caption": p.caption},
+                    "label": None,
+                    "image": p.photo,
+                    "source": "skimage.data",
+                    "meta": {"licence": PHOTOS[p.photo]},
+                },
+                "counterfactual": {
+                    "fields": {"caption": cf},
+                    "image": p.cf_photo,
+                    "generator": "coco-counterfactuals",
+                    "perturbation": "lexical",
+                },
+                "meta": {**meta, "licence": PHOTOS[p.cf_photo]},
+            }
+        )
+    path = out / "pairs.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def demo_caption_project(*, researcher: Any, annotators: list[Any], route: bool) -> tuple[str, ImportReport, int]:
+    """Create (or top up) the image-caption demo project; returns (summary line, import report,
+    routed pairs). Every pair is routed (both images of a pair become caption-choice items)."""
+    project, created = project_get_or_create(
+        name=DEMO_CAPTION_PROJECT,
+        task="image-caption",
+        created_by=researcher,
+        description="Demo project: caption choice on public-domain / CC0 photos from scikit-image with "
+        "one-noun caption swaps (COCO-Counterfactuals style).",
+    )
+    report = data_import(project=project, format="pairs-jsonl", paths=[str(demo_caption_file())])
+    project_add_annotators(project=project, users=annotators)
+    routed = project_route(project=project, budget=1.0, seed=0).routed if route else 0
+    line = f"demo project {project.name!r} ({'created' if created else 'exists'}): {report.summary()}"
+    return line, report, routed

@@ -1,0 +1,32 @@
+"""The researcher's project dashboard (``/projects/<id>/dashboard/``) and its science-warnings
+fragment (loaded into the project page). Thin: one selector, one template."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from annotate.selectors_dashboard import project_dashboard, science_warnings
+from projects.models import Project
+from projects.permissions import researcher_required
+
+
+@researcher_required
+@require_GET
+def dashboard(request: HttpRequest, project_id: int) -> HttpResponse:
+    project = get_object_or_404(Project, pk=project_id)
+    return render(
+        request, "annotate/project_dashboard.html", {"project": project, **project_dashboard(project=project)}
+    )
+
+
+@researcher_required
+@require_GET
+def warnings(request: HttpRequest, project_id: int) -> HttpResponse:
+    project = get_object_or_404(Project, pk=project_id)
+    return render(
+        request,
+        "annotate/_science_warnings.html",
+        {"project": project, "warnings": science_warnings(project=project), "with_dashboard_link": True},
+    )

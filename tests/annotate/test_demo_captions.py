@@ -1,0 +1,64 @@
+"""``manage.py demo`` also creates the image-caption demo project (real photos, one-noun swaps)."""
+
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+
+from annotate.models import Item
+from annotate.services.demo_captions import PAIRS, PHOTOS, swap_caption
+from projects.models import Candidate, Project
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args: str) -> str:
+    out = StringIO()
+    call_command("demo", *args, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def test_swaps_use_the_caption_generator() -> None:
+    assert swap_caption("a woman in an orange suit", "woman", "man") == ("a man in an orange suit", "wordnet")
+    assert swap_caption("a red cup on a wooden table", "cup", "rocket")[0] == "a red rocket on a wooden table"
+
+
+def test_demo_creates_the_caption_project_and_items(settings, tmp_path: Path) -> None:
+    settings.COUNTERPART = {**settings.COUNTERPART, "SHARED_DATA_DIR": str(tmp_path / "nowhere")}
+    text = run("--password", "s3cret-pass")
+    project = Project.objects.get(name="demo-image-caption")
+    assert project.task == "image-caption"
+    assert f"imported {len(PAIRS)} originals, {len(PAIRS)} pairs" in text
+    assert f"routed {len(PAIRS)} image pairs" in text
+    media = Path(settings.MEDIA_ROOT) / "demo" / "captions"
+    assert sorted(p.name for p in media.glob("*.*") if p.suffix != ".jsonl") == sorted(PHOTOS)
+    cands = list(Candidate.objects.filter(project=project).select_related("example"))
+    assert len(cands) == len(PAIRS)
+    for c in cands:
+        assert Path(c.image).is_file() and Path(c.example.image).is_file()
+        assert c.meta["replaced"] and c.meta["by"] and c.generator == "coco-counterfactuals"
+    assert Item.objects.filter(project=project, kind="caption_choice").count() == 2 * len(PAIRS)
+    # the annotator sees an image and two captions, served from MEDIA_URL
+    c = Client()
+    assert c.login(username="annotator", password="s3cret-pass")
+    r = c.post(f"/api/v1/projects/{project.pk}/next-item/")
+    assert r.status_code == 200, r.content
+    item = r.json()["item"]
+    assert item["kind"] == "caption_choice" and item["image"].startswith("/media/demo/captions/")
+    assert len(item["captions"]) == 2
+    # again: nothing duplicated
+    text = run("--password", "s3cret-pass")
+    assert Candidate.objects.filter(project=project).count() == len(PAIRS)
+    assert "routed 0 image pairs" in text
+
+
+def test_demo_no_route_leaves_the_caption_pairs_pooled(settings, tmp_path: Path) -> None:
+    settings.COUNTERPART = {**settings.COUNTERPART, "SHARED_DATA_DIR": str(tmp_path)}
+    run("--no-route")
+    assert set(Candidate.objects.filter(project__name="demo-image-caption").values_list("state", flat=True)) == {
+        "pooled"
+    }

@@ -1,0 +1,184 @@
+"""The ``hf-datasets`` and ``coco-cf`` exports, re-read with ``datasets.load_from_disk`` and the
+coco-cf reader."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from projects import formats, states
+from projects.models import Candidate, Example, Label
+from projects.services.exports import ExportError, data_export
+from projects.services.imports import data_import
+from projects.services.projects import project_create
+
+pytestmark = pytest.mark.django_db
+
+
+def nli_project():
+    project = project_create(name="hf", task="nli")
+    labels = {lab.name: lab for lab in Label.objects.filter(project=project)}
+    ex = Example.objects.create(
+        project=project,
+        external_id="o1",
+        fields={"premise": "A dog runs.", "hypothesis": "An animal moves."},
+        label=labels["entailment"],
+        split="dev",
+    )
+    Candidate.objects.create(
+        project=project,
+        external_id="c1",
+        example=ex,
+        fields={"premise": "A dog runs.", "hypothesis": "A cat sleeps."},
+        generator="rules",
+        perturbation="negation",
+        state=states.AUTO_LABELED,
+        label=labels["contradiction"],
+        label_source="auto",
+        confidence=0.875,
+        target_label=labels["contradiction"],
+        scores={"similarity": 0.9},
+        meta={"rule": "x"},
+    )
+    Candidate.objects.create(
+        project=project,
+        external_id="c2",
+        example=ex,
+        fields={"premise": "A dog runs.", "hypothesis": "A dog sits."},
+        generator="human",
+        perturbation="",
+        state=states.POOLED,
+    )
+    return project
+
+
+def test_hf_datasets_round_trip(tmp_path: Path) -> None:
+    from datasets import load_from_disk
+
+    project = nli_project()
+    out = tmp_path / "ds"
+    assert data_export(project=project, format="hf-datasets", out=str(out)) == 2
+    ds = load_from_disk(str(out))
+    assert len(ds) == 2
+    names = ["entailment", "neutral", "contradiction"]
+    for col in ("original_label", "label", "target_label", "gold_label"):
+        assert ds.features[col].names == names
+    for col in ("generator", "perturbation", "label_source", "confidence"):
+        assert col in ds.column_names
+    first, second = ds[0], ds[1]
+    assert first["id"] == "c1" and first["split"] == "dev"
+    assert first["original_hypothesis"] == "An animal moves." and first["counterfactual_hypothesis"] == "A cat sleeps."
+    assert ds.features["label"].int2str(first["label"]) == "contradiction"
+    assert ds.features["original_label"].int2str(first["original_label"]) == "entailment"
+    assert (first["generator"], first["perturbation"], first["label_source"]) == ("rules", "negation", "auto")
+    assert first["confidence"] == pytest.approx(0.875)
+    assert json.loads(first["scores"]) == {"similarity": 0.9} and json.loads(first["meta"]) == {"rule": "x"}
+    assert second["label"] is None and second["confidence"] is None and second["label_source"] == ""
+
+
+def test_hf_datasets_refuses_an_existing_directory_and_stdout(tmp_path: Path) -> None:
+    project = nli_project()
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    with pytest.raises(ExportError, match="not an empty directory"):
+        data_export(project=project, format="hf-datasets", out=str(tmp_path / "full"))
+    with pytest.raises(ExportError, match="directory"):
+        data_export(project=project, format="hf-datasets", out="-")
+    with pytest.raises(ExportError, match="image-caption"):
+        data_export(project=project, format="coco-cf", out=str(tmp_path / "cf"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]  # no temporary left behind
+
+
+def image_project(tmp_path: Path):
+    from PIL import Image
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for i, colour in enumerate(["red", "blue", "green", "white"]):
+        Image.new("RGB", (4, 4), colour).save(src / f"{i}.png")
+    meta = src / "metadata.jsonl"
+    meta.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {
+                    "id": "11",
+                    "caption_0": "a red cat",
+                    "caption_1": "a red dog",
+                    "image_0": "0.png",
+                    "image_1": "1.png",
+                },
+                {"id": "12", "caption_0": "a cup", "caption_1": "a bowl", "image_0": "2.png", "image_1": "3.png"},
+            ]
+        )
+        + "\n"
+    )
+    project = project_create(name="cf", task="image-caption")
+    report = data_import(project=project, format="coco-cf", paths=[str(meta), str(src)])
+    assert report.imported_pairs == 2, report.problems
+    return project, src
+
+
+def test_coco_cf_export_reimports(tmp_path: Path) -> None:
+    _project, src = image_project(tmp_path)
+    out = tmp_path / "out"
+    text = StringIO()
+    call_command("export", "--project", "cf", "--format", "coco-cf", "--out", str(out), stdout=text)
+    assert "exported 2 pairs" in text.getvalue()
+    lines = [json.loads(x) for x in (out / "metadata.jsonl").read_text().splitlines()]
+    assert [sorted(x) for x in lines] == [["caption_0", "caption_1", "id", "image_0", "image_1"]] * 2
+    assert lines[0]["id"] == "11" and lines[0]["caption_1"] == "a red dog"
+    assert lines[0]["image_1"] == "11_1.png"
+    assert (out / "11_1.png").read_bytes() == (src / "1.png").read_bytes()
+    back = list(formats.read("coco-cf", [str(out)], task="image-caption"))
+    assert back == list(formats.read("coco-cf", [str(out / "metadata.jsonl")], task="image-caption"))
+    assert all(isinstance(r, formats.PairRecord) for r in back), back
+    assert [(r.id, r.original.fields["caption"], r.cf_fields["caption"]) for r in back] == [
+        ("cocf-11", "a red cat", "a red dog"),
+        ("cocf-12", "a cup", "a bowl"),
+    ]
+    assert Path(back[1].cf_image).read_bytes() == (src / "3.png").read_bytes()
+
+
+def test_export_command_writes_hf_datasets(tmp_path: Path) -> None:
+    from datasets import load_from_disk
+
+    nli_project()
+    out = tmp_path / "hf-out"
+    call_command(
+        "export",
+        "--project",
+        "hf",
+        "--format",
+        "hf-datasets",
+        "--out",
+        str(out),
+        "--label-source",
+        "auto",
+        stdout=StringIO(),
+    )
+    assert load_from_disk(str(out))["id"] == ["c1"]
+
+
+def test_export_job_zips_a_directory_format(tmp_path: Path, settings) -> None:
+    import zipfile
+
+    from projects.models import Job
+    from projects.services.exports import export_job
+
+    settings.COUNTERPART = {**settings.COUNTERPART, "EXPORT_DIR": str(tmp_path / "exports")}
+    project = nli_project()
+    job = Job.objects.create(kind="export", project=project, params={"format": "hf-datasets"})
+
+    class Ctx:
+        def progress(self, done: int, total: int) -> None:
+            pass
+
+    result = export_job(job, Ctx())  # type: ignore[arg-type]
+    assert result["pairs"] == 2 and result["file"].endswith(".hf-datasets.zip")
+    names = zipfile.ZipFile(tmp_path / "exports" / result["file"]).namelist()
+    assert any(n.endswith("dataset_info.json") for n in names)
