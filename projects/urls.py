@@ -8,6 +8,7 @@ urlpatterns: list = [
     path("projects/<int:pk>/", views.project_detail, name="project-detail"),
     path("projects/<int:pk>/export/", views.project_export, name="project-export"),
     path("projects/<int:pk>/import/", views.project_import, name="project-import"),
+    path("images/<path:path>", views.image_file, name="image-file"),
     path("jobs/", views.job_list, name="job-list"),
     path("jobs/<int:pk>/", views.job_fragment, name="job-fragment"),
 ]

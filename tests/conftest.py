@@ -78,7 +78,10 @@ def browser_type_launch_args(browser_type_launch_args):
 
 @pytest.fixture(autouse=True)
 def _tmp_media(settings, tmp_path):
+    """Media under the test's tmp_path, and the test's tmp_path as the image root (tests
+    write their images there); tests of the image root set ``IMAGE_ROOT`` themselves."""
     settings.MEDIA_ROOT = str(tmp_path / "media")
+    settings.COUNTERPART = {**settings.COUNTERPART, "IMAGE_ROOT": str(tmp_path)}
     return settings.MEDIA_ROOT
 
 

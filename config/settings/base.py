@@ -197,6 +197,9 @@ CELERY_WORKER_QUEUES = env_list("CELERY_WORKER_QUEUES", ["default", "ml", "gener
 COUNTERPART = {
     # Data
     "SHARED_DATA_DIR": env("COUNTERPART_SHARED_DATA", str(BASE_DIR.parent / "shared" / "data")),
+    # Imported images must lie inside this folder (symlinks resolved); "" means MEDIA_ROOT.
+    # Served to signed-in users at /images/<path relative to the root>.
+    "IMAGE_ROOT": env("COUNTERPART_IMAGE_ROOT", ""),
     "MAX_UPLOAD_BYTES": env_int("COUNTERPART_MAX_UPLOAD_BYTES", 512 * 1024 * 1024),
     "MAX_LINE_BYTES": env_int("COUNTERPART_MAX_LINE_BYTES", 1024 * 1024),
     "IMPORT_BATCH_SIZE": env_int("COUNTERPART_IMPORT_BATCH_SIZE", 1000),
