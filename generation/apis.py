@@ -24,6 +24,7 @@ from generation.selectors import run_get, run_progress, runs_of_project
 from generation.services.runs import FINISHED, run_cancel, run_start
 from projects.models import Project
 from projects.permissions import IsResearcher
+from projects.services.jobs import BrokerUnavailable
 
 SKIPS_SHOWN = 100
 
@@ -116,7 +117,7 @@ class RunListApi(APIView):
             )
         except DjangoValidationError as exc:
             return Response(exc.message_dict, status=status.HTTP_400_BAD_REQUEST)
-        except Exception as exc:  # noqa: BLE001 - the broker is down: the run is marked failed
+        except BrokerUnavailable as exc:  # the run is marked failed; the message names the broker, never SQL
             return Response({"detail": f"could not enqueue the run: {exc}"}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
         run.refresh_from_db()
         return Response(self.OutputSerializer(run).data, status=status.HTTP_201_CREATED)

@@ -27,6 +27,7 @@ from generation.services.run_quality import FILTER_NAMES, default_band
 from generation.services.runs import run_cancel, run_start
 from projects.models import Project
 from projects.permissions import researcher_required
+from projects.services.jobs import BrokerUnavailable
 
 
 class RunStartForm(forms.Form):
@@ -60,6 +61,8 @@ class RunStartForm(forms.Form):
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(f"not valid JSON: {exc}") from exc
+        except RecursionError:
+            raise forms.ValidationError("not valid JSON: nested too deeply") from None
         if not isinstance(value, dict):
             raise forms.ValidationError("must be a JSON object")
         return value
@@ -89,7 +92,7 @@ def run_new(request: HttpRequest, project_id: int) -> HttpResponse:
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():
                 form.add_error(field if field in form.fields else None, errors)
-        except Exception as exc:  # noqa: BLE001 - the broker is down: say so, never run in the request
+        except BrokerUnavailable as exc:  # say so, never run in the request
             messages.error(request, f"Could not enqueue the run: {exc}")
             return redirect("run-list", project_id=project.pk)
         else:

@@ -25,12 +25,13 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from projects import permissions
+from projects.inputs import BadInput, form_id
 
 
 def client_ip(request: HttpRequest) -> str | None:
@@ -95,7 +96,11 @@ def lockouts(request: HttpRequest) -> HttpResponse:
     if not permissions.is_researcher(request.user):
         raise PermissionDenied
     if request.method == "POST":
-        attempt = get_object_or_404(AccessAttempt, pk=request.POST.get("attempt"))
+        try:
+            attempt_id = form_id(request.POST.get("attempt"), "attempt")
+        except BadInput as exc:
+            return HttpResponseBadRequest(str(exc))
+        attempt = get_object_or_404(AccessAttempt, pk=attempt_id)
         axes_reset(ip=attempt.ip_address, username=attempt.username)
         messages.success(request, f"Unlocked {attempt.username or '(no username)'} from {attempt.ip_address}.")
         return redirect("lockouts")

@@ -20,6 +20,7 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from projects import permissions
 from projects.formats import FORMATS, parse_label_map
+from projects.inputs import BadInput, form_texts
 from projects.models import Project
 from projects.permissions import researcher_required
 from projects.selectors import (
@@ -60,6 +61,11 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def project_export(request: HttpRequest, pk: int) -> HttpResponse:
     """Download the project's pairs (``?format=pairs-jsonl|csv`` plus the export filters)."""
     project = get_object_or_404(Project, pk=pk)
+    try:
+        for name in request.GET:
+            form_texts(request.GET.getlist(name), name)
+    except BadInput as exc:
+        return HttpResponseBadRequest(str(exc))
     fmt = request.GET.get("format", "pairs-jsonl")
     fd, path = tempfile.mkstemp(suffix=".export")
     os.close(fd)
