@@ -291,3 +291,60 @@ def test_an_imported_caption_image_is_served_to_its_annotator(client, tmp_path: 
     # A stored path outside the root (older data) is never sent to an annotator.
     assert image_url("/etc/shadow") == ""
     assert image_url(os.path.join(str(tmp_path), "secret.jpg")) == ""
+
+
+# --- labels ---------------------------------------------------------------------------------------
+
+
+def bool_pair(i: int, y: str, y2: str) -> str:
+    return json.dumps(
+        {
+            "id": f"b{i}",
+            "original": {"fields": {"passage": "p", "question": f"q{i}"}, "label": y},
+            "counterfactual": {"fields": {"passage": "p2", "question": f"q{i}"}, "label": y2, "label_source": "human"},
+        }
+    )
+
+
+def test_labels_match_case_insensitively_and_an_unknown_one_names_the_labels(tmp_path: Path) -> None:
+    f = write(tmp_path / "b.jsonl", [bool_pair(1, "FALSE", "True"), bool_pair(2, "no", "true")])
+    err = StringIO()
+    with pytest.raises(CommandError):
+        call_command(
+            "import_data",
+            str(f),
+            project="bq",
+            task="boolean-qa",
+            data_format="pairs-jsonl",
+            stdout=StringIO(),
+            stderr=err,
+        )
+    assert f"{f}:2: original.label: unknown label 'no' (expected one of false, true)" in err.getvalue()
+
+
+def test_import_data_label_map_renames_labels(tmp_path: Path) -> None:
+    f = write(tmp_path / "b.jsonl", [bool_pair(1, "FALSE", "True"), bool_pair(2, "no", "yes")])
+    out = StringIO()
+    call_command(
+        "import_data",
+        str(f),
+        project="bq",
+        task="boolean-qa",
+        data_format="pairs-jsonl",
+        label_map="no=false, YES=true",
+        stdout=out,
+        stderr=StringIO(),
+    )
+    assert out.getvalue().strip().splitlines()[-1] == "imported 2 originals, 2 pairs; skipped 0; problems 0"
+    labels = sorted(Candidate.objects.values_list("external_id", "example__label__name", "label__name"))
+    assert labels == [("b1", "false", "true"), ("b2", "false", "true")]
+    with pytest.raises(CommandError, match="--label-map: label map entry 'yes' is not old=new"):
+        call_command("import_data", str(f), project="bq", data_format="pairs-jsonl", label_map="yes", stdout=StringIO())
+
+
+def test_the_import_page_takes_a_label_map(researcher_client) -> None:
+    project = project_create(name="bq", task="boolean-qa")
+    content = (bool_pair(1, "no", "yes") + "\n").encode()
+    resp = upload(researcher_client, project, content, label_map="no=false,yes=true")
+    assert resp.status_code == 200 and "imported 1 originals, 1 pairs" in resp.content.decode()
+    assert upload(researcher_client, project, content, label_map="nope").status_code == 400
