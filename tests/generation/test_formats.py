@@ -439,3 +439,22 @@ def test_reading_a_million_lines_keeps_memory_flat(tmp_path: Path) -> None:
     late = _rss_bytes()
     assert n == 1_000_000
     assert late - early < 16 * 1024**2, f"RSS grew by {(late - early) / 1024**2:.1f} MiB over 900,000 lines"
+
+
+@pytest.mark.parametrize("source", ["human", "auto", "imported"])
+def test_a_label_source_without_a_label_is_a_problem(tmp_path: Path, source: str) -> None:
+    line = {
+        "id": "p1",
+        "original": {"fields": {"text": "good"}, "label": "positive"},
+        "counterfactual": {"fields": {"text": "bad"}, "label_source": source},
+    }
+    f = tmp_path / "p.jsonl"
+    f.write_text(
+        json.dumps(line)
+        + "\n"
+        + json.dumps({**line, "id": "p2", "counterfactual": {"fields": {"text": "x"}, "label_source": "gold"}})
+        + "\n"
+    )
+    recs = list(read("pairs-jsonl", [str(f)], task="sentiment", labels=["negative", "positive"]))
+    assert problems(recs) == [f"{f}:1: counterfactual.label_source is {source!r} but there is no counterfactual.label"]
+    assert [r.id for r in recs if isinstance(r, PairRecord)] == ["p2"]  # gold without a label: a known-unknown answer
