@@ -125,16 +125,16 @@ def read(
     if format in ("cad-nli", "cad-sentiment", "coco-captions", "coco-cf"):
         kwargs["warn"] = warn
     if format == "cad-nli":
-        return cad.read_nli(paths, **kwargs)  # type: ignore[arg-type]
+        return cad.read_nli(paths, **kwargs)
     if format == "cad-sentiment":
-        return cad.read_sentiment(paths, **kwargs)  # type: ignore[arg-type]
+        return cad.read_sentiment(paths, **kwargs)
     if format == "pairs-jsonl":
-        return pairs.read_pairs_jsonl(paths, **kwargs)  # type: ignore[arg-type]
+        return pairs.read_pairs_jsonl(paths, **kwargs)
     if format == "csv":
-        return tabular.read_csv(paths, **kwargs)  # type: ignore[arg-type]
+        return tabular.read_csv(paths, **kwargs)
     if format == "coco-captions":
-        return coco.read_captions(paths, **kwargs)  # type: ignore[arg-type]
-    return coco.read_cf(paths, **kwargs)  # type: ignore[arg-type]
+        return coco.read_captions(paths, **kwargs)
+    return coco.read_cf(paths, **kwargs)
 
 
 def input_files(format: str, paths: list[str], *, split: str = "") -> list[str]:
