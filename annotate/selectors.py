@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter, defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import Avg, Count, F, QuerySet
+from django.urls import reverse
 
 from annotate import choices as choice_rules
 from annotate.ml import agreement
@@ -18,6 +20,7 @@ from annotate.models import Annotation, Assignment, Item
 from projects import permissions
 from projects.models import Label, Project, ProjectMembership
 from projects.selectors import projects_visible_to
+from projects.services.imports import image_root
 
 # --- visibility -----------------------------------------------------------------------------
 
@@ -38,16 +41,20 @@ def membership_for(*, project: Project, user: Any) -> ProjectMembership | None:
 
 
 def image_url(path: str) -> str:
-    """The URL of a stored image path: MEDIA_ROOT-relative paths (and absolute ones under
-    MEDIA_ROOT, as imports store them) under MEDIA_URL; URLs and other paths as they are."""
+    """The URL an annotator's browser loads ``path`` from: an absolute path (an imported
+    image) inside the image root -> ``/images/<relative path>`` (served to signed-in users);
+    a relative path (a generated image under ``MEDIA_ROOT``) -> ``MEDIA_URL``; an http(s) URL
+    as it is. An absolute path outside the image root is never sent ("")."""
     if not path:
         return ""
-    if path.startswith("/") and settings.MEDIA_ROOT:
-        root = str(settings.MEDIA_ROOT).rstrip("/") + "/"
-        if path.startswith(root):
-            path = path[len(root) :]
-    if path.startswith(("http://", "https://", "/")):
+    if path.startswith(("http://", "https://")):
         return path
+    if os.path.isabs(path):
+        root = os.path.realpath(image_root())
+        real = os.path.realpath(path)
+        if not real.startswith(root.rstrip(os.sep) + os.sep):
+            return ""
+        return reverse("image-file", kwargs={"path": os.path.relpath(real, root).replace(os.sep, "/")})
     return "/" + settings.MEDIA_URL.strip("/") + "/" + path
 
 

@@ -11,7 +11,7 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
@@ -26,6 +26,7 @@ from annotate.services.routing import (
     project_route_start,
 )
 from projects.http import HtmxHttpRequest
+from projects.inputs import BadInput, form_id, form_ids, form_text
 from projects.models import MEMBER_ROLES, Project, ProjectMembership
 from projects.permissions import ANNOTATOR, researcher_required
 from projects.selectors import job_latest, job_progress
@@ -141,9 +142,13 @@ def answer(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
 @require_POST
 def skip(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     project = _own_assignment_project(request, assignment_id)
+    try:
+        reason = form_text(request.POST.get("reason"), "reason")
+    except BadInput as exc:
+        return HttpResponseBadRequest(str(exc))
     error = ""
     try:
-        svc.assignment_skip(assignment_id=assignment_id, annotator=request.user, reason=request.POST.get("reason", ""))
+        svc.assignment_skip(assignment_id=assignment_id, annotator=request.user, reason=reason)
     except svc.AnnotationError as exc:
         error = str(exc)
     return _render_stage(request, project, error=error)
@@ -269,14 +274,20 @@ def members(request: HttpRequest, project_id: int) -> HttpResponse:
     action = request.POST.get("action", "")
     if request.method == "GET":
         return render(request, "annotate/members.html", _members_context(project))
-    if request.POST.get("unflag"):
-        m = get_object_or_404(ProjectMembership, pk=request.POST["unflag"], project=project)
+    try:
+        unflag = form_id(request.POST["unflag"], "unflag") if request.POST.get("unflag") else None
+        membership_id = form_id(request.POST["membership"], "membership") if request.POST.get("membership") else 0
+        user_ids = form_ids(request.POST.getlist("user"), "user")
+    except BadInput as exc:
+        return HttpResponseBadRequest(str(exc))
+    if unflag is not None:
+        m = get_object_or_404(ProjectMembership, pk=unflag, project=project)
         membership_unflag(membership=m)
         messages.success(request, f"Cleared the flag on {m.user.username}.")
         back = "annotate-members" if request.POST.get("next") == "members" else "annotate-dashboard"
         return redirect(back, project_id=project.pk)
     if action in ("remove", "pause", "resume"):
-        m = get_object_or_404(ProjectMembership, pk=request.POST.get("membership") or 0, project=project)
+        m = get_object_or_404(ProjectMembership, pk=membership_id, project=project)
         if action == "remove":
             membership_remove(membership=m)
             messages.success(request, f"Removed {m.user.username} from {project.name}.")
@@ -306,7 +317,7 @@ def members(request: HttpRequest, project_id: int) -> HttpResponse:
         messages.success(request, f"Added {form['username']} as {form['role']}.")
         return redirect("annotate-members", project_id=project.pk)
     # The dashboard's multi-select of annotator ids.
-    users = list(get_user_model().objects.filter(pk__in=request.POST.getlist("user"), groups__name=ANNOTATOR))
+    users = list(get_user_model().objects.filter(pk__in=user_ids, groups__name=ANNOTATOR))
     added = project_add_annotators(project=project, users=users)
     messages.success(request, f"Added {added} annotator(s).")
     return redirect("annotate-dashboard", project_id=project.pk)

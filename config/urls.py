@@ -29,6 +29,6 @@ urlpatterns = [
     path("labeling/", include("labeling.urls")),
 ]
 
-# Uploaded and generated images (the demo's photos too) in development; production serves
-# MEDIA_ROOT from the web server. ``static()`` adds nothing when DEBUG is off.
-urlpatterns += static(settings.MEDIA_URL, document_root=settings.MEDIA_ROOT)
+# Generated images (relative to MEDIA_ROOT) in development; in production the web server
+# serves MEDIA_URL (docs/deployment.md). Imported images are served by projects.views.image_file.
+urlpatterns += static(settings.MEDIA_URL, document_root=settings.MEDIA_ROOT)  # [] unless DEBUG

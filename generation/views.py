@@ -64,6 +64,8 @@ class RunStartForm(forms.Form):
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise forms.ValidationError(f"not valid JSON: {exc}") from exc
+        except RecursionError:
+            raise forms.ValidationError("not valid JSON: nested too deeply") from None
         if not isinstance(value, dict):
             raise forms.ValidationError("must be a JSON object")
         return value

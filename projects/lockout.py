@@ -28,6 +28,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
+from projects.inputs import BadInput, form_id
 from projects.permissions import researcher_required
 
 
@@ -91,10 +92,11 @@ def locked_attempts() -> Any:
 def lockouts(request: HttpRequest) -> HttpResponse:
     """Researchers and admins see the locked-out log-ins and unlock them."""
     if request.method == "POST":
-        raw = request.POST.get("attempt", "")
-        if not raw.isdigit():
-            return HttpResponseBadRequest("attempt must be the id of a locked-out log-in")
-        attempt = get_object_or_404(AccessAttempt, pk=int(raw))
+        try:
+            attempt_id = form_id(request.POST.get("attempt"), "attempt")
+        except BadInput as exc:
+            return HttpResponseBadRequest(str(exc))
+        attempt = get_object_or_404(AccessAttempt, pk=attempt_id)
         axes_reset(ip=attempt.ip_address, username=attempt.username)
         messages.success(request, f"Unlocked {attempt.username or '(no username)'} from {attempt.ip_address}.")
         return redirect("lockouts")

@@ -10,6 +10,7 @@ urlpatterns: list = [
     path("projects/<int:pk>/export/manifest/", views.project_export_manifest, name="project-export-manifest"),
     path("projects/<int:pk>/import/", views.project_import, name="project-import"),
     path("exports/<int:job_id>/download/", views.export_download, name="export-download"),
+    path("images/<path:path>", views.image_file, name="image-file"),
     path("jobs/", views.job_list, name="job-list"),
     path("jobs/<int:pk>/", views.job_fragment, name="job-fragment"),
 ]

@@ -19,9 +19,10 @@ from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from projects import permissions, states
-from projects.formats import FORMATS
+from projects.formats import FORMATS, parse_label_map
 from projects.formats.reading import LABEL_SOURCES
 from projects.http import HtmxHttpRequest
+from projects.inputs import BadInput, form_texts
 from projects.models import Job, Project
 from projects.permissions import researcher_required
 from projects.selectors import (
@@ -44,7 +45,7 @@ from projects.services.exports import (
     export_splits,
     export_start,
 )
-from projects.services.imports import ImportRefused, data_import
+from projects.services.imports import ImportRefused, data_import, image_root
 from projects.services.jobs import BrokerUnavailable
 from projects.uploads import MaxSizeUploadHandler
 
@@ -93,6 +94,11 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponse | FileResponse
     """No query: the export form. With a format or filters: up to ``EXPORT_SYNC_MAX`` rows
     download at once; more run as an ``export`` job whose file downloads when ready."""
     project = get_object_or_404(Project, pk=pk)
+    try:
+        for name in request.GET:
+            form_texts(request.GET.getlist(name), name)
+    except BadInput as exc:
+        return HttpResponseBadRequest(str(exc))
     if not request.GET:
         form = {"format": "pairs-jsonl", "state": [], "label_source": [], "min_confidence": None, "split": []}
         return render(request, "projects/project_export.html", _export_context(project, form, {}))
@@ -182,7 +188,13 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
         return _import_error(
             request, project, f"choose a file format: {', '.join(f for f in FORMATS if not f.startswith('cad-'))}", 400
         )
+    try:
+        label_map = parse_label_map(request.POST.get("label_map", ""))
+    except ValueError as exc:
+        return _import_error(request, project, f"label map: {exc}", 400)
     suffix = os.path.splitext(upload.name or "")[1][:10]
+    if not all(c.isalnum() or c == "." for c in suffix):
+        suffix = ""
     with tempfile.TemporaryDirectory() as tmpdir:
         path = os.path.join(tmpdir, f"upload{suffix}")
         with open(path, "wb") as fh:
@@ -196,6 +208,8 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
                 split=request.POST.get("split", ""),
                 strict=not request.POST.get("skip_bad_rows"),
                 skip_hint=SKIP_HINT,
+                label_map=label_map,
+                image_base=image_root(),  # an upload has no folder of its own
             )
         except ImportRefused as exc:
             name = upload.name or "upload"
@@ -203,11 +217,9 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
                 request, project, str(exc).replace(path, name), 400, [p.replace(path, name) for p in exc.problems[:200]]
             )
     problems = [p.replace(path, upload.name or "upload") for p in report.problems[:200]]
-    return render(
-        request,
-        "projects/project_import.html",
-        {"project": project, "formats": FORMATS, "limit": limit, "report": report, "problems": problems},
-    )
+    warnings = [w.replace(path, upload.name or "upload") for w in report.warnings[:200]]
+    context = {"project": project, "formats": FORMATS, "limit": limit, "report": report}
+    return render(request, "projects/project_import.html", {**context, "problems": problems, "warnings": warnings})
 
 
 def _import_error(
@@ -225,6 +237,41 @@ def _import_error(
         },
         status=status,
     )
+
+
+# -- images -----------------------------------------------------------------
+
+IMAGE_TYPES = {
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".png": "image/png",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
+
+
+@login_required
+@require_GET
+def image_file(request: HttpRequest, path: str) -> HttpResponse:
+    """An image under the image root (``COUNTERPART["IMAGE_ROOT"]``), for signed-in users.
+    Anything else — outside the root once symlinks are resolved, not an image, missing —
+    is a 404 that does not say which."""
+    full = image_path(path)
+    if full is None:
+        raise Http404("no such image")
+    return FileResponse(open(full, "rb"), content_type=IMAGE_TYPES[os.path.splitext(full)[1].lower()])
+
+
+def image_path(relative: str) -> str | None:
+    """The real path of the image ``relative`` to the image root, or ``None`` when it is not
+    a readable image file inside the root."""
+    if "\x00" in relative:
+        return None
+    root = os.path.realpath(image_root())
+    full = os.path.realpath(os.path.join(root, relative))
+    if not full.startswith(root.rstrip(os.sep) + os.sep) or os.path.splitext(full)[1].lower() not in IMAGE_TYPES:
+        return None
+    return full if os.path.isfile(full) else None
 
 
 # -- jobs -------------------------------------------------------------------

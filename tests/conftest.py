@@ -7,10 +7,12 @@ in which case a missing service fails the test instead of skipping it.
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,12 +31,22 @@ def _reachable(host: str, port: int) -> bool:
 
 
 def need(condition: bool, reason: str) -> None:
-    """Skip (locally) or fail (in CI) when a required service is missing."""
+    """Skip (locally) or fail (in CI) when a required service is missing. Works inside a
+    test and at module level."""
     if condition:
         return
     if REQUIRE_SERVICES:
         pytest.fail(f"required service missing: {reason}")
-    pytest.skip(reason)
+    pytest.skip(reason, allow_module_level=True)
+
+
+def need_module(name: str) -> Any:
+    """``import name`` — or :func:`need` fails (CI) / skips (locally) when it is missing.
+    Use instead of ``pytest.importorskip``, which would skip in CI too."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        need(False, f"{name} is not installed ({exc})")
 
 
 @pytest.fixture
@@ -78,7 +90,10 @@ def browser_type_launch_args(browser_type_launch_args):
 
 @pytest.fixture(autouse=True)
 def _tmp_media(settings, tmp_path):
+    """Media under the test's tmp_path, and the test's tmp_path as the image root (tests
+    write their images there); tests of the image root set ``IMAGE_ROOT`` themselves."""
     settings.MEDIA_ROOT = str(tmp_path / "media")
+    settings.COUNTERPART = {**settings.COUNTERPART, "IMAGE_ROOT": str(tmp_path)}
     return settings.MEDIA_ROOT
 
 

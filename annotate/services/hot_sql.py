@@ -39,7 +39,20 @@ def json_value(value: Any) -> Any:
     return value
 
 
+# Ids in these statements are 64-bit columns: an id outside that range (from a URL such as
+# /api/v1/projects/99999999999999999999/next-item/) matches no row. SQLite would raise
+# OverflowError binding it, PostgreSQL an out-of-range error: answer "no row" instead.
+_INT64 = range(-(2**63), 2**63)
+
+
+def _out_of_range(params: list[Any] | dict[str, Any]) -> bool:
+    values = params.values() if isinstance(params, dict) else params
+    return any(isinstance(v, int) and not isinstance(v, bool) and v not in _INT64 for v in values)
+
+
 def fetchone(sql: str, params: list[Any] | dict[str, Any]) -> tuple[Any, ...] | None:
+    if _out_of_range(params):
+        return None
     with connection.cursor() as cur:
         cur.execute(sql, params)
         row: tuple[Any, ...] | None = cur.fetchone()  # Django's cursor wrapper is untyped (Any)
@@ -49,7 +62,7 @@ def fetchone(sql: str, params: list[Any] | dict[str, Any]) -> tuple[Any, ...] | 
 def fetchone_prepared(sql: str, params: list[Any] | dict[str, Any]) -> tuple[Any, ...] | None:
     """PostgreSQL: run as a server-side prepared statement (planned once per connection —
     planning the claim statement costs several times its execution). Elsewhere: ``fetchone``."""
-    if not is_postgres():
+    if not is_postgres() or _out_of_range(params):
         return fetchone(sql, params)
     import psycopg
 
@@ -60,6 +73,8 @@ def fetchone_prepared(sql: str, params: list[Any] | dict[str, Any]) -> tuple[Any
 
 
 def execute(sql: str, params: list[Any]) -> int:
+    if _out_of_range(params):
+        return 0
     with connection.cursor() as cur:
         cur.execute(sql, params)
         return int(cur.rowcount)

@@ -146,6 +146,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "config.schema.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # DRF's defaults, with a JSON parser that answers a too-deeply nested body with a 400.
+    "DEFAULT_PARSER_CLASSES": [
+        "projects.parsers.SafeJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Counterpart API",
@@ -246,6 +252,9 @@ class CounterpartSettings(TypedDict):
 COUNTERPART: CounterpartSettings = {
     # Data
     "SHARED_DATA_DIR": env("COUNTERPART_SHARED_DATA", str(BASE_DIR.parent / "shared" / "data")),
+    # Imported images must lie inside this folder (symlinks resolved); "" means MEDIA_ROOT.
+    # Served to signed-in users at /images/<path relative to the root>.
+    "IMAGE_ROOT": env("COUNTERPART_IMAGE_ROOT", ""),
     "MAX_UPLOAD_BYTES": env_int("COUNTERPART_MAX_UPLOAD_BYTES", 512 * 1024 * 1024),
     "MAX_LINE_BYTES": env_int("COUNTERPART_MAX_LINE_BYTES", 1024 * 1024),
     "IMPORT_BATCH_SIZE": env_int("COUNTERPART_IMPORT_BATCH_SIZE", 1000),

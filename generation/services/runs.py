@@ -50,6 +50,7 @@ from generation.services.run_quality import (
     parse_band,
 )
 from projects import states
+from projects.formats.reading import unstorable
 from projects.models import (
     JOB_ACTIVE,
     JOB_FINISHED,
@@ -157,10 +158,15 @@ def run_options_clean(*, project: Project, options: dict[str, Any] | None) -> di
         errors["generator_options"] = "generator_options must be an object"
         gen_opts = {}
     try:
-        json.dumps(gen_opts)
-    except (TypeError, ValueError):
-        errors["generator_options"] = "generator_options must be JSON"
+        json.dumps(gen_opts, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        errors["generator_options"] = "generator_options must be JSON (no NaN or Infinity)"
     clean["generator_options"] = gen_opts
+    # Text the database cannot store (NUL, lone surrogates) or absurd nesting, anywhere in
+    # the options: a field message here, never a database error at the write.
+    for key in sorted(set(options) & set(RUN_OPTION_KEYS)):
+        if key not in errors and (msg := unstorable(options[key], where=key)):
+            errors[key] = msg
     if errors:
         raise ValidationError(errors)
     return clean

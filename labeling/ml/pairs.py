@@ -67,12 +67,14 @@ def _is_pair(rec: object) -> TypeGuard[_PairRecordLike]:
 
 def pairs_from_records(records: Sequence[object], labels: Sequence[str]) -> tuple[LabelledPairs, list[str]]:
     """Labelled pairs from ``projects.formats`` records (PairRecords whose original and
-    counterfactual labels are both known); other records are skipped. Returns the pairs and
+    counterfactual labels are both known); other records are skipped. Labels are matched to
+    ``labels`` case-insensitively (``FALSE`` is ``false``); an unknown one is a problem that
+    names the accepted labels. Returns the pairs and
     the problems (as text)."""
     pairs: list[Pair] = []
     ys: list[str] = []
     problems: list[str] = []
-    label_set = set(labels)
+    by_fold = {name.casefold(): name for name in labels}  # labels match case-insensitively
     for rec in records:
         if type(rec).__name__ == "Problem":
             problems.append(str(rec))
@@ -82,9 +84,14 @@ def pairs_from_records(records: Sequence[object], labels: Sequence[str]) -> tupl
         y, y2 = rec.original.label, rec.cf_label
         if y is None or y2 is None:
             continue
-        if y not in label_set or y2 not in label_set:
-            problems.append(f"{rec.id}: label not in the label set")
+        unknown = [v for v in (y, y2) if v.strip().casefold() not in by_fold]
+        if unknown:
+            problems.append(
+                f"{rec.id}: label {unknown[0]!r} not in the label set "
+                f"(expected one of {', '.join(labels)}; case is ignored)"
+            )
             continue
+        y, y2 = by_fold[y.strip().casefold()], by_fold[y2.strip().casefold()]
         pairs.append(
             Pair(
                 dict(rec.original.fields), dict(rec.cf_fields), y, rec.perturbation or "", rec.group or rec.original.id

@@ -23,7 +23,7 @@ anything of that file is yielded.
 from __future__ import annotations
 
 import os
-from collections.abc import Generator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from projects.formats import cad, coco, pairs, tabular
@@ -36,6 +36,8 @@ from projects.formats.reading import (
     TASK_LABELS,
     FormatError,
     check_file,
+    check_split,
+    parse_label_map,
 )
 from projects.formats.records import OriginalRecord, PairRecord, Problem, Record
 from projects.formats.tabular import write_csv
@@ -61,8 +63,10 @@ __all__ = [
     "Problem",
     "Record",
     "check_inputs",
+    "check_split",
     "input_files",
     "pair_to_json",
+    "parse_label_map",
     "read",
     "write_coco_cf",
     "write_csv",
@@ -90,7 +94,11 @@ def read(
     labels: list[str] | None = None,
     text_fields: list[str] | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-) -> Generator[OriginalRecord | PairRecord | Problem, None, None]:
+    image_root: str | None = None,
+    image_base: str | None = None,
+    label_map: dict[str, str] | None = None,
+    warn: Callable[[Problem], None] | None = None,
+) -> Iterator[OriginalRecord | PairRecord | Problem]:
     """Stream the records of ``paths`` in ``format``.
 
     ``labels``: the project's label names; labels in the file are matched to them
@@ -98,6 +106,12 @@ def read(
     the CAD formats, anything for the generic ones). ``text_fields``: the project's text field
     names; a record with other fields is a Problem (``None``: the format's own / anything).
     ``split`` is required for the CAD formats and is the default split of originals elsewhere.
+    ``image_root``: images must lie inside this folder (symlinks resolved); an image outside
+    it is a Problem that does not say whether the file exists (``None``: no check).
+    ``image_base``: where relative image paths start (``None``: the data file's folder).
+    ``label_map``: renames of labels as written (``{"yes": "true"}``), applied before the
+    case-insensitive match. ``warn`` receives the notes about rows that were read but
+    deserve a look (the CAD NLI rows aligned only up to whitespace).
     """
     _check_format(format, task)
     if not paths:
@@ -108,7 +122,12 @@ def read(
         "labels": labels,
         "text_fields": text_fields,
         "max_line_bytes": max_line_bytes,
+        "image_root": image_root,
+        "image_base": image_base,
+        "label_map": label_map,
     }
+    if format in ("cad-nli", "cad-sentiment", "coco-captions", "coco-cf"):
+        kwargs["warn"] = warn
     if format == "cad-nli":
         return cad.read_nli(paths, **kwargs)
     if format == "cad-sentiment":

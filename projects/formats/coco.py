@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Generator, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from projects.formats import reading as r
 from projects.formats.records import OriginalRecord, PairRecord, Problem, Record
@@ -50,7 +50,11 @@ def read_captions(
     labels: list[str] | None = None,
     text_fields: list[str] | None = None,
     max_line_bytes: int = r.DEFAULT_MAX_LINE_BYTES,
-) -> Generator[Record, None, None]:
+    image_root: str | None = None,
+    image_base: str | None = None,
+    label_map: dict[str, str] | None = None,
+    warn: Callable[[Problem], None] | None = None,
+) -> Iterator[Record]:
     _check_fields(text_fields)
     dirs = [p for p in paths if os.path.isdir(p)]
     image_dir = os.path.abspath(dirs[0]) if dirs else None
@@ -83,9 +87,14 @@ def read_captions(
             image = ""
             if image_dir is not None:
                 names = [f"{int(image_id):012d}.jpg", f"{image_id}.jpg"] if image_id.isdigit() else [f"{image_id}.jpg"]
-                found = [os.path.join(image_dir, n) for n in names if os.path.isfile(os.path.join(image_dir, n))]
+                found, error = [], ""
+                for name in names:
+                    try:
+                        found.append(r.resolve_image(name, base_dir=image_dir, root=image_root))
+                    except ValueError as exc:
+                        error = error or str(exc)
                 if not found:
-                    yield Problem(path, lineno, f"image not found: {os.path.join(image_dir, names[0])}")
+                    yield Problem(path, lineno, error)
                     continue
                 image = found[0]
             yield OriginalRecord(
@@ -105,7 +114,11 @@ def read_cf(
     labels: list[str] | None = None,
     text_fields: list[str] | None = None,
     max_line_bytes: int = r.DEFAULT_MAX_LINE_BYTES,
-) -> Generator[Record, None, None]:
+    image_root: str | None = None,
+    image_base: str | None = None,
+    label_map: dict[str, str] | None = None,
+    warn: Callable[[Problem], None] | None = None,
+) -> Iterator[Record]:
     _check_fields(text_fields)
     files, image_dir = cf_split_paths(paths)
     for path in files:
@@ -135,13 +148,15 @@ def read_cf(
             if msg := r.too_long("id", obj["id"], r.MAX_ID - 10):
                 yield Problem(path, lineno, msg)
                 continue
-            images = []
+            images, errors = [], []
             for k in ("image_0", "image_1"):
                 name = obj[k] if obj[k].lower().endswith((".jpg", ".jpeg", ".png")) else f"{obj[k]}.jpg"
-                images.append(os.path.join(folder, name))
-            absent = [p for p in images if not os.path.isfile(p)]
-            if absent:
-                yield Problem(path, lineno, f"image not found: {', '.join(absent)}")
+                try:
+                    images.append(r.resolve_image(name, base_dir=folder, root=image_root))
+                except ValueError as exc:
+                    errors.append(str(exc))
+            if errors:
+                yield Problem(path, lineno, "; ".join(errors))
                 continue
             if any(len(p) > r.MAX_IMAGE for p in images):
                 yield Problem(path, lineno, f"image path longer than {r.MAX_IMAGE} characters")

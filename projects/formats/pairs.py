@@ -6,15 +6,17 @@ to the same data): ``original.id`` (the original's own id; when absent the origi
 ``original.meta``, ``counterfactual.gold_label`` (a known answer kept beside a different final
 label) and ``counterfactual.scores`` (filter scores).
 
-Relative image paths are resolved against the directory of the file that names them and
-stored as absolute paths; a missing image file is a per-row problem.
+Relative image paths are resolved against the directory of the file that names them (or
+``image_base``) and stored as absolute paths; with ``image_root`` an image outside that
+folder (absolute, ``..`` or a symlink leading out) is a per-row problem that does not say
+whether the file exists, and a missing image file is a per-row problem.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Generator, Iterable
+from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from projects.formats import reading as r
@@ -69,13 +71,14 @@ def _label(value: Any, key: str, label_of: r.LabelMap) -> str | None:
         raise RowError(f"{key}: {exc}") from None
 
 
-def _image(obj: dict[str, Any], where: str, base_dir: str) -> str:
+def _image(obj: dict[str, Any], where: str, base_dir: str, root: str | None) -> str:
     value = _str(obj, "image", where, limit=r.MAX_IMAGE)
     if not value:
         return ""
-    path = value if os.path.isabs(value) else os.path.abspath(os.path.join(base_dir, value))
-    if not os.path.isfile(path):
-        raise RowError(f"{where}image not found: {path}")
+    try:
+        path = r.resolve_image(value, base_dir=base_dir, root=root, where=where)
+    except ValueError as exc:
+        raise RowError(str(exc)) from None
     if msg := r.too_long(where + "image", path, r.MAX_IMAGE):
         raise RowError(msg)
     return path
@@ -88,6 +91,7 @@ def pair_from_json(
     label_of: r.LabelMap,
     text_fields: list[str] | None,
     base_dir: str,
+    image_root: str | None = None,
 ) -> PairRecord:
     """Validate one decoded line and build its :class:`PairRecord` (raises :class:`RowError`)."""
     if not isinstance(obj, dict):
@@ -118,7 +122,7 @@ def pair_from_json(
         id=orig_id,
         fields=o_fields,
         label=_label(original["label"], "original.label", label_of),
-        image=_image(original, "original.", base_dir),
+        image=_image(original, "original.", base_dir, image_root),
         source=_str(original, "source", "original.", limit=r.MAX_SOURCE),
         split=_str(original, "split", "original.", limit=r.MAX_SPLIT) or split,
         meta=_dict(original, "meta", "original."),
@@ -146,7 +150,7 @@ def pair_from_json(
         perturbation=_str(cf, "perturbation", "counterfactual.", limit=r.MAX_PERTURBATION),
         label_source=label_source,
         confidence=confidence,
-        cf_image=_image(cf, "counterfactual.", base_dir),
+        cf_image=_image(cf, "counterfactual.", base_dir, image_root),
         meta=_dict(obj, "meta", ""),
         gold_label=_label(cf.get("gold_label"), "counterfactual.gold_label", label_of),
         scores=scores,
@@ -160,19 +164,29 @@ def read_pairs_jsonl(
     labels: list[str] | None = None,
     text_fields: list[str] | None = None,
     max_line_bytes: int = r.DEFAULT_MAX_LINE_BYTES,
-) -> Generator[Record, None, None]:
-    label_of = r.LabelMap(labels)
+    image_root: str | None = None,
+    image_base: str | None = None,
+    label_map: dict[str, str] | None = None,
+) -> Iterator[Record]:
+    label_of = r.LabelMap(labels, label_map)
     for path in paths:
         if not os.path.isfile(path):
             raise r.FormatError(f"{path}: file not found")
-        base_dir = os.path.dirname(os.path.abspath(path))
+        base_dir = image_base or os.path.dirname(os.path.abspath(path))
         for row in r.iter_json_lines(path, max_line_bytes=max_line_bytes):
             if isinstance(row, Problem):
                 yield row
                 continue
             lineno, obj = row
             try:
-                yield pair_from_json(obj, split=split, label_of=label_of, text_fields=text_fields, base_dir=base_dir)
+                yield pair_from_json(
+                    obj,
+                    split=split,
+                    label_of=label_of,
+                    text_fields=text_fields,
+                    base_dir=base_dir,
+                    image_root=image_root,
+                )
             except RowError as exc:
                 yield Problem(path, lineno, str(exc))
 

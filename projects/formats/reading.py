@@ -39,6 +39,9 @@ MAX_SOURCE = 200
 MAX_SPLIT = 32
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+# JSON values (meta, scores) nested deeper than this are a per-row problem: deeper values
+# would only risk a RecursionError when they are written or read back.
+MAX_JSON_DEPTH = 64
 
 
 class FormatError(ValueError):
@@ -49,18 +52,22 @@ class FormatError(ValueError):
 @dataclass
 class LabelMap:
     """Maps a label as written in a file to the project's label name, case-insensitively
-    (``Positive`` -> ``positive``). ``labels=None`` accepts any non-empty label as written."""
+    (``Positive`` -> ``positive``). ``labels=None`` accepts any non-empty label as written.
+    ``renames`` (``--label-map old=new``) is applied first, also case-insensitively."""
 
     labels: list[str] | None
+    renames: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         self._by_fold = {name.casefold(): name for name in (self.labels or [])}
+        self._renames = {old.strip().casefold(): new.strip() for old, new in (self.renames or {}).items()}
 
     def __call__(self, raw: str) -> str:
         """The project's name for ``raw``; raises ``ValueError`` with a clear message."""
         value = raw.strip()
         if not value:
             raise ValueError("empty label")
+        value = self._renames.get(value.casefold(), value)
         if self.labels is None:
             return value
         try:
@@ -90,6 +97,9 @@ def iter_lines(path: str, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> It
             continue
         if lineno == 1 and text.startswith("\ufeff"):
             text = text[1:]
+        if "\x00" in text:
+            yield lineno, Problem(path, lineno, f"{NUL_MESSAGE} (column {text.index(chr(0)) + 1})")
+            continue
         yield lineno, text
 
 
@@ -121,10 +131,102 @@ def iter_json_lines(path: str, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) 
         if not text.strip():
             continue
         try:
-            yield lineno, json.loads(text)
+            value = json.loads(text)
         except json.JSONDecodeError as exc:
             hint = " (truncated line?)" if exc.pos >= len(text.rstrip()) - 1 else ""
             yield Problem(path, lineno, f"not valid JSON: {exc.msg} at column {exc.colno}{hint}")
+            continue
+        except RecursionError:
+            yield Problem(path, lineno, f"not valid JSON: nested more than {MAX_JSON_DEPTH} levels deep")
+            continue
+        if msg := unstorable(value):
+            yield Problem(path, lineno, msg)
+            continue
+        yield lineno, value
+
+
+NUL_MESSAGE = "contains a NUL character (U+0000), which the database cannot store"
+SURROGATE_MESSAGE = "contains a lone surrogate ({char}), which is not valid Unicode"
+
+
+def unstorable(value: Any, *, where: str = "", max_depth: int = MAX_JSON_DEPTH) -> str | None:
+    """What makes a decoded JSON value impossible to store, or ``None``: a NUL character or
+    a lone surrogate (``\\ud800``) in any string or key (PostgreSQL refuses both in text and
+    jsonb), or nesting deeper than ``max_depth``. Iterative, so any depth is safe to check."""
+    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
+    while stack:
+        item, at, depth = stack.pop()
+        if isinstance(item, str):
+            if msg := bad_text(item):
+                return f"{at}: {msg}" if at else msg
+        elif isinstance(item, dict | list):
+            if depth >= max_depth:
+                return f"{at or 'the line'} is nested more than {max_depth} levels deep"
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            for key, sub in pairs:
+                name = f"{at}.{key}" if at else str(key)
+                if isinstance(key, str) and (msg := bad_text(key)):
+                    return f"a key in {at or 'the line'} {msg}"
+                stack.append((sub, name if isinstance(key, str) else f"{at}[{key}]", depth + 1))
+    return None
+
+
+def bad_text(text: str) -> str | None:
+    """``None`` when ``text`` can be stored in PostgreSQL text/jsonb; else what is wrong."""
+    if text.isascii():
+        return NUL_MESSAGE if "\x00" in text else None
+    if "\x00" in text:
+        return NUL_MESSAGE
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return SURROGATE_MESSAGE.format(char=f"U+{ord(text[exc.start]):04X}")
+    return None
+
+
+def resolve_image(value: str, *, base_dir: str, root: str | None, where: str = "") -> str:
+    """The absolute path of the image ``value`` (relative paths are taken from ``base_dir``).
+
+    With ``root`` (``COUNTERPART["IMAGE_ROOT"]``) the image must lie inside it once every
+    symlink is resolved; anything else raises ``ValueError`` *before* the file system is
+    asked whether the file exists, so the message never tells whether a path outside the
+    root exists. A missing image inside the root raises ``ValueError`` ("not found")."""
+    if msg := bad_text(value):
+        raise ValueError(f"{where}image {msg}")
+    path = os.path.abspath(value if os.path.isabs(value) else os.path.join(base_dir, value))
+    if root is not None:
+        real_root = os.path.realpath(root)
+        real = os.path.realpath(path)
+        if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
+            raise ValueError(
+                f"{where}image {value!r} is outside the image root; images must lie inside COUNTERPART_IMAGE_ROOT"
+            )
+        path = real
+    if not os.path.isfile(path):
+        raise ValueError(f"{where}image not found: {value if root is not None else path}")
+    return path
+
+
+def parse_label_map(text: str) -> dict[str, str]:
+    """``"old=new[,old=new]"`` as a dict; raises ``ValueError`` with what is wrong."""
+    out: dict[str, str] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        old, sep, new = part.partition("=")
+        if not sep or not old.strip() or not new.strip():
+            raise ValueError(f"label map entry {part!r} is not old=new")
+        if bad := bad_text(part):
+            raise ValueError(f"label map entry {bad}")
+        out[old.strip()] = new.strip()
+    return out
+
+
+def check_split(split: str) -> str | None:
+    """``None`` when ``split`` (a split name given for a whole import) can be stored."""
+    if msg := bad_text(split):
+        return f"split {msg}"
+    return too_long("split", split, MAX_SPLIT)
 
 
 def check_file(path: str, *, max_file_bytes: int | None, max_line_bytes: int | None) -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Generator, Iterable
+from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from projects.formats import reading as r
@@ -84,6 +84,10 @@ def _json_cell(value: str, column: str) -> Any:
         obj = json.loads(value)
     except json.JSONDecodeError as exc:
         raise RowError(f"{column} must be a JSON object ({exc.msg})") from None
+    except RecursionError:
+        raise RowError(f"{column} is nested more than {r.MAX_JSON_DEPTH} levels deep") from None
+    if msg := r.unstorable(obj, where=column):
+        raise RowError(msg)
     return obj
 
 
@@ -94,8 +98,11 @@ def read_csv(
     labels: list[str] | None = None,
     text_fields: list[str] | None = None,
     max_line_bytes: int = r.DEFAULT_MAX_LINE_BYTES,
-) -> Generator[Record, None, None]:
-    label_of = r.LabelMap(labels)
+    image_root: str | None = None,
+    image_base: str | None = None,
+    label_map: dict[str, str] | None = None,
+) -> Iterator[Record]:
+    label_of = r.LabelMap(labels, label_map)
     for path in paths:
         if not os.path.isfile(path):
             raise r.FormatError(f"{path}: file not found")
@@ -123,7 +130,7 @@ def read_csv(
             raise r.FormatError(f"{path}:1: text columns: {msg}")
         if not found:
             raise r.FormatError(f"{path}:1: the header names no text field column")
-        base_dir = os.path.dirname(os.path.abspath(path))
+        base_dir = image_base or os.path.dirname(os.path.abspath(path))
         for row in rows:
             if isinstance(row, Problem):
                 yield row
@@ -143,9 +150,12 @@ def read_csv(
                         label_of=label_of,
                         text_fields=text_fields,
                         base_dir=base_dir,
+                        image_root=image_root,
                     )
                 else:
-                    yield _original(values, found, split=split, label_of=label_of, base_dir=base_dir)
+                    yield _original(
+                        values, found, split=split, label_of=label_of, base_dir=base_dir, image_root=image_root
+                    )
             except RowError as exc:
                 yield Problem(path, lineno, str(exc))
 
@@ -182,7 +192,13 @@ def _nest(values: dict[str, str], fields: list[str]) -> dict[str, Any]:
 
 
 def _original(
-    values: dict[str, str], fields: list[str], *, split: str, label_of: r.LabelMap, base_dir: str
+    values: dict[str, str],
+    fields: list[str],
+    *,
+    split: str,
+    label_of: r.LabelMap,
+    base_dir: str,
+    image_root: str | None = None,
 ) -> OriginalRecord:
     """An originals-shape CSV row as an :class:`OriginalRecord` (raises :class:`RowError`)."""
     oid = values["id"].strip()
@@ -197,7 +213,7 @@ def _original(
         id=oid,
         fields={f: values[f] for f in fields},
         label=_label(values.get("label") or None, "label", label_of),
-        image=_image(obj, "", base_dir),
+        image=_image(obj, "", base_dir, image_root),
         source=_str(obj, "source", "", limit=r.MAX_SOURCE),
         split=_str(obj, "split", "", limit=r.MAX_SPLIT) or split,
         meta=_dict(obj, "meta", ""),

@@ -57,17 +57,25 @@ class ImportReport:
     problems: list[str] = field(default_factory=list)  # the first IMPORT_MAX_PROBLEMS messages
     problem_count: int = 0  # all of them
     batches: int = 0
+    warnings: list[str] = field(default_factory=list)  # rows imported that deserve a look
+    warning_count: int = 0
 
     def add_problem(self, problem: Problem | str, limit: int) -> None:
         self.problem_count += 1
         if len(self.problems) < limit:
             self.problems.append(str(problem))
 
+    def add_warning(self, warning: Problem | str, limit: int) -> None:
+        self.warning_count += 1
+        if len(self.warnings) < limit:
+            self.warnings.append(str(warning))
+
     def summary(self) -> str:
-        return (
+        text = (
             f"imported {self.imported_originals} originals, {self.imported_pairs} pairs; "
             f"skipped {self.skipped}; problems {self.problem_count}"
         )
+        return text + (f"; warnings {self.warning_count}" if self.warning_count else "")
 
 
 def data_import(
@@ -80,17 +88,28 @@ def data_import(
     batch_size: int | None = None,
     on_batch: Callable[[ImportReport], None] | None = None,
     skip_hint: str = "--skip-bad-rows",
+    label_map: dict[str, str] | None = None,
+    image_base: str | None = None,
 ) -> ImportReport:
     """Import ``paths`` (in ``format``) into ``project``. See the module docstring for the
     policy. Raises :class:`ImportRefused` when the input is refused as a whole, and when it
     holds no row at all ("the file has no rows"). ``skip_hint`` names the caller's way to
-    import the good rows only (the command's ``--skip-bad-rows``, the page's checkbox)."""
+    import the good rows only (the command's ``--skip-bad-rows``, the page's checkbox).
+
+    ``label_map`` renames labels as written in the file (``{"yes": "true"}``) before they
+    are matched, case-insensitively, to the project's labels. Images must lie inside
+    :func:`image_root`; relative image paths start at ``image_base`` (default: the folder of
+    the data file)."""
     cfg = settings.COUNTERPART
+    if msg := formats.check_split(split):
+        raise ImportRefused(f"{msg}; nothing was imported")
     batch_size = batch_size or cfg["IMPORT_BATCH_SIZE"]
     max_problems = cfg.get("IMPORT_MAX_PROBLEMS", 10000)
     max_line = cfg["MAX_LINE_BYTES"]
     paths = [str(p) for p in paths]
     labels = list(Label.objects.filter(project=project).order_by("position").values_list("name", flat=True))
+    root = image_root()
+    warnings: list[Problem] = []
 
     def records(some_paths: list[str]) -> Generator[OriginalRecord | PairRecord | Problem, None, None]:
         return formats.read(
@@ -101,6 +120,10 @@ def data_import(
             labels=labels,
             text_fields=list(project.text_fields),
             max_line_bytes=max_line,
+            image_root=root,
+            image_base=image_base,
+            label_map=label_map,
+            warn=warnings.append,
         )
 
     try:
@@ -136,6 +159,7 @@ def data_import(
             raise ImportRefused(_NO_ROWS)
 
     report = ImportReport()
+    warnings.clear()  # the checks above read the input too; count the writing pass only
     label_ids = dict(Label.objects.filter(project=project).values_list("name", "id"))
     batch: list[OriginalRecord | PairRecord] = []
     for rec in records(paths):
@@ -152,12 +176,20 @@ def data_import(
         _write_batch(project, batch, label_ids, report)
         if on_batch:
             on_batch(report)
+    for warning in warnings:
+        report.add_warning(warning, max_problems)
     if report.batches == 0 and report.problem_count == 0:
         raise ImportRefused(_NO_ROWS)  # nothing was read, so nothing was written
     return report
 
 
 _NO_ROWS = "the file has no rows; nothing was imported"
+
+
+def image_root() -> str:
+    """The folder imported images must lie in: ``COUNTERPART["IMAGE_ROOT"]``
+    (``COUNTERPART_IMAGE_ROOT``), by default ``MEDIA_ROOT``."""
+    return str(settings.COUNTERPART.get("IMAGE_ROOT") or settings.MEDIA_ROOT)
 
 
 def _write_batch(

@@ -20,6 +20,7 @@ from generation.ml.captions import (
     wordnet_candidates,
 )
 from generation.ml.rules.tokens import tag, words
+from tests.conftest import need_module
 
 
 def _orig(caption: str, oid: str = "c1") -> Original:
@@ -151,7 +152,7 @@ def test_generator_options_and_configuration_errors():
 
 
 def test_masked_lm_candidates(tmp_path):
-    pytest.importorskip("torch")
+    need_module("torch")
     from tests.generation._tiny_hf import WORDS, save_bert_mlm
 
     path = save_bert_mlm(tmp_path / "mlm")
@@ -237,7 +238,9 @@ def test_bench_coco_cf_command_prints_figures(tmp_path):
     call_command("bench_coco_cf", data=str(tmp_path), captions=2, json=True, stdout=out)
     result = json.loads(out.getvalue().strip().splitlines()[-1])
     assert result["captions"] == 2 and result["published_one_word_swaps"] == 2
-    assert 0 <= result["yield_share"] <= 1 and 0 <= result["same_noun"] <= 1
+    # Both captions give swaps, and ours replace the same noun as the published one for at
+    # least one of the two (measured: yield 1.0, same noun 0.5).
+    assert result["yield_share"] == 1.0 and result["same_noun"] >= 0.5
 
 
 def test_object_parameters_are_not_run_options():

@@ -13,6 +13,7 @@ from generation.services.runs import run_create, run_execute
 from projects.ml import embeddings
 from projects.models import Candidate, Example
 from projects.services.projects import project_create
+from tests.conftest import need_module
 
 CAPTIONS = {
     "179765_0": "A black Honda motorcycle parked in front of a garage.",
@@ -63,7 +64,7 @@ def test_text_only_run_writes_caption_pairs_and_says_so(project, settings):
 
 
 def test_run_with_a_diffusion_model_stores_images_under_media_root(project, settings, tmp_path):
-    pytest.importorskip("diffusers")
+    need_module("diffusers")
     from tests.generation._tiny_diffusion import save_tiny_pipeline
 
     sd = save_tiny_pipeline(tmp_path / "sd")

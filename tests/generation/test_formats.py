@@ -92,6 +92,24 @@ def make_cad_nli(root: Path, original: list, premise: list, hypothesis: list, sp
     return root
 
 
+def test_cad_nli_rows_aligned_up_to_whitespace_are_kept_as_published_with_a_warning(tmp_path: Path) -> None:
+    root = make_cad_nli(
+        tmp_path,
+        ["A man sleeps.\tA person  rests.\tentailment"],
+        ["A man runs.\tA person rests.\tcontradiction", "A man sits.\tA person  rests. \tneutral"],
+        ["A man sleeps.\tA person runs.\tcontradiction", "A  man sleeps.\tA person dreams.\tneutral"],
+    )
+    warnings: list[Problem] = []
+    recs = list(read("cad-nli", [str(root)], task="nli", split="dev", warn=warnings.append))
+    assert kinds(recs) == Counter({"OriginalRecord": 1, "PairRecord": 4})
+    pairs = {r.id: r for r in recs if isinstance(r, PairRecord)}
+    assert pairs["snli-dev-0-rp0"].cf_fields["hypothesis"] == "A person rests."  # as published
+    prem = str(root / "NLI" / "revised_premise" / "dev.tsv")
+    hyp = str(root / "NLI" / "revised_hypothesis" / "dev.tsv")
+    assert [(w.path, w.line) for w in warnings] == [(prem, 2), (prem, 3), (hyp, 3)]
+    assert all("differs only in whitespace" in w.message for w in warnings)
+
+
 def test_cad_nli_alignment_labels_columns_and_encoding(tmp_path: Path) -> None:
     root = make_cad_nli(
         tmp_path,
@@ -99,7 +117,7 @@ def test_cad_nli_alignment_labels_columns_and_encoding(tmp_path: Path) -> None:
         [
             "A man runs.\tA person rests.\tcontradiction",
             "A man sits.\tA person rests.\tneutral",
-            "Two dogs sit.\tAnimals  move.\tcontradiction",  # misaligned (whitespace)
+            "Two dogs sit.\tAnimals eat.\tcontradiction",  # misaligned
             "Two dogs walk.\tAnimals move.\tmaybe",  # unknown label
         ],
         [
@@ -114,7 +132,7 @@ def test_cad_nli_alignment_labels_columns_and_encoding(tmp_path: Path) -> None:
     found = problems(recs)
     prem = str(root / "NLI" / "revised_premise" / "dev.tsv")
     hyp = str(root / "NLI" / "revised_hypothesis" / "dev.tsv")
-    assert found[0].startswith(f"{prem}:4: misaligned") and "differs only in whitespace" in found[0]
+    assert found[0].startswith(f"{prem}:4: misaligned") and "'Animals eat.' is not the hypothesis" in found[0]
     assert found[1].startswith(f"{prem}:5: unknown label 'maybe'")
     assert found[2].startswith(f"{hyp}:4: not valid UTF-8")
     assert found[3] == f"{hyp}:5: expected 3 tab-separated columns, found 2"
@@ -431,3 +449,22 @@ def test_cad_nli_unquotes_tsv_fields_from_the_real_files(shared_data: Path) -> N
     camden = [t for t in texts if "Camden" in t and "supply company" in t]
     assert camden and all('""' not in t and not t.startswith('"') for t in camden)
     assert 'The man works for the campy supply company "Camden".' in camden
+
+
+@pytest.mark.parametrize("source", ["human", "auto", "imported"])
+def test_a_label_source_without_a_label_is_a_problem(tmp_path: Path, source: str) -> None:
+    line = {
+        "id": "p1",
+        "original": {"fields": {"text": "good"}, "label": "positive"},
+        "counterfactual": {"fields": {"text": "bad"}, "label_source": source},
+    }
+    f = tmp_path / "p.jsonl"
+    f.write_text(
+        json.dumps(line)
+        + "\n"
+        + json.dumps({**line, "id": "p2", "counterfactual": {"fields": {"text": "x"}, "label_source": "gold"}})
+        + "\n"
+    )
+    recs = list(read("pairs-jsonl", [str(f)], task="sentiment", labels=["negative", "positive"]))
+    assert problems(recs) == [f"{f}:1: counterfactual.label_source is {source!r} but there is no counterfactual.label"]
+    assert [r.id for r in recs if isinstance(r, PairRecord)] == ["p2"]  # gold without a label: a known-unknown answer

@@ -9,8 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("diffusers")
+from tests.conftest import need_module
+
+torch = need_module("torch")
+need_module("diffusers")
 
 from generation.ml import images as im  # noqa: E402
 from generation.ml.base import GeneratorConfigError, Original, Skip  # noqa: E402

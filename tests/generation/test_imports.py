@@ -451,12 +451,32 @@ def test_command_refuses_a_malformed_file_with_counts_and_writes_nothing(tmp_pat
     assert db_state() == before
 
 
-def test_cad_nli_train_by_default_reports_the_misaligned_rows_and_imports_nothing(shared_data: Path) -> None:
-    project = project_create(name="cad-train-strict", task="nli")
-    with pytest.raises(ImportRefused, match="9 problem") as exc:
+@pytest.mark.slow
+def test_published_cad_nli_train_aligns_up_to_whitespace_and_refuses_only_the_real_misalignment(
+    shared_data: Path,
+) -> None:
+    """The published train split has 8 revised rows whose unrevised sentence differs from the
+    original only in whitespace (e.g. a double space, snli-train-1408): imported as published
+    and reported as warnings. One row (revised_premise/train.tsv:1619) rewrites the
+    hypothesis it should keep: a real misalignment, the only problem."""
+    project = project_create(name="cad-train", task="nli")
+    with pytest.raises(ImportRefused, match="1 problem") as exc:
         data_import(project=project, format="cad-nli", paths=[str(shared_data / "cad")], split="train")
-    assert all("misaligned" in p for p in exc.value.problems)
+    assert len(exc.value.problems) == 1
+    assert "revised_premise/train.tsv:1619: misaligned" in exc.value.problems[0]
+    assert "is not the hypothesis of original snli-train-808" in exc.value.problems[0]
     assert Example.objects.filter(project=project).count() == 0
+    report = data_import(
+        project=project, format="cad-nli", paths=[str(shared_data / "cad")], split="train", strict=False
+    )
+    assert report.problem_count == 1
+    assert report.warning_count == 8 and len(report.warnings) == 8
+    assert all("differs only in whitespace" in w for w in report.warnings)
+    assert "snli-train-1408" in " ".join(report.warnings)
+    assert report.summary().endswith("; problems 1; warnings 8")
+    n_originals = Example.objects.filter(project=project).count()
+    assert report.imported_originals == n_originals > 0
+    assert Candidate.objects.filter(project=project).count() == report.imported_pairs == 4 * n_originals - 1
 
 
 def test_an_empty_file_is_refused_in_both_modes(tmp_path: Path, sentiment: Project) -> None:

@@ -46,7 +46,11 @@ def test_bench_json_on_a_cad_nli_slice(shared_data, capsys):
     assert methods["invariant"]["accuracy"] == 0.0  # every CAD counterfactual flips the label
     for name in ("trust", "pc", "capc"):
         assert {"accuracy", "macro_f1", "ece"} <= set(methods[name])
-        assert 0.0 <= methods[name]["ece"] <= 1.0
+    # h is calibrated (ECE 0.08 / 0.07 measured here); trust keeps f's confidence in a label
+    # that the counterfactual has left, so it is confidently wrong (ECE 0.63 measured here).
+    for name in ("pc", "capc"):
+        assert 0.0 <= methods[name]["ece"] < 0.2, (name, methods[name])
+    assert methods["trust"]["ece"] > 0.4
     # h knows y and that the label moves: better than every baseline that ignores this
     assert methods["capc"]["accuracy"] > methods["trust"]["accuracy"]
     assert methods["capc"]["accuracy"] > 0.5

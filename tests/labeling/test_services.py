@@ -59,7 +59,8 @@ def test_train_then_autolabel_moves_pooled_candidates():
     project, _ = make_project()
     model = services.pairwise_train(project=project, mode="capc")
     assert model.version == 1 and model.n_train == 60 and model.mode == "capc"
-    assert 0.0 <= model.cv_ece <= 1.0 and model.cv_accuracy >= 0.8
+    # calibrated: cross-validated ECE 0.02 here (0.19 with the temperature stuck at 1.0)
+    assert 0.0 <= model.cv_ece < 0.08 and model.cv_accuracy >= 0.8
     assert model.label_counts and sum(model.label_counts.values()) == 60
     # the out-of-fold predictions the dashboard draws h's reliability and coverage from
     conf, ok = model.metrics["oof_confidence"], model.metrics["oof_correct"]

@@ -28,6 +28,8 @@ def _option_pair(text: str) -> tuple[str, Any]:
         value: Any = json.loads(raw)
     except json.JSONDecodeError:
         value = raw
+    except RecursionError:
+        raise CommandError(f"--option {key}: the JSON value is nested too deeply") from None
     return key.strip().replace("-", "_"), value
 
 

@@ -21,7 +21,10 @@ def _csv_list(value: str) -> list[str]:
 
 
 class Command(BaseCommand):
-    help = "Export a project's counterfactual pairs as pairs-jsonl, csv, hf-datasets (a directory) or coco-cf (a directory)."
+    help = (
+        "Export a project's counterfactual pairs as pairs-jsonl, csv, hf-datasets (a directory) "
+        "or coco-cf (a directory)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", required=True)

@@ -3,7 +3,9 @@
 Imports originals and/or counterfactual pairs (docs/formats.md §2). Creates the project when it
 does not exist (``--labels`` / ``--text-fields`` override the task's defaults then). Prints
 each problem (the first 50, then how many more) and ends with
-``imported N originals, M pairs; skipped K; problems P``.
+``imported N originals, M pairs; skipped K; problems P`` (plus ``; warnings W`` when rows
+were imported with a warning, each printed as ``warning: file:line: …``). Labels are matched
+to the project's case-insensitively; ``--label-map old=new[,old=new]`` renames others.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from projects.formats import FORMAT_TASKS, FORMATS
+from projects.formats import FORMAT_TASKS, FORMATS, parse_label_map
 from projects.models import TASKS, Project
 from projects.services.imports import ImportRefused, data_import
 from projects.services.projects import project_get_or_create
@@ -46,11 +48,21 @@ class Command(BaseCommand):
             help="import the good rows and report the bad ones (default: any bad row refuses the whole input)",
         )
         parser.add_argument(
+            "--label-map",
+            default="",
+            metavar="OLD=NEW[,OLD=NEW]",
+            help="rename labels as written in the file before matching them (case-insensitively) to the project's",
+        )
+        parser.add_argument(
             "--batch-size", type=int, help="rows per transaction (default COUNTERPART_IMPORT_BATCH_SIZE)"
         )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         fmt = opts["data_format"]
+        try:
+            label_map = parse_label_map(opts["label_map"])
+        except ValueError as exc:
+            raise CommandError(f"--label-map: {exc}") from None
         existing = Project.objects.filter(name=opts["project"]).first()
         task = opts["task"] or (existing.task if existing else FORMAT_TASKS.get(fmt))
         if task is None:
@@ -86,6 +98,7 @@ class Command(BaseCommand):
                 strict=not opts["skip_bad_rows"],
                 batch_size=opts["batch_size"],
                 on_batch=progress,
+                label_map=label_map,
             )
         except ImportRefused as exc:
             if created:  # nothing was imported: leave no empty project behind either
@@ -102,4 +115,8 @@ class Command(BaseCommand):
             self.stderr.write(line)
         if report.problem_count > SHOW_PROBLEMS:
             self.stderr.write(f"… and {report.problem_count - SHOW_PROBLEMS} more problems")
+        for line in report.warnings[:SHOW_PROBLEMS]:
+            self.stderr.write(f"warning: {line}")
+        if report.warning_count > SHOW_PROBLEMS:
+            self.stderr.write(f"… and {report.warning_count - SHOW_PROBLEMS} more warnings")
         self.stdout.write(report.summary())
