@@ -48,7 +48,9 @@ def test_demo_creates_the_caption_project_and_items(settings, tmp_path: Path) ->
     r = c.post(f"/api/v1/projects/{project.pk}/next-item/")
     assert r.status_code == 200, r.content
     item = r.json()["item"]
-    assert item["kind"] == "caption_choice" and item["image"].startswith("/media/demo/captions/")
+    # imported images are served from the image root (/images/…, signed-in users only)
+    assert item["kind"] == "caption_choice" and item["image"].startswith("/images/")
+    assert "demo/captions/" in item["image"]
     assert len(item["captions"]) == 2
     # again: nothing duplicated
     text = run("--password", "s3cret-pass")
