@@ -18,40 +18,15 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from labeling.evaluation import finetune_options, read_eval_sets
 from labeling.management.commands.bench_pairwise import _budget
-from labeling.ml.augmentation import CLASSIFIERS, EvalSet, FineTuneOptions, classifier_factory, eval_sets_from_records
+from labeling.ml.augmentation import CLASSIFIERS, EvalSet, classifier_factory
 from labeling.ml.augmentation import run_augmentation as run
 from labeling.ml.base_classifier import TooFewLabels
 from labeling.ml.pairs import LabelledPairs, pairs_from_records, parse_warm_spec, sample_by_group
 from labeling.services import embedder
 from projects.formats import FORMATS, TASK_FIELDS, TASK_LABELS, FormatError, read
 from projects.models import TASKS
-
-
-def finetune_options() -> FineTuneOptions:
-    """The fine-tuning caps, on the MiniLM weights and the device from settings."""
-    from projects.ml.embeddings import default_model_path
-
-    cp = settings.COUNTERPART
-    return FineTuneOptions(model_path=cp["MINILM_PATH"] or default_model_path(), device=cp["DEVICE"])
-
-
-def read_eval_sets(spec: str, task: str, labels: list[str], fields: list[str] | None = None) -> list[EvalSet]:
-    """The evaluation sets of one ``FORMAT:PATH[:SPLIT]`` spec, named after the spec as
-    given (``/original`` and ``/counterfactual`` appended for pair formats). ValueError with
-    a clear message when it cannot be read or holds no labelled record."""
-    try:
-        fmt, path, split = parse_warm_spec(spec)
-        records = list(read(fmt, [path], task=task, split=split, labels=labels, text_fields=fields))
-    except FormatError as exc:
-        raise ValueError(f"evaluation set {spec!r}: {exc}") from None
-    except ValueError as exc:
-        raise ValueError(f"evaluation set {spec!r}: {exc}") from None
-    sets, _problems = eval_sets_from_records(spec, records, labels)
-    sets = [s for s in sets if s.records]
-    if not sets:
-        raise ValueError(f"evaluation set {spec!r}: no record with a label of this task")
-    return sets
 
 
 class Command(BaseCommand):
