@@ -190,3 +190,30 @@ def test_trivial_edit_swaps_one_determiner():
 def test_command_refuses_bad_input(tmp_path):
     with pytest.raises(CommandError, match="--eval"):
         call_command("bench_augmentation", "--task", "nli", "--format", "cad-nli", "--split", "dev", str(tmp_path))
+
+
+def test_finetune_classifier_learns_with_a_tiny_bert(tmp_path):
+    from labeling.ml.augmentation import FineTuneOptions
+
+    from ._tiny_bert import save_tiny_bert
+
+    path = save_tiny_bert(tmp_path / "m", ["a", "b"])  # a 2-label head, replaced by a 3-label one
+    make = classifier_factory(
+        "finetune",
+        labels=LABELS,
+        fields=FIELDS,
+        embed=None,
+        finetune=FineTuneOptions(model_path=str(path), epochs=30, batch_size=8, learning_rate=5e-3),
+    )
+    recs = [
+        {"premise": "a man runs", "hypothesis": "a man runs"},
+        {"premise": "a dog sleeps", "hypothesis": "a dog maybe"},
+        {"premise": "a girl park", "hypothesis": "a girl is not"},
+    ] * 4
+    ys = ["entailment", "neutral", "contradiction"] * 4
+    f = make(0).fit(recs, ys)
+    p = f.predict_proba(recs[:3])
+    assert p.shape == (3, 3) and np.allclose(p.sum(1), 1.0)
+    assert (p.argmax(1) == [0, 1, 2]).sum() >= 2  # fits (most of) its training data
+    # same seed, same model
+    assert np.allclose(make(0).fit(recs, ys).predict_proba(recs[:3]), p, atol=1e-5)
