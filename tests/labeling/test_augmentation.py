@@ -217,3 +217,38 @@ def test_finetune_classifier_learns_with_a_tiny_bert(tmp_path):
     assert (p.argmax(1) == [0, 1, 2]).sum() >= 2  # fits (most of) its training data
     # same seed, same model
     assert np.allclose(make(0).fit(recs, ys).predict_proba(recs[:3]), p, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_bench_augmentation_json_on_a_cad_sentiment_slice(shared_data, capsys):
+    """The real MiniLM on a slice of CAD-sentiment dev as the pool and CAD-sentiment dev as the
+    evaluation (a shape check, not a robustness figure: the pool and the evaluation overlap)."""
+    spec = f"cad-sentiment:{shared_data / 'cad'}:dev"
+    call_command(
+        "bench_augmentation",
+        "--task",
+        "sentiment",
+        "--format",
+        "cad-sentiment",
+        "--split",
+        "dev",
+        str(shared_data / "cad"),
+        "--eval",
+        spec,
+        "--limit",
+        "120",
+        "--seeds",
+        "2",
+        "--budget",
+        "0.2",
+        "--json",
+    )
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(result) >= {"task", "n_pairs", "budget", "seeds", "classifier", "eval", "seconds"}
+    assert result["n_pairs"] == 120 and result["classifier"] == "minilm-lr"
+    assert list(result["eval"]) == [f"{spec}/original", f"{spec}/counterfactual"]
+    cf = result["eval"][f"{spec}/counterfactual"]
+    assert cf["n"] == 245
+    assert set(cf["variants"]) == set(VARIANTS)
+    # every CAD counterfactual flips the label: invariant labels teach the wrong thing
+    assert cf["variants"]["invariant"]["accuracy"] < cf["variants"]["gold"]["accuracy"]
