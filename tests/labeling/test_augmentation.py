@@ -110,7 +110,7 @@ def test_eval_sets_from_records_splits_pair_formats():
 
 
 def test_human_split_is_bench_pairwise_split():
-    train, rest, perm = human_split(50, 0.1, np.random.default_rng(3))
+    train, rest, _perm = human_split(50, 0.1, np.random.default_rng(3))
     assert len(train) == 5 and len(rest) == 45
     assert sorted(np.r_[train, rest].tolist()) == list(range(50))
     again, _, _ = human_split(50, 0.1, np.random.default_rng(3))
@@ -172,7 +172,9 @@ def test_mixed_pool_adds_label_preserving_pairs():
     pairs, ys = synthetic_pairs(30)
     # siblings: a second counterfactual with the same label in group g0
     p0 = pairs[0]
-    sib = type(p0)(p0.original, {**p0.counterfactual, "hypothesis": p0.counterfactual["hypothesis"] + " park"}, p0.y, "", "g0")
+    sib = type(p0)(
+        p0.original, {**p0.counterfactual, "hypothesis": p0.counterfactual["hypothesis"] + " park"}, p0.y, "", "g0"
+    )
     data = LabelledPairs([*pairs, sib], [*ys, ys[0]])
     mixed = mixed_pool(data, seed=0)
     added = list(zip(mixed.pairs[len(data.pairs) :], mixed.y_prime[len(data.pairs) :], strict=True))
