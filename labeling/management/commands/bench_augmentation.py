@@ -123,7 +123,8 @@ class Command(BaseCommand):
         )
         for name, ev in result["eval"].items():
             self.stdout.write(f"  {name} (n = {ev['n']})")
-            for v, m in ev["variants"].items():
+            for v, scores in ev["variants"].items():
+                m: dict[str, Any] = dict(scores)
                 if "error" in m:
                     self.stdout.write(f"    {v:15s} error: {m['error']}")
                     continue

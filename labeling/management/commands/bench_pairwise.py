@@ -37,8 +37,8 @@ def _budget(value: str) -> float:
     return b
 
 
-def _fmt(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.3f}"
+def _fmt(v: object) -> str:
+    return f"{v:.3f}" if isinstance(v, float | int) else "n/a"
 
 
 class Command(BaseCommand):
