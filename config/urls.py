@@ -21,6 +21,7 @@ urlpatterns = [
     path("api/docs/", login_required(SpectacularSwaggerView.as_view(url_name="schema")), name="api-docs"),
     path("api/v1/", include("annotate.api_urls")),
     path("api/v1/", include("projects.api_urls")),
+    path("api/v1/", include("labeling.api_urls")),
     path("", include("projects.urls")),
     path("", include("generation.urls")),
     path("", include("annotate.data_urls")),

@@ -272,3 +272,84 @@ def flip_counts_for(*, project: Project) -> list[FlipCount]:
 
 def pairwise_model_latest(*, project: Project) -> PairwiseModel | None:
     return PairwiseModel.objects.filter(project=project).order_by("-version").first()
+
+
+# -- the augmentation evaluation section ---------------------------------------------------
+CHART_WIDTH = 520
+CHART_LEFT = 130  # room for the variant names
+CHART_ROW = 22
+
+
+def gain_chart(variants: dict[str, Any]) -> dict[str, Any]:
+    """SVG geometry of one evaluation set's gains over ``originals`` (accuracy points) with
+    their 95 % intervals over seeds: one row per variant that has a gain. Rows without a
+    number say "n/a" and why (an error, or no interval with one seed)."""
+    rows = []
+    for name, m in variants.items():
+        if name == "originals":
+            continue
+        if "error" in m:
+            rows.append({"name": name, "na": m["error"]})
+            continue
+        g, ci = m.get("gain"), m.get("gain_ci95")
+        if g is None:
+            rows.append({"name": name, "na": "no gain"})
+            continue
+        rows.append(
+            {"name": name, "gain": 100 * g, "lo": 100 * ci[0] if ci else None, "hi": 100 * ci[1] if ci else None}
+        )
+    nums = [0.0] + [v for r in rows for v in (r.get("gain"), r.get("lo"), r.get("hi")) if v is not None]
+    lo, hi = min(nums), max(nums)
+    pad = max(1.0, 0.08 * (hi - lo))
+    lo, hi = lo - pad, hi + pad
+    span = CHART_WIDTH - CHART_LEFT - 10
+
+    def x(v: float) -> float:
+        return round(CHART_LEFT + (v - lo) / (hi - lo) * span, 1)
+
+    zero = x(0.0)
+    for i, r in enumerate(rows):
+        r["y"] = 10 + i * CHART_ROW
+        r["text_y"] = r["y"] + 14
+        if "gain" in r:
+            gx = x(r["gain"])
+            r["bar_x"], r["bar_w"] = min(zero, gx), round(abs(gx - zero), 1)
+            r["positive"] = r["gain"] >= 0
+            if r["lo"] is not None:
+                r["ci_x1"], r["ci_x2"] = x(r["lo"]), x(r["hi"])
+            r["label_x"] = max(gx, r.get("ci_x2", gx)) + 4 if r["gain"] >= 0 else min(gx, r.get("ci_x1", gx)) - 4
+    ticks = []
+    step = 5.0 if hi - lo > 12 else (2.0 if hi - lo > 5 else 1.0)
+    t = np.ceil(lo / step) * step
+    while t <= hi:
+        ticks.append({"x": x(float(t)), "label": f"{t:+.0f}" if t else "0"})
+        t += step
+    height = 10 + len(rows) * CHART_ROW + 24
+    return {
+        "rows": rows,
+        "zero": zero,
+        "width": CHART_WIDTH,
+        "height": height,
+        "axis_y": height - 20,
+        "ticks": ticks,
+        "left": CHART_LEFT,
+    }
+
+
+def evaluation_for(*, project: Project) -> dict[str, Any]:
+    """The latest ``evaluate`` job (for its progress) and the latest succeeded one's result,
+    with a gain chart and table rows per evaluation set."""
+    from projects.models import Job
+    from projects.selectors import job_latest
+
+    latest = job_latest(project=project, kind="evaluate")
+    done = (
+        Job.objects.filter(project=project, kind="evaluate", status="succeeded").order_by("-finished_at", "-id").first()
+    )
+    sets = []
+    if done is not None and done.result:
+        for name, ev in (done.result.get("eval") or {}).items():
+            variants = ev.get("variants") or {}
+            table = [{"name": v, **m} for v, m in variants.items()]
+            sets.append({"name": name, "n": ev.get("n"), "chart": gain_chart(variants), "table": table})
+    return {"latest": latest, "result_job": done, "sets": sets}

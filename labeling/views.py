@@ -1,5 +1,6 @@
-"""Labelling pages: the flip-rate section of the project page (loaded with hx-get), and the
-buttons that queue training of h and auto-labelling as jobs. Thin: parse, call one service,
+"""Labelling pages: the flip-rate and augmentation-evaluation sections of the project page
+(loaded with hx-get), and the buttons that queue training of h, auto-labelling and the
+evaluation as jobs. Thin: parse, call one service,
 render the section with the job's progress fragment in it."""
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
+from labeling import evaluation as services_evaluation
 from labeling import services
-from labeling.selectors import flip_rates_for, warm_start_choices
+from labeling.evaluation import evaluation_choices
+from labeling.ml.augmentation import CLASSIFIERS
+from labeling.selectors import evaluation_for, flip_rates_for, warm_start_choices
 from projects.models import Project
 from projects.permissions import researcher_required
 from projects.selectors import job_latest, job_progress
@@ -91,3 +95,61 @@ def autolabel_start(request: HttpRequest, pk: int) -> HttpResponse:
     except BrokerUnavailable as exc:
         return _fragment(request, project, error=str(exc), status=503)
     return _fragment(request, project, message=f"Auto-labelling queued (job {job.pk}).")
+
+
+@researcher_required
+@require_GET
+def evaluation(request: HttpRequest, pk: int) -> HttpResponse:
+    """The augmentation-evaluation section: a form, the latest job's progress, and the
+    latest result as a gain chart (SVG) with its table."""
+    project = get_object_or_404(Project, pk=pk)
+    return _evaluation_fragment(request, project)
+
+
+def _evaluation_fragment(
+    request: HttpRequest, project: Project, *, message: str = "", error: str = "", status: int = 200
+) -> HttpResponse:
+    ev = evaluation_for(project=project)
+    latest = ev["latest"]
+    context: dict[str, Any] = {
+        "project": project,
+        "message": message,
+        "error": error,
+        "choices": evaluation_choices(project=project),
+        "classifiers": CLASSIFIERS,
+        "job": latest,
+        "progress": job_progress(job=latest) if latest else None,
+        "result_job": ev["result_job"],
+        "sets": ev["sets"],
+    }
+    return render(request, "labeling/_evaluation.html", context, status=status)
+
+
+@researcher_required
+@require_POST
+def evaluation_start(request: HttpRequest, pk: int) -> HttpResponse:
+    """Queue an augmentation evaluation (an ``evaluate`` job); refuse bad input at once."""
+    project = get_object_or_404(Project, pk=pk)
+    allowed = {spec for spec, _ in evaluation_choices(project=project)}
+    evals = [e for e in request.POST.getlist("evals") if e]
+    if any(e not in allowed for e in evals):
+        return _evaluation_fragment(request, project, error="choose evaluation sets from the list", status=400)
+    try:
+        budget = float(request.POST.get("budget") or 0.1)
+        seeds = int(request.POST.get("seeds") or 3)
+    except ValueError:
+        return _evaluation_fragment(request, project, error="budget and seeds must be numbers", status=400)
+    try:
+        job = services_evaluation.evaluation_start(
+            project=project,
+            evals=evals,
+            budget=budget,
+            seeds=seeds,
+            classifier=request.POST.get("classifier") or "minilm-lr",
+            created_by=request.user,
+        )
+    except ValidationError as exc:
+        return _evaluation_fragment(request, project, error=" ".join(exc.messages), status=400)
+    except BrokerUnavailable as exc:
+        return _evaluation_fragment(request, project, error=str(exc), status=503)
+    return _evaluation_fragment(request, project, message=f"Evaluation queued (job {job.pk}).")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import NotRequired, TypedDict
 
 import numpy as np
@@ -27,7 +28,7 @@ import numpy as np
 from labeling.ml import baselines
 from labeling.ml.active import Index, select_active
 from labeling.ml.base_classifier import BaseClassifier, CrossFitted, Proba, TooFewLabels, make_base_classifier
-from labeling.ml.features import Embed
+from labeling.ml.features import Embed, Pair
 from labeling.ml.metrics import scores
 from labeling.ml.pairs import LabelledPairs, unique_originals
 from labeling.ml.pairwise import PairInputs, PairwiseClassifier, prepare_inputs
@@ -46,6 +47,8 @@ class BenchResult(TypedDict):
     budget_curve: dict[str, dict[str, float | None]]  # {"capc": {budget: mean accuracy}}
     seconds: float
     warm_start_pairs: NotRequired[int]
+    # --mixed: how many pairs of the pool flip the label and how many keep it
+    mixed: NotRequired[dict[str, int]]
 
 
 def _mean(rows: list[dict[str, float]]) -> dict[str, float | None]:
@@ -56,6 +59,103 @@ def _mean(rows: list[dict[str, float]]) -> dict[str, float | None]:
         vals = [r[k] for r in rows if not np.isnan(r[k])]
         out[k] = round(float(np.mean(vals)), 4) if vals else None  # JSON has no NaN
     return out
+
+
+def n_budget(n: int, budget: float) -> int:
+    """How many of ``n`` pairs a budget fraction gives to humans (at least one)."""
+    return max(1, round(budget * n))
+
+
+def human_split(n: int, budget: float, rng: np.random.Generator) -> tuple[Index, Index, Index]:
+    """One seed's split of the pool: (the humans' rows, the rest, the permutation drawn).
+    ``rng`` is ``default_rng(seed)``; it draws the permutation and nothing else, so a caller
+    may go on drawing from it (bench_pairwise's random pairing does)."""
+    perm = rng.permutation(n)
+    k = n_budget(n, budget)
+    return np.sort(perm[:k]), np.sort(perm[k:]), perm
+
+
+@dataclass(frozen=True)
+class PoolSetup:
+    """What every seed shares: f trained on the pool's originals, h's inputs (f(x), f(x')
+    from the cross-fitted copies), and plain f's probabilities on x and x' (trust baselines)."""
+
+    originals: list[dict[str, str]]
+    orig_y: list[str]
+    f: BaseClassifier
+    inputs: PairInputs
+    f_o: Proba
+    f_c: Proba
+
+
+def pool_setup(
+    pool: Sequence[Pair],
+    *,
+    labels: Sequence[str],
+    fields: Sequence[str],
+    embed: Embed | None,
+    base_kind: str = "minilm",
+    crossfit: bool = True,
+) -> PoolSetup:
+    labels, fields = list(labels), list(fields)
+    originals, orig_y = unique_originals(pool)
+
+    def make_f() -> BaseClassifier:
+        return make_base_classifier(base_kind, labels=labels, fields=fields, embed=embed)
+
+    # f as trained on the originals: the trust baselines use it as is; h gets the cross-fitted
+    # copies (each pair scored by the copy that did not see its original, see CrossFitted)
+    f = make_f().fit(originals, orig_y)
+    f_h = CrossFitted(make_f).fit(originals, orig_y) if crossfit else f
+    inputs = prepare_inputs(pool, labels=labels, fields=fields, embed=embed, base=f_h)
+    n = len(pool)
+    both = f.predict_proba([p.original for p in pool] + [p.counterfactual for p in pool])
+    return PoolSetup(originals, orig_y, f, inputs, both[:n], both[n:])
+
+
+def warm_setup(
+    pool: Sequence[Pair],
+    warm: LabelledPairs,
+    setup: PoolSetup,
+    *,
+    labels: Sequence[str],
+    fields: Sequence[str],
+    embed: Embed | None,
+    base_kind: str = "minilm",
+    crossfit: bool = True,
+) -> tuple[PairwiseClassifier, PairInputs]:
+    """h pre-trained on the warm-start pairs, and the pool's inputs with the f that also saw
+    the warm-start originals (capc+warm)."""
+    labels, fields = list(labels), list(fields)
+
+    def make_f() -> BaseClassifier:
+        return make_base_classifier(base_kind, labels=labels, fields=fields, embed=embed)
+
+    w_orig, w_y = unique_originals(warm.pairs)
+    recs, ys = setup.originals + w_orig, setup.orig_y + w_y
+    f_w = CrossFitted(make_f).fit(recs, ys) if crossfit else make_f().fit(recs, ys)
+    warm_inputs = prepare_inputs(warm.pairs, labels=labels, fields=fields, embed=embed, base=f_w)
+    warm_h = PairwiseClassifier(labels, fields, mode="capc").fit_warm(warm_inputs, warm.y_prime)
+    return warm_h, prepare_inputs(pool, labels=labels, fields=fields, embed=embed, base=f_w)
+
+
+def fit_h(
+    mode: str,
+    inputs: PairInputs,
+    train: Index,
+    y_prime: Sequence[str],
+    *,
+    labels: Sequence[str],
+    fields: Sequence[str],
+    seed: int,
+    threshold: float,
+    warm_model: PairwiseClassifier | None = None,
+) -> PairwiseClassifier:
+    """h (``pc`` or ``capc``) trained on the pool rows ``train`` with their labels."""
+    h = PairwiseClassifier(list(labels), list(fields), mode=mode, seed=seed, threshold=threshold)
+    if warm_model is not None:
+        h.with_warm(warm_model)
+    return h.fit(inputs.subset(train), [y_prime[i] for i in train])
 
 
 def run_benchmark(
@@ -73,6 +173,7 @@ def run_benchmark(
     threshold: float = 0.7,
     crossfit: bool = True,
     log: Callable[[str], None] | None = None,
+    split_flips: bool = False,
 ) -> BenchResult:
     t0 = time.perf_counter()
     say = log or (lambda _m: None)
@@ -80,33 +181,22 @@ def run_benchmark(
     pool, y_prime = data.pairs, data.y_prime
     n = len(pool)
     yi = np.asarray([labels.index(v) for v in y_prime], dtype=int)
-
-    def n_budget(b: float) -> int:
-        return max(1, round(b * n))
+    # split_flips (a mixed pool): each method's accuracy on the pairs whose label flips and on
+    # those whose label stays, reported beside the overall figures
+    flips = np.asarray([p.y != v for p, v in zip(pool, y_prime, strict=True)], dtype=bool)
 
     # f on the pool's originals (and the warm-start originals for capc+warm)
-    originals, orig_y = unique_originals(pool)
-
-    def make_f() -> BaseClassifier:
-        return make_base_classifier(base_kind, labels=labels, fields=fields, embed=embed)
-
-    # f as trained on the originals: the trust baselines use it as is; h gets the cross-fitted
-    # copies (each pair scored by the copy that did not see its original, see CrossFitted)
-    f = make_f().fit(originals, orig_y)
-    f_h = CrossFitted(make_f).fit(originals, orig_y) if crossfit else f
-    inputs = prepare_inputs(pool, labels=labels, fields=fields, embed=embed, base=f_h)
-    both = f.predict_proba([p.original for p in pool] + [p.counterfactual for p in pool])
-    f_plain_o, f_plain_c = both[:n], both[n:]
+    setup = pool_setup(pool, labels=labels, fields=fields, embed=embed, base_kind=base_kind, crossfit=crossfit)
+    originals, orig_y, inputs = setup.originals, setup.orig_y, setup.inputs
+    f_plain_o, f_plain_c = setup.f_o, setup.f_c
     say(f"pool: {n} pairs, {len(originals)} originals; features ready at {time.perf_counter() - t0:.1f}s")
 
     warm_h: PairwiseClassifier | None = None
     inputs_w: PairInputs | None = None
     if warm is not None:
-        w_orig, w_y = unique_originals(warm.pairs)
-        f_w = (CrossFitted(make_f) if crossfit else make_f()).fit(originals + w_orig, orig_y + w_y)
-        warm_inputs = prepare_inputs(warm.pairs, labels=labels, fields=fields, embed=embed, base=f_w)
-        warm_h = PairwiseClassifier(labels, fields, mode="capc").fit_warm(warm_inputs, warm.y_prime)
-        inputs_w = prepare_inputs(pool, labels=labels, fields=fields, embed=embed, base=f_w)
+        warm_h, inputs_w = warm_setup(
+            pool, warm, setup, labels=labels, fields=fields, embed=embed, base_kind=base_kind, crossfit=crossfit
+        )
         say(f"warm start: {len(warm.pairs)} pairs; ready at {time.perf_counter() - t0:.1f}s")
 
     results: dict[str, list[dict[str, float]]] = {}
@@ -119,6 +209,10 @@ def run_benchmark(
         s = scores(yi[test], proba)
         if not with_ece:
             s.pop("ece")
+        if split_flips:
+            pred, fl = proba.argmax(1), flips[test]
+            for key, m in (("accuracy_flips", fl), ("accuracy_non_flips", ~fl)):
+                s[key] = float((pred[m] == yi[test][m]).mean()) if m.any() else float("nan")
         if h is not None:
             conf = proba.max(1)
             ok = conf >= threshold
@@ -126,13 +220,20 @@ def run_benchmark(
             s["accuracy_confident"] = float((proba.argmax(1)[ok] == yi[test][ok]).mean()) if ok.any() else float("nan")
         results.setdefault(name, []).append(s)
 
-    def fit_h(
+    def fit_h_(
         mode: str, inp: PairInputs, train: Index, seed: int, warm_model: PairwiseClassifier | None = None
     ) -> PairwiseClassifier:
-        h = PairwiseClassifier(labels, fields, mode=mode, seed=seed, threshold=threshold)
-        if warm_model is not None:
-            h.with_warm(warm_model)
-        return h.fit(inp.subset(train), [y_prime[i] for i in train])
+        return fit_h(
+            mode,
+            inp,
+            train,
+            y_prime,
+            labels=labels,
+            fields=fields,
+            seed=seed,
+            threshold=threshold,
+            warm_model=warm_model,
+        )
 
     def attempt(name: str, fn: Callable[[], None]) -> None:
         try:
@@ -143,9 +244,8 @@ def run_benchmark(
     # a function per seed: the closures below (each run at once) take this seed's split from it
     def run_seed(seed: int) -> None:
         rng = np.random.default_rng(seed)
-        perm = rng.permutation(n)
-        k = n_budget(budget)
-        train, test = np.sort(perm[:k]), np.sort(perm[k:])
+        train, test, perm = human_split(n, budget, rng)
+        k = len(train)
         enc_t = inputs.subset(test)
 
         record("invariant", test, baselines.invariant(enc_t.enc.y, len(labels)), with_ece=False)
@@ -153,7 +253,7 @@ def run_benchmark(
         record("w-trust", test, baselines.weighted_trust(f_plain_o[test], f_plain_c[test]))
 
         def run_pc(mode: str, name: str) -> None:
-            h = fit_h(mode, inputs, train, seed)
+            h = fit_h_(mode, inputs, train, seed)
             record(name, test, h.predict_proba(enc_t), h=h)
 
         attempt("pc", lambda: run_pc("pc", "pc"))
@@ -164,7 +264,7 @@ def run_benchmark(
             # the same features as PC except the edit-span embeddings: a random pairing's "edit"
             # is the whole text, and embedding those per seed would dominate the run time
             inp_r = prepare_inputs(shuffled, labels=labels, fields=fields, embed=embed, spans=False)
-            h = fit_h("pc", inp_r, train, seed)
+            h = fit_h_("pc", inp_r, train, seed)
             record("random-pairs", test, h.predict_proba(inp_r.subset(test)))
 
         attempt("random-pairs", run_random)
@@ -181,7 +281,7 @@ def run_benchmark(
 
             def run_warm() -> None:
                 assert inputs_w is not None
-                h = fit_h("capc", inputs_w, train, seed, warm_model=warm_h)
+                h = fit_h_("capc", inputs_w, train, seed, warm_model=warm_h)
                 record("capc+warm", test, h.predict_proba(inputs_w.subset(test)), h=h)
 
             attempt("capc+warm", run_warm)
@@ -196,7 +296,7 @@ def run_benchmark(
             )
 
             def proba_fn(sel: Index) -> Proba:
-                h = fit_h("capc", act_inputs, sel, seed, warm_model=warm_h)
+                h = fit_h_("capc", act_inputs, sel, seed, warm_model=warm_h)
                 return h.predict_proba(act_inputs)
 
             def can_train(sel: Index) -> bool:
@@ -213,7 +313,7 @@ def run_benchmark(
                 can_train=can_train,
             )
             rest = np.setdiff1d(np.arange(n), chosen)
-            h = fit_h("capc", act_inputs, np.sort(chosen), seed, warm_model=warm_h)
+            h = fit_h_("capc", act_inputs, np.sort(chosen), seed, warm_model=warm_h)
             record("capc+active", rest, h.predict_proba(act_inputs.subset(rest)), h=h)
 
         attempt("capc+active", run_active)
@@ -221,12 +321,12 @@ def run_benchmark(
         for b in curve:
 
             def run_curve(b: float = b) -> None:
-                kb = n_budget(b)
+                kb = n_budget(n, b)
                 tr_b, te_b = np.sort(perm[:kb]), np.sort(perm[kb:])
                 if abs(b - budget) < 1e-9 and results.get("capc"):
                     curve_rows[str(b)].append(results["capc"][-1]["accuracy"])
                     return
-                h = fit_h("capc", inputs, tr_b, seed)
+                h = fit_h_("capc", inputs, tr_b, seed)
                 p = h.predict_proba(inputs.subset(te_b))
                 curve_rows[str(b)].append(float((p.argmax(1) == yi[te_b]).mean()))
 
@@ -254,4 +354,6 @@ def run_benchmark(
     }
     if warm is not None:
         out["warm_start_pairs"] = len(warm.pairs)
+    if split_flips:
+        out["mixed"] = {"flips": int(flips.sum()), "non_flips": int((~flips).sum())}
     return out

@@ -129,3 +129,54 @@ def parse_warm_spec(spec: str) -> tuple[str, str, str]:
     if len(parts) >= 3 and parts[-1] in SPLITS:
         return parts[0], ":".join(parts[1:-1]), parts[-1]
     return parts[0], ":".join(parts[1:]), ""
+
+
+_SWAP = {"a": "the", "an": "the", "the": "a", "this": "that", "that": "this"}
+
+
+def trivial_edit(record: dict[str, str], rng: np.random.Generator) -> dict[str, str] | None:
+    """A label-preserving edit of ``record``: one determiner swapped (a/an <-> the, this <->
+    that) in one field, kept capitalised; None when no field has one."""
+    spots = [(f, i) for f, text in record.items() for i, w in enumerate(text.split(" ")) if w.lower() in _SWAP]
+    if not spots:
+        return None
+    f, i = spots[int(rng.integers(len(spots)))]
+    words = record[f].split(" ")
+    new = _SWAP[words[i].lower()]
+    words[i] = new.capitalize() if words[i][:1].isupper() else new
+    return {**record, f: " ".join(words)}
+
+
+def mixed_pool(data: LabelledPairs, seed: int = 0) -> LabelledPairs:
+    """The pool plus label-preserving pairs whose counterfactual label is known by
+    construction, so h sees flips and non-flips (``bench_pairwise --mixed``):
+
+    - siblings: two counterfactuals of the same original with the same label (CAD-NLI: the
+      premise-revised and the hypothesis-revised one aiming at the same label) make a pair
+      (one as the original, the other as its edit) whose label stays; one per label and group;
+    - a trivial edit: each original with one determiner swapped (``trivial_edit``), same label.
+    The added pairs keep the group of their original, so group sampling keeps them together."""
+    rng = np.random.default_rng(seed)
+    pairs, ys = list(data.pairs), list(data.y_prime)
+    by_group: dict[str, list[int]] = {}
+    for i, p in enumerate(data.pairs):
+        by_group.setdefault(p.group or str(i), []).append(i)
+    for group, rows in by_group.items():
+        by_label: dict[str, list[int]] = {}
+        for i in rows:
+            by_label.setdefault(data.y_prime[i], []).append(i)
+        for lab, same in by_label.items():
+            distinct = {tuple(sorted(data.pairs[i].counterfactual.items())): i for i in same}
+            if len(distinct) < 2:
+                continue
+            a, b = (data.pairs[i].counterfactual for i in list(distinct.values())[:2])
+            if rng.random() < 0.5:
+                a, b = b, a
+            pairs.append(Pair(dict(a), dict(b), lab, "sibling", group))
+            ys.append(lab)
+        first = data.pairs[rows[0]]
+        edited = trivial_edit(first.original, rng)
+        if edited is not None:
+            pairs.append(Pair(dict(first.original), edited, first.y, "trivial", group))
+            ys.append(first.y)
+    return LabelledPairs(pairs, ys)

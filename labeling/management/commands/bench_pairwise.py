@@ -1,5 +1,5 @@
 """``python manage.py bench_pairwise --task TASK --format FORMAT [--split S] PATH… [--budget 0.1]
-[--seeds N] [--warm-start FORMAT:PATH[:SPLIT]] [--json]``
+[--seeds N] [--warm-start FORMAT:PATH[:SPLIT]] [--mixed] [--json]``
 
 The label-efficiency benchmark (docs/formats.md §3): no database, pure ML over the records read
 from the data (see ``labeling/ml/bench.py`` for the exact setting). Progress goes to stderr;
@@ -20,6 +20,7 @@ from labeling.ml.base_classifier import TooFewLabels
 from labeling.ml.bench import CURVE, run_benchmark
 from labeling.ml.pairs import (
     LabelledPairs,
+    mixed_pool,
     pairs_from_records,
     parse_warm_spec,
     sample_by_group,
@@ -34,6 +35,10 @@ def _budget(value: str) -> float:
     if not 0 < b < 1:
         raise ValueError("budget must be between 0 and 1")
     return b
+
+
+def _fmt(v: object) -> str:
+    return f"{v:.3f}" if isinstance(v, float | int) else "n/a"
 
 
 class Command(BaseCommand):
@@ -55,6 +60,12 @@ class Command(BaseCommand):
             type=int,
             default=0,
             help="use about N pairs: whole groups (originals) drawn at random, seed 0 (0: all)",
+        )
+        parser.add_argument(
+            "--mixed",
+            action="store_true",
+            help="add label-preserving pairs (siblings with the same label, trivial determiner edits) to the "
+            "pool and report each method's accuracy on flips and non-flips",
         )
         parser.add_argument("--json", action="store_true")
 
@@ -78,6 +89,8 @@ class Command(BaseCommand):
         task = opts["task"]
         labels, fields = list(TASK_LABELS[task]), list(TASK_FIELDS[task])
         data = self._read(opts["data_format"], opts["paths"], task, opts["split"], opts["limit"])
+        if opts["mixed"]:
+            data = mixed_pool(data, seed=0)
         if len(data.pairs) < 20:
             raise CommandError(f"only {len(data.pairs)} labelled pairs read; the benchmark needs at least 20")
         warm = None
@@ -107,6 +120,7 @@ class Command(BaseCommand):
                 base_kind=opts["base"],
                 threshold=threshold,
                 log=lambda m: print(m, file=sys.stderr, flush=True),
+                split_flips=opts["mixed"],
             )
         except TooFewLabels as exc:
             raise CommandError(str(exc)) from None
@@ -120,7 +134,10 @@ class Command(BaseCommand):
                 self.stdout.write(f"  {name:14s} error: {m['error']}")
                 continue
             ece = f"  ece {m['ece']:.3f}" if "ece" in m else ""
-            self.stdout.write(f"  {name:14s} accuracy {m['accuracy']:.3f}  macro-F1 {m['macro_f1']:.3f}{ece}")
+            split = ""
+            if "accuracy_flips" in m:
+                split = f"  flips {_fmt(m['accuracy_flips'])}  non-flips {_fmt(m['accuracy_non_flips'])}"
+            self.stdout.write(f"  {name:14s} accuracy {m['accuracy']:.3f}  macro-F1 {m['macro_f1']:.3f}{ece}{split}")
         self.stdout.write(
             "  budget curve (capc accuracy): "
             + ", ".join(f"{k}: {v}" for k, v in result["budget_curve"]["capc"].items())

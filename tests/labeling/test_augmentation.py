@@ -1,0 +1,256 @@
+"""The augmentation evaluation (labeling/ml/augmentation.py): its arithmetic on data where the
+answer is known, and a fast run with the fake encoder."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from django.core.management import CommandError, call_command
+
+from labeling.ml.augmentation import (
+    VARIANTS,
+    EvalSet,
+    classifier_factory,
+    eval_sets_from_records,
+    gain_share,
+    mean_ci95,
+    paired_bootstrap_p,
+    run_augmentation,
+    summarise,
+)
+from labeling.ml.bench import human_split
+from labeling.ml.pairs import LabelledPairs, mixed_pool, trivial_edit
+from projects.formats import OriginalRecord, PairRecord, Problem
+from tests.labeling.conftest import FIELDS, LABELS, fake_embed, synthetic_pairs
+
+
+def test_mean_ci95_is_the_t_interval():
+    m, ci = mean_ci95([0.70, 0.72, 0.74])
+    assert m == pytest.approx(0.72)
+    # sd 0.02, n 3: half width t(0.975, 2) * 0.02 / sqrt(3) = 4.3027 * 0.011547 = 0.049683
+    assert ci == pytest.approx([0.72 - 0.049683, 0.72 + 0.049683], abs=1e-5)
+    assert mean_ci95([0.5]) == (0.5, None)
+    m, ci = mean_ci95([0.6, 0.6, 0.6])
+    assert ci == pytest.approx([0.6, 0.6])
+
+
+def test_gain_share():
+    assert gain_share(0.09, 0.10) == pytest.approx(0.9)
+    assert gain_share(-0.02, 0.10) == pytest.approx(-0.2)
+    assert gain_share(0.05, None) is None
+    assert gain_share(0.05, 0.0) is None  # no gold gain to share
+    assert gain_share(0.05, -0.01) is None
+
+
+def test_paired_bootstrap_p_known_answers():
+    same = np.asarray([1, 0, 1, 1, 0, 1], dtype=float)
+    assert paired_bootstrap_p(same, same) == 1.0
+    # a is right on 200 examples where b is wrong and never the other way: p at its floor
+    a, b = np.ones(400), np.r_[np.zeros(200), np.ones(200)]
+    assert paired_bootstrap_p(a, b, n_boot=999) == pytest.approx(2 / 1000)
+    assert paired_bootstrap_p(b, a, n_boot=999) == pytest.approx(2 / 1000)
+    # one discordant example out of 400: no evidence
+    c = np.ones(400)
+    c[0] = 0
+    assert paired_bootstrap_p(c, np.ones(400)) > 0.5
+    with pytest.raises(ValueError):
+        paired_bootstrap_p(np.ones(3), np.ones(4))
+
+
+def test_summarise_gain_share_and_p():
+    n = 100
+    y = np.zeros(n, dtype=bool)
+
+    def right(k: int) -> np.ndarray:  # the first k examples correct
+        out = y.copy()
+        out[:k] = True
+        return out
+
+    correct = {
+        "originals": [right(60), right(60), right(60)],
+        "gold": [right(80), right(80), right(80)],
+        "capc": [right(78), right(76), right(77)],
+        "invariant": [right(60), right(60), right(60)],
+    }
+    f1 = {v: [0.5, 0.5, 0.5] for v in correct}
+    sizes = {v: [10, 10, 10] for v in correct}
+    out = summarise(correct, f1, sizes, n_boot=500)
+    assert out["originals"]["accuracy"] == 0.6 and "gain" not in out["originals"]
+    assert out["gold"]["gain"] == pytest.approx(0.2)
+    assert "share_of_gold_gain" not in out["gold"] and "p_vs_gold" not in out["gold"]
+    assert out["capc"]["gain"] == pytest.approx(0.17)
+    assert out["capc"]["share_of_gold_gain"] == pytest.approx(0.85)
+    lo, hi = out["capc"]["gain_ci95"]
+    assert lo < 0.17 < hi
+    assert out["capc"]["p_vs_originals"] < 0.01
+    assert out["invariant"]["gain"] == 0.0 and out["invariant"]["share_of_gold_gain"] == 0.0
+    assert out["invariant"]["p_vs_originals"] == 1.0
+    assert out["invariant"]["p_vs_gold"] < 0.01
+    assert out["originals"]["ci95"] == [0.6, 0.6]
+
+
+def test_eval_sets_from_records_splits_pair_formats():
+    o1 = OriginalRecord("o1", {"text": "good film"}, "Positive")
+    o2 = OriginalRecord("o2", {"text": "bad film"}, "Negative")
+    recs = [
+        o1,
+        PairRecord("p1", o1, {"text": "bad film"}, cf_label="Negative"),
+        PairRecord("p2", o1, {"text": "awful film"}, cf_label="Negative"),
+        PairRecord("p3", o2, {"text": "good film"}, cf_label=None),
+        Problem("f", 3, "broken"),
+    ]
+    sets, problems = eval_sets_from_records("x:y:dev", recs, ["Negative", "Positive"])
+    assert [s.name for s in sets] == ["x:y:dev/original", "x:y:dev/counterfactual"]
+    assert sets[0].y == ["Positive", "Negative"] and len(sets[1].records) == 2
+    assert problems == ["f:3: broken"]
+    only, _ = eval_sets_from_records("csv:z", [o1, o2], ["Negative", "Positive"])
+    assert [s.name for s in only] == ["csv:z"] and len(only[0].records) == 2
+
+
+def test_human_split_is_bench_pairwise_split():
+    train, rest, _perm = human_split(50, 0.1, np.random.default_rng(3))
+    assert len(train) == 5 and len(rest) == 45
+    assert sorted(np.r_[train, rest].tolist()) == list(range(50))
+    again, _, _ = human_split(50, 0.1, np.random.default_rng(3))
+    assert (again == train).all()
+
+
+def _evals(n: int = 60) -> list[EvalSet]:
+    pairs, ys = synthetic_pairs(n, seed=7)
+    return [
+        EvalSet("syn/original", [p.original for p in pairs], [p.y for p in pairs]),
+        EvalSet("syn/counterfactual", [p.counterfactual for p in pairs], ys),
+    ]
+
+
+def test_run_augmentation_end_to_end_with_the_fake_encoder():
+    pairs, ys = synthetic_pairs(200)
+    progress: list[tuple[int, int]] = []
+    out = run_augmentation(
+        LabelledPairs(pairs, ys),
+        _evals(),
+        task="nli",
+        labels=LABELS,
+        fields=FIELDS,
+        embed=fake_embed,
+        budget=0.2,
+        seeds=2,
+        classifier="tfidf-lr",
+        n_boot=200,
+        progress=lambda d, t: progress.append((d, t)),
+    )
+    assert out["task"] == "nli" and out["n_pairs"] == 200 and out["seeds"] == 2 and out["classifier"] == "tfidf-lr"
+    assert set(out["eval"]) == {"syn/original", "syn/counterfactual"}
+    cf = out["eval"]["syn/counterfactual"]
+    assert cf["n"] == 60
+    assert list(cf["variants"]) == list(VARIANTS)
+    for v, m in cf["variants"].items():
+        assert "error" not in m, (v, m)
+        assert 0 <= m["accuracy"] <= 1 and len(m["ci95"]) == 2
+    assert cf["variants"]["gold"]["n_train"] == 200 + 200
+    assert cf["variants"]["human"]["n_train"] == 200 + 40
+    assert cf["variants"]["originals"]["n_train"] == 200
+    assert progress[-1] == (2 * len(VARIANTS), 2 * len(VARIANTS))
+    json.dumps(out)  # JSON-clean (no NaN objects)
+
+
+def test_minilm_lr_factory_shares_features_across_fits():
+    make = classifier_factory("minilm-lr", labels=LABELS, fields=FIELDS, embed=fake_embed)
+    pairs, _ = synthetic_pairs(60)
+    recs, ys = [p.original for p in pairs], [p.y for p in pairs]
+    a = make(0).fit(recs, ys)
+    b = make(1)
+    assert b.memo is a.memo and len(a.memo) == 60  # type: ignore[attr-defined]
+    assert np.allclose(a.predict_proba(recs), b.fit(recs, ys).predict_proba(recs))
+    with pytest.raises(ValueError, match="unknown classifier"):
+        classifier_factory("nope", labels=LABELS, fields=FIELDS, embed=fake_embed)
+
+
+def test_mixed_pool_adds_label_preserving_pairs():
+    pairs, ys = synthetic_pairs(30)
+    # siblings: a second counterfactual with the same label in group g0
+    p0 = pairs[0]
+    sib = type(p0)(
+        p0.original, {**p0.counterfactual, "hypothesis": p0.counterfactual["hypothesis"] + " park"}, p0.y, "", "g0"
+    )
+    data = LabelledPairs([*pairs, sib], [*ys, ys[0]])
+    mixed = mixed_pool(data, seed=0)
+    added = list(zip(mixed.pairs[len(data.pairs) :], mixed.y_prime[len(data.pairs) :], strict=True))
+    assert any(p.perturbation == "sibling" for p, _ in added)
+    assert all(p.y == y2 for p, y2 in added)  # every added pair keeps its label
+    assert mixed.pairs[: len(data.pairs)] == data.pairs
+
+
+def test_trivial_edit_swaps_one_determiner():
+    rng = np.random.default_rng(0)
+    assert trivial_edit({"text": "The film is fine"}, rng) == {"text": "A film is fine"}
+    assert trivial_edit({"text": "no determiners here"}, rng) is None
+
+
+def test_command_refuses_bad_input(tmp_path):
+    with pytest.raises(CommandError, match="--eval"):
+        call_command("bench_augmentation", "--task", "nli", "--format", "cad-nli", "--split", "dev", str(tmp_path))
+
+
+def test_finetune_classifier_learns_with_a_tiny_bert(tmp_path):
+    from labeling.ml.augmentation import FineTuneOptions
+
+    from ._tiny_bert import save_tiny_bert
+
+    path = save_tiny_bert(tmp_path / "m", ["a", "b"])  # a 2-label head, replaced by a 3-label one
+    make = classifier_factory(
+        "finetune",
+        labels=LABELS,
+        fields=FIELDS,
+        embed=None,
+        finetune=FineTuneOptions(model_path=str(path), epochs=30, batch_size=8, learning_rate=5e-3),
+    )
+    recs = [
+        {"premise": "a man runs", "hypothesis": "a man runs"},
+        {"premise": "a dog sleeps", "hypothesis": "a dog maybe"},
+        {"premise": "a girl park", "hypothesis": "a girl is not"},
+    ] * 4
+    ys = ["entailment", "neutral", "contradiction"] * 4
+    f = make(0).fit(recs, ys)
+    p = f.predict_proba(recs[:3])
+    assert p.shape == (3, 3) and np.allclose(p.sum(1), 1.0)
+    assert (p.argmax(1) == [0, 1, 2]).sum() >= 2  # fits (most of) its training data
+    # same seed, same model
+    assert np.allclose(make(0).fit(recs, ys).predict_proba(recs[:3]), p, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_bench_augmentation_json_on_a_cad_sentiment_slice(shared_data, capsys):
+    """The real MiniLM on a slice of CAD-sentiment dev as the pool and CAD-sentiment dev as the
+    evaluation (a shape check, not a robustness figure: the pool and the evaluation overlap)."""
+    spec = f"cad-sentiment:{shared_data / 'cad'}:dev"
+    call_command(
+        "bench_augmentation",
+        "--task",
+        "sentiment",
+        "--format",
+        "cad-sentiment",
+        "--split",
+        "dev",
+        str(shared_data / "cad"),
+        "--eval",
+        spec,
+        "--limit",
+        "120",
+        "--seeds",
+        "2",
+        "--budget",
+        "0.2",
+        "--json",
+    )
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(result) >= {"task", "n_pairs", "budget", "seeds", "classifier", "eval", "seconds"}
+    assert result["n_pairs"] == 120 and result["classifier"] == "minilm-lr"
+    assert list(result["eval"]) == [f"{spec}/original", f"{spec}/counterfactual"]
+    cf = result["eval"][f"{spec}/counterfactual"]
+    assert cf["n"] == 245
+    assert set(cf["variants"]) == set(VARIANTS)
+    # every CAD counterfactual flips the label: invariant labels teach the wrong thing
+    assert cf["variants"]["invariant"]["accuracy"] < cf["variants"]["gold"]["accuracy"]
