@@ -105,3 +105,37 @@ def test_real_smollm2_converts_once_and_ranks_fluent_text_lower(settings) -> Non
     scorer = F.PerplexityScorer(model=lm.model, tokenizer=lm.tokenizer)
     fluent, shuffled = scorer.score(["The cat sat on the mat.", "mat the on cat The sat."])
     assert fluent * 10 < shuffled
+
+
+# -- grammatical rule edits (lemminflect) ----------------------------------------------------------
+def test_agreement_helpers_use_lemminflect() -> None:
+    from generation.ml.rules.phrases import agree_verb, inflect, pluralize
+
+    assert pluralize("mouse") == "mice" and pluralize("Criterion") == "Criteria" and pluralize("man") == "men"
+    assert inflect("undergo", "VBD") == "underwent"
+    assert agree_verb("walks", "VBZ", True) == "walk" and agree_verb("Is", "VBZ", True) == "Are"
+    assert agree_verb("walked", "VBD", True) == "walked"
+
+
+def test_quantifier_makes_the_verb_agree_with_a_plural_subject() -> None:
+    import random
+
+    from generation.ml.rules.lexical_codes import Sentence, quantifier
+    from generation.ml.rules.tokens import Token
+
+    text = "A man often walks to the park ."
+    tags = ["DT", "NN", "RB", "VBZ", "TO", "DT", "NN", "."]
+    toks, pos = [], 0
+    for w, t in zip(text.split(), tags, strict=True):
+        start = text.index(w, pos)
+        toks.append(Token(w, start, start + len(w), t))
+        pos = start + len(w)
+
+    s = Sentence(text, toks, 0, len(text))
+    props = [p for p in quantifier(s, random.Random(0)) if "Ns" in p.detail]
+    assert props
+    for p in props:
+        new = text
+        for a, b, rep in sorted(p.edits, reverse=True):
+            new = new[:a] + rep + new[b:]
+        assert " men often walk to" in new, new
