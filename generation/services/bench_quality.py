@@ -100,7 +100,14 @@ class FlipJudge:
     """The MiniLM base classifier (``labeling.ml.base_classifier``, kind ``minilm``) trained on
     labelled originals; also usable as a ``TextClassifier`` teacher (text or (a, b) in)."""
 
-    def __init__(self, records: Sequence[dict[str, str]], y: Sequence[str], labels: Sequence[str], fields: Sequence[str], embed: Any) -> None:
+    def __init__(
+        self,
+        records: Sequence[dict[str, str]],
+        y: Sequence[str],
+        labels: Sequence[str],
+        fields: Sequence[str],
+        embed: Any,
+    ) -> None:
         from labeling.ml.base_classifier import make_base_classifier
 
         self.labels = tuple(labels)
@@ -112,9 +119,7 @@ class FlipJudge:
         return np.asarray(self.clf.predict_proba(list(records)))
 
     def predict_proba(self, inputs: Sequence[Any]) -> np.ndarray:  # TextClassifier
-        recs = [
-            {self.fields[0]: x} if isinstance(x, str) else dict(zip(self.fields, x, strict=False)) for x in inputs
-        ]
+        recs = [{self.fields[0]: x} if isinstance(x, str) else dict(zip(self.fields, x, strict=False)) for x in inputs]
         return self.proba_records(recs)
 
 
@@ -168,7 +173,9 @@ def generator_quality(
     if judge is not None and kept:
         proba = judge.proba_records([{k: c.fields.get(k, "") for k in judge.fields} for _, c in kept])
         pred = [judge.labels[int(i)] for i in proba.argmax(axis=1)]
-        hit = [(p == c.target_label) if c.target_label else (p != o.label) for (o, c), p in zip(kept, pred, strict=True)]
+        hit = [
+            (p == c.target_label) if c.target_label else (p != o.label) for (o, c), p in zip(kept, pred, strict=True)
+        ]
         flips = round(sum(hit) / len(hit), 4)
     n = len(originals)
     summary = stats.summary()

@@ -45,9 +45,9 @@ from generation.models import GenerationRun
 from generation.services.run_quality import (
     FILTER_NAMES,
     apply_filters,
-    default_filters,
     compute_run_metrics,
     default_band,
+    default_filters,
     parse_band,
 )
 from projects import states

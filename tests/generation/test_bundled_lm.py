@@ -42,7 +42,7 @@ def test_batched_scores_match_one_at_a_time_and_are_cached(tiny_scorer) -> None:
     orig = tiny_scorer._score_uncached
     tiny_scorer._score_uncached = lambda ts: calls.append(list(ts)) or orig(ts)
     try:
-        tiny_scorer.score(texts + ["the film was bad ."])
+        tiny_scorer.score([*texts, "the film was bad ."])
     finally:
         tiny_scorer._score_uncached = orig
     assert calls == [["the film was bad ."]]  # only the new text is scored

@@ -350,7 +350,11 @@ class Command(BaseCommand):
         if train:
             fields = list(originals[0].fields)
             judge = bench_quality.FlipJudge(
-                [o.fields for o in train], [str(o.label) for o in train], originals[0].labels, fields, fresh_encoder().encode
+                [o.fields for o in train],
+                [str(o.label) for o in train],
+                originals[0].labels,
+                fields,
+                fresh_encoder().encode,
             )
         context = {k.lower(): v for k, v in cfg.items() if isinstance(v, str | int | float)}
         context["task"] = task
