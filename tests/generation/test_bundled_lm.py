@@ -139,3 +139,51 @@ def test_quantifier_makes_the_verb_agree_with_a_plural_subject() -> None:
         for a, b, rep in sorted(p.edits, reverse=True):
             new = new[:a] + rep + new[b:]
         assert " men often walk to" in new, new
+
+
+# -- the perplexity filter in a run ------------------------------------------------------------------
+@pytest.fixture
+def echo_project(db):
+    from generation.ml import registry
+    from tests.generation.run_fixtures import make_project, register_test_generators
+
+    register_test_generators()
+    yield make_project(n=4)
+    registry.unregister("test-echo")
+
+
+def test_a_run_scores_perplexity_and_reports_it(echo_project, settings, tmp_path) -> None:
+    from generation.services import runs
+    from projects.models import Candidate
+
+    path = save_gpt2(tmp_path / "gpt2")
+    settings.COUNTERPART = {**settings.COUNTERPART, "PERPLEXITY_LM_PATH": str(path), "PERPLEXITY_MAX_RATIO": 1e9}
+    runs._scorers.clear()
+    run = runs.run_create(
+        project=echo_project, generator="test-echo", options={"filters": "dedup,artifacts,perplexity"}
+    )
+    run = runs.run_execute(run_id=run.pk)
+    cands = list(Candidate.objects.filter(job_id=run.job_id))
+    assert cands and all("perplexity" in c.scores and "perplexity" in c.meta["filters"] for c in cands)
+    assert run.metrics["acceptance_by_filter"]["perplexity"] == 1.0
+    assert run.metrics["median_perplexity_ratio"] is not None
+    runs._scorers.clear()
+
+
+def test_a_run_without_a_language_model_skips_the_filter_with_a_note(echo_project, settings) -> None:
+    from generation.services import runs
+
+    settings.COUNTERPART = {
+        **settings.COUNTERPART,
+        "PERPLEXITY_LM_PATH": "",
+        "CAUSAL_LM_PATH": "",
+        "BUNDLED_LM": False,
+    }
+    run = runs.run_create(project=echo_project, generator="test-echo", options={})
+    assert "perplexity" in run.options["filters"]
+    from tests.generation.run_fixtures import FakeEncoder
+
+    run = runs.run_execute(run_id=run.pk, encoder=FakeEncoder())
+    assert run.status == "succeeded"
+    assert any("perplexity filter skipped" in n for n in run.metrics["notes"])
+    assert run.metrics["median_perplexity_ratio"] is None
