@@ -479,14 +479,21 @@ def _context(run: GenerationRun) -> dict[str, Any]:
     that takes ``causal_lm_path`` gets the bundled LM when no language model path is set."""
     ctx: dict[str, Any] = {k.lower(): v for k, v in settings.COUNTERPART.items() if isinstance(v, str | int | float)}
     ctx["task"] = run.project.task
+    gen_opts = run.options.get("generator_options") or {}
+    only_when = _LM_ONLY_WHEN.get(run.generator)
     if (
         not ctx.get("causal_lm_path")
         and not ctx.get("seq2seq_path")
         and "causal_lm_path" in registry.options_for(run.generator)
-        and not (run.options.get("generator_options") or {}).get("model_path")
+        and not gen_opts.get("model_path")
+        and (only_when is None or gen_opts.get(only_when[0]) == only_when[1])
     ):
         ctx["causal_lm_path"] = default_causal_lm_path()
     return ctx
+
+
+# generators that take causal_lm_path but use it only with this option set (no conversion else)
+_LM_ONLY_WHEN: dict[str, tuple[str, str]] = {"rationale-infill": ("infiller", "causal")}
 
 
 _scorers: dict[str, Any] = {}
