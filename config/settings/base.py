@@ -272,7 +272,13 @@ COUNTERPART: CounterpartSettings = {
     "MLM_PATH": env("COUNTERPART_MLM_PATH", ""),
     "SEQ2SEQ_PATH": env("COUNTERPART_SEQ2SEQ_PATH", ""),
     "CAUSAL_LM_PATH": env("COUNTERPART_CAUSAL_LM_PATH", ""),
-    "PERPLEXITY_LM_PATH": env("COUNTERPART_PERPLEXITY_LM_PATH", ""),
+    "PERPLEXITY_LM_PATH": env("COUNTERPART_PERPLEXITY_LM_PATH", ""),  # empty: CAUSAL_LM_PATH, else bundled
+    # The bundled SmolLM2 (requirements-models.txt) is the causal LM when no path names one;
+    # converted once into MODEL_DIR on first use. False: only configured paths are used.
+    "BUNDLED_LM": env_bool("COUNTERPART_BUNDLED_LM", True),
+    # perplexity filter: reject a candidate whose LM perplexity (edited window) exceeds the
+    # original's (same window) by more than this ratio
+    "PERPLEXITY_MAX_RATIO": env_float("COUNTERPART_PERPLEXITY_MAX_RATIO", 1.5),
     "TEACHER_PATH": env("COUNTERPART_TEACHER_PATH", ""),
     "CLIP_PATH": env("COUNTERPART_CLIP_PATH", ""),
     "DIFFUSION_PATH": env("COUNTERPART_DIFFUSION_PATH", ""),

@@ -17,3 +17,7 @@ COUNTERPART["EMBEDDING_CACHE_DIR"] = env("COUNTERPART_EMBEDDING_CACHE", str(VAR_
 # Unit tests run jobs eagerly inside the test's transaction: no heartbeat thread (progress
 # calls refresh the heartbeat; integration tests run real workers with the thread on).
 COUNTERPART["JOB_HEARTBEAT_THREAD"] = env_bool("COUNTERPART_JOB_HEARTBEAT_THREAD", False)
+# Fast tests never convert or load the bundled SmolLM2: the perplexity filter is skipped (with a
+# run note) unless a test points COUNTERPART["PERPLEXITY_LM_PATH"] at a tiny model; real-model
+# tests are marked slow and switch it back on.
+COUNTERPART["BUNDLED_LM"] = env_bool("COUNTERPART_BUNDLED_LM", False)

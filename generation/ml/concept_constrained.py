@@ -127,8 +127,18 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         min_words: int = 3,
         classifier_path: str = "",
         classifier: TextClassifier | None = None,
+        context: str = "sentence",
+        long_text_words: int = 60,
+        max_sentence_words: int = 30,
     ) -> None:
         from generation.ml import hf
+
+        if context not in ("sentence", "text"):
+            raise GeneratorConfigError("context must be 'sentence' or 'text'")
+        # a long text (a review) is rewritten one sentence at a time: the sentence with the most
+        # concepts (at most max_sentence_words words) is decoded and spliced back (CPU cost; the
+        # filters compare that sentence through meta["window"])
+        self.context, self.long_text_words, self.max_sentence_words = context, long_text_words, max_sentence_words
 
         if prefix not in ("1g", "none"):
             raise GeneratorConfigError("prefix must be '1g' or 'none'")
@@ -161,8 +171,17 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         if field is None:
             yield Skip(o.id, f"missing field {self.edit_field or 'text'!r}")
             return
-        text = (o.fields.get(field) or "").strip()
+        full = (o.fields.get(field) or "").strip()
+        text, (wa, wb) = full, (0, len(full))
         words = [text[s:e] for s, e in word_spans(text) if is_word(text[s:e])]
+        if self.context == "sentence" and len(words) > self.long_text_words:
+            picked = self._sentence(full)
+            if picked is None:
+                yield Skip(o.id, f"no sentence of {self.min_words}-{self.max_sentence_words} words with a concept")
+                return
+            wa, wb = picked
+            text = full[wa:wb]
+            words = [text[s:e] for s, e in word_spans(text) if is_word(text[s:e])]
         if len(words) < self.min_words:
             yield Skip(o.id, f"too short to perturb ({len(words)} words in {field!r})")
             return
@@ -177,6 +196,11 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         if not targets:
             yield Skip(o.id, "the project has no other label to aim for")
             return
+        windowed = (wa, wb) != (0, len(full))
+
+        def splice(part: str) -> str:
+            return (full[:wa] + part + full[wb:]).strip() if windowed else part
+
         made: list[tuple[str, str, float, float, list[str]]] = []
         notes: list[str] = []
         for target in targets:
@@ -197,7 +221,7 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
                 made.append((target, new_text, coverage, lp, kept_concepts))
         if self.classifier is not None and made:
             names = list(o.fields)
-            inputs = [_as_input({**o.fields, field: t}, names) for _, t, *_ in made]
+            inputs = [_as_input({**o.fields, field: splice(t)}, names) for _, t, *_ in made]
             probs = self.classifier.predict_proba(inputs)
             filtered = []
             for row, m in zip(probs, made, strict=True):
@@ -210,7 +234,8 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
             final = [(*m, math.nan) for m in made]
         from generation.ml.rationale_infill import control_code
 
-        for target, new_text, coverage, lp, kept_concepts, p in final:
+        for target, new_part, coverage, lp, kept_concepts, p in final:
+            new_text = splice(new_part)
             scores = {"constraint_coverage": round(coverage, 6), "lm_logprob": round(lp, 6)}
             if not math.isnan(p):
                 scores["p_target"] = round(p, 6)
@@ -221,10 +246,32 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
                 perturbation=control_code(dict(o.fields), {**o.fields, field: new_text}),
                 target_label=target,
                 scores=scores,
-                meta={"field": field, "concepts": concepts, "satisfied": kept_concepts},
+                meta={
+                    "field": field,
+                    "concepts": concepts,
+                    "satisfied": kept_concepts,
+                    **({"window": [text, new_part]} if windowed else {}),
+                },
             )
         if not final:
             yield Skip(o.id, "; ".join(notes) or "no candidate generated")
+
+    def _sentence(self, full: str) -> tuple[int, int] | None:
+        """The span of the sentence to rewrite in a long text: the one with the most concepts
+        among those of ``min_words``..``max_sentence_words`` words (the first on a tie)."""
+        from generation.ml.rules.tokens import sentence_spans
+
+        best: tuple[int, int] | None = None
+        best_n = 0
+        for a, b in sentence_spans(full):
+            sent = full[a:b]
+            n = sum(1 for s, e in word_spans(sent) if is_word(sent[s:e]))
+            if not (self.min_words <= n <= self.max_sentence_words):
+                continue
+            k = len(extract_concepts(sent, self.max_concepts))
+            if k > best_n:
+                best, best_n = (a, b), k
+        return best
 
     def _decode(
         self,

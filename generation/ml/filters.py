@@ -6,7 +6,8 @@
 - ``dedupe``: exact duplicates (normalised text) of the original or a sibling, and near
   duplicates among siblings (Jaccard of their word edits against the original >= 0.9).
 - ``perplexity`` (``PerplexityScorer``): a causal LM from a local path; keep when the candidate's
-  perplexity is at most ``max_ratio`` times the original's.
+  perplexity is at most ``max_ratio`` times the original's (scored on the edited window, batched,
+  cached per text; the score is the ratio).
 - ``artifacts``: the DISCO heuristics (copies the prompt or the other sentence; introduced text
   with word-set Jaccard > 0.6 with the hypothesis or > 0.35 with the premise; negation words as
   a shortcut to contradiction, whole-word matching).
@@ -175,7 +176,11 @@ def token_jaccard(a: str, b: str) -> float:
 
 # -- perplexity --------------------------------------------------------------------------------
 class PerplexityScorer:
-    """Perplexity under a causal LM loaded from a local directory (or given model+tokenizer)."""
+    """Perplexity under a causal LM loaded from a local directory (or given model+tokenizer).
+
+    Texts are scored in padded batches (mean token NLL over each text's own tokens, so padding
+    changes nothing) and cached per text (``cache_size`` texts, oldest dropped first), so an
+    original is scored once however many candidates it has."""
 
     def __init__(
         self,
@@ -188,6 +193,7 @@ class PerplexityScorer:
         device: str = "cpu",
         max_length: int = 256,
         batch_size: int = 16,
+        cache_size: int = 50_000,
     ) -> None:
         if model is None or tokenizer is None:
             import os
@@ -203,43 +209,94 @@ class PerplexityScorer:
         self.device = device
         self.max_length = max_length
         self.batch_size = batch_size
+        self.cache_size = cache_size
+        self._cache: dict[str, float] = {}
+        bos = getattr(tokenizer, "bos_token_id", None)
+        # a BOS token in front (when the tokenizer does not add one) gives the first word a context
+        self._prefix: list[int] = [int(bos)] if bos is not None else []
 
-    def score(self, texts: Sequence[str]) -> NDArray[np.float64]:
+    def _ids(self, text: str) -> list[int]:
+        ids = list(self.tokenizer(text, truncation=True, max_length=self.max_length)["input_ids"])
+        if self._prefix and (not ids or ids[0] != self._prefix[0]):
+            ids = self._prefix + ids
+        return ids[: self.max_length]
+
+    def _score_uncached(self, texts: Sequence[str]) -> list[float]:
         import torch
 
-        out = np.zeros(len(texts), dtype=np.float64)
+        out: list[float] = []
         for b in range(0, len(texts), self.batch_size):
-            batch = list(texts[b : b + self.batch_size])
-            for k, text in enumerate(batch):  # one at a time: no pad-token assumptions
-                ids = self.tokenizer(text, return_tensors="pt", truncation=True, max_length=self.max_length)[
-                    "input_ids"
-                ]
-                ids = ids.to(self.device)
-                if ids.shape[1] < 2:
-                    out[b + k] = float("inf")
-                    continue
-                with torch.no_grad():
-                    loss = self.model(input_ids=ids, labels=ids).loss
-                out[b + k] = math.exp(min(float(loss), 50.0))
+            encoded = [self._ids(t) for t in texts[b : b + self.batch_size]]
+            width = max(len(ids) for ids in encoded)
+            pad = 0
+            input_ids = torch.full((len(encoded), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(encoded), width), dtype=torch.long)
+            for i, ids in enumerate(encoded):
+                input_ids[i, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+                mask[i, : len(ids)] = 1
+            with torch.no_grad():
+                logits = self.model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)).logits
+            logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+            target = input_ids[:, 1:].to(logp.device)
+            nll = -logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+            m = mask[:, 1:].to(nll.device).float()
+            counts = m.sum(dim=1)
+            mean = (nll * m).sum(dim=1) / counts.clamp(min=1)
+            for i in range(len(encoded)):
+                out.append(math.exp(min(float(mean[i]), 50.0)) if float(counts[i]) >= 1 else float("inf"))
         return out
+
+    def score(self, texts: Sequence[str]) -> NDArray[np.float64]:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if todo:
+            for t, p in zip(todo, self._score_uncached(todo), strict=True):
+                if len(self._cache) >= self.cache_size:
+                    self._cache.pop(next(iter(self._cache)))
+                self._cache[t] = p
+        return np.array([self._cache[t] for t in texts], dtype=np.float64)
+
+
+def edit_windows(original: str, candidate: str, context_words: int = 12) -> tuple[str, str]:
+    """The edited part of ``original`` and ``candidate`` with ``context_words`` words of shared
+    context either side (the same context for both): what the perplexity filter scores, so its
+    cost does not grow with the length of a review."""
+    a, b = original.split(), candidate.split()
+    p = 0
+    while p < min(len(a), len(b)) and a[p] == b[p]:
+        p += 1
+    s = 0
+    while s < min(len(a), len(b)) - p and a[len(a) - 1 - s] == b[len(b) - 1 - s]:
+        s += 1
+    lo = max(0, p - context_words)
+    return (
+        " ".join(a[lo : max(lo, len(a) - s + context_words)]),
+        " ".join(b[lo : max(lo, len(b) - s + context_words)]),
+    )
 
 
 def perplexity(
-    scorer: PerplexityScorer, originals: Sequence[str], candidates: Sequence[str], max_ratio: float = 1.5
+    scorer: PerplexityScorer,
+    originals: Sequence[str],
+    candidates: Sequence[str],
+    max_ratio: float = 1.5,
+    context_words: int | None = None,
 ) -> list[FilterResult]:
     """Keep a candidate whose perplexity is at most ``max_ratio`` x its original's (score: the
-    candidate's perplexity). Relative, because absolute perplexity depends on the text."""
-    distinct = list(dict.fromkeys(originals))
-    base = dict(zip(distinct, scorer.score(distinct), strict=True))
-    cand = scorer.score(candidates)
-    return [
-        FilterResult(
-            float(p),
-            bool(p <= max_ratio * base[o]),
-            () if p <= max_ratio * base[o] else (f"perplexity {p:.1f} > {max_ratio} x {base[o]:.1f}",),
-        )
-        for o, p in zip(originals, cand, strict=True)
-    ]
+    ratio candidate / original). Relative, because absolute perplexity depends on the text.
+    With ``context_words`` only the edited window (:func:`edit_windows`) of both is scored."""
+    if context_words is not None:
+        pairs = [edit_windows(o, c, context_words) for o, c in zip(originals, candidates, strict=True)]
+        originals, candidates = [o for o, _ in pairs], [c for _, c in pairs]
+    ppl = scorer.score(list(originals) + list(candidates))
+    n = len(originals)
+    out = []
+    for i in range(len(candidates)):
+        base, p = float(ppl[i]), float(ppl[n + i])
+        ratio = p / base if base > 0 and math.isfinite(base) else (1.0 if p == base else float("inf"))
+        keep = bool(ratio <= max_ratio)
+        reason = () if keep else (f"perplexity {p:.1f} > {max_ratio} x {base:.1f} (the original's)",)
+        out.append(FilterResult(ratio if math.isfinite(ratio) else 1e9, keep, reason))
+    return out
 
 
 # -- DISCO artifact heuristics -----------------------------------------------------------------

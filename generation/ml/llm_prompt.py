@@ -274,9 +274,18 @@ class LLMPromptGenerator(PerOriginalGenerator):
         premise_jaccard: float = 0.35,
         negation_shortcut_labels: Sequence[str] = ("contradiction", "negative"),
         seed: int = 0,
+        context: str = "sentence",
+        long_text_words: int = 60,
+        chat: bool = True,
     ) -> None:
         from generation.ml import hf
 
+        if context not in ("sentence", "text"):
+            raise GeneratorConfigError("context must be 'sentence' or 'text'")
+        # a long text (a review) is shown to the model as the sentence holding the blank only:
+        # the prompt stays short (CPU cost) and the filters compare that sentence (meta window)
+        self.context, self.long_text_words = context, long_text_words
+        self.chat = chat
         path = model_path or causal_lm_path or seq2seq_path
         # An unconfigured model is not an error: every original is skipped with the reason.
         self.unconfigured = (
@@ -343,10 +352,18 @@ class LLMPromptGenerator(PerOriginalGenerator):
             yield Skip(o.id, "no span to mask")
             return
         rejected: Counter[str] = Counter()
-        pending: list[tuple[str, Chunk, str, dict[str, str]]] = []
+        pending: list[tuple[str, Chunk, str, dict[str, str], tuple[str, str] | None]] = []
         seen: set[tuple[str, str]] = set()
+        windows: dict[int, tuple[int, int]] = {}
+        if self.context == "sentence" and n_words > self.long_text_words:
+            from generation.ml.rules.tokens import sentence_spans
+
+            sents = sentence_spans(text)
+            for si, span in enumerate(spans):
+                windows[si] = next(((a, b) for a, b in sents if a <= span.start and span.end <= b), (0, len(text)))
         for si, span in enumerate(spans):
-            masked = text[: span.start] + BLANK + text[span.end :]
+            wa, wb = windows.get(si, (0, len(text)))
+            masked = text[wa : span.start] + BLANK + text[span.end : wb]
             for ti, target in enumerate(targets):
                 prompt = build_prompt(o.task, field, masked, other_name, other, target)
                 prompt_words = prompt_only_words(prompt, masked, [text, *(v for v in o.fields.values())])
@@ -372,7 +389,10 @@ class LLMPromptGenerator(PerOriginalGenerator):
                     if (target, new_text) in seen:
                         continue
                     seen.add((target, new_text))
-                    pending.append((target, span, fill, {**o.fields, field: new_text}))
+                    window = None
+                    if si in windows:
+                        window = (text[wa:wb], (text[wa : span.start] + fill + text[span.end : wb]).strip())
+                    pending.append((target, span, fill, {**o.fields, field: new_text}, window))
         kept = 0
         names = list(o.fields)
         by_target: dict[str, list[int]] = {}
@@ -403,7 +423,7 @@ class LLMPromptGenerator(PerOriginalGenerator):
                     p_new[i] = float(p[t_index])
         from generation.ml.rationale_infill import control_code
 
-        for i, (target, span, fill, fields) in enumerate(pending):
+        for i, (target, span, fill, fields, window) in enumerate(pending):
             scores: dict[str, float] = {}
             if self.teacher is not None:
                 if i not in shifts:
@@ -427,6 +447,7 @@ class LLMPromptGenerator(PerOriginalGenerator):
                     "fill": fill,
                     "model": self._configured_lm().path,
                     "teacher": self.teacher is not None,
+                    **({"window": list(window)} if window else {}),
                 },
             )
         if not kept:
@@ -439,7 +460,14 @@ class LLMPromptGenerator(PerOriginalGenerator):
         lm = self._configured_lm()
         tok, model = lm.tokenizer, lm.model
         source = prompt.replace(BLANK, "<extra_id_0>").rsplit("\nBlank:", 1)[0] if self.sentinel else prompt
-        enc = tok(source, return_tensors="pt", truncation=True, max_length=1024)
+        templated = bool(self.chat and not lm.is_encoder_decoder and getattr(tok, "chat_template", None))
+        if templated:
+            # an instruction-tuned model (the bundled SmolLM2): the prompt as the user's turn
+            instruction = source.rsplit("\nBlank:", 1)[0] + "\nReply with only the words for the blank."
+            source = tok.apply_chat_template(
+                [{"role": "user", "content": instruction}], tokenize=False, add_generation_prompt=True
+            )
+        enc = tok(source, return_tensors="pt", truncation=True, max_length=1024, add_special_tokens=not templated)
         enc = {k: v.to(self.device) for k, v in enc.items()}
         kw: dict[str, object] = {
             "max_new_tokens": self.max_new_tokens,

@@ -11,6 +11,11 @@ Per original:
      with nucleus sampling (top-p 0.9, temperature 0.7);
    * ``mlm``: ``"<target> : <text with [MASK] per masked word>"``, filled left to right
      (the first candidate greedily, the others sampled from the top 20);
+   * ``causal`` (a causal LM, e.g. the bundled SmolLM2; ``causal_lm_path``): the text after a
+     fill-in prompt naming the target (``"A <target> <field>, with words changed:"``) in one
+     forward pass; each masked word is filled from the LM's next-word distribution at its
+     position (whole words WordNet knows, never the original word; the first candidate
+     greedily, the others sampled from the top 20), candidates ranked by their LM log-probability;
    * ``lexical`` (no model): WordNet + a small label-word lexicon — antonyms of salient
      adjectives/verbs/adverbs towards a polarity label or "contradiction", hypernyms towards
      "entailment", hyponyms towards "neutral";
@@ -352,6 +357,7 @@ class RationaleInfillGenerator(PerOriginalGenerator):
         infiller: str = "auto",
         mlm_path: str = "",
         seq2seq_path: str = "",
+        causal_lm_path: str = "",
         device: str = "cpu",
         top_fraction: float = 0.3,
         min_saliency: float = 0.1,
@@ -394,8 +400,8 @@ class RationaleInfillGenerator(PerOriginalGenerator):
         self._mlm_vocab: tuple[list[str], torch.Tensor] | None = None  # vocabulary, banned ids
         if infiller == "auto":
             infiller = "seq2seq" if seq2seq_path else ("mlm" if mlm_path else "lexical")
-        if infiller not in ("seq2seq", "mlm", "lexical"):
-            raise GeneratorConfigError(f"infiller must be auto, seq2seq, mlm or lexical, not {infiller!r}")
+        if infiller not in ("seq2seq", "mlm", "lexical", "causal"):
+            raise GeneratorConfigError(f"infiller must be auto, seq2seq, mlm, causal or lexical, not {infiller!r}")
         self.infiller = infiller
         from generation.ml import hf
 
@@ -408,6 +414,11 @@ class RationaleInfillGenerator(PerOriginalGenerator):
             self.lm = hf.load_masked_lm(mlm_path, device)
             if self.lm.tokenizer.mask_token_id is None:
                 raise GeneratorConfigError(f"the masked LM at {mlm_path} has no mask token")
+        elif infiller == "causal":
+            self.lm = hf.load_causal_lm(causal_lm_path, device)
+            if not getattr(self.lm.tokenizer, "is_fast", False):
+                raise GeneratorConfigError(f"the causal LM at {causal_lm_path} needs a fast tokenizer (offsets)")
+            self._wn = wordnet(nltk_data)
         else:
             self._wn = wordnet(nltk_data)
 
@@ -549,7 +560,77 @@ class RationaleInfillGenerator(PerOriginalGenerator):
             return self._lexical(slots, target)
         if self.infiller == "mlm":
             return self._mlm(o, names, slots, target, seed)
+        if self.infiller == "causal":
+            return self._causal(o, names, slots, target, seed)
         return self._seq2seq(o, names, slots, target, seed)
+
+    def _causal(self, o: Original, names: list[str], slots: list[Slot], target: str, seed: int) -> list[list[str]]:
+        import torch
+
+        lm = self._configured_lm()
+        tok, model = lm.tokenizer, lm.model
+        prompt = f"A {target} {names[0] if len(names) == 1 else 'pair'}, with words changed:\n"
+        starts: dict[str, int] = {}
+        body = ""
+        for n in names:
+            head = "" if len(names) == 1 else f"{n.capitalize()}: "
+            starts[n] = len(prompt) + len(body) + len(head)
+            body += head + o.fields[n] + "\n"
+        text = prompt + body
+        enc = tok(text, return_offsets_mapping=True, truncation=True, max_length=1024, add_special_tokens=False)
+        ids, offsets = list(enc["input_ids"]), [tuple(x) for x in enc["offset_mapping"]]
+        bos = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+        if bos is not None:
+            ids, offsets = [bos, *ids], [(0, 0), *offsets]
+        positions: list[int] = []
+        for sl in slots:
+            at = starts[sl.field] + sl.start
+            pos = next((i for i, (a, b) in enumerate(offsets) if i and b > at), None)
+            if pos is None:
+                return []  # truncated away
+            positions.append(pos)
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([ids], device=self.device)).logits[0].float().cpu()
+        options: list[tuple[list[str], torch.Tensor]] = []
+        for sl, pos in zip(slots, positions, strict=True):
+            # byte-level BPE marks a word start with a leading space: then a fill must have one
+            spaced = tok.decode([ids[pos]])[:1].isspace()
+            logp = torch.log_softmax(logits[pos - 1], dim=-1)
+            top = torch.topk(logp, k=min(200, logp.shape[0]))
+            words: list[str] = []
+            scores: list[float] = []
+            for lp, i in zip(top.values.tolist(), top.indices.tolist(), strict=True):
+                piece = tok.decode([i])
+                w = piece.strip()
+                if (
+                    (piece[:1].isspace() or not spaced)
+                    and w.isalpha()
+                    and len(w) > 1
+                    and w.lower() != sl.text.lower()
+                    and w.lower() not in (x.lower() for x in words)
+                    and self._wn.synsets(w.lower())
+                ):
+                    words.append(_match_case(w, sl.text))
+                    scores.append(lp)
+                if len(words) >= 20:
+                    break
+            options.append((words, torch.tensor(scores)))
+        if not any(words for words, _ in options):
+            return []
+        gen = torch.Generator().manual_seed(seed)
+        ranked: list[tuple[float, list[str]]] = []
+        for v in range(self.n):
+            fills, total = [], 0.0
+            for sl, (words, sc) in zip(slots, options, strict=True):
+                if not words:
+                    fills.append(sl.text)
+                    continue
+                j = 0 if v == 0 else int(torch.multinomial(torch.softmax(sc / 0.7, dim=-1), 1, generator=gen))
+                fills.append(words[j])
+                total += float(sc[j])
+            if fills not in [f for _, f in ranked]:
+                ranked.append((total, fills))
+        return [f for _, f in sorted(ranked, key=lambda x: -x[0])]
 
     def _lexical(self, slots: list[Slot], target: str) -> list[list[str]]:
         options = [label_substitutes(s.text, s.tag, target, self._wn) for s in slots]

@@ -10,6 +10,10 @@ Filters (each stores its score in ``Candidate.scores`` and its pass/fail in
   duplicates, no-op edits), plus exact copies of a candidate another run made from the
   same original.
 * ``artifacts`` — ``filters.artifacts``: the DISCO heuristics.
+* ``perplexity`` — ``filters.perplexity``: the causal LM's perplexity of the candidate over the
+  edited window (``PERPLEXITY_CONTEXT_WORDS`` words either side of the edit, the same window of
+  the original) at most ``COUNTERPART_PERPLEXITY_MAX_RATIO`` times the original's. The score
+  stored is the ratio. On by default for text tasks, off for image captions.
 
 The filter functions themselves live in ``generation/ml/filters.py``; the reasons a
 candidate was dropped go to ``Candidate.meta["filter_reasons"]``.
@@ -22,6 +26,7 @@ number of originals.
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +37,17 @@ from generation.ml import metrics as ml_metrics
 from generation.ml.base import GeneratedCandidate, Original
 from projects import states
 
-FILTER_NAMES = ("similarity", "dedup", "artifacts")
+FILTER_NAMES = ("similarity", "dedup", "artifacts", "perplexity")
+PERPLEXITY_CONTEXT_WORDS = 12
+NOT_DEFAULT_FOR: dict[str, tuple[str, ...]] = {"image-caption": ("perplexity",)}
+
+
+def default_filters(task: str) -> list[str]:
+    """The filters a run uses when it names none: all of them, less ``perplexity`` for image
+    captions (COCO-CF captions are short noun swaps; the band does that job there)."""
+    return [f for f in FILTER_NAMES if f not in NOT_DEFAULT_FOR.get(task, ())]
+
+
 SELF_BLEU_SAMPLE = 500
 
 
@@ -91,11 +106,15 @@ def apply_filters(
     band: tuple[float, float],
     encoder: Any,
     existing: dict[str, set[str]] | None = None,
+    scorer: Any = None,
+    max_ratio: float = 1.5,
 ) -> list[Verdict]:
     """One verdict per (original, candidate) pair, in order, using ``generation.ml.filters``:
     ``similarity`` (band on the compared texts, one batched encode), ``dedup`` (siblings of one
     original, plus exact copies of a candidate another run made from the same original), and
-    ``artifacts`` (the DISCO heuristics). Each filter's score goes to ``scores[name]``."""
+    ``artifacts`` (the DISCO heuristics), ``perplexity`` (with ``scorer``, a
+    ``filters.PerplexityScorer``; skipped when it is None). Each filter's score goes to
+    ``scores[name]``."""
     verdicts = [Verdict() for _ in pairs]
     active = set(filters)
     if "similarity" in active and pairs:
@@ -125,12 +144,29 @@ def apply_filters(
     if "artifacts" in active:
         for (o, c), v in zip(pairs, verdicts, strict=True):
             v.add("artifacts", ml_filters.artifacts(o.fields, c.fields, target_label=c.target_label))
+    if "perplexity" in active and scorer is not None and pairs:
+        texts = [ml_filters.comparison_texts(o.fields, c.fields, c.meta) for o, c in pairs]
+        results = ml_filters.perplexity(
+            scorer,
+            [a for a, _ in texts],
+            [b for _, b in texts],
+            max_ratio=max_ratio,
+            context_words=PERPLEXITY_CONTEXT_WORDS,
+        )
+        for v, r in zip(verdicts, results, strict=True):
+            v.add("perplexity", r)
     return verdicts
 
 
 # ---------------------------------------------------------------------------------------
 # metrics
 # ---------------------------------------------------------------------------------------
+def _median(xs: Sequence[float]) -> float:
+    ys = sorted(xs)
+    m = len(ys) // 2
+    return ys[m] if len(ys) % 2 else (ys[m - 1] + ys[m]) / 2
+
+
 def _r(x: float) -> float:
     return round(float(x), 4)
 
@@ -150,6 +186,8 @@ def compute_run_metrics(*, run: Any) -> dict[str, Any]:
     originals_with_kept: set[int] = set()
     stats_all = ml_metrics.RunStats(sample_size=SELF_BLEU_SAMPLE, seed=run.pk)
     stats_kept = ml_metrics.RunStats(sample_size=SELF_BLEU_SAMPLE, seed=run.pk)
+    ppl_all: list[float] = []
+    ppl_kept: list[float] = []
     qs = (
         Candidate.objects.filter(job_id=run.job_id)
         .select_related("example")
@@ -165,6 +203,11 @@ def compute_run_metrics(*, run: Any) -> dict[str, Any]:
             filter_seen[name] += 1
             filter_pass[name] += bool(ok)
         before, after = ml_filters.comparison_texts(c.example.fields or {}, c.fields or {}, meta)
+        ratio = (c.scores or {}).get("perplexity")
+        if isinstance(ratio, int | float) and math.isfinite(ratio):
+            ppl_all.append(float(ratio))
+            if c.state == states.POOLED:
+                ppl_kept.append(float(ratio))
         sim = (c.scores or {}).get("similarity")
         sim = float(sim) if isinstance(sim, int | float) else None
         intro = meta.get("introduced")
@@ -193,6 +236,9 @@ def compute_run_metrics(*, run: Any) -> dict[str, Any]:
         "accepted_share_per_code": {k: _r(v / kept) for k, v in sorted(by_code_kept.items())} if kept else {},
         "similarity_band": list(run.options.get("similarity_band") or []),
         "filters": list(run.options.get("filters") or []),
+        # perplexity ratio candidate / original (edited window), median; None when not scored
+        "median_perplexity_ratio": _r(_median(ppl_kept)) if ppl_kept else None,
+        "median_perplexity_ratio_all": _r(_median(ppl_all)) if ppl_all else None,
     }
     kept_stats = _rounded(stats_kept.summary())
     kept_stats.pop("candidates")

@@ -47,6 +47,7 @@ from generation.services.run_quality import (
     apply_filters,
     compute_run_metrics,
     default_band,
+    default_filters,
     parse_band,
 )
 from projects import states
@@ -140,7 +141,7 @@ def run_options_clean(*, project: Project, options: dict[str, Any] | None) -> di
         errors["similarity_band"] = str(exc)
     filters = options.get("filters")
     if filters is None:
-        names = list(FILTER_NAMES)
+        names = default_filters(project.task)
     elif isinstance(filters, str):
         names = [] if filters.strip().lower() in ("", "none") else [f.strip() for f in filters.split(",") if f.strip()]
     elif isinstance(filters, list | tuple):
@@ -320,6 +321,7 @@ def _process_batch(
     label_ids: dict[str, int],
     labels: tuple[str, ...],
     encoder: Any,
+    scorer: Any = None,
 ) -> _BatchOutcome:
     outcome = _BatchOutcome()
     by_id: dict[str, Example] = {}
@@ -361,6 +363,8 @@ def _process_batch(
         band=tuple(run.options["similarity_band"]),
         encoder=encoder,
         existing={oid: existing.get(by_id[oid].pk, set()) for oid in by_id},
+        scorer=scorer,
+        max_ratio=float(_cfg("PERPLEXITY_MAX_RATIO")),
     )
     counters: dict[str, int] = {}
     for (o, c), verdict in zip(pairs, verdicts, strict=True):
@@ -467,11 +471,60 @@ def _final_metrics(run: GenerationRun, *, failed: bool) -> None:
     run.metrics = metrics
 
 
+def default_causal_lm_path() -> str:
+    """The causal LM used where no ``COUNTERPART_*_PATH`` names a language model: the bundled
+    SmolLM2 (converted into ``MODEL_DIR`` on first use, with a progress message), or ``""``
+    when ``COUNTERPART_BUNDLED_LM`` is off or the package is not installed."""
+    if not _cfg("BUNDLED_LM"):
+        return ""
+    from generation.ml import bundled_lm
+
+    return bundled_lm.ensure_converted(_cfg("MODEL_DIR"))
+
+
 def _context(run: GenerationRun) -> dict[str, Any]:
-    """Settings a generator may name as parameters (``mlm_path``, ``device``, ...)."""
+    """Settings a generator may name as parameters (``mlm_path``, ``device``, ...). A generator
+    that takes ``causal_lm_path`` gets the bundled LM when no language model path is set."""
     ctx: dict[str, Any] = {k.lower(): v for k, v in settings.COUNTERPART.items() if isinstance(v, str | int | float)}
     ctx["task"] = run.project.task
+    gen_opts = run.options.get("generator_options") or {}
+    only_when = _LM_ONLY_WHEN.get(run.generator)
+    if (
+        not ctx.get("causal_lm_path")
+        and not ctx.get("seq2seq_path")
+        and "causal_lm_path" in registry.options_for(run.generator)
+        and not gen_opts.get("model_path")
+        and (only_when is None or gen_opts.get(only_when[0]) == only_when[1])
+    ):
+        ctx["causal_lm_path"] = default_causal_lm_path()
     return ctx
+
+
+# generators that take causal_lm_path but use it only with this option set (no conversion else)
+_LM_ONLY_WHEN: dict[str, tuple[str, str]] = {"rationale-infill": ("infiller", "causal")}
+
+
+_scorers: dict[str, Any] = {}
+
+
+def perplexity_lm_path() -> str:
+    """``PERPLEXITY_LM_PATH``, else ``CAUSAL_LM_PATH``, else the bundled LM, else ``""``."""
+    return str(_cfg("PERPLEXITY_LM_PATH") or _cfg("CAUSAL_LM_PATH") or default_causal_lm_path())
+
+
+def perplexity_scorer() -> Any:
+    """The perplexity filter's scorer (one per process and path, its per-text cache kept), or
+    None when no causal LM is available."""
+    path = perplexity_lm_path()
+    if not path:
+        return None
+    if path not in _scorers:
+        from generation.ml import hf
+        from generation.ml.filters import PerplexityScorer
+
+        lm = hf.load_causal_lm(path, _cfg("DEVICE"))
+        _scorers[path] = PerplexityScorer(model=lm.model, tokenizer=lm.tokenizer, device=lm.device, batch_size=32)
+    return _scorers[path]
 
 
 def _run_extras(run: GenerationRun) -> dict[str, Any]:
@@ -540,7 +593,20 @@ def _execute(
         except Exception as exc:
             _final_metrics(run, failed=True)
             raise JobFailed(f"the similarity filter needs MiniLM, which could not be loaded: {exc}") from exc
-    _record_notes(run, generator)
+    scorer = None
+    notes: list[str] = []
+    if "perplexity" in run.options.get("filters", []):
+        try:
+            scorer = perplexity_scorer()
+        except GeneratorConfigError as exc:
+            _final_metrics(run, failed=True)
+            raise JobFailed(f"the perplexity filter cannot load its language model: {exc}") from exc
+        if scorer is None:
+            notes.append(
+                "perplexity filter skipped: no causal language model (set COUNTERPART_PERPLEXITY_LM_PATH "
+                "or COUNTERPART_CAUSAL_LM_PATH, or install requirements-models.txt)"
+            )
+    _record_notes(run, generator, extra=notes)
     if run.job.attempts > 1:
         logger.info("resuming generation run %s at %s/%s", run.pk, run.done, run.total)
     labels_qs = list(Label.objects.filter(project=project).order_by("position").values_list("pk", "name"))
@@ -564,6 +630,7 @@ def _execute(
                 label_ids=label_ids,
                 labels=labels,
                 encoder=encoder,
+                scorer=scorer,
             )
             _write_batch(
                 run=run,
@@ -591,10 +658,11 @@ def _execute(
     }
 
 
-def _record_notes(run: GenerationRun, generator: Any) -> None:
+def _record_notes(run: GenerationRun, generator: Any, extra: Sequence[str] = ()) -> None:
     """What the generator says about how it runs (e.g. "text-only: no diffusion model
-    configured") goes to ``run.metrics["notes"]``, kept through the run's end."""
-    notes = [str(n) for n in (getattr(generator, "notes", None) or [])]
+    configured") and ``extra`` (a filter that was skipped) go to ``run.metrics["notes"]``,
+    kept through the run's end."""
+    notes = [str(n) for n in (getattr(generator, "notes", None) or [])] + [str(n) for n in extra]
     if not notes or (run.metrics or {}).get("notes") == notes:
         return
     with transaction.atomic():

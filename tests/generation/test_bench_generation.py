@@ -57,3 +57,38 @@ def test_bench_generation_bad_arguments(tmp_path) -> None:
         call_command("bench_generation", "--data", str(tmp_path / "missing"), stdout=StringIO())
     with pytest.raises(CommandError, match="originals"):
         call_command("bench_generation", "--originals", "0", "--data", str(tmp_path), stdout=StringIO())
+
+
+@pytest.mark.slow  # loads the real MiniLM
+def test_bench_generation_perplexity_and_quality_table(tiny_sentiment, settings, tmp_path) -> None:
+    from tests.generation._tiny_hf import save_gpt2
+
+    lm = save_gpt2(tmp_path / "gpt2")
+    settings.COUNTERPART = {**settings.COUNTERPART, "PERPLEXITY_LM_PATH": str(lm), "CAUSAL_LM_PATH": str(lm)}
+    out = StringIO()
+    call_command(
+        "bench_generation",
+        "--json",
+        "--originals",
+        "3",
+        "--format",
+        "cad-sentiment",
+        "--data",
+        str(tiny_sentiment),
+        "--lm-originals",
+        "3",
+        "--generators",
+        "rules",
+        "--quality-originals",
+        "3",
+        stdout=out,
+    )
+    lines = out.getvalue().strip().splitlines()
+    result = json.loads(lines[-1])
+    rp = result["generators"]["rules+perplexity"]
+    assert rp["candidates"] > 0 and rp["candidates_per_s"] > 0 and 0 <= rp["accepted"] <= rp["candidates"]
+    assert result["perplexity_over_minilm"] > 0
+    q = result["quality"]["rules"]
+    assert q["originals"] == 3 and 0 <= q["yield"] <= 1 and "perplexity" in q["acceptance_by_filter"]
+    assert q["seconds_per_original"] >= 0 and "self_bleu" in q and "distinct_2" in q
+    assert any(line.startswith("rules+perplexity:") for line in lines[:-1])

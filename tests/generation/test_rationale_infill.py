@@ -198,3 +198,23 @@ def test_t5_infill_path_and_sentinel_parsing(tmp_path) -> None:
     for c in out:
         if isinstance(c, GeneratedCandidate):
             assert c.fields["text"].startswith("The movie was")
+
+
+def test_causal_lm_infill_with_a_tiny_gpt2(tmp_path) -> None:
+    from tests.generation._tiny_hf import save_gpt2
+
+    path = save_gpt2(tmp_path / "gpt2")
+    clf = SklearnClassifier(sentiment_pipeline(FLIPPABLE))
+    gen = RationaleInfillGenerator(
+        classifier=clf, infiller="causal", causal_lm_path=str(path), consistency=False, candidates_per_label=3
+    )
+    out = run(gen, orig("The movie was terrible and boring ."))
+    cands = [c for c in out if isinstance(c, GeneratedCandidate)]
+    assert cands
+    for c in cands:
+        words = c.fields["text"].split()
+        assert words[:3] == ["The", "movie", "was"] and len(words) == 7
+        assert c.meta["infiller"] == "causal"
+        assert words[3].isalpha() and words[3].lower() != "terrible"
+    with pytest.raises(GeneratorConfigError):
+        RationaleInfillGenerator(classifier=clf, infiller="causal", causal_lm_path=str(tmp_path / "missing"))

@@ -10,6 +10,17 @@ Generation throughput, measured in one process (docs/formats.md §3):
 3. ``rules+similarity``: generator + similarity band end to end (fresh encoder, candidates
    encoded in batches of 256), candidates/s and the number accepted.
 
+4. ``rules+perplexity``: generator + perplexity filter end to end (a fresh scorer with the
+   default causal LM: ``PERPLEXITY_LM_PATH``/``CAUSAL_LM_PATH``/the bundled SmolLM2) on the first
+   ``--lm-originals`` originals, candidates/s, plus the median perplexity ratio of the
+   similarity-accepted rules candidates with and without the perplexity filter
+   (``generation/services/bench_quality.py``). ``--no-lm`` leaves it out.
+5. ``--generators rules,llm-prompt,concept-constrained,…``: per generator on the first
+   ``--quality-originals`` originals, the run filters as a run applies them and the quality
+   table (yield, acceptance by filter, flip rate by the MiniLM base classifier trained on
+   ``--classifier-train`` labelled originals of the train split, distinct-n, self-BLEU, edit
+   distance, seconds per original) under ``"quality"``.
+
 Model and corpus loading happen once before the timings. No database is touched. The JSON
 object is the last line of stdout (``--json``); extra keys beyond §3 are additive.
 """
@@ -100,6 +111,21 @@ class Command(BaseCommand):
             type=int,
             default=400,
             help="distinct sentences of the originals encoded for the raw MiniLM rate",
+        )
+        parser.add_argument("--no-lm", dest="no_lm", action="store_true", help="skip the language-model steps")
+        parser.add_argument(
+            "--lm-originals", dest="lm_originals", type=int, default=50, help="originals for rules+perplexity"
+        )
+        parser.add_argument(
+            "--generators", default="", help="comma-separated generators for the quality table (e.g. rules,llm-prompt)"
+        )
+        parser.add_argument("--quality-originals", dest="quality_originals", type=int, default=30)
+        parser.add_argument(
+            "--classifier-train",
+            dest="classifier_train",
+            type=int,
+            default=400,
+            help="labelled originals (train split) the MiniLM flip judge is trained on",
         )
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -244,6 +270,9 @@ class Command(BaseCommand):
             "seconds": round(time.perf_counter() - t_start, 2),
         }
         w = self.stdout.write
+        if not opts["no_lm"]:
+            self._lm_steps(opts, result, base, fmt, path, task, band, fresh_encoder, minilm_rate)
+            result["seconds"] = round(time.perf_counter() - t_start, 2)
         w(f"originals: {n} ({task}, {fmt}); similarity band {band}")
         w(f"MiniLM: {minilm_rate:.1f} sentences/s ({len(texts)} texts)")
         w(f"rules: {rules_rate:.1f} candidates/s ({n_cands} candidates, {n_skips} skips)")
@@ -259,5 +288,103 @@ class Command(BaseCommand):
             f"introduced tokens: distinct-1 {intro['introduced_distinct_1']:.3f}, top {intro['introduced_top']!r} "
             f"{intro['introduced_max_share']:.1%}; peak RSS {result['peak_rss_mb']} MB"
         )
+        rp = result["generators"].get("rules+perplexity")
+        if rp:
+            w(
+                f"rules+perplexity: {rp['candidates_per_s']:.1f} candidates/s ({rp['accepted']}/{rp['candidates']} "
+                f"accepted at ratio <= {rp['max_ratio']}; {result['perplexity_over_minilm']} x MiniLM); median ratio "
+                f"of similarity-accepted {rp['median_ratio_similarity']} -> {rp['median_ratio_similarity+perplexity']} "
+                f"with the filter; coverage {rp['originals_with_accepted_similarity']:.1%} -> "
+                f"{rp['originals_with_accepted_similarity+perplexity']:.1%} ({rp['originals']} originals)"
+            )
+        for name, q in (result.get("quality") or {}).items():
+            w(
+                f"{name}: yield {q['yield']:.0%}, accepted for {q['originals_with_accepted']:.0%} of originals "
+                f"({q['accepted']}/{q['candidates']}), by filter {q['acceptance_by_filter']}, flip {q['flip_rate']}, "
+                f"distinct-1/2 {q['distinct_1']}/{q['distinct_2']}, self-BLEU {q['self_bleu']}, "
+                f"edit {q['mean_token_edit_distance']}, {q['seconds_per_original']} s/original"
+            )
         if opts["json"]:
             w(json.dumps(result))
+
+    def _lm_steps(
+        self,
+        opts: dict[str, Any],
+        result: dict[str, Any],
+        base: list[Original],
+        fmt: str,
+        path: str,
+        task: str,
+        band: tuple[float, float],
+        fresh_encoder: Any,
+        minilm_rate: float,
+    ) -> None:
+        from generation.ml import filters, hf, registry
+        from generation.services import bench_quality
+        from generation.services.runs import default_causal_lm_path, perplexity_lm_path
+
+        cfg = settings.COUNTERPART
+        max_ratio = float(cfg["PERPLEXITY_MAX_RATIO"])
+        lm_path = perplexity_lm_path()
+        if not lm_path:
+            self.stderr.write("no causal language model: the perplexity steps are skipped")
+            return
+        lm = hf.load_causal_lm(lm_path, cfg.get("DEVICE", "cpu"))
+
+        def make_scorer() -> filters.PerplexityScorer:
+            return filters.PerplexityScorer(model=lm.model, tokenizer=lm.tokenizer, device=lm.device, batch_size=32)
+
+        make_scorer().score(["warm up the model"])
+        rp = bench_quality.rules_perplexity(
+            base[: max(1, opts["lm_originals"])],
+            make_scorer=make_scorer,
+            encoder=fresh_encoder(),
+            band=band,
+            max_ratio=max_ratio,
+            seed=opts["seed"],
+        )
+        result["generators"]["rules+perplexity"] = rp
+        result["perplexity_over_minilm"] = round(rp["candidates_per_s"] / minilm_rate, 3) if minilm_rate else None
+        result["perplexity_lm"] = lm_path
+        names = [g.strip() for g in opts["generators"].split(",") if g.strip()]
+        if not names:
+            return
+        qn = max(1, opts["quality_originals"])
+        originals = base[:qn]
+        judge = None
+        train = load_originals(fmt, path, task, "train", opts["classifier_train"])
+        train = [o for o in train if o.label]
+        if train:
+            fields = list(originals[0].fields)
+            judge = bench_quality.FlipJudge(
+                [o.fields for o in train],
+                [str(o.label) for o in train],
+                originals[0].labels,
+                fields,
+                fresh_encoder().encode,
+            )
+        context = {k.lower(): v for k, v in cfg.items() if isinstance(v, str | int | float)}
+        context["task"] = task
+        if not context.get("causal_lm_path") and not context.get("seq2seq_path"):
+            context["causal_lm_path"] = default_causal_lm_path()
+        quality: dict[str, Any] = {}
+        for name in names:
+            opts_for = registry.options_for(name)
+            gen_opts: dict[str, Any] = {}
+            if "teacher" in opts_for and judge is not None and not context.get("teacher_path"):
+                gen_opts["teacher"] = judge  # the teacher filter with the MiniLM base classifier
+            quality[name] = bench_quality.generator_quality(
+                name,
+                originals,
+                make_generator=lambda name=name, gen_opts=gen_opts: registry.create(
+                    name, gen_opts, context, run_options={"seed": opts["seed"]}
+                ),
+                encoder=fresh_encoder(),
+                scorer=make_scorer(),
+                band=band,
+                max_ratio=max_ratio,
+                judge=judge,
+            )
+        result["quality"] = quality
+        result["quality_originals"] = len(originals)
+        result["flip_judge"] = f"minilm base classifier on {len(train)} train originals" if judge else None

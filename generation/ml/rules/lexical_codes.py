@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from generation.ml import lexicons as lx
 from generation.ml.rules import wordnet as wnx
 from generation.ml.rules.phrases import (
-    agree_be,
+    agree_verb,
     delete_span,
     fix_article,
     inflect,
@@ -152,8 +152,14 @@ def _np_head(toks: list[Token], i: int) -> int | None:
 
 
 def _verb_after(toks: list[Token], head: int) -> int | None:
+    """The finite verb whose subject ends at ``head``: right after it, or after adverbs
+    ("a man often walks"): a be/have/do form or a present-tense content verb (VBZ/VBP)."""
     j = head + 1
-    if j < len(toks) and toks[j].lower in ("is", "was", "has", "does", "are", "were", "have", "do"):
+    while j < len(toks) and toks[j].pos in ("RB", "RBR", "RBS") and toks[j].lower not in ("not", "n't"):
+        j += 1
+    if j < len(toks) and (
+        toks[j].lower in ("is", "was", "has", "does", "are", "were", "have", "do") or toks[j].pos in ("VBZ", "VBP")
+    ):
         return j
     return None
 
@@ -173,8 +179,11 @@ def quantifier(s: Sentence, rng: random.Random) -> list[Proposal]:
             for q in ("two", "several", "many", "three", "some", "a few"):
                 plural = pluralize(toks[head].text)
                 edits = [_rep(t, q), (toks[head].start, toks[head].end, plural)]
-                if subj_verb is not None:
-                    edits.append(_rep(toks[subj_verb], agree_be(toks[subj_verb].text, True)))
+                if subj_verb is not None:  # agreement: "a man walks" -> "two men walk"
+                    verb = toks[subj_verb]
+                    agreed = agree_verb(verb.text, verb.pos, True)
+                    if agreed != verb.text:
+                        edits.append(_rep(verb, agreed))
                 out.append(Proposal("quantifier", tuple(edits), tuple(q.split()), (low,), f"{low} N -> {q} Ns"))
         elif (
             low

