@@ -8,8 +8,10 @@ import os
 import tempfile
 from typing import Any
 
+from django import forms
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import get_object_or_404, redirect, render
@@ -23,7 +25,7 @@ from projects.formats import FORMATS, parse_label_map
 from projects.formats.reading import LABEL_SOURCES
 from projects.http import HtmxHttpRequest
 from projects.inputs import BadInput, form_texts
-from projects.models import Job, Project
+from projects.models import TASK_DEFAULTS, TASKS, Job, Project
 from projects.permissions import researcher_required
 from projects.selectors import (
     job_get,
@@ -47,6 +49,7 @@ from projects.services.exports import (
 )
 from projects.services.imports import ImportRefused, data_import, image_root
 from projects.services.jobs import BrokerUnavailable
+from projects.services.projects import project_create
 from projects.uploads import MaxSizeUploadHandler
 
 
@@ -306,3 +309,61 @@ def job_list(request: HttpRequest) -> HttpResponse:
     jobs = list(jobs_list(user=request.user, limit=200))
     rows = [{"job": j, "progress": job_progress(job=j)} for j in jobs]
     return render(request, "projects/job_list.html", {"rows": rows})
+
+
+# -- create a project ---------------------------------------------------------
+
+
+class ProjectCreateForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    task = forms.ChoiceField(choices=[(t, t) for t in TASKS])
+    labels = forms.CharField(
+        required=False, max_length=2000, help_text="comma-separated, in order; empty: the task's default labels"
+    )
+    text_fields = forms.CharField(
+        required=False, max_length=2000, help_text="comma-separated; empty: the task's default fields"
+    )
+    human_budget = forms.FloatField(min_value=0, max_value=1, required=False, help_text="share routed to humans")
+    annotators_per_item = forms.IntegerField(min_value=1, max_value=50, required=False)
+    description = forms.CharField(required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 3}))
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        for key in ("name", "labels", "text_fields", "description"):
+            if "\x00" in str(data.get(key) or ""):
+                self.add_error(key, "must not contain a NUL character")
+        return data
+
+
+def _split_list(value: str) -> list[str] | None:
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    return items or None
+
+
+@researcher_required
+def project_new(request: HttpRequest) -> HttpResponse:
+    """Create a project (name, task, label set, text fields, budget, overlap); every error is
+    shown next to its field at once."""
+    form = ProjectCreateForm(request.POST or None, initial={"task": "nli"})
+    if request.method == "POST" and form.is_valid():
+        d = form.cleaned_data
+        if Project.objects.filter(name=d["name"]).exists():
+            form.add_error("name", f"a project called {d['name']!r} already exists")
+        else:
+            try:
+                project = project_create(
+                    name=d["name"],
+                    task=d["task"],
+                    labels=_split_list(d.get("labels") or ""),
+                    text_fields=_split_list(d.get("text_fields") or ""),
+                    human_budget=d.get("human_budget"),
+                    annotators_per_item=d.get("annotators_per_item"),
+                    description=d.get("description") or "",
+                    created_by=request.user,
+                )
+            except ValidationError as exc:
+                form.add_error(None, " ".join(exc.messages))
+            else:
+                return redirect("project-detail", pk=project.pk)
+    status = 400 if form.errors else 200
+    return render(request, "projects/project_new.html", {"form": form, "defaults": TASK_DEFAULTS}, status=status)
