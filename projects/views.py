@@ -327,13 +327,6 @@ class ProjectCreateForm(forms.Form):
     annotators_per_item = forms.IntegerField(min_value=1, max_value=50, required=False)
     description = forms.CharField(required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 3}))
 
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        for key in ("name", "labels", "text_fields", "description"):
-            if "\x00" in str(data.get(key) or ""):
-                self.add_error(key, "must not contain a NUL character")
-        return data
-
 
 def _split_list(value: str) -> list[str] | None:
     items = [v.strip() for v in value.split(",") if v.strip()]
