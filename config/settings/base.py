@@ -247,6 +247,11 @@ class CounterpartSettings(TypedDict):
     JOB_STALE_SECONDS: float
     JOB_TIME_LIMIT: int
     EXPORT_DIR: str
+    EXPORT_SYNC_MAX: int
+    IMAGE_ROOT: str
+    BUNDLED_LM: bool
+    PERPLEXITY_MAX_RATIO: float
+    MIN_TRAIN_LABELS_WARNING: int
 
 
 COUNTERPART: CounterpartSettings = {

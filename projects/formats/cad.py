@@ -229,8 +229,8 @@ def read_nli(
         for rows in revised.values():
             extra = rows.next()
             if extra is not None:
-                where = extra if isinstance(extra, Problem) else Problem(rows.path, extra[0], "")
-                yield Problem(where.path, where.line, f"extra revised row: {original.path} has only {i + 1} originals")
+                at = extra if isinstance(extra, Problem) else Problem(rows.path, extra[0], "")
+                yield Problem(at.path, at.line, f"extra revised row: {original.path} has only {i + 1} originals")
 
 
 def read_sentiment(
