@@ -97,6 +97,17 @@ def _tmp_media(settings, tmp_path):
     return settings.MEDIA_ROOT
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Each test starts with an empty cache: the API-token throttle counts failures per
+    address in it, and one test's bad tokens must not lock the next test out."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 def pytest_report_header(config):
     return [
         f"shared data: {SHARED_DATA} ({'present' if SHARED_DATA.is_dir() else 'missing'})",

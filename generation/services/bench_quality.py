@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from generation.ml import filters as ml_filters
+from generation.ml import metrics as ml_metrics
 from generation.ml.base import GeneratedCandidate, Original, Skip
 from generation.services import run_quality
 
@@ -155,7 +156,7 @@ def generator_quality(
     )
     seen: Counter[str] = Counter()
     passed: Counter[str] = Counter()
-    stats = run_quality._Stats(seed=0)
+    stats = ml_metrics.RunStats(sample_size=run_quality.SELF_BLEU_SAMPLE, seed=0)
     kept: list[tuple[Original, GeneratedCandidate]] = []
     ratios: list[float] = []
     for (o, c), v in zip(pairs, verdicts, strict=True):
@@ -188,10 +189,10 @@ def generator_quality(
         "acceptance_by_filter": {k: round(passed[k] / seen[k], 4) for k in sorted(seen)},
         "accepted_all_filters": round(len(kept) / len(pairs), 4) if pairs else 0.0,
         "flip_rate": flips,
-        "distinct_1": summary["distinct_1"],
-        "distinct_2": summary["distinct_2"],
-        "self_bleu": summary["self_bleu"],
-        "mean_token_edit_distance": summary["mean_token_edit_distance"],
+        "distinct_1": round(summary["distinct_1"], 4),
+        "distinct_2": round(summary["distinct_2"], 4),
+        "self_bleu": round(summary["self_bleu"], 4),
+        "mean_token_edit_distance": round(summary["mean_token_edit_distance"], 4),
         "median_perplexity_ratio": _median(ratios),
         "seconds_per_original": round(seconds / n, 2) if n else 0.0,
         "load_seconds": round(load_s, 2),

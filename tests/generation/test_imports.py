@@ -82,16 +82,6 @@ def test_cad_sentiment_dev_imports_245_pairs(shared_data: Path) -> None:
     assert set(Candidate.objects.values_list("gold_label__name", flat=True)) == {"negative", "positive"}
 
 
-@pytest.mark.slow
-def test_cad_nli_train_imports_the_rest_and_reports_misaligned_rows(shared_data: Path) -> None:
-    project = project_create(name="cad-nli-train", task="nli")
-    report = data_import(
-        project=project, format="cad-nli", paths=[str(shared_data / "cad")], split="train", strict=False
-    )
-    assert (report.imported_originals, report.imported_pairs, report.problem_count) == (1666, 6655, 9)
-    assert all("revised_premise/train.tsv:" in p and "misaligned" in p for p in report.problems)
-
-
 def test_command_imports_cad_dev_and_prints_counts(shared_data: Path) -> None:
     out = StringIO()
     call_command(

@@ -76,7 +76,9 @@ def test_hf_datasets_round_trip(tmp_path: Path) -> None:
     assert ds.features["original_label"].int2str(first["original_label"]) == "entailment"
     assert (first["generator"], first["perturbation"], first["label_source"]) == ("rules", "negation", "auto")
     assert first["confidence"] == pytest.approx(0.875)
-    assert json.loads(first["scores"]) == {"similarity": 0.9} and json.loads(first["meta"]) == {"rule": "x"}
+    meta = json.loads(first["meta"])
+    assert json.loads(first["scores"]) == {"similarity": 0.9} and meta["rule"] == "x"
+    assert meta["provenance"]["label_source"] == first["label_source"]  # every export carries its provenance
     assert second["label"] is None and second["confidence"] is None and second["label_source"] == ""
 
 
