@@ -28,7 +28,7 @@ class CandidateRowSerializer(serializers.Serializer):
     state = serializers.CharField()
     generator = serializers.CharField()
     perturbation = serializers.CharField()
-    label = serializers.CharField(allow_null=True)
+    label = serializers.CharField(allow_null=True)  # type: ignore[assignment]  # a field named label; the stubs see Field.label
     label_source = serializers.CharField()
     confidence = serializers.FloatField(allow_null=True)
     gold_label = serializers.CharField(allow_null=True)
@@ -95,7 +95,7 @@ class PairOutputSerializer(serializers.Serializer):
     state = serializers.CharField()
     original = serializers.JSONField()
     counterfactual = serializers.JSONField()
-    label = serializers.CharField(allow_null=True)
+    label = serializers.CharField(allow_null=True)  # type: ignore[assignment]  # a field named label; the stubs see Field.label
     label_source = serializers.CharField()
     confidence = serializers.FloatField(allow_null=True)
     h_confidence = serializers.FloatField(allow_null=True)
@@ -120,7 +120,7 @@ def _pair(candidate: Candidate) -> dict[str, Any]:
             "generator": candidate.generator,
             "perturbation": candidate.perturbation,
         },
-        "label": candidate.label.name if candidate.label_id else None,
+        "label": candidate.label.name if candidate.label is not None else None,
         "label_source": candidate.label_source,
         "confidence": candidate.confidence,
         "h_confidence": v.h_confidence,
@@ -128,12 +128,12 @@ def _pair(candidate: Candidate) -> dict[str, Any]:
         "annotations": [{**a, "created_at": a["created_at"].isoformat()} for a in v.annotations],
         "overrides": [
             {
-                "label": o.label.name,
-                "previous_label": o.previous_label.name if o.previous_label_id else None,
+                "label": o.label.name if o.label is not None else None,
+                "previous_label": o.previous_label.name if o.previous_label is not None else None,
                 "previous_source": o.previous_source,
                 "previous_state": o.previous_state,
                 "note": o.note,
-                "by": o.created_by.username if o.created_by_id else None,
+                "by": o.created_by.username if o.created_by is not None else None,
                 "at": o.created_at.isoformat(),
             }
             for o in v.overrides
@@ -167,7 +167,7 @@ class CandidateOverrideApi(APIView):
     permission_classes = (IsResearcher,)
 
     class InputSerializer(serializers.Serializer):
-        label = serializers.CharField(max_length=64)
+        label = serializers.CharField(max_length=64)  # type: ignore[assignment]  # a field named label; the stubs see Field.label
         note = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
 
     @extend_schema(
@@ -189,6 +189,6 @@ class CandidateOverrideApi(APIView):
             candidate_override(candidate=c, by=request.user, **data.validated_data)
         except OverrideRefused as exc:
             code = status.HTTP_409_CONFLICT if "not in the data set" in str(exc) else status.HTTP_400_BAD_REQUEST
-            body = {"detail": str(exc)} if code == status.HTTP_409_CONFLICT else {"label": [str(exc)]}
+            body: dict[str, Any] = {"detail": str(exc)} if code == status.HTTP_409_CONFLICT else {"label": [str(exc)]}
             return Response(body, status=code)
         return Response(PairOutputSerializer(_pair(_candidate(candidate_id))).data)  # type: ignore[arg-type]

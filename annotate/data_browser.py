@@ -102,7 +102,7 @@ def candidate_filters_parse(params: Any, *, project: Project) -> tuple[Candidate
     )
 
 
-def _disagreeing_candidates(project: Project) -> QuerySet[Annotation]:
+def _disagreeing_candidates(project: Project) -> QuerySet[Any, Any]:
     """Ids of the candidates one of whose real items holds two or more different answers.
     Computed from the annotation side (a hashed semi-join: its cost follows the number of
     answers, not of candidates — a correlated EXISTS per candidate took seconds at 1M)."""
@@ -278,7 +278,7 @@ def pair_view(*, candidate: Candidate) -> PairView:
     return PairView(
         candidate=candidate,
         diffs=diffs,
-        original_label=ex.label.name if ex.label_id else None,
+        original_label=ex.label.name if ex.label is not None else None,
         annotations=anns,
         overrides=overrides,
         labels=list(

@@ -20,6 +20,7 @@ from annotate.data_browser import (
 )
 from projects import states
 from projects.formats.reading import LABEL_SOURCES
+from projects.http import HtmxHttpRequest
 from projects.models import Candidate, Label, Project
 from projects.permissions import researcher_required
 from projects.services.candidates import OverrideRefused, candidate_override
@@ -34,7 +35,7 @@ def _int(raw: str | None) -> int | None:
 
 @researcher_required
 @require_GET
-def candidate_list(request: HttpRequest, pk: int) -> HttpResponse:
+def candidate_list(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     project = get_object_or_404(Project, pk=pk)
     filters, errors = candidate_filters_parse(request.GET, project=project)
     page = None

@@ -11,6 +11,7 @@ Every chart is a :class:`Chart`: its SVG, the table of the numbers it draws (sho
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -308,7 +309,7 @@ def caption_charts(*, project: Project) -> list[Chart]:
     category = {cid: _swap_category(*v) for cid, v in cands.items()}
     side_of = {i: (c, s) for i, c, s, _, _ in items}
     answers = list(Annotation.objects.filter(project=project, is_gold=False).values_list("item_id", "choice"))
-    results: dict[int, dict[str, str]] = defaultdict(dict)
+    results: dict[Hashable, dict[str, str]] = defaultdict(dict)
     for _, cid, side, status, result in items:
         if status == "complete" and result:
             results[cid][side] = result
@@ -438,7 +439,7 @@ def science_warnings(*, project: Project) -> list[Warning]:
                 if v is not None:
                     pool[k][v] += r["n"]
             if r["state"] == states.AUTO_LABELED:
-                auto_by_pert[keys["perturbation"]] += r["n"]
+                auto_by_pert[str(keys["perturbation"])] += r["n"]
     out: list[Warning] = []
     if any(pool[k] for k in pool) and not human_labels:
         out.append(

@@ -67,7 +67,7 @@ class DataImportApi(APIView):
         # Before anything reads the body (the CSRF check of session auth does): stop reading
         # an upload as soon as it passes the limit.
         self._size_handler = MaxSizeUploadHandler(request, settings.COUNTERPART["MAX_UPLOAD_BYTES"])
-        request.upload_handlers.insert(0, self._size_handler)
+        request.upload_handlers = [self._size_handler, *request.upload_handlers]
         return super().initialize_request(request, *args, **kwargs)
 
     @extend_schema(

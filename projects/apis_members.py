@@ -3,6 +3,8 @@ resume annotators) and API tokens (your own; researchers may revoke anyone's).""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -169,7 +171,7 @@ class TokenRevokeApi(APIView):
     def post(self, request: Request) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        owner = request.user
+        owner: Any = request.user
         if name := data.validated_data.get("username"):
             owner = get_user_model().objects.filter(username=name).first()
             if owner is None:

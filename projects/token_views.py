@@ -37,10 +37,9 @@ def tokens(request: HttpRequest) -> HttpResponse:
         else:
             return HttpResponse("unknown action", status=400)
         return redirect("tokens")
-    mine = Token.objects.filter(user=request.user).first()
-    others = (
-        Token.objects.select_related("user").exclude(user=request.user).order_by("user__username") if researcher else []
-    )
+    me = int(request.user.pk or 0)
+    mine = Token.objects.filter(user_id=me).first()
+    others = Token.objects.select_related("user").exclude(user_id=me).order_by("user__username") if researcher else []
     return render(
         request,
         "registration/tokens.html",

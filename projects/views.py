@@ -103,12 +103,19 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponse | FileResponse
     except BadInput as exc:
         return HttpResponseBadRequest(str(exc))
     if not request.GET:
-        form = {"format": "pairs-jsonl", "state": [], "label_source": [], "min_confidence": None, "split": []}
-        return render(request, "projects/project_export.html", _export_context(project, form, {}))
-    form, errors = export_filters_parse(request.GET)
+        blank: dict[str, Any] = {
+            "format": "pairs-jsonl",
+            "state": [],
+            "label_source": [],
+            "min_confidence": None,
+            "split": [],
+        }
+        return render(request, "projects/project_export.html", _export_context(project, blank, {}))
+    parsed, errors = export_filters_parse(request.GET)
+    form: dict[str, Any] = dict(parsed)
     if errors:
         return render(request, "projects/project_export.html", _export_context(project, form, errors), status=400)
-    fmt = form.pop("format")
+    fmt = str(form.pop("format"))
     if export_count_over(project=project, filters=form, limit=settings.COUNTERPART["EXPORT_SYNC_MAX"]):
         try:
             job = export_start(project=project, format=fmt, filters=form, created_by=request.user)
@@ -148,7 +155,7 @@ def project_export_manifest(request: HttpRequest, pk: int) -> HttpResponse:
 
 @researcher_required
 @require_GET
-def export_download(request: HttpRequest, job_id: int) -> HttpResponse:
+def export_download(request: HttpRequest, job_id: int) -> HttpResponse | FileResponse:
     """The file an ``export`` job wrote (``?part=manifest``: its manifest). Only files inside
     ``EXPORT_DIR`` named by the job itself are served."""
     job = get_object_or_404(Job, pk=job_id, kind="export")
@@ -255,7 +262,7 @@ IMAGE_TYPES = {
 
 @login_required
 @require_GET
-def image_file(request: HttpRequest, path: str) -> HttpResponse:
+def image_file(request: HttpRequest, path: str) -> FileResponse:
     """An image under the image root (``COUNTERPART["IMAGE_ROOT"]``), for signed-in users.
     Anything else — outside the root once symlinks are resolved, not an image, missing —
     is a 404 that does not say which."""

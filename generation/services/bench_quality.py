@@ -98,8 +98,10 @@ def rules_perplexity(
 
 
 class FlipJudge:
-    """The MiniLM base classifier (``labeling.ml.base_classifier``, kind ``minilm``) trained on
-    labelled originals; also usable as a ``TextClassifier`` teacher (text or (a, b) in)."""
+    """A MiniLM base classifier — frozen sentence embeddings of each field, concatenated, and
+    logistic regression — trained on labelled originals; also usable as a ``TextClassifier``
+    teacher (text or (a, b) in). The same recipe as labelling's ``minilm`` base classifier,
+    written here because generation does not import the labelling app."""
 
     def __init__(
         self,
@@ -109,15 +111,23 @@ class FlipJudge:
         fields: Sequence[str],
         embed: Any,
     ) -> None:
-        from labeling.ml.base_classifier import make_base_classifier
+        from sklearn.linear_model import LogisticRegression
 
         self.labels = tuple(labels)
         self.fields = list(fields)
-        self.clf = make_base_classifier("minilm", labels=labels, fields=fields, embed=embed)
-        self.clf.fit(list(records), list(y))  # type: ignore[attr-defined]
+        self.embed = embed
+        self.clf = LogisticRegression(max_iter=2000, C=1.0)
+        self.clf.fit(self._features(records), [self.labels.index(v) for v in y])
+
+    def _features(self, records: Sequence[dict[str, str]]) -> np.ndarray:
+        blocks = [np.asarray(self.embed([str(r.get(f, "")) for r in records]), dtype=np.float32) for f in self.fields]
+        return np.hstack(blocks)
 
     def proba_records(self, records: Sequence[dict[str, str]]) -> np.ndarray:
-        return np.asarray(self.clf.predict_proba(list(records)))
+        proba = np.zeros((len(records), len(self.labels)))
+        if records:
+            proba[:, self.clf.classes_] = self.clf.predict_proba(self._features(records))
+        return proba
 
     def predict_proba(self, inputs: Sequence[Any]) -> np.ndarray:  # TextClassifier
         recs = [{self.fields[0]: x} if isinstance(x, str) else dict(zip(self.fields, x, strict=False)) for x in inputs]

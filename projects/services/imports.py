@@ -112,7 +112,7 @@ def data_import(
     warnings: list[Problem] = []
 
     def records(some_paths: list[str]) -> Generator[OriginalRecord | PairRecord | Problem, None, None]:
-        return formats.read(
+        yield from formats.read(
             format,
             some_paths,
             task=project.task,

@@ -1,7 +1,8 @@
 """``python manage.py bench_browser [--candidates N] [--requests R] [--keep] [--json]``
 
 Times the data browser's pages (``/projects/<id>/candidates/``, rendered by the real view and
-template; and, separately, the selector alone: the page's queries and row building) over a
+template; and, separately, the selector alone: the page's queries and row building), the project
+dashboard (``/projects/<id>/dashboard/``) and the project page over a
 synthetic project of N candidates: the first page, pages deep in the id range (``?after=``,
 ``?before=``), and the filters. The rows are written with PostgreSQL ``COPY`` (bulk inserts on
 SQLite) and the tables analysed, then each scenario is requested R times; p50/p95 in
@@ -27,8 +28,9 @@ from django.test import RequestFactory
 from django.utils import timezone
 from django_htmx.middleware import HtmxDetails
 
-from annotate import data_views
+from annotate import data_views, views_dashboard
 from annotate.data_browser import candidate_filters_parse, candidates_browse
+from projects import views as project_views
 from projects.models import Candidate, Example, Label, Project
 from projects.permissions import RESEARCHER
 from projects.services.projects import project_create
@@ -60,7 +62,7 @@ class Command(BaseCommand):
             Candidate.objects.filter(project=project).order_by("id").values_list("id", flat=True)[:: max(1, n // 20)]
         )
         mid, late = ids[len(ids) // 2], ids[-2]
-        scenarios = {
+        scenarios: dict[str, dict[str, Any]] = {
             "first page": {},
             "middle (after=)": {"after": mid},
             "near the end (after=)": {"after": late},
@@ -72,7 +74,7 @@ class Command(BaseCommand):
             "gold=yes": {"gold": "yes"},
             "disagreement": {"disagreement": "1"},
         }
-        results: dict[str, dict[str, float]] = {}
+        results: dict[str, dict[str, float | None]] = {}
         for label, params in scenarios.items():
             times = sorted(self._request(project, user, params) for _ in range(reps))
             queries = sorted(self._select(project, params) for _ in range(reps))
@@ -81,6 +83,23 @@ class Command(BaseCommand):
                 "p95_ms": round(times[min(len(times) - 1, int(0.95 * len(times)))], 2),
                 "selector_p50_ms": round(statistics.median(queries), 2),
                 "selector_p95_ms": round(queries[min(len(queries) - 1, int(0.95 * len(queries)))], 2),
+            }
+        # The other pages a researcher opens on a project of this size (real views, templates).
+        other_pages = {
+            "project dashboard": (
+                views_dashboard.dashboard,
+                f"/projects/{project.pk}/dashboard/",
+                {"project_id": project.pk},
+            ),
+            "project page": (project_views.project_detail, f"/projects/{project.pk}/", {"pk": project.pk}),
+        }
+        for label, (view, path, kwargs) in other_pages.items():
+            times = sorted(self._time_view(view, path, user, kwargs) for _ in range(reps))
+            results[label] = {
+                "p50_ms": round(statistics.median(times), 2),
+                "p95_ms": round(times[min(len(times) - 1, int(0.95 * len(times)))], 2),
+                "selector_p50_ms": None,
+                "selector_p95_ms": None,
             }
         out = {
             "candidates": n,
@@ -94,10 +113,10 @@ class Command(BaseCommand):
                 f"{n} candidates on {connection.vendor}; created in {created_s:.1f} s; {reps} requests each"
             )
             for label, r in results.items():
-                self.stdout.write(
-                    f"  {label:<38} page p50 {r['p50_ms']:>8.2f} ms  p95 {r['p95_ms']:>8.2f} ms"
-                    f"   | queries p50 {r['selector_p50_ms']:>8.2f} ms  p95 {r['selector_p95_ms']:>8.2f} ms"
-                )
+                line = f"  {label:<38} page p50 {r['p50_ms']:>8.2f} ms  p95 {r['p95_ms']:>8.2f} ms"
+                if r["selector_p50_ms"] is not None:
+                    line += f"   | queries p50 {r['selector_p50_ms']:>8.2f} ms  p95 {r['selector_p95_ms']:>8.2f} ms"
+                self.stdout.write(line)
         self.stdout.write(json.dumps(out))
         if not opts["keep"]:
             self._drop(project)
@@ -215,6 +234,19 @@ class Command(BaseCommand):
         return (time.perf_counter() - start) * 1000
 
     # -- one request ------------------------------------------------------------------------
+
+    def _time_view(self, view: Any, path: str, user: Any, kwargs: dict[str, Any]) -> float:
+        request = RequestFactory().get(path)
+        request.user = user
+        request.session = SessionBase()
+        request._messages = FallbackStorage(request)  # type: ignore[attr-defined]
+        request.htmx = HtmxDetails(request)  # type: ignore[attr-defined]
+        start = time.perf_counter()
+        response = view(request, **kwargs)
+        elapsed = (time.perf_counter() - start) * 1000
+        if response.status_code != 200:
+            raise RuntimeError(f"{path}: HTTP {response.status_code}")
+        return elapsed
 
     def _request(self, project: Project, user: Any, params: dict[str, Any]) -> float:
         request = RequestFactory().get(f"/projects/{project.pk}/candidates/", params)

@@ -27,6 +27,7 @@ object is the last line of stdout (``--json``); extra keys beyond §3 are additi
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import resource
@@ -376,8 +377,8 @@ class Command(BaseCommand):
             quality[name] = bench_quality.generator_quality(
                 name,
                 originals,
-                make_generator=lambda name=name, gen_opts=gen_opts: registry.create(
-                    name, gen_opts, context, run_options={"seed": opts["seed"]}
+                make_generator=functools.partial(
+                    registry.create, name, gen_opts, context, run_options={"seed": opts["seed"]}
                 ),
                 encoder=fresh_encoder(),
                 scorer=make_scorer(),
