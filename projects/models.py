@@ -7,7 +7,7 @@ Models hold fields, constraints and small derived properties only; writes live i
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from django.conf import settings
 from django.db import models
@@ -267,3 +267,9 @@ class Job(models.Model):
     @property
     def finished(self) -> bool:
         return self.status in JOB_FINISHED
+
+    @property
+    def result_rows(self) -> list[tuple[str, Any]]:
+        """The result's (key, value) pairs, for templates: ``job.result.items`` would look up a
+        result key called "items" (routing writes one) instead of calling ``dict.items``."""
+        return list(self.result.items()) if isinstance(self.result, dict) else []

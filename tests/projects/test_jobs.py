@@ -210,6 +210,17 @@ def test_the_fragment_polls_until_the_job_ends_then_stops_and_says_so(project):
     assert c.get("/jobs/99999/").status_code == 404
 
 
+def test_the_fragment_shows_a_result_with_a_key_called_items(project):
+    """Routing's result has an "items" count: the template must not read ``result.items`` as
+    that key (it did, and the route page's job fragment answered 500 once routing succeeded)."""
+    job = svc.job_create(kind="export", project=project)
+    Job.objects.filter(pk=job.pk).update(status="succeeded", result={"routed": 3, "items": 3})
+    c = Client()
+    c.force_login(researcher())
+    r = c.get(f"/jobs/{job.pk}/", HTTP_HX_REQUEST="true")
+    assert r.status_code == 286 and b"<dt>items</dt><dd>3</dd>" in r.content
+
+
 @pytest.fixture
 def broker_down(monkeypatch):
     def down(*a, **k):
