@@ -35,6 +35,7 @@ from projects.selectors import (
     project_overview,
 )
 from projects.services.exports import (
+    DIRECTORY_FORMATS,
     EXCLUDED_BY_DEFAULT,
     EXPORT_FORMATS,
     ExportError,
@@ -116,7 +117,14 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponse | FileResponse
     if errors:
         return render(request, "projects/project_export.html", _export_context(project, form, errors), status=400)
     fmt = str(form.pop("format"))
-    if export_count_over(project=project, filters=form, limit=settings.COUNTERPART["EXPORT_SYNC_MAX"]):
+    if fmt == "coco-cf" and project.task != "image-caption":
+        errors = {"format": f"coco-cf holds image-caption pairs; this project's task is {project.task}"}
+        ctx = _export_context(project, {"format": fmt, **form}, errors)
+        return render(request, "projects/project_export.html", ctx, status=400)
+    # Directory formats (hf-datasets, coco-cf) and large exports run as a job (a file, or a zip).
+    if fmt in DIRECTORY_FORMATS or export_count_over(
+        project=project, filters=form, limit=settings.COUNTERPART["EXPORT_SYNC_MAX"]
+    ):
         try:
             job = export_start(project=project, format=fmt, filters=form, created_by=request.user)
         except BrokerUnavailable as exc:

@@ -184,3 +184,34 @@ def test_export_job_zips_a_directory_format(tmp_path: Path, settings) -> None:
     assert result["pairs"] == 2 and result["file"].endswith(".hf-datasets.zip")
     names = zipfile.ZipFile(tmp_path / "exports" / result["file"]).namelist()
     assert any(n.endswith("dataset_info.json") for n in names)
+
+
+def test_the_export_page_runs_directory_formats_as_a_job_and_serves_the_zip(
+    tmp_path: Path, settings, django_capture_on_commit_callbacks
+) -> None:
+    """hf-datasets from the export page: a job (eager here), then the zip downloads;
+    coco-cf on a non-image project is refused next to the format field."""
+    import io
+    import zipfile
+
+    from django.test import Client
+
+    from projects.models import Job
+    from tests.annotate.factories import researcher
+
+    settings.COUNTERPART = {**settings.COUNTERPART, "EXPORT_DIR": str(tmp_path / "exports")}
+    project = nli_project()
+    c = Client()
+    c.force_login(researcher())
+    with django_capture_on_commit_callbacks(execute=True):
+        r = c.get(f"/projects/{project.pk}/export/", {"format": "hf-datasets"})
+    assert r.status_code == 200
+    job = Job.objects.get(kind="export", project=project)
+    assert job.status == "succeeded" and job.params["format"] == "hf-datasets"
+    download = c.get(f"/exports/{job.pk}/download/")
+    assert download.status_code == 200
+    names = zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content))).namelist()
+    assert any(n.endswith("dataset_info.json") for n in names)
+    r = c.get(f"/projects/{project.pk}/export/", {"format": "coco-cf"})
+    assert r.status_code == 400 and b"coco-cf holds image-caption pairs" in r.content
+    assert Job.objects.filter(kind="export").count() == 1
