@@ -10,7 +10,7 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from projects import permissions, states
-from projects.models import JOB_FINISHED, Candidate, Job, Project
+from projects.models import JOB_FINISHED, Candidate, Example, Job, Project
 
 
 def projects_visible_to(*, user: Any) -> QuerySet[Project]:
@@ -143,3 +143,17 @@ def job_get(*, job_id: int) -> Job | None:
 
 def job_latest(*, project: Project, kind: str) -> Job | None:
     return jobs_list(project=project, kind=kind).first()
+
+
+def image_visible_to(*, user: Any, stored_as: set[str]) -> bool:
+    """Whether ``user`` may see an image stored (on an original or a candidate) as one of
+    ``stored_as``: researchers any image; others only images of a project they are a member
+    of (imports store absolute paths, generated images paths relative to the media root)."""
+    if permissions.is_researcher(user):
+        return True
+    stored = set(stored_as)
+    mine = Project.objects.filter(memberships__user=user)
+    return (
+        Example.objects.filter(project__in=mine, image__in=stored).exists()
+        or Candidate.objects.filter(project__in=mine, image__in=stored).exists()
+    )

@@ -28,6 +28,7 @@ from projects.inputs import BadInput, form_texts
 from projects.models import TASK_DEFAULTS, TASKS, Job, Project
 from projects.permissions import researcher_required
 from projects.selectors import (
+    image_visible_to,
     job_get,
     job_progress,
     jobs_list,
@@ -271,11 +272,13 @@ IMAGE_TYPES = {
 @login_required
 @require_GET
 def image_file(request: HttpRequest, path: str) -> FileResponse:
-    """An image under the image root (``COUNTERPART["IMAGE_ROOT"]``), for signed-in users.
-    Anything else — outside the root once symlinks are resolved, not an image, missing —
-    is a 404 that does not say which."""
+    """An image under the image root (``COUNTERPART["IMAGE_ROOT"]``): researchers see any;
+    anyone else only the images of projects they are a member of. Anything else — outside the
+    root once symlinks are resolved, not an image, missing, not theirs — is a 404 that does
+    not say which."""
     full = image_path(path)
-    if full is None:
+    stored_as = {path, os.path.join(image_root(), path), os.path.join(str(settings.MEDIA_ROOT), path)}
+    if full is None or not image_visible_to(user=request.user, stored_as={full, *stored_as}):
         raise Http404("no such image")
     return FileResponse(open(full, "rb"), content_type=IMAGE_TYPES[os.path.splitext(full)[1].lower()])
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from projects.models import Candidate, Example, Project
+from projects.models import Candidate, Example, Project, ProjectMembership
 from projects.services.imports import ImportRefused, data_import
 from projects.services.projects import project_create
 from tests.generation.conftest import user_with_role
@@ -282,7 +282,12 @@ def test_an_imported_caption_image_is_served_to_its_annotator(client, tmp_path: 
     url = image_url(Example.objects.get(external_id="c1").image)
     assert url == "/images/sub/cat.jpg"
     assert client.get(url).status_code == 302  # sign in first
-    client.force_login(user_with_role("ann", "annotator"))
+    outsider = user_with_role("other", "annotator")
+    client.force_login(outsider)
+    assert client.get(url).status_code == 404  # an annotator of no project with that image
+    ann = user_with_role("ann", "annotator")
+    ProjectMembership.objects.create(project=project, user=ann)
+    client.force_login(ann)
     resp = client.get(url)
     assert resp.status_code == 200 and b"".join(resp.streaming_content) == b"\xff\xd8\xff\xe0 a jpeg"
     assert resp["Content-Type"] == "image/jpeg"
