@@ -6,4 +6,6 @@ from labeling import apis
 
 urlpatterns: list = [
     path("projects/<int:project_id>/evaluate/", apis.ProjectEvaluateApi.as_view(), name="api-project-evaluate"),
+    path("projects/<int:project_id>/train/", apis.PairwiseTrainApi.as_view(), name="api-project-train"),
+    path("projects/<int:project_id>/autolabel/", apis.AutolabelApi.as_view(), name="api-project-autolabel"),
 ]

@@ -1,4 +1,4 @@
-"""Labelling REST API (researchers): start an augmentation evaluation. Thin: parse, call one
+"""Labelling REST API (researchers): train h, auto-label, start an augmentation evaluation. Thin: parse, call one
 service, render the job as ``/api/v1/jobs/{id}/`` does. Errors: 400 bad input (field
 messages), 403 role, 404 unknown project, 503 broker unreachable."""
 
@@ -14,6 +14,9 @@ from rest_framework.views import APIView
 
 from labeling.evaluation import MAX_SEEDS, evaluation_start
 from labeling.ml.augmentation import CLASSIFIERS
+from labeling.models import MODES
+from labeling.selectors import warm_start_choices
+from labeling.services import autolabel_start, pairwise_train_start
 from projects.apis import JobOutputSerializer
 from projects.models import Project
 from projects.permissions import IsResearcher
@@ -55,6 +58,89 @@ class ProjectEvaluateApi(APIView):
             job = evaluation_start(project=project, created_by=request.user, **data.validated_data)
         except DjangoValidationError as exc:
             return Response(exc.message_dict, status=status.HTTP_400_BAD_REQUEST)
+        except BrokerUnavailable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        return Response(job_as_dict(job=job), status=status.HTTP_202_ACCEPTED)
+
+
+class PairwiseTrainApi(APIView):
+    """Queue training of h (job kind ``train``, queue ``ml``); refused at once (400) when the
+    project's human labels cannot train it."""
+
+    permission_classes = (IsResearcher,)
+
+    @extend_schema_serializer(component_name="PairwiseTrainInput")
+    class InputSerializer(serializers.Serializer):
+        mode = serializers.ChoiceField(choices=MODES, default="capc")
+        warm_start = serializers.CharField(
+            required=False,
+            allow_blank=True,
+            max_length=100,
+            help_text="a key of the known warm-start data sets for the project's task (e.g. cad-nli:train)",
+        )
+        threshold = serializers.FloatField(required=False, allow_null=True, min_value=0.0, max_value=1.0)
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={
+            202: JobOutputSerializer,
+            400: OpenApiResponse(description="bad input, or too few human labels"),
+            503: OpenApiResponse(description="task broker unreachable"),
+        },
+    )
+    def post(self, request: Request, project_id: int) -> Response:
+        project = get_object_or_404(Project, pk=project_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        d = data.validated_data
+        key = d.get("warm_start") or ""
+        specs = {k: spec for k, _, spec in warm_start_choices(project=project)}
+        if key and key not in specs:
+            choices = ", ".join(specs) or "none for this task"
+            return Response({"warm_start": [f"unknown warm-start set {key!r}; choose one of {choices}"]}, status=400)
+        try:
+            job = pairwise_train_start(
+                project=project,
+                mode=d["mode"],
+                warm_start=specs.get(key, ""),
+                threshold=d.get("threshold"),
+                created_by=request.user,
+            )
+        except DjangoValidationError as exc:
+            return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
+        except BrokerUnavailable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        return Response(job_as_dict(job=job), status=status.HTTP_202_ACCEPTED)
+
+
+class AutolabelApi(APIView):
+    """Queue auto-labelling with the latest h (job kind ``autolabel``); 400 when there is no
+    model yet or the threshold is out of range."""
+
+    permission_classes = (IsResearcher,)
+
+    @extend_schema_serializer(component_name="AutolabelInput")
+    class InputSerializer(serializers.Serializer):
+        min_confidence = serializers.FloatField(required=False, allow_null=True, min_value=0.0, max_value=1.0)
+
+    @extend_schema(
+        request=InputSerializer,
+        responses={
+            202: JobOutputSerializer,
+            400: OpenApiResponse(description="bad input, or no pairwise model yet"),
+            503: OpenApiResponse(description="task broker unreachable"),
+        },
+    )
+    def post(self, request: Request, project_id: int) -> Response:
+        project = get_object_or_404(Project, pk=project_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            job = autolabel_start(
+                project=project, min_confidence=data.validated_data.get("min_confidence"), created_by=request.user
+            )
+        except DjangoValidationError as exc:
+            return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
         except BrokerUnavailable as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
         return Response(job_as_dict(job=job), status=status.HTTP_202_ACCEPTED)
