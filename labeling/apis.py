@@ -4,6 +4,8 @@ messages), 403 role, 404 unknown project, 503 broker unreachable."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
@@ -18,10 +20,24 @@ from labeling.models import MODES
 from labeling.selectors import warm_start_choices
 from labeling.services import autolabel_start, pairwise_train_start
 from projects.apis import JobOutputSerializer
-from projects.models import Project
+from projects.models import Job, Project
 from projects.permissions import IsResearcher
 from projects.selectors import job_as_dict
 from projects.services.jobs import BrokerUnavailable
+
+
+def _job_response(start: Callable[[], Job], *, field_errors: bool = False) -> Response:
+    """Start a job and answer as the API does for every job it starts: 202 with the job (as
+    ``/api/v1/jobs/{id}/``), 400 when the service refuses (field messages, or ``detail``), 503
+    when the broker is unreachable."""
+    try:
+        job = start()
+    except DjangoValidationError as exc:
+        body = exc.message_dict if field_errors else {"detail": exc.messages}
+        return Response(body, status=status.HTTP_400_BAD_REQUEST)
+    except BrokerUnavailable as exc:
+        return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    return Response(job_as_dict(job=job), status=status.HTTP_202_ACCEPTED)
 
 
 class ProjectEvaluateApi(APIView):
@@ -54,13 +70,10 @@ class ProjectEvaluateApi(APIView):
         project = get_object_or_404(Project, pk=project_id)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            job = evaluation_start(project=project, created_by=request.user, **data.validated_data)
-        except DjangoValidationError as exc:
-            return Response(exc.message_dict, status=status.HTTP_400_BAD_REQUEST)
-        except BrokerUnavailable as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
-        return Response(job_as_dict(job=job), status=status.HTTP_202_ACCEPTED)
+        return _job_response(
+            lambda: evaluation_start(project=project, created_by=request.user, **data.validated_data),
+            field_errors=True,
+        )
 
 
 class PairwiseTrainApi(APIView):
@@ -98,19 +111,15 @@ class PairwiseTrainApi(APIView):
         if key and key not in specs:
             choices = ", ".join(specs) or "none for this task"
             return Response({"warm_start": [f"unknown warm-start set {key!r}; choose one of {choices}"]}, status=400)
-        try:
-            job = pairwise_train_start(
+        return _job_response(
+            lambda: pairwise_train_start(
                 project=project,
                 mode=d["mode"],
                 warm_start=specs.get(key, ""),
                 threshold=d.get("threshold"),
                 created_by=request.user,
             )
-        except DjangoValidationError as exc:
-            return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
-        except BrokerUnavailable as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
-        return Response(job_as_dict(job=job), status=status.HTTP_202_ACCEPTED)
+        )
 
 
 class AutolabelApi(APIView):
@@ -135,12 +144,8 @@ class AutolabelApi(APIView):
         project = get_object_or_404(Project, pk=project_id)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            job = autolabel_start(
+        return _job_response(
+            lambda: autolabel_start(
                 project=project, min_confidence=data.validated_data.get("min_confidence"), created_by=request.user
             )
-        except DjangoValidationError as exc:
-            return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
-        except BrokerUnavailable as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
-        return Response(job_as_dict(job=job), status=status.HTTP_202_ACCEPTED)
+        )
