@@ -32,6 +32,7 @@ from labeling.ml.pairwise import (
     check_labels,
     prepare_inputs,
 )
+from labeling.ml.siblings import sibling_keys
 from labeling.models import MODES, AutolabelRun, PairwiseModel
 from projects import states
 from projects.ml.embeddings import Encoder, shared_encoder
@@ -41,6 +42,7 @@ from projects.services.jobs import JobContext, JobFailed, job_start
 
 TRAIN_SOURCES = ("human", "gold")
 AUTOLABEL_FROM = (states.POOLED, states.ABSTAINED)
+NOT_SIBLINGS = (states.GENERATED, states.FILTERED_OUT)  # never in the pool: not counted as siblings
 LEARNERS = ("linear", "cross-encoder")
 CHUNK = 500
 
@@ -69,12 +71,12 @@ def candidate_pair(
     return Pair(o_fields, c_fields, y, perturbation or "", group or "")
 
 
+def _human_labelled(project: Project) -> Any:
+    return Candidate.objects.filter(project=project, state=states.HUMAN_LABELED, label_source__in=TRAIN_SOURCES)
+
+
 def _training_pairs(project: Project) -> tuple[list[Pair], list[str], int]:
-    rows = (
-        Candidate.objects.filter(project=project, state=states.HUMAN_LABELED, label_source__in=TRAIN_SOURCES)
-        .values_list("label__name", *PAIR_VALUES)
-        .order_by("id")
-    )
+    rows = _human_labelled(project).values_list("label__name", *PAIR_VALUES).order_by("id")
     pairs: list[Pair] = []
     ys: list[str] = []
     skipped = 0
@@ -85,6 +87,24 @@ def _training_pairs(project: Project) -> tuple[list[Pair], list[str], int]:
         pairs.append(candidate_pair(*pair))
         ys.append(y2)
     return pairs, ys, skipped
+
+
+def _sibling_context(project: Project) -> list[Pair]:
+    """The other candidates of the originals that have a human-labelled candidate: the
+    unlabelled siblings h's sibling stage sees while it trains (``siblings.py``)."""
+    labelled = _human_labelled(project)
+    rows = (
+        Candidate.objects.filter(
+            project=project,
+            example__label__isnull=False,
+            example_id__in=labelled.values("example_id"),
+        )
+        .exclude(pk__in=labelled.values("pk"))
+        .exclude(state__in=NOT_SIBLINGS)
+        .values_list(*PAIR_VALUES)
+        .order_by("id")
+    )
+    return [candidate_pair(*r) for r in rows.iterator(chunk_size=2000)]
 
 
 def _read_warm(spec: str, project: Project, labels: list[str]) -> tuple[list[Pair], list[str]]:
@@ -194,17 +214,23 @@ def pairwise_train(
         warm_inputs = prepare_inputs(warm_pairs, labels=labels, fields=fields, embed=embed, base=f)
         warm_h = PairwiseClassifier(labels, fields, mode=mode).fit_warm(warm_inputs, warm_y)
         h.with_warm(warm_h)
-    inputs = prepare_inputs(pairs, labels=labels, fields=fields, embed=embed, base=f)
+    context = _sibling_context(project)
+    pool = pairs + context
+    inputs = prepare_inputs(pool, labels=labels, fields=fields, embed=embed, base=f)
     step(2, TRAIN_STEPS)
+    train_rows = list(range(len(pairs)))
     try:
-        h.fit(inputs, ys)
+        h.fit(inputs.subset(train_rows), ys)
     except TooFewLabels as exc:
         raise ValidationError(str(exc)) from None
+    h.fit_siblings(inputs, sibling_keys(pool, fields), train_rows, ys)
     assert h.cv is not None
     bundle = LabelingModel(labels, fields, mode, h, base=f, meta={"warm_start": warm_start, "base": base})
 
-    cv: dict[str, float | str | None] = dict(h.cv.as_dict())  # the CV figures plus the feature set's name
+    cv: dict[str, Any] = dict(h.cv.as_dict())  # the CV figures plus the feature set's name
     cv["features"] = h.feature_set_name
+    cv["sibling_stage"] = h.sibling_stage is not None
+    cv["sibling_context"] = len(context)  # unlabelled siblings the sibling stage saw
     step(3, TRAIN_STEPS)
     return _save_model(
         project,
@@ -308,6 +334,18 @@ def _confidence_case(ids: list[int], conf: list[float]) -> Case:
     )
 
 
+def _blocks_by_example(rows: list[Any], size: int) -> Any:
+    """``rows`` (ordered by example, its 5th column) in blocks of about ``size``, each ending
+    at an example's last row."""
+    start = 0
+    while start < len(rows):
+        end = min(start + size, len(rows))
+        while end < len(rows) and rows[end][4] == rows[end - 1][4]:
+            end += 1
+        yield rows[start:end]
+        start = end
+
+
 def autolabel(
     *,
     project: Project,
@@ -326,19 +364,37 @@ def autolabel(
     bundle = load_model(project, model)
     label_ids = dict(Label.objects.filter(project=project).values_list("name", "pk"))
 
+    # with the sibling stage, every candidate of an original is scored together (its human-labelled
+    # siblings count as their labels, the others as h's first stage); only pooled / abstained
+    # ones are written. Blocks end at an original's last candidate, so no sibling is cut off.
+    siblings = bundle.uses_siblings
+    base_qs = Candidate.objects.filter(project=project, example__label__isnull=False).exclude(state__in=NOT_SIBLINGS)
+    if not siblings:
+        base_qs = base_qs.filter(state__in=AUTOLABEL_FROM)
     rows = list(
-        Candidate.objects.filter(project=project, state__in=AUTOLABEL_FROM, example__label__isnull=False)
-        .values_list("pk", "state", *PAIR_VALUES)
-        .order_by("pk")
+        base_qs.values_list("pk", "state", "label_source", "label__name", "example_id", *PAIR_VALUES).order_by(
+            "example_id", "pk"
+        )
     )
-    run = AutolabelRun(project=project, model=model, min_confidence=threshold, considered=len(rows))
+    todo = sum(1 for r in rows if r[1] in AUTOLABEL_FROM)
+    run = AutolabelRun(project=project, model=model, min_confidence=threshold, considered=todo)
     if progress is not None:
-        progress(0, len(rows))
-    for start in range(0, len(rows), chunk_size * 4):
-        block = rows[start : start + chunk_size * 4]
-        pairs = [candidate_pair(*r[2:]) for r in block]
+        progress(0, todo)
+    done = 0
+    for block in _blocks_by_example(rows, chunk_size * 4):
+        pairs = [candidate_pair(*r[5:]) for r in block]
+        known = {
+            i: r[3]
+            for i, r in enumerate(block)
+            if r[1] == states.HUMAN_LABELED and r[2] in TRAIN_SOURCES and r[3] is not None
+        }
+        proba_all = bundle.predict_proba_pool(pairs, known) if siblings else bundle.predict_proba(pairs)
+        keep = [i for i, r in enumerate(block) if r[1] in AUTOLABEL_FROM]
+        if not keep:
+            continue
+        block = [block[i] for i in keep]
+        proba = proba_all[keep]
         was_abstained = np.asarray([r[1] == states.ABSTAINED for r in block])
-        proba = bundle.predict_proba(pairs)
         pred, conf = proba.argmax(axis=1), proba.max(axis=1)
         ids = np.asarray([r[0] for r in block])
         confident = conf >= threshold
@@ -365,8 +421,9 @@ def autolabel(
                 confidence=_confidence_case(id_list, conf[part].tolist()),
             )
             run.abstained += int(np.sum(was_abstained[part]))  # already abstained: they stay so
+        done += len(block)
         if progress is not None:
-            progress(start + len(block), len(rows))
+            progress(done, todo)
     run.skipped = run.considered - run.auto_labeled - run.abstained
     run.seconds = round(time.perf_counter() - t0, 2)
     run.save()

@@ -43,10 +43,11 @@ from labeling.ml.base_classifier import (
     TooFewLabels,
     record_key,
 )
-from labeling.ml.bench import fit_h, human_split, pool_setup, warm_setup
+from labeling.ml.bench import fit_h, human_split, pool_proba, pool_setup, warm_setup
 from labeling.ml.features import Embed, Floats
 from labeling.ml.metrics import macro_f1
 from labeling.ml.pairs import LabelledPairs
+from labeling.ml.siblings import sibling_keys
 
 VARIANTS = ("originals", "human", "invariant", "trust", "pc", "capc", "capc-confident", "gold", "random")
 CLASSIFIERS = ("minilm-lr", "tfidf-lr", "finetune")
@@ -300,6 +301,7 @@ def run_augmentation(
         warm_h, inputs_w = warm_setup(pool, warm, setup, labels=labels, fields=fields, embed=embed, base_kind=base_kind)
         say(f"warm start: {len(warm.pairs)} pairs; ready at {time.perf_counter() - t0:.1f}s")
 
+    keys = sibling_keys(pool, fields)  # h labels as the product does: with its sibling stage
     variants = [v for v in VARIANTS if gold_known or v != "gold"] + (["capc+warm"] if warm is not None else [])
     total = seeds * len(variants)
     done = 0
@@ -339,14 +341,22 @@ def run_augmentation(
         for mode in ("pc", "capc"):
             try:
                 h = fit_h(
-                    mode, setup.inputs, train, y_prime, labels=labels, fields=fields, seed=seed, threshold=threshold
+                    mode,
+                    setup.inputs,
+                    train,
+                    y_prime,
+                    labels=labels,
+                    fields=fields,
+                    seed=seed,
+                    threshold=threshold,
+                    keys=keys,
                 )
             except TooFewLabels as exc:
                 errors[mode] = str(exc)
                 if mode == "capc":
                     errors["capc-confident"] = str(exc)
                 continue
-            proba = h.predict_proba(setup.inputs.subset(rest))
+            proba = pool_proba(h, setup.inputs, keys, train, y_prime)[rest]
             labelled[mode] = (train.tolist() + rest_l, human_y + [labels[k] for k in proba.argmax(1)])
             if mode == "capc":
                 ok = proba.max(1) >= threshold
@@ -366,8 +376,9 @@ def run_augmentation(
                     seed=seed,
                     threshold=threshold,
                     warm_model=warm_h,
+                    keys=keys,
                 )
-                proba = h.predict_proba(inputs_w.subset(rest))
+                proba = pool_proba(h, inputs_w, keys, train, y_prime)[rest]
                 labelled["capc+warm"] = (train.tolist() + rest_l, human_y + [labels[k] for k in proba.argmax(1)])
             except TooFewLabels as exc:
                 errors["capc+warm"] = str(exc)

@@ -32,6 +32,7 @@ from labeling.ml.features import Embed, Pair
 from labeling.ml.metrics import scores
 from labeling.ml.pairs import LabelledPairs, unique_originals
 from labeling.ml.pairwise import PairInputs, PairwiseClassifier, prepare_inputs
+from labeling.ml.siblings import sibling_keys
 
 CURVE = (0.05, 0.1, 0.2, 0.5)
 
@@ -150,12 +151,26 @@ def fit_h(
     seed: int,
     threshold: float,
     warm_model: PairwiseClassifier | None = None,
+    keys: Sequence[str] | None = None,
 ) -> PairwiseClassifier:
-    """h (``pc`` or ``capc``) trained on the pool rows ``train`` with their labels."""
+    """h (``pc`` or ``capc``) trained on the pool rows ``train`` with their labels; with
+    ``keys`` (the pool's ``sibling_keys``) its sibling stage too, as the product trains it."""
     h = PairwiseClassifier(list(labels), list(fields), mode=mode, seed=seed, threshold=threshold)
     if warm_model is not None:
         h.with_warm(warm_model)
-    return h.fit(inputs.subset(train), [y_prime[i] for i in train])
+    ys = [y_prime[i] for i in train]
+    h.fit(inputs.subset(train), ys)
+    if keys is not None:
+        h.fit_siblings(inputs, keys, train, ys)
+    return h
+
+
+def pool_proba(
+    h: PairwiseClassifier, inputs: PairInputs, keys: Sequence[str], train: Index, y_prime: Sequence[str]
+) -> Proba:
+    """h's probabilities on every pool row, the humans' labels of ``train`` known to its
+    sibling stage (index the rows to score)."""
+    return h.predict_proba_pool(inputs, keys, {int(i): y_prime[i] for i in train})
 
 
 def run_benchmark(
@@ -174,6 +189,7 @@ def run_benchmark(
     crossfit: bool = True,
     log: Callable[[str], None] | None = None,
     split_flips: bool = False,
+    siblings: bool = True,
 ) -> BenchResult:
     t0 = time.perf_counter()
     say = log or (lambda _m: None)
@@ -184,6 +200,8 @@ def run_benchmark(
     # split_flips (a mixed pool): each method's accuracy on the pairs whose label flips and on
     # those whose label stays, reported beside the overall figures
     flips = np.asarray([p.y != v for p, v in zip(pool, y_prime, strict=True)], dtype=bool)
+    # h's sibling stage (siblings.py), as the product trains it; off: the first stage alone
+    keys = sibling_keys(pool, fields) if siblings else None
 
     # f on the pool's originals (and the warm-start originals for capc+warm)
     setup = pool_setup(pool, labels=labels, fields=fields, embed=embed, base_kind=base_kind, crossfit=crossfit)
@@ -233,7 +251,14 @@ def run_benchmark(
             seed=seed,
             threshold=threshold,
             warm_model=warm_model,
+            keys=keys,
         )
+
+    def proba(h: PairwiseClassifier, inp: PairInputs, train: Index, rows: Index) -> Proba:
+        """h's probabilities on ``rows``, the labels of ``train`` known to its sibling stage."""
+        if keys is None:
+            return h.predict_proba(inp.subset(rows))
+        return pool_proba(h, inp, keys, train, y_prime)[rows]
 
     def attempt(name: str, fn: Callable[[], None]) -> None:
         try:
@@ -254,7 +279,7 @@ def run_benchmark(
 
         def run_pc(mode: str, name: str) -> None:
             h = fit_h_(mode, inputs, train, seed)
-            record(name, test, h.predict_proba(enc_t), h=h)
+            record(name, test, proba(h, inputs, train, test), h=h)
 
         attempt("pc", lambda: run_pc("pc", "pc"))
         attempt("capc", lambda: run_pc("capc", "capc"))
@@ -264,7 +289,9 @@ def run_benchmark(
             # the same features as PC except the edit-span embeddings: a random pairing's "edit"
             # is the whole text, and embedding those per seed would dominate the run time
             inp_r = prepare_inputs(shuffled, labels=labels, fields=fields, embed=embed, spans=False)
-            h = fit_h_("pc", inp_r, train, seed)
+            h = fit_h(
+                "pc", inp_r, train, y_prime, labels=labels, fields=fields, seed=seed, threshold=threshold
+            )  # a random pairing has no siblings
             record("random-pairs", test, h.predict_proba(inp_r.subset(test)))
 
         attempt("random-pairs", run_random)
@@ -282,7 +309,7 @@ def run_benchmark(
             def run_warm() -> None:
                 assert inputs_w is not None
                 h = fit_h_("capc", inputs_w, train, seed, warm_model=warm_h)
-                record("capc+warm", test, h.predict_proba(inputs_w.subset(test)), h=h)
+                record("capc+warm", test, proba(h, inputs_w, train, test), h=h)
 
             attempt("capc+warm", run_warm)
 
@@ -297,7 +324,7 @@ def run_benchmark(
 
             def proba_fn(sel: Index) -> Proba:
                 h = fit_h_("capc", act_inputs, sel, seed, warm_model=warm_h)
-                return h.predict_proba(act_inputs)
+                return proba(h, act_inputs, sel, np.arange(n))
 
             def can_train(sel: Index) -> bool:
                 c = np.bincount(yi[sel], minlength=len(labels))
@@ -314,7 +341,7 @@ def run_benchmark(
             )
             rest = np.setdiff1d(np.arange(n), chosen)
             h = fit_h_("capc", act_inputs, np.sort(chosen), seed, warm_model=warm_h)
-            record("capc+active", rest, h.predict_proba(act_inputs.subset(rest)), h=h)
+            record("capc+active", rest, proba(h, act_inputs, np.sort(chosen), rest), h=h)
 
         attempt("capc+active", run_active)
 
@@ -327,7 +354,7 @@ def run_benchmark(
                     curve_rows[str(b)].append(results["capc"][-1]["accuracy"])
                     return
                 h = fit_h_("capc", inputs, tr_b, seed)
-                p = h.predict_proba(inputs.subset(te_b))
+                p = proba(h, inputs, tr_b, te_b)
                 curve_rows[str(b)].append(float((p.argmax(1) == yi[te_b]).mean()))
 
             attempt(f"curve {b}", run_curve)

@@ -18,7 +18,7 @@ few project labels it can learn how far to trust the warm model and correct it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -38,6 +38,14 @@ from labeling.ml.features import (
 )
 from labeling.ml.metrics import accuracy, ece, macro_f1
 from labeling.ml.runtime import blas_threads
+from labeling.ml.siblings import (
+    STAGE_C_GRID,
+    has_siblings,
+    sibling_features,
+    sibling_keys,
+    sibling_lists,
+    stage_matrix,
+)
 
 if TYPE_CHECKING:
     from labeling.ml.cross_encoder import CrossEncoderH
@@ -206,10 +214,12 @@ class LinearH:
         idx_cv = np.flatnonzero(mask)
         idx_rest = np.flatnonzero(~mask)
         best: tuple[float, float, NDArray[np.float64], list[SklearnClassifier]] | None = None
+        self.fold_index = np.zeros(len(idx_cv), dtype=int)  # each CV row's fold (its held-out model)
         for C in self.C_grid:
             oof = np.zeros((len(idx_cv), self.n_labels))
             models = []
-            for tr, te in skf.split(idx_cv, y[idx_cv]):
+            for f, (tr, te) in enumerate(skf.split(idx_cv, y[idx_cv])):
+                self.fold_index[te] = f
                 rest = idx_rest if tied is None else idx_rest[~np.isin(tied[idx_rest], idx_cv[te])]
                 tr_rows = np.concatenate([idx_cv[tr], rest])
                 m = self._new(C)
@@ -245,6 +255,15 @@ class LinearH:
 
     cv_loss: float = float("inf")
     cv_loss_se: float = 0.0
+    fold_index: NDArray[np.intp] | None = None
+
+    def fold_proba(self, X: Floats) -> list[Proba]:
+        """Each fold model's calibrated probabilities on ``X`` (row i of the CV rows was held out
+        of model ``fold_index[i]``)."""
+        if not self.fold_models:
+            raise RuntimeError("h has no fold models")
+        with blas_threads():
+            return [apply_temperature(self._log_proba(m, X), self.temperature) for m in self.fold_models]
 
     fold_models: list[SklearnClassifier] | None = None  # None: one model (fit_plain, or saved before the ensemble)
 
@@ -416,6 +435,9 @@ class PairwiseClassifier:
     perturbations: list[str] = field(default_factory=list)
     learner: LinearH | TemperatureH | None = None
     cv: CVReport | None = None
+    # the second stage (``siblings.py``): fitted by ``fit_siblings`` when the pool has sibling
+    # counterfactuals and it beats the first stage in cross-validation; None: not used
+    sibling_stage: LinearH | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -424,12 +446,14 @@ class PairwiseClassifier:
     @property
     def feature_set_name(self) -> str:
         c = self.config
+        sib = " + siblings" if getattr(self, "sibling_stage", None) is not None else ""
         if c.warm_only:
-            return "warm-start model, recalibrated"
+            return "warm-start model, recalibrated" + sib
         if c.stack_only:
-            return "stacked on the warm-start model"
+            return "stacked on the warm-start model" + sib
         name = "full" if c.embeddings else ("compact" if c.bag else "lean")
-        return name + (" + warm-start model" if self.warm is not None else "")
+        name += " + warm-start model" if self.warm is not None else ""
+        return name + (" + siblings" if getattr(self, "sibling_stage", None) is not None else "")
 
     # -- features ------------------------------------------------------------
     def matrix(self, inputs: PairInputs) -> Floats:
@@ -509,6 +533,69 @@ class PairwiseClassifier:
             raise RuntimeError("the pairwise classifier is not trained")
         return self.learner.predict_proba(self.matrix(inputs))
 
+    def fit_siblings(
+        self,
+        pool: PairInputs,
+        keys: Sequence[str],
+        train: Sequence[int] | NDArray[np.integer],
+        y_prime: Sequence[str],
+    ) -> bool:
+        """The second stage (``siblings.py``), after ``fit``: ``pool`` holds the inputs of every
+        pair (labelled or not) whose siblings matter, ``keys`` their ``sibling_keys``, ``train``
+        the pool rows ``fit`` was given, in that order, with their labels ``y_prime``. Keeps
+        the stage (and reports its cross-validation) only when its out-of-fold log-loss beats
+        the first stage's; returns whether it did."""
+        self.sibling_stage = None
+        learner = self.learner
+        if learner is None or learner.oof_proba is None:
+            raise RuntimeError("fit h before its sibling stage")
+        sibs = sibling_lists(keys)
+        rows = [int(r) for r in train]
+        if not has_siblings(rows, sibs):
+            return False
+        yi = np.asarray([self.labels.index(v) for v in y_prime], dtype=int)
+        X = self.matrix(pool)
+        n_labels = len(self.labels)
+        known = {r: int(yi[t]) for t, r in enumerate(rows)}
+        # a labelled pair's siblings as seen by the fold model that did not train on it
+        if isinstance(learner, LinearH) and learner.fold_models and learner.fold_index is not None:
+            per_fold = learner.fold_proba(X)
+            blocks = [
+                sibling_features([r], sibs, per_fold[learner.fold_index[t]], known, n_labels)[0]
+                for t, r in enumerate(rows)
+            ]
+        else:  # the recalibrated warm model never trained on the project's pairs
+            blocks = sibling_features(rows, sibs, learner.predict_proba(X), known, n_labels)
+        oof = learner.oof_proba
+        stage = LinearH(n_labels, C_grid=STAGE_C_GRID, seed=self.seed).fit(
+            stage_matrix(rows, oof, blocks, pool.enc.y, n_labels), yi
+        )
+        assert stage.oof_proba is not None
+
+        def nll(p: Proba) -> float:
+            return float(-np.log(np.clip(p[np.arange(len(yi)), yi], 1e-12, 1.0)).mean())
+
+        if nll(stage.oof_proba) >= nll(oof):
+            return False
+        self.sibling_stage = stage
+        self.cv = stage.report(self.threshold)
+        return True
+
+    def predict_proba_pool(
+        self, pool: PairInputs, keys: Sequence[str], known: Mapping[int, str] | None = None
+    ) -> Proba:
+        """h's probabilities for every pair of ``pool``, siblings labelling each other when the
+        sibling stage is on (``known``: pool row -> its human label, for the labelled ones)."""
+        first = self.predict_proba(pool)
+        stage: LinearH | None = getattr(self, "sibling_stage", None)
+        if stage is None:
+            return first
+        n_labels = len(self.labels)
+        known_i = {int(r): self.labels.index(v) for r, v in (known or {}).items()}
+        rows = list(range(len(pool.enc)))
+        blocks = sibling_features(rows, sibling_lists(keys), first, known_i, n_labels)
+        return stage.predict_proba(stage_matrix(rows, first, blocks, pool.enc.y, n_labels))
+
     def predict(self, inputs: PairInputs) -> tuple[list[str | None], Proba]:
         """Predicted labels (``None`` where h abstains: confidence below the threshold) and
         the confidences."""
@@ -553,6 +640,19 @@ class LabelingModel:
         if hasattr(self.h, "predict_proba_pairs"):  # the cross-encoder reads the texts itself
             return self.h.predict_proba_pairs(pairs)
         return self.h.predict_proba(inputs if inputs is not None else self.inputs(pairs))
+
+    @property
+    def uses_siblings(self) -> bool:
+        """Whether h labels sibling counterfactuals together (``predict_proba_pool``)."""
+        return isinstance(self.h, PairwiseClassifier) and getattr(self.h, "sibling_stage", None) is not None
+
+    def predict_proba_pool(self, pairs: Sequence[Pair], known: Mapping[int, str] | None = None) -> Proba:
+        """``predict_proba`` for pairs scored together, siblings informing each other
+        (``known``: row -> human label, for the pairs that have one)."""
+        if not self.uses_siblings:
+            return self.predict_proba(pairs)
+        assert isinstance(self.h, PairwiseClassifier)
+        return self.h.predict_proba_pool(self.inputs(pairs), sibling_keys(pairs, self.fields), known)
 
     def save(self, path: str) -> None:
         import joblib

@@ -1,5 +1,5 @@
 """``python manage.py bench_pairwise --task TASK --format FORMAT [--split S] PATH… [--budget 0.1]
-[--seeds N] [--warm-start FORMAT:PATH[:SPLIT]] [--mixed] [--json]``
+[--seeds N] [--warm-start FORMAT:PATH[:SPLIT]] [--mixed] [--no-siblings] [--json]``
 
 The label-efficiency benchmark (docs/formats.md §3): no database, pure ML over the records read
 from the data (see ``labeling/ml/bench.py`` for the exact setting). Progress goes to stderr;
@@ -67,6 +67,11 @@ class Command(BaseCommand):
             help="add label-preserving pairs (siblings with the same label, trivial determiner edits) to the "
             "pool and report each method's accuracy on flips and non-flips",
         )
+        parser.add_argument(
+            "--no-siblings",
+            action="store_true",
+            help="h without its sibling stage (sibling counterfactuals of one original labelled independently)",
+        )
         parser.add_argument("--json", action="store_true")
 
     def _read(self, fmt: str, paths: list[str], task: str, split: str, limit: int = 0) -> LabelledPairs:
@@ -121,6 +126,7 @@ class Command(BaseCommand):
                 threshold=threshold,
                 log=lambda m: print(m, file=sys.stderr, flush=True),
                 split_flips=opts["mixed"],
+                siblings=not opts["no_siblings"],
             )
         except TooFewLabels as exc:
             raise CommandError(str(exc)) from None
