@@ -66,3 +66,32 @@ def synthetic_pairs(n: int, seed: int = 0) -> tuple[list[Pair], list[str]]:
 @pytest.fixture
 def pairs_and_labels() -> tuple[list[Pair], list[str]]:
     return synthetic_pairs(300)
+
+
+def sibling_pairs(n_originals: int, seed: int = 0, noise: float = 0.3) -> tuple[list[Pair], list[str]]:
+    """CAD-shaped NLI pairs: every original has two hypothesis edits, one for each label other
+    than its own (siblings with complementary labels). The edit's marker ("not": one step,
+    "maybe": two steps, mod 3) is swapped with probability ``noise``, so h's first stage is
+    right only about 1 - noise of the time; a labelled sibling says the rest."""
+    rng = np.random.default_rng(seed)
+    pairs, ys = [], []
+    for i in range(n_originals):
+        prem = " ".join(rng.choice(WORDS, size=6))
+        hyp = " ".join(rng.choice(WORDS, size=4))
+        y = int(rng.integers(3))
+        for step in rng.permutation([1, 2]):
+            right = rng.random() >= noise
+            marker = ("not" if step == 1 else "maybe") if right else ("maybe" if step == 1 else "not")
+            hyp_cf = hyp.split()
+            hyp_cf.insert(int(rng.integers(1, 4)), marker)
+            pairs.append(
+                Pair(
+                    {"premise": prem, "hypothesis": hyp},
+                    {"premise": prem, "hypothesis": " ".join(hyp_cf)},
+                    LABELS[y],
+                    perturbation="insert",
+                    group=f"g{i}",
+                )
+            )
+            ys.append(LABELS[(y + int(step)) % 3])
+    return pairs, ys

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from django.contrib.auth.models import Group, User
 from django.core.exceptions import ValidationError
@@ -14,7 +15,7 @@ from projects import states
 from projects.models import Candidate, Example, Label
 from projects.services.projects import project_create
 
-from .conftest import FakeEncoder, synthetic_pairs
+from .conftest import FakeEncoder, sibling_pairs, synthetic_pairs
 
 pytestmark = pytest.mark.django_db
 
@@ -81,6 +82,66 @@ def test_train_then_autolabel_moves_pooled_candidates():
     assert Candidate.objects.filter(project=project, state=states.HUMAN_LABELED, label_source="human").count() == 60
     # a second model gets the next version; re-running moves nothing new
     assert services.pairwise_train(project=project, mode="pc").version == 2
+
+
+def make_sibling_project(n_originals: int = 150, human_share: float = 0.4):
+    """Every original with two candidates whose labels are the two other labels (siblings,
+    ``sibling_pairs``), a random ``human_share`` of them human-labelled."""
+    project = project_create(name="siblings", task="nli")
+    labels = {lab.name: lab for lab in Label.objects.filter(project=project)}
+    pairs, ys = sibling_pairs(n_originals, seed=11, noise=0.3)
+    examples = {}
+    for p in pairs:
+        if p.group not in examples:
+            examples[p.group] = Example.objects.create(
+                project=project, external_id=p.group, fields=p.original, label=labels[p.y]
+            )
+    rng = np.random.default_rng(0)
+    human = rng.random(len(pairs)) < human_share
+    Candidate.objects.bulk_create(
+        Candidate(
+            project=project,
+            external_id=f"c{i}",
+            example=examples[p.group],
+            fields=p.counterfactual,
+            perturbation=p.perturbation,
+            gold_label=labels[y2],
+            state=states.HUMAN_LABELED if human[i] else states.POOLED,
+            label=labels[y2] if human[i] else None,
+            label_source="human" if human[i] else "",
+        )
+        for i, (p, y2) in enumerate(zip(pairs, ys, strict=True))
+    )
+    return project
+
+
+def _auto_accuracy(project) -> float:
+    auto = Candidate.objects.filter(project=project, state=states.AUTO_LABELED)
+    return sum(1 for c in auto if c.label_id == c.gold_label_id) / auto.count()
+
+
+def test_siblings_label_each_other_through_train_and_autolabel():
+    project = make_sibling_project()
+    model = services.pairwise_train(project=project, mode="pc")
+    assert model.metrics["sibling_stage"] is True and "siblings" in model.metrics["features"]
+    pooled = Candidate.objects.filter(project=project, state=states.POOLED).count()
+    # a small chunk size: blocks must still keep every original's candidates together
+    run = services.autolabel(project=project, min_confidence=0.0, chunk_size=7)
+    assert run.considered == pooled and run.auto_labeled == pooled
+    with_stage = _auto_accuracy(project)
+    # the same labels without the sibling stage: h's first stage alone (about 70 % here)
+    bundle = services.load_model(project, model)
+    bundle.h.sibling_stage = None
+    bundle.save(model.path)
+    Candidate.objects.filter(project=project, state=states.AUTO_LABELED).update(
+        state=states.POOLED, label=None, label_source="", confidence=None
+    )
+    services.autolabel(project=project, min_confidence=0.0, chunk_size=7)
+    assert with_stage >= _auto_accuracy(project) + 0.1
+    # human labels were never touched, and only pooled candidates were written
+    assert Candidate.objects.filter(project=project, state=states.HUMAN_LABELED, label_source="human").count() == (
+        Candidate.objects.filter(project=project).count() - pooled
+    )
 
 
 def test_abstained_below_threshold_and_routed_left_alone():
@@ -196,3 +257,10 @@ def test_warm_start_from_a_pairs_file(tmp_path):
         services.pairwise_train(project=project, warm_start=f"pairs-jsonl:{tmp_path / 'missing.jsonl'}")
     with pytest.raises(ValidationError, match="FORMAT:PATH"):
         services.pairwise_train(project=project, warm_start="nonsense")
+
+
+def test_autolabel_blocks_end_at_an_originals_last_candidate():
+    rows = [(i, "", "", "", ex) for i, ex in enumerate([1, 1, 1, 2, 2, 3, 4, 4, 4, 4, 5])]
+    blocks = list(services._blocks_by_example(rows, 2))
+    assert [r for b in blocks for r in b] == rows
+    assert [[r[4] for r in b] for b in blocks] == [[1, 1, 1], [2, 2], [3, 4, 4, 4, 4], [5]]
