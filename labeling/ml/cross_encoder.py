@@ -63,9 +63,15 @@ class CrossEncoderH:
         self.cv: CVReport | None = None
 
     def _texts(self, pairs: Sequence[Pair]) -> tuple[list[str], list[str]]:
+        """The sentence pair the encoder reads. Two-field tasks (NLI, paraphrase): the
+        counterfactual's own fields as the pair, y in front ("y. premise'" / "hypothesis'"),
+        which is how an NLI cross-encoder reads — on CAD-NLI (all of train -> dev, H100,
+        lr 5e-5, 4 epochs) 0.745 against 0.653 for "y: x" / "x'". One field: "y: x" / "x'"."""
+        cf = [[p.counterfactual.get(f, "") or "" for f in self.fields] for p in pairs]
+        if len(self.fields) == 2:
+            return [f"{p.y}. {c[0]}" for p, c in zip(pairs, cf, strict=True)], [c[1] for c in cf]
         a = [f"{p.y}: " + " | ".join(p.original.get(f, "") or "" for f in self.fields) for p in pairs]
-        b = [" | ".join(p.counterfactual.get(f, "") or "" for f in self.fields) for p in pairs]
-        return a, b
+        return a, [" | ".join(c) for c in cf]
 
     def _logits(self, pairs: Sequence[Pair]) -> NDArray[np.floating]:
         import torch
@@ -97,7 +103,11 @@ class CrossEncoderH:
         torch.manual_seed(self.seed)
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_path, local_files_only=True)
         self.model = AutoModelForSequenceClassification.from_pretrained(
-            self.model_path, num_labels=len(self.labels), local_files_only=True, ignore_mismatched_sizes=True
+            self.model_path,
+            num_labels=len(self.labels),
+            local_files_only=True,
+            ignore_mismatched_sizes=True,
+            dtype=torch.float32,  # trained in fp32 whatever the checkpoint's dtype (fp16 is slow on CPU, unstable)
         )
         self.model.to(self.device)
         opt = torch.optim.AdamW(self.model.parameters(), lr=self.lr)

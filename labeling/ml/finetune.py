@@ -63,6 +63,7 @@ class FineTunedClassifier:
             id2label=dict(enumerate(self.labels)),
             label2id={lab: i for i, lab in enumerate(self.labels)},
             ignore_mismatched_sizes=True,
+            dtype=torch.float32,  # fine-tuned in fp32 whatever the checkpoint's dtype
         ).to(self.device)
         model = self._model
         opt = torch.optim.AdamW(model.parameters(), lr=self.learning_rate)

@@ -64,3 +64,30 @@ def test_service_cross_encoder_trains_and_autolabels(tmp_path, settings, monkeyp
     run = services.autolabel(project=project, min_confidence=0.0)
     assert run.auto_labeled == 30
     assert Candidate.objects.filter(project=project, state=states.AUTO_LABELED, label_source="auto").count() == 30
+
+
+def test_cross_encoder_reads_two_field_pairs_as_an_nli_pair(tmp_path):
+    from labeling.ml.features import Pair
+
+    h = CrossEncoderH(LABELS, FIELDS, "unused")
+    p = Pair(
+        {"premise": "A dog runs.", "hypothesis": "An animal moves."},
+        {"premise": "A dog sleeps.", "hypothesis": "An animal moves."},
+        "entailment",
+    )
+    assert h._texts([p]) == (["entailment. A dog sleeps."], ["An animal moves."])
+    one = CrossEncoderH(LABELS, ["text"], "unused")
+    q = Pair({"text": "good film"}, {"text": "bad film"}, "positive")
+    assert one._texts([q]) == (["positive: good film"], ["bad film"])
+
+
+def test_cross_encoder_trains_in_fp32_from_an_fp16_checkpoint(tmp_path):
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    path = save_tiny_bert(tmp_path / "bert", ["x", "y", "z"])
+    m = AutoModelForSequenceClassification.from_pretrained(str(path), local_files_only=True)
+    m.half().save_pretrained(str(path))
+    pairs, ys = synthetic_pairs(60)
+    h = CrossEncoderH(LABELS, FIELDS, str(path), epochs=1, min_labels=10).fit(pairs, ys)
+    assert next(h.model.parameters()).dtype == torch.float32
