@@ -120,10 +120,15 @@ def _auto_accuracy(project) -> float:
     return sum(1 for c in auto if c.label_id == c.gold_label_id) / auto.count()
 
 
-def test_siblings_label_each_other_through_train_and_autolabel():
+def test_siblings_label_each_other_through_train_and_autolabel(client):
     project = make_sibling_project()
     model = services.pairwise_train(project=project, mode="pc")
     assert model.metrics["sibling_stage"] is True and "siblings" in model.metrics["features"]
+    researcher = User.objects.create_user("r", password="pw")
+    researcher.groups.add(Group.objects.get_or_create(name="researcher")[0])
+    client.force_login(researcher)
+    html = client.get(f"/labeling/projects/{project.pk}/flip-rates/", HTTP_HX_REQUEST="true").content.decode()
+    assert "+ siblings" in html and "label each other (sibling stage" in html
     pooled = Candidate.objects.filter(project=project, state=states.POOLED).count()
     # a small chunk size: blocks must still keep every original's candidates together
     run = services.autolabel(project=project, min_confidence=0.0, chunk_size=7)
