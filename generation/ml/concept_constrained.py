@@ -104,6 +104,27 @@ def steer_prompt(task: str, field: str, target: str, other_name: str | None, oth
     return f"{head}A {field} with the label {target}:\n"
 
 
+def chat_instruction(
+    task: str, field: str, target: str, other_name: str | None, other: str | None, concepts: Sequence[str]
+) -> str:
+    """The user turn for an instruction-tuned model: the label to aim for and the concepts."""
+    words = ", ".join(concepts)
+    if task == "sentiment":
+        return f"Write one sentence of a {target} movie review that uses these words: {words}."
+    if task == "nli":
+        v = NLI_VERBALIZER.get(target.lower(), target)
+        if field == "hypothesis" and other is not None:
+            return (
+                f"Premise: {other}\nWrite one short hypothesis that is {v} given the premise. Use these words: {words}."
+            )
+        if other is not None:
+            return (
+                f"Hypothesis: {other}\nWrite one short premise that makes the hypothesis {v}. Use these words: {words}."
+            )
+    head = f"{other_name.capitalize()}: {other}\n" if other_name and other is not None else ""
+    return f"{head}Write one {field} with the label {target}. Use these words: {words}."
+
+
 class ConceptConstrainedGenerator(PerOriginalGenerator):
     name = NAME
 
@@ -130,8 +151,14 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         context: str = "sentence",
         long_text_words: int = 60,
         max_sentence_words: int = 30,
+        chat: bool = True,
     ) -> None:
         from generation.ml import hf
+
+        # an instruction-tuned causal LM (a chat template: the bundled SmolLM2) is asked in chat
+        # form for a sentence with the target label that uses the concepts
+        self.chat = chat
+        self._newlines: dict[int, frozenset[int]] = {}
 
         if context not in ("sentence", "text"):
             raise GeneratorConfigError("context must be 'sentence' or 'text'")
@@ -256,6 +283,15 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         if not final:
             yield Skip(o.id, "; ".join(notes) or "no candidate generated")
 
+    def _newline_ids(self, tok: Any) -> frozenset[int]:
+        """Ids of the tokens whose text holds a line break (once per tokenizer)."""
+        key = id(tok)
+        if key not in self._newlines:
+            size = len(tok)
+            texts = tok.batch_decode([[i] for i in range(size)])
+            self._newlines[key] = frozenset(i for i, t in enumerate(texts) if "\n" in t)
+        return self._newlines[key]
+
     def _sentence(self, full: str) -> tuple[int, int] | None:
         """The span of the sentence to rewrite in a long text: the one with the most concepts
         among those of ``min_words``..``max_sentence_words`` words (the first on a tie)."""
@@ -292,9 +328,22 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
             return []
         prompt = "" if steered_by_model else steer_prompt(task, field, target, other_name, other)
         eos = tok.eos_token_id
-        if lm.is_encoder_decoder:
+        chat = bool(
+            self.chat and not steered_by_model and not lm.is_encoder_decoder and getattr(tok, "chat_template", None)
+        )
+        if chat:
+            # the label and the concepts in the instruction, the answer pre-filled with the
+            # first word (the NeuroCF "1g" prefix); the constraints are still enforced by the search
+            user = chat_instruction(task, field, target, other_name, other, [c.text for c in clauses])
+            head = tok.apply_chat_template(
+                [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
+            )
+            ids = tok(head + first, add_special_tokens=False)["input_ids"]
+            model: StepModel = CausalStepModel(lm.model, ids, eos, self.device)
+            lead = first
+        elif lm.is_encoder_decoder:
             source = prompt + "Keep: " + ", ".join(c.text for c in clauses) + "."
-            model: StepModel = Seq2SeqStepModel(lm.model, tok(source)["input_ids"], eos, self.device)
+            model = Seq2SeqStepModel(lm.model, tok(source)["input_ids"], eos, self.device)
             lead = ""
         else:
             prompt_text = prompt + first
@@ -313,7 +362,8 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
             max_new_tokens=max_new,
             candidate_k=self.candidate_k,
             progress_weight=self.progress_weight,
-            banned_ids=special_ids(tok, keep=[eos]),
+            # one sentence: no line breaks (a concept after one would be cut off with it)
+            banned_ids=special_ids(tok, keep=[eos]) | self._newline_ids(tok),
             min_new_tokens=min(max_new - 1, max(1, n_words // 2)),
         )
         hyps = constrained_beam_search(model, clauses, cfg)

@@ -224,9 +224,13 @@ class PerplexityScorer:
     def _score_uncached(self, texts: Sequence[str]) -> list[float]:
         import torch
 
-        out: list[float] = []
-        for b in range(0, len(texts), self.batch_size):
-            encoded = [self._ids(t) for t in texts[b : b + self.batch_size]]
+        encoded_all = [self._ids(t) for t in texts]
+        # batches of similar length (sorted by token count): little padding is computed
+        order = sorted(range(len(texts)), key=lambda i: len(encoded_all[i]))
+        out = [float("inf")] * len(texts)
+        for b in range(0, len(order), self.batch_size):
+            idx = order[b : b + self.batch_size]
+            encoded = [encoded_all[i] for i in idx]
             width = max(len(ids) for ids in encoded)
             pad = 0
             input_ids = torch.full((len(encoded), width), pad, dtype=torch.long)
@@ -234,17 +238,34 @@ class PerplexityScorer:
             for i, ids in enumerate(encoded):
                 input_ids[i, : len(ids)] = torch.tensor(ids, dtype=torch.long)
                 mask[i, : len(ids)] = 1
-            with torch.no_grad():
-                logits = self.model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)).logits
-            logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-            target = input_ids[:, 1:].to(logp.device)
-            nll = -logp.gather(-1, target.unsqueeze(-1)).squeeze(-1)
-            m = mask[:, 1:].to(nll.device).float()
-            counts = m.sum(dim=1)
-            mean = (nll * m).sum(dim=1) / counts.clamp(min=1)
-            for i in range(len(encoded)):
-                out.append(math.exp(min(float(mean[i]), 50.0)) if float(counts[i]) >= 1 else float("inf"))
+            with torch.inference_mode():
+                nll = self._token_nll(input_ids.to(self.device), mask.to(self.device))
+                m = mask[:, 1:].to(nll.device).float()
+                counts = m.sum(dim=1)
+                mean = (nll * m).sum(dim=1) / counts.clamp(min=1)
+            for j, i in enumerate(idx):
+                out[i] = math.exp(min(float(mean[j]), 50.0)) if float(counts[j]) >= 1 else float("inf")
         return out
+
+    def _token_nll(self, input_ids: Any, mask: Any) -> Any:
+        """NLL of tokens 1..n-1 of each row (0 at padding). The output head (a 49k-word
+        vocabulary for SmolLM2: a fifth of the model's work per token) runs only on the
+        positions that predict a real token, not on padding."""
+        import torch
+
+        head = self.model.get_output_embeddings()
+        body = getattr(self.model, getattr(self.model, "base_model_prefix", ""), None)
+        keep = mask[:, 1:].bool()
+        target = input_ids[:, 1:]
+        if head is None or body is None or body is self.model:
+            logits = self.model(input_ids=input_ids, attention_mask=mask).logits[:, :-1]
+            logp = torch.log_softmax(logits.float(), dim=-1)
+            return -logp.gather(-1, target.unsqueeze(-1)).squeeze(-1) * keep
+        hidden = body(input_ids=input_ids, attention_mask=mask).last_hidden_state[:, :-1]
+        logp = torch.log_softmax(head(hidden[keep]).float(), dim=-1)
+        nll = torch.zeros(target.shape, dtype=logp.dtype, device=logp.device)
+        nll[keep] = -logp.gather(-1, target[keep].unsqueeze(-1)).squeeze(-1)
+        return nll
 
     def score(self, texts: Sequence[str]) -> NDArray[np.float64]:
         todo = [t for t in dict.fromkeys(texts) if t not in self._cache]

@@ -34,6 +34,7 @@ from generation.ml.base import (
     Skip,
     edit_field_of,
 )
+from generation.ml.chat_fill import chat_messages, copies_demo, join_fill, sentence_around
 from generation.ml.saliency import ClassifierInput, TextClassifier, is_word, label_index, load_classifier, word_spans
 
 if TYPE_CHECKING:
@@ -52,6 +53,19 @@ class Chunk:
     text: str
     kind: str  # NP, VP, ADJP, ADVP or "window"
     tags: tuple[str, ...] = ()  # POS tags of the chunk's tokens
+
+
+@dataclass(frozen=True)
+class FillRequest:
+    """One blank to fill: a span of the edited text and a target label."""
+
+    span_index: int
+    target: str
+    prompt: str  # the plain-text prompt (also what the artifact filter compares against)
+    masked: str  # the text shown, with the blank
+    before: str  # the shown text before the blank (pre-filled in a chat answer)
+    after: str  # the shown text after the blank (where a chat answer re-joins)
+    seed: int
 
 
 def window_chunks(text: str, size: int = 3) -> list[Chunk]:
@@ -109,13 +123,26 @@ def chunk_spans(text: str, mode: str = "phrases", window: int = 3) -> list[Chunk
 SPAN_PRIORITY = {"ADJP": 0, "VP": 1, "ADVP": 2, "NP": 3, "window": 3}
 
 
-def pick_spans(chunks: Sequence[Chunk], k: int) -> list[Chunk]:
-    """At most ``k`` spans, in text order: all of them when they fit, else the evaluative and
-    predicative ones first (ADJP, VP, ADVP, then NP), earlier before later."""
+def pick_spans(chunks: Sequence[Chunk], k: int, salient: frozenset[str] = frozenset()) -> list[Chunk]:
+    """At most ``k`` spans, in text order: all of them when they fit, else the ones holding a
+    ``salient`` word (e.g. a sentiment-lexicon word) first, then the evaluative and predicative
+    ones (ADJP, VP, ADVP, then NP), earlier before later."""
     if len(chunks) <= k:
         return list(chunks)
-    ranked = sorted(range(len(chunks)), key=lambda i: (SPAN_PRIORITY.get(chunks[i].kind, 4), i))[:k]
+
+    def rank(i: int) -> tuple[int, int, int]:
+        hit = bool(salient and word_set(chunks[i].text) & salient)
+        return (0 if hit else 1, SPAN_PRIORITY.get(chunks[i].kind, 4), i)
+
+    ranked = sorted(range(len(chunks)), key=rank)[:k]
     return [chunks[i] for i in sorted(ranked)]
+
+
+def sentiment_words() -> frozenset[str]:
+    """The polarity lexicon's words (both poles): spans holding one are masked first."""
+    from generation.ml.rationale_infill import POLARITY_PAIRS
+
+    return frozenset(w for pair in POLARITY_PAIRS for p in pair for w in p.split() if w not in ("not", "least"))
 
 
 # -- artifact heuristics -------------------------------------------------------------------------
@@ -277,6 +304,7 @@ class LLMPromptGenerator(PerOriginalGenerator):
         context: str = "sentence",
         long_text_words: int = 60,
         chat: bool = True,
+        combine: int = 3,
     ) -> None:
         from generation.ml import hf
 
@@ -286,6 +314,9 @@ class LLMPromptGenerator(PerOriginalGenerator):
         # the prompt stays short (CPU cost) and the filters compare that sentence (meta window)
         self.context, self.long_text_words = context, long_text_words
         self.chat = chat
+        # besides one candidate per filled span: one that fills up to ``combine`` spans at once
+        # (a long review rarely changes label with a single edit)
+        self.combine = combine
         path = model_path or causal_lm_path or seq2seq_path
         # An unconfigured model is not an error: every original is skipped with the reason.
         self.unconfigured = (
@@ -347,7 +378,8 @@ class LLMPromptGenerator(PerOriginalGenerator):
         if not targets:
             yield Skip(o.id, "the project has no other label to aim for")
             return
-        spans = pick_spans(chunk_spans(text, self.span_mode, self.window), self.max_spans)
+        salient = sentiment_words() if o.task == "sentiment" else frozenset()
+        spans = pick_spans(chunk_spans(text, self.span_mode, self.window), self.max_spans, salient)
         if not spans:
             yield Skip(o.id, "no span to mask")
             return
@@ -355,72 +387,84 @@ class LLMPromptGenerator(PerOriginalGenerator):
         pending: list[tuple[str, Chunk, str, dict[str, str], tuple[str, str] | None]] = []
         seen: set[tuple[str, str]] = set()
         windows: dict[int, tuple[int, int]] = {}
-        if self.context == "sentence" and n_words > self.long_text_words:
+        chat = self._chat_lm()
+        if (self.context == "sentence" and n_words > self.long_text_words) or chat:
             from generation.ml.rules.tokens import sentence_spans
 
+            # the prompt shows the sentence holding the blank
             sents = sentence_spans(text)
             for si, span in enumerate(spans):
-                windows[si] = next(((a, b) for a, b in sents if a <= span.start and span.end <= b), (0, len(text)))
+                windows[si] = sentence_around(text, span.start, span.end, sents)
+        requests: list[FillRequest] = []
         for si, span in enumerate(spans):
             wa, wb = windows.get(si, (0, len(text)))
             masked = text[wa : span.start] + BLANK + text[span.end : wb]
             for ti, target in enumerate(targets):
                 prompt = build_prompt(o.task, field, masked, other_name, other, target)
-                prompt_words = prompt_only_words(prompt, masked, [text, *(v for v in o.fields.values())])
-                for fill in self._fills(prompt, text, span, target, seed=self.seed + 97 * si + ti):
-                    if span.start == 0 and span.text[:1].isupper():
-                        fill = fill[:1].upper() + fill[1:]
-                    new_text = re.sub(r" {2,}", " ", text[: span.start] + fill + text[span.end :]).strip()
-                    reasons = artifact_reasons(
-                        original_fields=dict(o.fields),
-                        new_fields={**o.fields, field: new_text},
-                        fill=fill,
-                        span=span.text,
-                        prompt=prompt,
-                        prompt_words=prompt_words,
-                        target=target,
-                        shortcut_labels=self.shortcut_labels,
-                        hypothesis_jaccard=self.hj,
-                        premise_jaccard=self.pj,
+                requests.append(
+                    FillRequest(
+                        si, target, prompt, masked, text[wa : span.start], text[span.end : wb], self.seed + 97 * si + ti
                     )
-                    if reasons:
-                        rejected.update(reasons)
-                        continue
-                    if (target, new_text) in seen:
-                        continue
-                    seen.add((target, new_text))
-                    window = None
-                    if si in windows:
-                        window = (text[wa:wb], (text[wa : span.start] + fill + text[span.end : wb]).strip())
-                    pending.append((target, span, fill, {**o.fields, field: new_text}, window))
-        kept = 0
-        names = list(o.fields)
-        by_target: dict[str, list[int]] = {}
-        for i, (target, *_rest) in enumerate(pending):
-            by_target.setdefault(target, []).append(i)
+                )
+        fills_per_request: list[list[str | None]] = (
+            self._chat_fills(requests, o.task, other, [spans[r.span_index] for r in requests])
+            if chat
+            else [list(self._fills(r.prompt, text, spans[r.span_index], r.target, seed=r.seed)) for r in requests]
+        )
+        for req, fills in zip(requests, fills_per_request, strict=True):
+            si, target, prompt, span = req.span_index, req.target, req.prompt, spans[req.span_index]
+            wa, wb = windows.get(si, (0, len(text)))
+            prompt_words = prompt_only_words(prompt, req.masked, [text, *(v for v in o.fields.values())])
+            for fill in fills:
+                if fill is None:
+                    rejected["no_join"] += 1
+                    continue
+                if chat and copies_demo(fill):
+                    rejected["copies_demo"] += 1
+                    continue
+                if span.start == 0 and span.text[:1].isupper():
+                    fill = fill[:1].upper() + fill[1:]
+                new_text = re.sub(r" {2,}", " ", text[: span.start] + fill + text[span.end :]).strip()
+                reasons = artifact_reasons(
+                    original_fields=dict(o.fields),
+                    new_fields={**o.fields, field: new_text},
+                    fill=fill,
+                    span=span.text,
+                    prompt=prompt,
+                    prompt_words=prompt_words,
+                    target=target,
+                    shortcut_labels=self.shortcut_labels,
+                    hypothesis_jaccard=self.hj,
+                    premise_jaccard=self.pj,
+                )
+                if reasons:
+                    rejected.update(reasons)
+                    continue
+                if (target, new_text) in seen:
+                    continue
+                seen.add((target, new_text))
+                window = None
+                if si in windows and (wa, wb) != (0, len(text)):
+                    window = (text[wa:wb], (text[wa : span.start] + fill + text[span.end : wb]).strip())
+                pending.append((target, span, fill, {**o.fields, field: new_text}, window))
         shifts: dict[int, float] = {}
         p_new: dict[int, float] = {}
-        if self.teacher is not None:
-            from generation.ml.filters import teacher_shift as filter_teacher_shift
-
-            base = _as_input(o.fields, names)
-            for target, idx in by_target.items():
-                t_index = label_index(self.teacher, target)
-                if t_index is None:
-                    rejected["teacher_lacks_label"] += len(idx)
+        self._teacher_scores(o, pending, range(len(pending)), shifts, p_new, rejected)
+        if self.combine > 1:
+            # per target and span, the fill the teacher likes best (with no teacher: the first)
+            best: dict[str, dict[int, tuple[float, str]]] = {}
+            for i, (target, span, fill, _f, _w) in enumerate(pending):
+                if self.teacher is not None and shifts.get(i, -1.0) <= 0:
                     continue
-                probs = self.teacher.predict_proba([base, *(_as_input(pending[i][3], names) for i in idx)])
-                labels = list(self.teacher.labels)
-                res = filter_teacher_shift(
-                    np.repeat(probs[:1], len(idx), axis=0),
-                    probs[1:],
-                    labels,
-                    [labels[t_index]] * len(idx),
-                    threshold=self.threshold,
-                )
-                for i, p, r in zip(idx, probs[1:], res, strict=True):
-                    shifts[i] = r.score
-                    p_new[i] = float(p[t_index])
+                score = shifts.get(i, 0.0)
+                cur = best.setdefault(target, {}).get(spans.index(span))
+                if cur is None or score > cur[0]:
+                    best[target][spans.index(span)] = (score, fill)
+            firsts = {t: {si: f for si, (_s, f) in per.items()} for t, per in best.items()}
+            start = len(pending)
+            pending.extend(self._combined(o, field, text, spans, windows, firsts, seen))
+            self._teacher_scores(o, pending, range(start, len(pending)), shifts, p_new, rejected)
+        kept = 0
         from generation.ml.rationale_infill import control_code
 
         for i, (target, span, fill, fields, window) in enumerate(pending):
@@ -453,6 +497,140 @@ class LLMPromptGenerator(PerOriginalGenerator):
         if not kept:
             detail = ", ".join(f"{k}={v}" for k, v in sorted(rejected.items())) or "no fills generated"
             yield Skip(o.id, f"no candidate survived the filters ({detail})")
+
+    def _teacher_scores(
+        self,
+        o: Original,
+        pending: Sequence[tuple[str, Chunk, str, dict[str, str], tuple[str, str] | None]],
+        which: range,
+        shifts: dict[int, float],
+        p_new: dict[int, float],
+        rejected: Counter[str],
+    ) -> None:
+        """The teacher's shift p(target | x') - p(target | x) and p(target | x') of the
+        candidates ``which`` (indices into ``pending``), into ``shifts``/``p_new``."""
+        if self.teacher is None or not which:
+            return
+        from generation.ml.filters import teacher_shift as filter_teacher_shift
+
+        names = list(o.fields)
+        base = _as_input(o.fields, names)
+        by_target: dict[str, list[int]] = {}
+        for i in which:
+            by_target.setdefault(pending[i][0], []).append(i)
+        for target, idx in by_target.items():
+            t_index = label_index(self.teacher, target)
+            if t_index is None:
+                rejected["teacher_lacks_label"] += len(idx)
+                continue
+            probs = self.teacher.predict_proba([base, *(_as_input(pending[i][3], names) for i in idx)])
+            labels = list(self.teacher.labels)
+            res = filter_teacher_shift(
+                np.repeat(probs[:1], len(idx), axis=0),
+                probs[1:],
+                labels,
+                [labels[t_index]] * len(idx),
+                threshold=self.threshold,
+            )
+            for i, p, r in zip(idx, probs[1:], res, strict=True):
+                shifts[i] = r.score
+                p_new[i] = float(p[t_index])
+
+    def _chat_lm(self) -> bool:
+        """An instruction-tuned causal LM (a tokenizer with a chat template) asked in chat form."""
+        lm = self.lm
+        return bool(
+            self.chat and lm is not None and not lm.is_encoder_decoder and getattr(lm.tokenizer, "chat_template", None)
+        )
+
+    def _chat_fills(
+        self, requests: Sequence[FillRequest], task: str, other: str | None, spans: Sequence[Chunk]
+    ) -> list[list[str | None]]:
+        """All blanks of one original in one batched ``generate`` call (left padding): the chat
+        prompt of :mod:`generation.ml.chat_fill` with the answer pre-filled up to the blank;
+        ``num_return_sequences`` samples each; a fill is None when the answer never re-joins
+        the text after the blank."""
+        import torch
+
+        if not requests:
+            return []
+        lm = self._configured_lm()
+        tok, model = lm.tokenizer, lm.model
+        sources = []
+        for r in requests:
+            msgs = chat_messages(task, verbalize(task, r.target), r.masked, other)
+            head = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+            sources.append(head + r.before.rstrip())
+        side = tok.padding_side
+        tok.padding_side = "left"
+        try:
+            enc = tok(sources, return_tensors="pt", padding=True, add_special_tokens=False)
+        finally:
+            tok.padding_side = side
+        enc = {k: v.to(self.device) for k, v in enc.items()}
+        longest = max(len(sp.text.split()) for sp in spans)
+        kw: dict[str, object] = {
+            # the fill plus a few words of the re-joined text
+            "max_new_tokens": max(self.max_new_tokens, 2 * longest + 8),
+            "num_return_sequences": self.n,
+            "pad_token_id": tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
+        }
+        if self.decoding == "sample":
+            kw.update(do_sample=True, temperature=self.temperature, top_p=self.top_p)
+        else:
+            kw.update(do_sample=False, num_beams=max(self.n, 2))
+        torch.manual_seed(requests[0].seed)
+        with torch.inference_mode():
+            out = model.generate(**enc, **kw)
+        out = out[:, enc["input_ids"].shape[1] :]
+        res: list[list[str | None]] = []
+        for i, (r, sp) in enumerate(zip(requests, spans, strict=True)):
+            fills: list[str | None] = []
+            for seq in out[i * self.n : (i + 1) * self.n]:
+                cont = tok.decode(seq.tolist(), skip_special_tokens=True)
+                fills.append(join_fill(cont, r.after, max_words=len(sp.text.split()) + 4))
+            res.append(fills)
+        return res
+
+    def _combined(
+        self,
+        o: Original,
+        field: str,
+        text: str,
+        spans: Sequence[Chunk],
+        windows: dict[int, tuple[int, int]],
+        firsts: dict[str, dict[int, str]],
+        seen: set[tuple[str, str]],
+    ) -> list[tuple[str, Chunk, str, dict[str, str], tuple[str, str] | None]]:
+        """Per target, one candidate with the first surviving fill of up to ``combine`` spans
+        applied together (each fill passed the artifact checks on its own)."""
+        out: list[tuple[str, Chunk, str, dict[str, str], tuple[str, str] | None]] = []
+        for target, per_span in firsts.items():
+            chosen = sorted(per_span.items())[: self.combine]
+            if len(chosen) < 2:
+                continue
+            wa = min(windows.get(si, (0, len(text)))[0] for si, _ in chosen)
+            wb = max(windows.get(si, (0, len(text)))[1] for si, _ in chosen)
+            new_text, new_window = text, text[wa:wb]
+            for si, fill in sorted(chosen, reverse=True):  # right to left: offsets stay valid
+                sp = spans[si]
+                new_text = new_text[: sp.start] + fill + new_text[sp.end :]
+                new_window = new_window[: sp.start - wa] + fill + new_window[sp.end - wa :]
+            new_text = re.sub(r" {2,}", " ", new_text).strip()
+            if (target, new_text) in seen:
+                continue
+            seen.add((target, new_text))
+            window = None
+            if (wa, wb) != (0, len(text)):
+                window = (text[wa:wb], re.sub(r" {2,}", " ", new_window).strip())
+            multi = Chunk(
+                spans[chosen[0][0]].start,
+                spans[chosen[-1][0]].end,
+                " … ".join(spans[si].text for si, _ in chosen),
+                "multi",
+            )
+            out.append((target, multi, " … ".join(f for _, f in chosen), {**o.fields, field: new_text}, window))
+        return out
 
     def _fills(self, prompt: str, text: str, span: Chunk, target: str, seed: int) -> list[str]:
         import torch

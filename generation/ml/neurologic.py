@@ -241,7 +241,10 @@ def special_ids(tokenizer: Any, keep: Iterable[int | None] = ()) -> frozenset[in
 
 
 class CausalStepModel:
-    """A decoder-only LM continuing ``prompt_ids`` (prompt + prefix re-run each step; prompts are short)."""
+    """A decoder-only LM continuing ``prompt_ids``. The prompt is run once and its key/value
+    cache reused (copied for the live beams); when every prefix of a step extends one of the
+    previous step's prefixes by a token (beam search), that beam's cache is reordered and only
+    the new token is run, otherwise the prefixes are re-run after the prompt's cache."""
 
     def __init__(self, model: Any, prompt_ids: Sequence[int], eos_token_id: int | None, device: str = "cpu") -> None:
         import torch
@@ -252,16 +255,55 @@ class CausalStepModel:
         self.prompt = torch.tensor([list(prompt_ids)], dtype=torch.long, device=device)
         if self.prompt.shape[1] == 0:
             raise ValueError("a causal LM needs a non-empty prompt")
+        self._cache: Any = None
+        self._last: Any = None  # log-probs after the prompt alone
+        self._beams: Any = None  # the cache after the last call's prefixes (one row each)
+        self._keys: list[tuple[int, ...]] = []
+
+    def _prompt_cache(self) -> Any:
+        import torch
+
+        if self._cache is None:
+            with torch.inference_mode():
+                out = self.model(input_ids=self.prompt, use_cache=True)
+            self._cache = out.past_key_values
+            self._last = torch.log_softmax(out.logits[:, -1, :].float(), dim=-1)
+        return self._cache
 
     def step_logprobs(self, prefixes: Sequence[Sequence[int]]) -> NDArray[np.floating]:
+        import copy
+
         import torch
 
         b = len(prefixes)
-        gen = torch.tensor([list(p) for p in prefixes], dtype=torch.long, device=self.device).reshape(b, -1)
-        ids = torch.cat([self.prompt.expand(b, -1), gen], dim=1)
-        with torch.no_grad():
-            logits = self.model(input_ids=ids).logits[:, -1, :].float()
+        cache = self._prompt_cache()
+        if all(len(p) == 0 for p in prefixes):
+            first: NDArray[np.floating] = self._last.expand(b, -1).cpu().numpy()
+            return first
+        keys = [tuple(p) for p in prefixes]
+        parents = self._parents(keys)
+        if parents is not None:
+            # every prefix extends one of the last call's by a token: reuse that beam's cache
+            past = self._beams
+            past.reorder_cache(torch.tensor(parents, dtype=torch.long, device=self.device))
+            gen = torch.tensor([[k[-1]] for k in keys], dtype=torch.long, device=self.device)
+        else:
+            gen = torch.tensor([list(k) for k in keys], dtype=torch.long, device=self.device).reshape(b, -1)
+            past = copy.deepcopy(cache)
+            if b > 1:
+                past.batch_repeat_interleave(b)
+        with torch.inference_mode():
+            logits = self.model(input_ids=gen, past_key_values=past, use_cache=True).logits[:, -1, :].float()
+        self._beams, self._keys = past, keys
         return torch.log_softmax(logits, dim=-1).cpu().numpy()
+
+    def _parents(self, keys: Sequence[tuple[int, ...]]) -> list[int] | None:
+        """Index in the last call's prefixes of each prefix minus its last token, or None."""
+        if self._beams is None or not keys or any(len(k) != len(self._keys[0]) + 1 for k in keys):
+            return None
+        where = {k: i for i, k in enumerate(self._keys)}
+        out = [where.get(k[:-1]) for k in keys]
+        return None if any(i is None for i in out) else [int(i) for i in out if i is not None]
 
 
 class Seq2SeqStepModel:

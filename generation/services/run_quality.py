@@ -13,7 +13,8 @@ Filters (each stores its score in ``Candidate.scores`` and its pass/fail in
 * ``perplexity`` — ``filters.perplexity``: the causal LM's perplexity of the candidate over the
   edited window (``PERPLEXITY_CONTEXT_WORDS`` words either side of the edit, the same window of
   the original) at most ``COUNTERPART_PERPLEXITY_MAX_RATIO`` times the original's. The score
-  stored is the ratio. On by default for text tasks, off for image captions.
+  stored is the ratio. Applied last, only to the candidates the other filters kept (the LM is
+  the costly part). On by default for text tasks, off for image captions.
 
 The filter functions themselves live in ``generation/ml/filters.py``; the reasons a
 candidate was dropped go to ``Candidate.meta["filter_reasons"]``.
@@ -38,7 +39,7 @@ from generation.ml.base import GeneratedCandidate, Original
 from projects import states
 
 FILTER_NAMES = ("similarity", "dedup", "artifacts", "perplexity")
-PERPLEXITY_CONTEXT_WORDS = 12
+PERPLEXITY_CONTEXT_WORDS = 4
 NOT_DEFAULT_FOR: dict[str, tuple[str, ...]] = {"image-caption": ("perplexity",)}
 
 
@@ -113,7 +114,8 @@ def apply_filters(
     ``similarity`` (band on the compared texts, one batched encode), ``dedup`` (siblings of one
     original, plus exact copies of a candidate another run made from the same original), and
     ``artifacts`` (the DISCO heuristics), ``perplexity`` (with ``scorer``, a
-    ``filters.PerplexityScorer``; skipped when it is None). Each filter's score goes to
+    ``filters.PerplexityScorer``; skipped when it is None; only for the candidates the other
+    filters kept, so a rejected candidate has no perplexity score). Each filter's score goes to
     ``scores[name]``."""
     verdicts = [Verdict() for _ in pairs]
     active = set(filters)
@@ -144,8 +146,10 @@ def apply_filters(
     if "artifacts" in active:
         for (o, c), v in zip(pairs, verdicts, strict=True):
             v.add("artifacts", ml_filters.artifacts(o.fields, c.fields, target_label=c.target_label))
-    if "perplexity" in active and scorer is not None and pairs:
-        texts = [ml_filters.comparison_texts(o.fields, c.fields, c.meta) for o, c in pairs]
+    # the language model last, and only on what the cheaper filters kept (it costs most)
+    todo = [i for i, v in enumerate(verdicts) if v.keep]
+    if "perplexity" in active and scorer is not None and todo:
+        texts = [ml_filters.comparison_texts(pairs[i][0].fields, pairs[i][1].fields, pairs[i][1].meta) for i in todo]
         results = ml_filters.perplexity(
             scorer,
             [a for a, _ in texts],
@@ -153,8 +157,8 @@ def apply_filters(
             max_ratio=max_ratio,
             context_words=PERPLEXITY_CONTEXT_WORDS,
         )
-        for v, r in zip(verdicts, results, strict=True):
-            v.add("perplexity", r)
+        for i, r in zip(todo, results, strict=True):
+            verdicts[i].add("perplexity", r)
     return verdicts
 
 

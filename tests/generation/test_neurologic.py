@@ -159,3 +159,23 @@ def test_tiny_t5_step_adapter(tmp_path) -> None:
     assert np.allclose(np.exp(logp).sum(-1), 1.0, atol=1e-4)
     hyps = constrained_beam_search(model, [Clause((park,), "park")], SearchConfig(beam_size=3, max_new_tokens=5))
     assert park[0] in hyps[0].tokens
+
+
+def test_causal_step_model_cache_reuse_gives_the_same_log_probs(tmp_path) -> None:
+    import torch
+
+    from generation.ml import hf
+    from tests.generation._tiny_hf import save_gpt2
+
+    lm = hf.load_causal_lm(str(save_gpt2(tmp_path / "g")))
+    prompt = [3, 4, 5, 6]
+
+    def full(prefixes: Sequence[Sequence[int]]) -> np.ndarray:
+        ids = torch.tensor([prompt + list(p) for p in prefixes])
+        with torch.no_grad():
+            return torch.log_softmax(lm.model(input_ids=ids).logits[:, -1].float(), dim=-1).numpy()
+
+    step = CausalStepModel(lm.model, prompt, eos_token_id=None)
+    steps: list[list[tuple[int, ...]]] = [[()], [(7,), (8,)], [(8, 9), (7, 9), (7, 10)], [(7, 10, 11)], [(12, 13)]]
+    for prefixes in steps:  # the last one extends no earlier prefix: re-run after the prompt
+        np.testing.assert_allclose(step.step_logprobs(prefixes), full(prefixes), atol=1e-4)

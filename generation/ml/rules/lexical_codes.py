@@ -10,6 +10,7 @@ import random
 from dataclasses import dataclass
 
 from generation.ml import lexicons as lx
+from generation.ml.rules import syntax
 from generation.ml.rules import wordnet as wnx
 from generation.ml.rules.phrases import (
     agree_verb,
@@ -101,8 +102,22 @@ def negation(s: Sentence, rng: random.Random) -> list[Proposal]:
             out.append(Proposal("negation", (_rep(t, word),), tuple(word.split()), (low,), f"{low} -> {word}"))
     if has_neg:
         return out
-    # add a negation: vary the form so no single negation word dominates the introduced text
-    for i, t in enumerate(toks):
+    # add a negation: vary the form so no single negation word dominates the introduced text;
+    # the main clause's finite word first when spaCy parses the sentence
+    lemmas: dict[int, str] = {}
+    order = list(range(len(toks)))
+    main = syntax.main_verb(s.text[s.start : s.end])
+    if main is not None:
+        fin, verb = main
+        k = next((j for j, t in enumerate(toks) if t.start == s.start + fin.start), None)
+        if k is not None:
+            order.insert(0, k)
+            if fin.start == verb.start and verb.lemma.isalpha():
+                lemmas[k] = verb.lemma.lower()
+                # the parser's tag: the POS tagger may take "likes" for a plural noun
+                toks = [*toks[:k], Token(toks[k].text, toks[k].start, toks[k].end, fin.tag), *toks[k + 1 :]]
+    for i in order:
+        t = toks[i]
         if _is_aux(t) and i + 1 < len(toks) and toks[i + 1].lower not in ("not", "n't", "never"):
             low = t.lower
             forms = [" not", " never"]
@@ -114,7 +129,7 @@ def negation(s: Sentence, rng: random.Random) -> list[Proposal]:
                 out.append(Proposal("negation", (_rep(t, _CONTRACT[low]),), ("n't",), (), f"{low} -> {_CONTRACT[low]}"))
             break
         if t.pos in ("VBZ", "VBD", "VBP") and _content_verb(t) and i > 0:
-            base = wnx.lemma(t.lower, "v")
+            base = lemmas.get(i) or wnx.lemma(t.lower, "v")
             aux = lx.DO_SUPPORT[t.pos]
             for form in (f"{aux} not {base}", f"{aux}n't {base}", f"never {t.text}", f"rarely {t.text}"):
                 intro = tuple(w for w in form.replace("n't", " n't").split() if w not in (base, t.text))
@@ -164,6 +179,21 @@ def _verb_after(toks: list[Token], head: int) -> int | None:
     return None
 
 
+def _subject_verb(s: Sentence, head: int) -> int | None:
+    """The finite verb agreeing with the subject noun ``head``: from spaCy's parse when spaCy
+    is installed ("a man in a red shirt is" -> "is"; none when the noun is no subject), else
+    the positional rule (:func:`_verb_after`)."""
+    toks = s.toks
+    if not syntax.available():
+        return _verb_after(toks, head)
+    # parsed: a noun that is no subject ("a man in two red shirts is") agrees with no verb
+    parsed = syntax.agreeing_verb(s.text[s.start : s.end], toks[head].start - s.start)
+    if parsed is None:
+        return None
+    k = next((j for j, t in enumerate(toks) if t.start == s.start + parsed.start), None)
+    return k if k is not None and k > head else None
+
+
 def quantifier(s: Sentence, rng: random.Random) -> list[Proposal]:
     toks, out = s.toks, []
     for i, t in enumerate(toks):
@@ -171,7 +201,7 @@ def quantifier(s: Sentence, rng: random.Random) -> list[Proposal]:
         head = _np_head(toks, i) if t.pos in ("DT", "CD", "JJ", "RB") or low in lx.QUANTIFIERS else None
         if head is None:
             continue
-        subj_verb = _verb_after(toks, head)
+        subj_verb = _subject_verb(s, head)
         if low in ("a", "an", "one", "every", "each") and toks[head].pos == "NN":
             for q in ("one", "every", "a single", "another", "each"):
                 if q != low and not (low in ("a", "an") and q == "a single" and i > 0 and toks[i - 1].lower == "than"):
