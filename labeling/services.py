@@ -382,6 +382,9 @@ def autolabel(
         progress(0, todo)
     done = 0
     for block in _blocks_by_example(rows, chunk_size * 4):
+        keep = [i for i, r in enumerate(block) if r[1] in AUTOLABEL_FROM]
+        if not keep:  # every candidate of these originals is labelled already
+            continue
         pairs = [candidate_pair(*r[5:]) for r in block]
         known = {
             i: r[3]
@@ -389,9 +392,6 @@ def autolabel(
             if r[1] == states.HUMAN_LABELED and r[2] in TRAIN_SOURCES and r[3] is not None
         }
         proba_all = bundle.predict_proba_pool(pairs, known) if siblings else bundle.predict_proba(pairs)
-        keep = [i for i, r in enumerate(block) if r[1] in AUTOLABEL_FROM]
-        if not keep:
-            continue
         block = [block[i] for i in keep]
         proba = proba_all[keep]
         was_abstained = np.asarray([r[1] == states.ABSTAINED for r in block])

@@ -14,6 +14,10 @@ backwards ((x', x, y') -> y), never in a fold where its forward row is held out.
 Warm start: a first h is trained on public counterfactual pairs (e.g. CAD train); the
 project's h then gets the warm h's log-probabilities as extra features (stacking), so with a
 few project labels it can learn how far to trust the warm model and correct it.
+
+Sibling stage (``siblings.py``): after ``fit``, ``fit_siblings`` trains a second stage in which
+the counterfactuals of one original that edit the same fields inform each other's labels;
+``predict_proba_pool`` applies it. Kept only when it beats the first stage in CV.
 """
 
 from __future__ import annotations
