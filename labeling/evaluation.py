@@ -27,7 +27,7 @@ from labeling.ml.augmentation import CLASSIFIERS, VARIANTS, EvalSet, FineTuneOpt
 from labeling.ml.base_classifier import TooFewLabels
 from labeling.ml.features import Pair
 from labeling.ml.pairs import LabelledPairs, parse_warm_spec
-from labeling.services import PAIR_VALUES, TRAIN_SOURCES, _label_names, candidate_pair, embedder
+from labeling.services import NOT_IN_POOL, PAIR_VALUES, TRAIN_SOURCES, _label_names, candidate_pair, embedder
 from projects import states
 from projects.formats import FORMAT_TASKS, FORMATS, FormatError, read
 from projects.models import Candidate, Job, Project
@@ -37,7 +37,6 @@ PROJECT_EVAL = "project"
 HOLDOUT_SHARE = 0.2  # of the project's groups, for the ``project`` evaluation set
 MIN_POOL = 20
 MAX_SEEDS = 10
-NOT_IN_POOL = (states.GENERATED, states.FILTERED_OUT)
 
 
 def finetune_options() -> FineTuneOptions:

@@ -42,7 +42,7 @@ from projects.services.jobs import JobContext, JobFailed, job_start
 
 TRAIN_SOURCES = ("human", "gold")
 AUTOLABEL_FROM = (states.POOLED, states.ABSTAINED)
-NOT_SIBLINGS = (states.GENERATED, states.FILTERED_OUT)  # never in the pool: not counted as siblings
+NOT_IN_POOL = (states.GENERATED, states.FILTERED_OUT)  # never labelled, nor counted as siblings
 LEARNERS = ("linear", "cross-encoder")
 CHUNK = 500
 
@@ -100,7 +100,7 @@ def _sibling_context(project: Project) -> list[Pair]:
             example_id__in=labelled.values("example_id"),
         )
         .exclude(pk__in=labelled.values("pk"))
-        .exclude(state__in=NOT_SIBLINGS)
+        .exclude(state__in=NOT_IN_POOL)
         .values_list(*PAIR_VALUES)
         .order_by("id")
     )
@@ -368,7 +368,7 @@ def autolabel(
     # siblings count as their labels, the others as h's first stage); only pooled / abstained
     # ones are written. Blocks end at an original's last candidate, so no sibling is cut off.
     siblings = bundle.uses_siblings
-    base_qs = Candidate.objects.filter(project=project, example__label__isnull=False).exclude(state__in=NOT_SIBLINGS)
+    base_qs = Candidate.objects.filter(project=project, example__label__isnull=False).exclude(state__in=NOT_IN_POOL)
     if not siblings:
         base_qs = base_qs.filter(state__in=AUTOLABEL_FROM)
     rows = list(

@@ -39,6 +39,7 @@ from numpy.typing import NDArray
 from labeling.ml.base_classifier import (
     BaseClassifier,
     EmbeddingClassifier,
+    Proba,
     TfidfClassifier,
     TooFewLabels,
     record_key,
@@ -47,6 +48,7 @@ from labeling.ml.bench import fit_h, human_split, pool_proba, pool_setup, warm_s
 from labeling.ml.features import Embed, Floats
 from labeling.ml.metrics import macro_f1
 from labeling.ml.pairs import LabelledPairs
+from labeling.ml.pairwise import PairInputs, PairwiseClassifier
 from labeling.ml.siblings import sibling_keys
 
 VARIANTS = ("originals", "human", "invariant", "trust", "pc", "capc", "capc-confident", "gold", "random")
@@ -338,25 +340,38 @@ def run_augmentation(
             "trust": (train.tolist() + rest_l, human_y + [labels[k] for k in setup.f_c[rest].argmax(1)]),
             "gold": (list(range(n)), list(y_prime)),
         }
+
+        def label_rest(
+            mode: str,
+            inp: PairInputs,
+            warm_model: PairwiseClassifier | None = None,
+            train: NDArray[np.intp] = train,
+            rest: NDArray[np.intp] = rest,
+            seed: int = seed,
+        ) -> Proba:
+            """h (trained on this seed's human pairs, with its sibling stage) on the rest."""
+            h = fit_h(
+                mode,
+                inp,
+                train,
+                y_prime,
+                labels=labels,
+                fields=fields,
+                seed=seed,
+                threshold=threshold,
+                warm_model=warm_model,
+                keys=keys,
+            )
+            return pool_proba(h, inp, keys, train, y_prime)[rest]
+
         for mode in ("pc", "capc"):
             try:
-                h = fit_h(
-                    mode,
-                    setup.inputs,
-                    train,
-                    y_prime,
-                    labels=labels,
-                    fields=fields,
-                    seed=seed,
-                    threshold=threshold,
-                    keys=keys,
-                )
+                proba = label_rest(mode, setup.inputs)
             except TooFewLabels as exc:
                 errors[mode] = str(exc)
                 if mode == "capc":
                     errors["capc-confident"] = str(exc)
                 continue
-            proba = pool_proba(h, setup.inputs, keys, train, y_prime)[rest]
             labelled[mode] = (train.tolist() + rest_l, human_y + [labels[k] for k in proba.argmax(1)])
             if mode == "capc":
                 ok = proba.max(1) >= threshold
@@ -366,19 +381,7 @@ def run_augmentation(
                 )
         if warm_h is not None and inputs_w is not None:
             try:
-                h = fit_h(
-                    "capc",
-                    inputs_w,
-                    train,
-                    y_prime,
-                    labels=labels,
-                    fields=fields,
-                    seed=seed,
-                    threshold=threshold,
-                    warm_model=warm_h,
-                    keys=keys,
-                )
-                proba = pool_proba(h, inputs_w, keys, train, y_prime)[rest]
+                proba = label_rest("capc", inputs_w, warm_h)
                 labelled["capc+warm"] = (train.tolist() + rest_l, human_y + [labels[k] for k in proba.argmax(1)])
             except TooFewLabels as exc:
                 errors["capc+warm"] = str(exc)

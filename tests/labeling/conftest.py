@@ -36,6 +36,19 @@ class FakeEncoder:
         return fake_embed(list(texts))
 
 
+def _marked_pair(prem: str, hyp: str, y: int, marker: str, group: str, rng: np.random.Generator) -> Pair:
+    """The pair whose counterfactual inserts ``marker`` into the hypothesis (at a random place)."""
+    hyp_cf = hyp.split()
+    hyp_cf.insert(int(rng.integers(1, 4)), marker)
+    return Pair(
+        {"premise": prem, "hypothesis": hyp},
+        {"premise": prem, "hypothesis": " ".join(hyp_cf)},
+        LABELS[y],
+        perturbation="insert",
+        group=group,
+    )
+
+
 def synthetic_pairs(n: int, seed: int = 0) -> tuple[list[Pair], list[str]]:
     """NLI-shaped pairs whose counterfactual label is determined by the edit: inserting
     "not" into the hypothesis moves the label one step, inserting "maybe" two steps (mod 3);
@@ -48,17 +61,7 @@ def synthetic_pairs(n: int, seed: int = 0) -> tuple[list[Pair], list[str]]:
         y = int(rng.integers(3))
         step = int(rng.integers(1, 3))
         marker = "not" if step == 1 else "maybe"
-        hyp_cf = hyp.split()
-        hyp_cf.insert(int(rng.integers(1, 4)), marker)
-        pairs.append(
-            Pair(
-                {"premise": prem, "hypothesis": hyp},
-                {"premise": prem, "hypothesis": " ".join(hyp_cf)},
-                LABELS[y],
-                perturbation="insert",
-                group=f"g{i}",
-            )
-        )
+        pairs.append(_marked_pair(prem, hyp, y, marker, f"g{i}", rng))
         ys.append(LABELS[(y + step) % 3])
     return pairs, ys
 
@@ -82,16 +85,6 @@ def sibling_pairs(n_originals: int, seed: int = 0, noise: float = 0.3) -> tuple[
         for step in rng.permutation([1, 2]):
             right = rng.random() >= noise
             marker = ("not" if step == 1 else "maybe") if right else ("maybe" if step == 1 else "not")
-            hyp_cf = hyp.split()
-            hyp_cf.insert(int(rng.integers(1, 4)), marker)
-            pairs.append(
-                Pair(
-                    {"premise": prem, "hypothesis": hyp},
-                    {"premise": prem, "hypothesis": " ".join(hyp_cf)},
-                    LABELS[y],
-                    perturbation="insert",
-                    group=f"g{i}",
-                )
-            )
+            pairs.append(_marked_pair(prem, hyp, y, marker, f"g{i}", rng))
             ys.append(LABELS[(y + int(step)) % 3])
     return pairs, ys
