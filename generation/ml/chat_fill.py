@@ -8,7 +8,11 @@ task ("The review was negative.") instead of filling the blank. Two things make 
   ``[blank]`` answered by the same sentence with the blank filled, aiming at the target label;
 * **a pre-filled answer**: the assistant's turn already holds the sentence up to the blank, so
   the model only continues the sentence. The fill is what it writes before it re-joins the
-  text after the blank (:func:`join_fill`); a continuation that never re-joins is no fill.
+  text after the blank (:func:`join_fill`). A continuation that never re-joins but ends the
+  sentence within a few words rewrites the rest of the sentence (:func:`rest_fill`): the
+  135M model often finishes the sentence its own way ("… by how bad this movie is" → "… the
+  most tedious experience imaginable."), and the similarity, perplexity and teacher filters
+  judge that edit like any other.
 
 The masked span, the target label in the instruction, and the artifact and teacher filters
 stay as in DISCO; only the way the model is asked changes.
@@ -32,6 +36,9 @@ SENTIMENT_DEMOS: dict[str, tuple[tuple[str, str], ...]] = {
         ("I [blank] this book from start to finish.", "loved"),
     ),
 }
+# what the sentiment demonstrations are about: a fill bringing one into a text that does not
+# mention it copies the demonstration ("The book turned out perfectly" in a film review)
+DEMO_TOPICS = ("food", "staff", "book")
 NLI_DEMOS: dict[str, tuple[tuple[str, str, str], ...]] = {
     # (hypothesis, masked premise, fill)
     "true": (("A woman is outdoors.", "A woman [blank] in the park.", "is walking her dog"),),
@@ -98,23 +105,56 @@ def join_fill(continuation: str, suffix: str, max_words: int) -> str | None:
     return fill
 
 
-def copies_demo(fill: str) -> bool:
-    """The fill repeats three or more words in a row of a demonstration (a copy, not a fill)."""
+def rest_fill(continuation: str, suffix: str, max_words: int) -> str | None:
+    """The continuation as the new rest of the sentence, when it does not re-join ``suffix``
+    (the rest of the sentence after the blank): its first line up to and including its first
+    sentence-final mark. None when it has no such end within ``max_words`` words, or when it is
+    the suffix itself (nothing filled)."""
+    line = continuation.split("\n")[0]
+    m = re.search(r"[.!?]+[\"')\]]*(?=\s|$)", line)
+    if m is None:
+        return None
+    rest = line[: m.end()].strip()
+    words = re.findall(r"\w+", rest)
+    if not words or len(words) > max_words:
+        return None
+    if re.findall(r"\w+", rest.lower()) == re.findall(r"\w+", suffix.lower()):
+        return None
+    return rest
+
+
+def _stems(text: str) -> set[str]:
+    from generation.ml.lexicons import FUNCTION_WORDS
+
+    words = re.findall(r"[a-z]+", text.lower())
+    return {w[:4] for w in words if len(w) > 2 and w not in FUNCTION_WORDS}
+
+
+def _demo_texts() -> list[str]:
+    out = [sent.replace(BLANK, f) for demos in SENTIMENT_DEMOS.values() for sent, f in demos]
+    out += [f"{h} {prem.replace(BLANK, f)}" for demos in NLI_DEMOS.values() for h, prem, f in demos]
+    return out
+
+
+def copies_demo(fill: str, text: str = "") -> bool:
+    """The fill repeats a demonstration: three or more of its words in a row (not in ``text``
+    already), or two or more
+    of its content words (by their first four letters: "hate" is "hated") that the original
+    ``text`` does not hold ("I hate this book" in a review about a film), or a demonstration's
+    topic word that the text does not use ("book", "staff")."""
     words = re.findall(r"\w+", fill.lower())
-    if len(words) < 3:
-        return False
-    grams = {tuple(words[i : i + 3]) for i in range(len(words) - 2)}
-    for demos in SENTIMENT_DEMOS.values():
-        for sent, f in demos:
-            d = re.findall(r"\w+", sent.replace(BLANK, f).lower())
+    if len(words) >= 3:
+        own = re.findall(r"\w+", text.lower())
+        grams = {tuple(words[i : i + 3]) for i in range(len(words) - 2)}
+        grams -= {tuple(own[i : i + 3]) for i in range(len(own) - 2)}
+        for demo in _demo_texts():
+            d = re.findall(r"\w+", demo.lower())
             if grams & {tuple(d[i : i + 3]) for i in range(len(d) - 2)}:
                 return True
-    for nli in NLI_DEMOS.values():
-        for h, prem, f in nli:
-            d = re.findall(r"\w+", f"{h} {prem.replace(BLANK, f)}".lower())
-            if grams & {tuple(d[i : i + 3]) for i in range(len(d) - 2)}:
-                return True
-    return False
+    new = _stems(fill) - _stems(text)
+    if new & _stems(" ".join(DEMO_TOPICS)):
+        return True
+    return any(len(new & _stems(demo)) >= 2 for demo in _demo_texts())
 
 
 def sentence_around(text: str, start: int, end: int, sentences: Sequence[tuple[int, int]]) -> tuple[int, int]:

@@ -125,6 +125,9 @@ def chat_instruction(
     return f"{head}Write one {field} with the label {target}. Use these words: {words}."
 
 
+NEAR_COPY = 0.8
+
+
 class ConceptConstrainedGenerator(PerOriginalGenerator):
     name = NAME
 
@@ -140,7 +143,7 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         max_concepts: int = 4,
         beam_size: int = 6,
         candidate_k: int = 12,
-        candidates_per_label: int = 2,
+        candidates_per_label: int = 3,
         max_new_tokens: int = 0,
         progress_weight: float = 1.0,
         min_coverage: float = 1.0,
@@ -158,7 +161,6 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         # an instruction-tuned causal LM (a chat template: the bundled SmolLM2) is asked in chat
         # form for a sentence with the target label that uses the concepts
         self.chat = chat
-        self._newlines: dict[int, frozenset[int]] = {}
 
         if context not in ("sentence", "text"):
             raise GeneratorConfigError("context must be 'sentence' or 'text'")
@@ -201,7 +203,7 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         full = (o.fields.get(field) or "").strip()
         text, (wa, wb) = full, (0, len(full))
         words = [text[s:e] for s, e in word_spans(text) if is_word(text[s:e])]
-        if self.context == "sentence" and len(words) > self.long_text_words:
+        if self.context == "sentence" and (len(words) > self.long_text_words or self._one_sentence_asked(full)):
             picked = self._sentence(full)
             if picked is None:
                 yield Skip(o.id, f"no sentence of {self.min_words}-{self.max_sentence_words} words with a concept")
@@ -283,14 +285,20 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         if not final:
             yield Skip(o.id, "; ".join(notes) or "no candidate generated")
 
-    def _newline_ids(self, tok: Any) -> frozenset[int]:
-        """Ids of the tokens whose text holds a line break (once per tokenizer)."""
-        key = id(tok)
-        if key not in self._newlines:
-            size = len(tok)
-            texts = tok.batch_decode([[i] for i in range(size)])
-            self._newlines[key] = frozenset(i for i, t in enumerate(texts) if "\n" in t)
-        return self._newlines[key]
+    def _one_sentence_asked(self, full: str) -> bool:
+        """The chat instruction asks for one sentence: a text of several sentences (a short
+        review) is then rewritten one sentence at a time too, not replaced by one sentence."""
+        from generation.ml.rules.tokens import sentence_spans
+
+        lm = self.lm
+        chat = bool(
+            self.chat
+            and lm is not None
+            and not self.steers
+            and not lm.is_encoder_decoder
+            and getattr(lm.tokenizer, "chat_template", None)
+        )
+        return chat and len(sentence_spans(full)) > 1
 
     def _sentence(self, full: str) -> tuple[int, int] | None:
         """The span of the sentence to rewrite in a long text: the one with the most concepts
@@ -322,6 +330,8 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         steered_by_model: bool,
         n_words: int,
     ) -> list[tuple[str, float, float, list[str]]]:
+        from generation.ml import hf
+
         tok = lm.tokenizer
         clauses = [c for c in (concept_clause(x, tok) for x in concepts) if c is not None]
         if not clauses:
@@ -363,11 +373,12 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
             candidate_k=self.candidate_k,
             progress_weight=self.progress_weight,
             # one sentence: no line breaks (a concept after one would be cut off with it)
-            banned_ids=special_ids(tok, keep=[eos]) | self._newline_ids(tok),
+            banned_ids=special_ids(tok, keep=[eos]) | hf.newline_ids(tok),
             min_new_tokens=min(max_new - 1, max(1, n_words // 2)),
         )
         hyps = constrained_beam_search(model, clauses, cfg)
-        out = []
+        out: list[tuple[str, float, float, list[str]]] = []
+        picked: list[set[str]] = []
         for h in hyps:
             if h.n_satisfied() / len(clauses) + 1e-9 < self.min_coverage:
                 continue
@@ -381,6 +392,13 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
             kept = [c.text for c in clauses if re.search(rf"(?<!\w){re.escape(c.text.lower())}(?!\w)", low)]
             if len(kept) / len(clauses) + 1e-9 < self.min_coverage:
                 continue  # a concept was cut off with the text after a line break
+            # the beams of one search are often one sentence with another ending: a near copy
+            # of a kept one (word-set Jaccard > NEAR_COPY) is passed over for the next beam, as
+            # the run's dedup filter would drop it anyway
+            words = set(low.split())
+            if any(len(words & w) > NEAR_COPY * len(words | w) for w in picked):
+                continue
+            picked.append(words)
             out.append((text, len(kept) / len(clauses), h.logprob / max(1, len(h.tokens)), kept))
             if len(out) >= self.n:
                 break

@@ -6,6 +6,9 @@ the per-generator quality table. No database is touched.
   (candidate / original, edited window) of the rules candidates the similarity band accepts
   ("today") against those that the band *and* the perplexity filter accept, and the share of
   originals each leaves covered.
+* :func:`human_edits` — the same perplexity and similarity filters on the human counterfactuals
+  of the data file (Kaushik et al.'s revisions): the share each passes, the calibration of their
+  defaults (a fluency filter should pass what people write).
 * :func:`generator_quality` — one generator over a few originals through the run filters
   (similarity, dedup, artifacts, perplexity: ``run_quality.apply_filters``, as a run applies
   them): yield, acceptance by filter, intended-label flip rate judged by the MiniLM base
@@ -94,6 +97,64 @@ def rules_perplexity(
         "originals_with_accepted_similarity": round(len(cov_today) / n, 4) if n else 0.0,
         "originals_with_accepted_similarity+perplexity": round(len(cov_both) / n, 4) if n else 0.0,
         "seconds": round(seconds, 2),
+    }
+
+
+def edited_parts(original: str, revised: str, *, by_sentence: bool) -> list[tuple[str, str]]:
+    """What a filter compares for a human revision: each changed sentence, paired with the one
+    it replaces, when ``by_sentence`` and both texts have as many sentences (a review);
+    otherwise the whole texts (an NLI sentence). [] when nothing changed."""
+    if original == revised:
+        return []
+    if by_sentence:
+        from generation.ml.rules.tokens import sentence_spans
+
+        a = [original[x:y] for x, y in sentence_spans(original)]
+        b = [revised[x:y] for x, y in sentence_spans(revised)]
+        if len(a) == len(b):
+            return [(x, y) for x, y in zip(a, b, strict=True) if x != y]
+    return [(original, revised)]
+
+
+def human_edits(
+    pairs: Sequence[tuple[dict[str, str], dict[str, str]]],
+    *,
+    scorer: Any,
+    encoder: Any,
+    band: tuple[float, float],
+    max_ratio: float,
+    by_sentence: bool,
+    limit: int = 300,
+) -> dict[str, Any]:
+    """The perplexity filter (at ``max_ratio``, on the edited window) and the similarity band on
+    up to ``limit`` human edits (``edited_parts`` of each (original, revised) pair of fields):
+    the share each passes and the quantiles of the perplexity ratio."""
+    parts: list[tuple[str, str]] = []
+    for orig, rev in pairs:
+        for k in orig:
+            parts += edited_parts(orig[k], rev.get(k, orig[k]), by_sentence=by_sentence)
+    parts = parts[:limit]
+    if not parts:
+        return {"edits": 0}
+    a, b = [x for x, _ in parts], [y for _, y in parts]
+    ratios = np.array(
+        [
+            r.score
+            for r in ml_filters.perplexity(
+                scorer, a, b, max_ratio=max_ratio, context_words=run_quality.PERPLEXITY_CONTEXT_WORDS
+            )
+        ]
+    )
+    sim = ml_filters.similarity_band(encoder, a, b, band)
+    return {
+        "edits": len(parts),
+        "perplexity_pass": round(float(np.mean(ratios <= max_ratio)), 4),
+        "perplexity_pass_at_1.5": round(float(np.mean(ratios <= 1.5)), 4),
+        "ratio_p50": round(float(np.percentile(ratios, 50)), 4),
+        "ratio_p90": round(float(np.percentile(ratios, 90)), 4),
+        "similarity_pass": round(sum(1 for r in sim if r.keep) / len(sim), 4),
+        "max_ratio": max_ratio,
+        "band": list(band),
     }
 
 

@@ -108,7 +108,7 @@ def apply_filters(
     encoder: Any,
     existing: dict[str, set[str]] | None = None,
     scorer: Any = None,
-    max_ratio: float = 1.5,
+    max_ratio: float = ml_filters.PERPLEXITY_MAX_RATIO,
 ) -> list[Verdict]:
     """One verdict per (original, candidate) pair, in order, using ``generation.ml.filters``:
     ``similarity`` (band on the compared texts, one batched encode), ``dedup`` (siblings of one

@@ -92,3 +92,18 @@ def test_bench_generation_perplexity_and_quality_table(tiny_sentiment, settings,
     assert q["originals"] == 3 and 0 <= q["yield"] <= 1 and "perplexity" in q["acceptance_by_filter"]
     assert q["seconds_per_original"] >= 0 and "self_bleu" in q and "distinct_2" in q
     assert any(line.startswith("rules+perplexity:") for line in lines[:-1])
+
+
+def test_load_originals_takes_each_label_in_turn(tmp_path) -> None:
+    """A file sorted by label (as the CAD files are) still gives both labels in the first N:
+    a flip judge trained on the first 400 CAD-sentiment originals once saw 398 negatives."""
+    from generation.management.commands.bench_generation import load_originals
+
+    rows = [("negative", f"bad film number {i}") for i in range(5)] + [("positive", f"good film {i}") for i in range(2)]
+    path = tmp_path / "sorted.csv"
+    path.write_text("id,label,text\n" + "".join(f"r{i},{lab},{text}\n" for i, (lab, text) in enumerate(rows)))
+    got = load_originals("csv", str(path), "sentiment", "", 4)
+    assert [o.label for o in got] == ["negative", "positive", "negative", "positive"]
+    assert [o.fields["text"] for o in got][:2] == ["bad film number 0", "good film 0"]  # file order within a label
+    everything = load_originals("csv", str(path), "sentiment", "", 100)
+    assert len(everything) == 7 and [o.label for o in everything][4:] == ["negative"] * 3

@@ -187,3 +187,36 @@ def test_a_run_without_a_language_model_skips_the_filter_with_a_note(echo_projec
     assert run.status == "succeeded"
     assert any("perplexity filter skipped" in n for n in run.metrics["notes"])
     assert run.metrics["median_perplexity_ratio"] is None
+
+
+def test_human_edits_run_the_filters_on_each_changed_sentence(tiny_scorer) -> None:
+    """bench_generation's calibration check: the human revisions go through the perplexity
+    filter and the similarity band, one changed sentence of a review at a time."""
+    from generation.services import bench_quality as bq
+
+    review = "The film was great. The cast was fine. I loved it."
+    revised = "The film was awful. The cast was fine. I hated it."
+    assert bq.edited_parts(review, revised, by_sentence=True) == [
+        ("The film was great.", "The film was awful."),
+        ("I loved it.", "I hated it."),
+    ]
+    assert bq.edited_parts(review, "It was awful.", by_sentence=True) == [(review, "It was awful.")]  # re-split
+    assert bq.edited_parts("A man sleeps.", "A man runs.", by_sentence=False) == [("A man sleeps.", "A man runs.")]
+    assert bq.edited_parts(review, review, by_sentence=True) == []
+
+    class Encoder:  # cosine 1 for the same first word, else 0
+        def cosine(self, a, b):
+            return [1.0 if x.split()[0] == y.split()[0] else 0.0 for x, y in zip(a, b, strict=True)]
+
+    pairs = [({"text": review}, {"text": revised}), ({"text": "Bad. Dull."}, {"text": "Good. Dull."})]
+    res = bq.human_edits(pairs, scorer=tiny_scorer, encoder=Encoder(), band=(0.5, 1.0), max_ratio=1e9, by_sentence=True)
+    assert (
+        res["edits"] == 3 and res["perplexity_pass"] == 1.0 and res["similarity_pass"] == pytest.approx(2 / 3, abs=1e-4)
+    )
+    strict = bq.human_edits(
+        pairs, scorer=tiny_scorer, encoder=Encoder(), band=(0.5, 1.0), max_ratio=1e-9, by_sentence=True, limit=2
+    )
+    assert strict["edits"] == 2 and strict["perplexity_pass"] == 0.0 and strict["ratio_p90"] > 0
+    assert bq.human_edits([], scorer=tiny_scorer, encoder=Encoder(), band=(0, 1), max_ratio=2, by_sentence=True) == {
+        "edits": 0
+    }

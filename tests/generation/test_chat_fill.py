@@ -3,7 +3,7 @@ pre-filled answer re-joins the text after the blank, copies of the demonstration
 
 from __future__ import annotations
 
-from generation.ml.chat_fill import chat_messages, copies_demo, join_fill, sentence_around
+from generation.ml.chat_fill import chat_messages, copies_demo, join_fill, rest_fill, sentence_around
 
 
 def test_join_fill_takes_the_text_before_the_suffix_rejoins() -> None:
@@ -35,3 +35,25 @@ def test_copies_demo_and_messages() -> None:
     assert "Hypothesis: A man sleeps." in nli[-1]["content"]
     assert sentence_around("One. Two three.", 5, 8, [(0, 4), (5, 15)]) == (5, 15)
     assert sentence_around("One.", 0, 2, []) == (0, 4)
+
+
+def test_rest_fill_is_a_new_end_of_the_sentence() -> None:
+    # never re-joins " by how bad this movie is." but ends the sentence: the new rest of it
+    assert rest_fill(" the most tedious experience imaginable. And", " by how bad this movie is.", 10) == (
+        "the most tedious experience imaginable."
+    )
+    assert rest_fill(' a "classic!" she said', " a mess.", 6) == 'a "classic!"'
+    assert rest_fill(" a film that never ends", " a mess.", 10) is None  # no end of sentence
+    assert rest_fill(" one two three four five six.", " a mess.", 4) is None  # too long
+    assert rest_fill(" a mess.", " a mess.", 4) is None  # the old rest: nothing filled
+    assert rest_fill(" .", " a mess.", 4) is None  # no word
+    assert rest_fill("\nthe end.", " a mess.", 4) is None  # first line only
+
+
+def test_copies_demo_catches_demonstration_topics_and_words() -> None:
+    assert copies_demo("The book turned out perfectly", "A film about war.")  # a demo topic
+    assert copies_demo("I hate this book", "I saw this film.")
+    assert not copies_demo("the book was better", "The film is based on a book.")  # the text's own topic
+    assert not copies_demo("the food was good", "the food was bad and the wine sour")  # its own words
+    assert copies_demo("cold and bland, the food", "A film.")
+    assert not copies_demo("a wonderful gift", "A film.")

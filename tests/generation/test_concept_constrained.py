@@ -129,3 +129,46 @@ def test_consistency_classifier_filters(gpt2_path) -> None:
     gen = ConceptConstrainedGenerator(causal_lm_path=gpt2_path, beam_size=2, candidate_k=4, classifier=Never())
     out = list(gen.generate([review("the dog sat in the park .")]))
     assert len(out) == 1 and isinstance(out[0], Skip) and "consistency filter kept 0/" in out[0].reason
+
+
+def test_near_copies_among_the_beams_are_passed_over(gpt2_path, monkeypatch) -> None:
+    """The beams of one search often differ only in their last word: a near copy of a kept
+    hypothesis (word-set Jaccard > 0.8) gives way to the next, different beam."""
+    from generation.ml import concept_constrained as cc
+    from generation.ml import hf
+    from generation.ml.neurologic import Hypothesis
+
+    tok = hf.load_causal_lm(gpt2_path).tokenizer
+    beams = [
+        "movie was great and the horse in the park was fun .",
+        "movie was great and the horse in the park was good .",  # a near copy of the first
+        "movie and the horse in the park were brilliant .",
+    ]
+
+    def fake_search(model, clauses, cfg):
+        return [
+            Hypothesis(tuple(tok(" " + b, add_special_tokens=False)["input_ids"]), -1.0, frozenset(range(len(clauses))))
+            for b in beams
+        ]
+
+    monkeypatch.setattr(cc, "constrained_beam_search", fake_search)
+    gen = ConceptConstrainedGenerator(causal_lm_path=gpt2_path, candidates_per_label=2)
+    out = list(gen.generate([review("The movie was boring but the horse in the park was great .")]))
+    texts = [c.fields["text"] for c in out if isinstance(c, GeneratedCandidate)]
+    assert texts == ["The " + beams[0], "The " + beams[2]]
+
+
+def test_a_several_sentence_text_is_rewritten_one_sentence_at_a_time_in_chat_form(gpt2_path, monkeypatch) -> None:
+    """The chat instruction asks for one sentence, so a short review of several sentences has
+    its best sentence rewritten and spliced back (meta window), not the whole review replaced."""
+    gen = ConceptConstrainedGenerator(causal_lm_path=gpt2_path, beam_size=2, candidate_k=4, candidates_per_label=1)
+    text = "It was awful . The horse in the park was boring and the movie was long ."
+    assert not gen._one_sentence_asked(text)  # the tiny tokenizer has no chat template
+    monkeypatch.setattr(gen, "_one_sentence_asked", lambda full: True)
+    out = list(gen.generate([review(text)]))
+    cands = [c for c in out if isinstance(c, GeneratedCandidate)]
+    assert cands, out
+    for c in cands:
+        old, new = c.meta["window"]
+        assert old == "The horse in the park was boring and the movie was long ."
+        assert c.fields["text"] == f"It was awful . {new}"

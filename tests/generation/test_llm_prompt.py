@@ -207,3 +207,54 @@ def test_misconfiguration_fails_at_construction(tmp_path, gpt2_path) -> None:
         LLMPromptGenerator(causal_lm_path=gpt2_path, decoding="greedy-ish")
     with pytest.raises(GeneratorConfigError, match="classifier path does not exist"):
         LLMPromptGenerator(causal_lm_path=gpt2_path, teacher_path=str(tmp_path / "teacher"))
+
+
+def test_chat_fills_rest_of_sentence_and_the_window_teacher(gpt2_path, monkeypatch) -> None:
+    """In chat form a fill may rewrite the rest of its sentence; the teacher compares the
+    sentence the edit is in (``teacher_scope`` auto), where one phrase can move it, not the
+    whole review, where it cannot (this teacher, like a real one, is unmoved by one phrase in
+    a long text)."""
+    text = "The acting was good. The plot was clever and fun. I loved it."
+    o = Original("s1", {"text": text}, "positive", ("negative", "positive"), "sentiment")
+    asked: list[str] = []
+
+    class Teacher:
+        labels = ("negative", "positive")
+
+        def predict_proba(self, inputs):
+            asked.extend(inputs)
+            moved = [("awful" in x or "mess" in x) and len(x.split()) <= 8 for x in inputs]
+            return np.array([[0.9, 0.1] if m else [0.4, 0.6] for m in moved])
+
+    def fake_fills(requests, task, other, spans):
+        return [[("awful", False), ("a total mess.", True), None] for _ in requests]
+
+    def run(scope: str) -> list[object]:
+        asked.clear()
+        gen = LLMPromptGenerator(
+            causal_lm_path=gpt2_path, teacher=Teacher(), max_spans=2, combine=1, teacher_scope=scope
+        )
+        monkeypatch.setattr(gen, "_chat_lm", lambda: True)
+        monkeypatch.setattr(gen, "_chat_fills", fake_fills)
+        return list(gen.generate([o]))
+
+    cands = [c for c in run("auto") if isinstance(c, GeneratedCandidate)]
+    assert cands and all(c.target_label == "negative" for c in cands)
+    assert all(x.count(".") <= 1 for x in asked)  # sentences, not the review
+    rest = [c for c in cands if c.meta["span_kind"].endswith("+rest")]
+    assert rest, "a rest-of-sentence fill is a candidate"
+    for c in rest:
+        new = c.fields["text"]
+        span = c.meta["span"]
+        assert span.endswith(".") and text.replace(span, "a total mess.") == new
+        assert c.meta["window"][1].endswith("a total mess.") and c.scores["teacher_shift"] == pytest.approx(0.5)
+    assert any(c.meta["fill"] == "awful" for c in cands)
+
+    out = run("text")  # the whole review: one phrase never moves this teacher
+    assert text in asked
+    assert (
+        len(out) == 1 and isinstance(out[0], Skip) and "teacher_shift" in out[0].reason and "no_join" in out[0].reason
+    )
+
+    with pytest.raises(GeneratorConfigError, match="teacher_scope"):
+        LLMPromptGenerator(causal_lm_path=gpt2_path, teacher_scope="sentence")

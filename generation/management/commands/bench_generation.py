@@ -14,7 +14,10 @@ Generation throughput, measured in one process (docs/formats.md §3):
    default causal LM: ``PERPLEXITY_LM_PATH``/``CAUSAL_LM_PATH``/the bundled SmolLM2) on the first
    ``--lm-originals`` originals, candidates/s, plus the median perplexity ratio of the
    similarity-accepted rules candidates with and without the perplexity filter
-   (``generation/services/bench_quality.py``). ``--no-lm`` leaves it out.
+   (``generation/services/bench_quality.py``). ``--no-lm`` leaves it out. With it, the human
+   counterfactuals of the file (``--human-edits`` edits; each changed sentence of a review)
+   go through the same perplexity filter and similarity band (``"human_edits"``): the check
+   that the filters' defaults pass what people write.
 5. ``--generators rules,llm-prompt,concept-constrained,…``: per generator on the first
    ``--quality-originals`` originals, the run filters as a run applies them and the quality
    table (yield, acceptance by filter, flip rate by the MiniLM base classifier trained on
@@ -46,23 +49,43 @@ TASK_FOR_FORMAT = {"cad-nli": "nli", "cad-sentiment": "sentiment"}
 
 
 def load_originals(fmt: str, path: str, task: str, split: str, limit: int) -> list[Original]:
-    """Originals of a data file via ``projects.formats.read`` (pairs give their originals)."""
+    """``limit`` originals of a data file via ``projects.formats.read`` (pairs give their
+    originals), taken in turn from each label, in file order within a label: the CAD files are
+    sorted by label, so the first 400 training originals of CAD-sentiment hold 398 negatives,
+    and a judge trained on them calls everything negative."""
     from projects.formats import read
     from projects.formats.reading import TASK_LABELS
     from projects.formats.records import OriginalRecord, PairRecord
 
     labels = tuple(TASK_LABELS.get(task, []))
     seen: set[str] = set()
-    out: list[Original] = []
+    by_label: dict[str | None, list[Original]] = {}
     for rec in read(fmt, [path], task=task, split=split):
         orig = rec if isinstance(rec, OriginalRecord) else rec.original if isinstance(rec, PairRecord) else None
         if orig is None or orig.id in seen:
             continue
         seen.add(orig.id)
-        out.append(Original(id=orig.id, fields=dict(orig.fields), label=orig.label, labels=labels, task=task))
+        o = Original(id=orig.id, fields=dict(orig.fields), label=orig.label, labels=labels, task=task)
+        by_label.setdefault(orig.label, []).append(o)
+    queues = [by_label[k] for k in sorted(by_label, key=lambda k: (k is None, str(k)))]
+    out: list[Original] = []
+    for i in range(max((len(q) for q in queues), default=0)):
+        out.extend(q[i] for q in queues if i < len(q))
         if len(out) >= limit:
             break
-    return out
+    return out[:limit]
+
+
+def load_pairs(fmt: str, path: str, task: str, split: str) -> list[tuple[dict[str, str], dict[str, str]]]:
+    """(original fields, revised fields) of the human counterfactual pairs of a data file."""
+    from projects.formats import read
+    from projects.formats.records import PairRecord
+
+    return [
+        (dict(rec.original.fields), dict(rec.cf_fields))
+        for rec in read(fmt, [path], task=task, split=split)
+        if isinstance(rec, PairRecord)
+    ]
 
 
 def _repeat(originals: list[Original], n: int) -> Iterator[Original]:
@@ -116,6 +139,13 @@ class Command(BaseCommand):
         parser.add_argument("--no-lm", dest="no_lm", action="store_true", help="skip the language-model steps")
         parser.add_argument(
             "--lm-originals", dest="lm_originals", type=int, default=50, help="originals for rules+perplexity"
+        )
+        parser.add_argument(
+            "--human-edits",
+            dest="human_edits",
+            type=int,
+            default=300,
+            help="human counterfactual edits of the file to run the perplexity and similarity filters on (0: none)",
         )
         parser.add_argument(
             "--generators", default="", help="comma-separated generators for the quality table (e.g. rules,llm-prompt)"
@@ -345,6 +375,23 @@ class Command(BaseCommand):
             seed=opts["seed"],
         )
         result["generators"]["rules+perplexity"] = rp
+        if opts["human_edits"] > 0:
+            he = bench_quality.human_edits(
+                load_pairs(fmt, path, task, opts["split"]),
+                scorer=make_scorer(),
+                encoder=fresh_encoder(),
+                band=band,
+                max_ratio=max_ratio,
+                by_sentence=task == "sentiment",
+                limit=opts["human_edits"],
+            )
+            result["human_edits"] = he
+            if he.get("edits"):
+                self.stdout.write(
+                    f"human edits ({he['edits']}): perplexity filter passes {he['perplexity_pass']:.1%} at "
+                    f"ratio <= {max_ratio} ({he['perplexity_pass_at_1.5']:.1%} at 1.5; p50 {he['ratio_p50']}, "
+                    f"p90 {he['ratio_p90']}); similarity band passes {he['similarity_pass']:.1%}"
+                )
         result["perplexity_over_minilm"] = round(rp["candidates_per_s"] / minilm_rate, 3) if minilm_rate else None
         result["perplexity_lm"] = lm_path
         names = [g.strip() for g in opts["generators"].split(",") if g.strip()]
