@@ -202,8 +202,9 @@ def sample_continuations(
         cache = out.past_key_values
         if n > 1:
             cache.batch_repeat_interleave(n)
-        logits = out.logits[:, -1, :].float().repeat_interleave(n, dim=0)
-        mask = mask.repeat_interleave(n, dim=0)
+        # sampling runs on the CPU (its seeded generator lives there), whatever the model's device
+        logits = out.logits[:, -1, :].float().cpu().repeat_interleave(n, dim=0)
+        mask = mask.cpu().repeat_interleave(n, dim=0)
         nxt_pos = mask.sum(-1, keepdim=True)
         done = torch.zeros(b * n, dtype=torch.bool)
         stop = torch.tensor(sorted(stop_ids), dtype=torch.long)
