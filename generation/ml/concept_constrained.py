@@ -290,15 +290,18 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         review) is then rewritten one sentence at a time too, not replaced by one sentence."""
         from generation.ml.rules.tokens import sentence_spans
 
-        lm = self.lm
-        chat = bool(
+        chat = self.lm is not None and not self.steers and self._chat_form(self.lm, steered_by_model=False)
+        return chat and len(sentence_spans(full)) > 1
+
+    def _chat_form(self, lm: LoadedModel, steered_by_model: bool) -> bool:
+        """``lm`` is asked in chat form: an instruction-tuned causal LM (a chat template), not a
+        per-label steer model."""
+        return bool(
             self.chat
-            and lm is not None
-            and not self.steers
+            and not steered_by_model
             and not lm.is_encoder_decoder
             and getattr(lm.tokenizer, "chat_template", None)
         )
-        return chat and len(sentence_spans(full)) > 1
 
     def _sentence(self, full: str) -> tuple[int, int] | None:
         """The span of the sentence to rewrite in a long text: the one with the most concepts
@@ -338,9 +341,7 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
             return []
         prompt = "" if steered_by_model else steer_prompt(task, field, target, other_name, other)
         eos = tok.eos_token_id
-        chat = bool(
-            self.chat and not steered_by_model and not lm.is_encoder_decoder and getattr(tok, "chat_template", None)
-        )
+        chat = self._chat_form(lm, steered_by_model)
         if chat:
             # the label and the concepts in the instruction, the answer pre-filled with the
             # first word (the NeuroCF "1g" prefix); the constraints are still enforced by the search

@@ -311,8 +311,8 @@ class LLMPromptGenerator(PerOriginalGenerator):
 
         if context not in ("sentence", "text"):
             raise GeneratorConfigError("context must be 'sentence' or 'text'")
-        if teacher_scope not in ("auto", "text", "window"):
-            raise GeneratorConfigError("teacher_scope must be 'auto', 'text' or 'window'")
+        if teacher_scope not in ("auto", "text"):
+            raise GeneratorConfigError("teacher_scope must be 'auto' or 'text'")
         # what the teacher compares: the whole text, or the sentence(s) the edit is in (the
         # window the prompt showed and the similarity filter compares); "auto": the window
         # when there is one. On a review of many sentences one phrase moves no classifier
