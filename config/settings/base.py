@@ -114,6 +114,7 @@ AXES_RESET_ON_SUCCESS = True
 AXES_HTTP_RESPONSE_CODE = 429
 AXES_LOCKOUT_CALLABLE = "projects.lockout.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "projects.lockout.client_ip"
+AXES_VERBOSE = False  # axes printed "AXES: BEGIN version …" to stdout on every start, even before a command's --help
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
