@@ -40,7 +40,7 @@ class MembershipOutputSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
     def get_paused(self, m: ProjectMembership) -> bool:
-        return bool(m.flagged and m.flag_reason.startswith("paused by"))
+        return m.paused
 
 
 def _membership(membership_id: int) -> ProjectMembership | None:
