@@ -238,7 +238,8 @@ def items_waiting_summary(*, project: Project, sample: int = 20) -> dict[str, An
         "count": qs.count() if len(rows) >= sample else len(rows),
         "items": rows,
         "eligible_annotators": eligible_annotators(project_id=project.pk, qualified=False).count(),
-        "remedy_url": reverse("annotate-waiting", kwargs={"project_id": project.pk}),
+        "remedy_url": reverse("annotate-waiting", kwargs={"project_id": project.pk}),  # POST
+        "page_url": reverse("annotate-dashboard", kwargs={"project_id": project.pk}) + "#waiting",
     }
 
 

@@ -120,7 +120,7 @@ class MemberPauseApi(APIView):
 
 
 class MemberResumeApi(APIView):
-    """Clear a pause or a quality flag."""
+    """Lift a pause, or clear a quality flag (which starts a fresh qualification window)."""
 
     permission_classes = (IsResearcher,)
 
