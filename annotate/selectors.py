@@ -274,11 +274,17 @@ class MemberState:
         return self.state in ("paused", "flagged", "removed")
 
 
-def _choice_text(kind: str, choice: str) -> str:
+def _choice_text(item: Item, choice: str) -> str:
+    """A canonical choice as the annotator understands it (caption choices by their text: the
+    order the annotator saw them in is not the point of the feedback)."""
     if choice == choice_rules.UNCLEAR:
         return "Unclear / invalid"
-    if kind == "caption_choice":
-        return {"caption_a": "the original caption", "caption_b": "the counterfactual caption"}.get(choice, choice)
+    if item.kind == "caption_choice":
+        captions = {
+            "caption_a": item.candidate.example.fields.get("caption", ""),
+            "caption_b": item.candidate.fields.get("caption", ""),
+        }
+        return f"the caption “{captions[choice]}”" if choice in captions else choice.capitalize()
     return choice.replace("_", " ")
 
 
@@ -304,8 +310,8 @@ def qualification_feedback(*, membership: ProjectMembership, first: int | None =
             CheckFeedback(
                 fields=fields,
                 image=image,
-                answered=_choice_text(item.kind, ann.choice),
-                expected=_choice_text(item.kind, item.gold_choice),
+                answered=_choice_text(item, ann.choice),
+                expected=_choice_text(item, item.gold_choice),
                 explanation=str(explanation) if explanation else "",
             )
         )

@@ -179,3 +179,31 @@ def test_resume_after_pause_keeps_qualification(qual):
     r.post(f"/annotate/projects/{project.pk}/members/", {"action": "resume", "membership": m.pk})
     m.refresh_from_db()
     assert not m.flagged and m.qualified_at is not None and m.gold_window_start is None
+
+
+def test_caption_feedback_names_the_captions(qual):
+    project = project_with_candidates(task="image-caption", n=1, gold=5)
+    Item.objects.bulk_create(
+        Item(
+            project=project,
+            candidate=c,
+            kind="caption_choice",
+            side="counterfactual",
+            is_gold=True,
+            gold_choice="caption_b",
+            k=100000,
+            priority=i,
+        )
+        for i, c in enumerate(Candidate.objects.filter(project=project, gold_label__isnull=False))
+    )
+    u = annotator(project)
+    for _ in range(5):
+        a = svc.assignment_next(project=project, annotator=u)
+        shown = a.display_order.index("caption_a")  # press the original's caption: wrong
+        svc.annotation_submit(assignment_id=a.pk, annotator=u, choice=f"caption {shown + 1}")
+    assert u.memberships.get().flagged
+    page = unescape(login(u).get(f"/annotate/projects/{project.pk}/").content.decode())
+    assert "Check items you got wrong (5)" in page
+    assert "You answered <strong>the caption “orig caption" in page
+    assert "the expected answer is <strong>the caption “cf caption" in page
+    assert 'src="/media/img/c' in page
