@@ -1,5 +1,6 @@
 """The annotation REST API (contract: docs/formats.md §4). Thin: parse, call one service or
-selector, render. Errors: 400 bad input, 403 role, 404 unknown id, 409 lease conflicts."""
+selector, render. Errors: 400 bad input, 403 role or membership (removed, paused, flagged), 404
+unknown id, 409 lease conflicts."""
 
 from __future__ import annotations
 
@@ -135,7 +136,10 @@ class AssignmentHeartbeatApi(APIView):
 
     @extend_schema(request=None, responses={200: OpenApiResponse(description="{assignment, expires_at}")})
     def post(self, request: Request, assignment_id: int) -> Response:
-        expiry = svc.assignment_heartbeat(assignment_id=assignment_id, annotator=request.user)
+        try:
+            expiry = svc.assignment_heartbeat(assignment_id=assignment_id, annotator=request.user)
+        except svc.AnnotationError as exc:
+            return _error(exc)
         if expiry is None:
             return Response({"detail": "this lease is no longer live"}, status=status.HTTP_409_CONFLICT)
         return Response({"assignment": assignment_id, "expires_at": expiry.isoformat()})

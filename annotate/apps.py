@@ -19,3 +19,8 @@ class AnnotateConfig(AppConfig):
         from projects.services.exports import export_provenance_register
 
         export_provenance_register(pairs=export_provenance, manifest=export_manifest)
+
+        from annotate.services.assignments import assignments_release_for
+        from projects.services.memberships import membership_lease_releaser_register
+
+        membership_lease_releaser_register(assignments_release_for)

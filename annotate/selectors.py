@@ -11,12 +11,13 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models import Avg, Count, F, QuerySet
+from django.db.models import Avg, Count, Exists, F, IntegerField, OuterRef, QuerySet, Subquery
 from django.urls import reverse
 
 from annotate import choices as choice_rules
 from annotate.ml import agreement
 from annotate.models import Annotation, Assignment, Item
+from annotate.services.assignments import PAUSED_MESSAGE, REMOVED_MESSAGE
 from projects import permissions
 from projects.models import Label, Project, ProjectMembership
 from projects.selectors import projects_visible_to
@@ -172,9 +173,186 @@ def annotator_home(*, user: Any) -> list[dict[str, Any]]:
     """Projects on the annotator's home page with their own progress."""
     out = []
     for p in projects_visible_to(user=user).order_by("name"):
+        state = member_state(project=p, user=user)
         prog = annotator_progress(project=p, user=user)
-        out.append({"project": p, **prog})
+        if state.locked:
+            prog["left"] = 0  # nothing is served while locked: do not promise items
+        out.append({"project": p, "member": state, **prog})
     return out
+
+
+# --- who can still answer (issue 18.10) ------------------------------------------------------
+
+
+def eligible_annotators(*, project_id: Any, qualified: bool) -> QuerySet[ProjectMembership]:
+    """Annotator memberships that can be served items: active account, not paused or flagged;
+    with ``qualified``, also past qualification (or no qualification configured). Without it,
+    members still in qualification count too (they may yet qualify). ``project_id`` may be an
+    ``OuterRef``."""
+    qs = ProjectMembership.objects.filter(
+        project_id=project_id, role=permissions.ANNOTATOR, flagged=False, user__is_active=True
+    )
+    if qualified and int(settings.COUNTERPART["QUALIFICATION_GOLD"]) > 0:
+        qs = qs.filter(qualified_at__isnull=False)
+    return qs
+
+
+def _not_had(item_ref: Any) -> Any:
+    """Memberships whose user never had an assignment on the item (``item_ref``)."""
+    return ~Exists(Assignment.objects.filter(item_id=item_ref, annotator_id=OuterRef("user_id")))
+
+
+def annotators_available_for(*, item_id: int, project_id: int, qualified: bool) -> int:
+    """Eligible annotators who have not had ``item_id`` yet (nobody gets an item twice)."""
+    return eligible_annotators(project_id=project_id, qualified=qualified).filter(_not_had(item_id)).count()
+
+
+class _CountOf(Subquery):
+    template = "(SELECT COUNT(*) FROM (%(subquery)s) _n)"
+    output_field = IntegerField()
+
+
+def items_waiting_for_annotators(*, project: Project) -> QuerySet[Item]:
+    """Open real items that can never get their answers: fewer eligible annotators (active, not
+    paused or flagged, qualified or still in qualification) who have not had the item than the
+    item still has free slots (``k − taken``). Annotated with ``available``. A derived state:
+    it goes away by itself when annotators are added or resumed, or by
+    ``items_settle_waiting`` (the one-click remedy on the annotation dashboard)."""
+    available = eligible_annotators(project_id=OuterRef("project_id"), qualified=False).filter(
+        _not_had(OuterRef(OuterRef("pk")))
+    )
+    return (
+        Item.objects.filter(project=project, status="open", is_gold=False, taken__lt=F("k"))
+        .annotate(available=_CountOf(available.values("pk")))
+        .filter(available__lt=F("k") - F("taken"))
+        .order_by("id")
+    )
+
+
+def items_waiting_summary(*, project: Project, sample: int = 20) -> dict[str, Any]:
+    """Count and a few of the items waiting for annotators (the dashboard, the API, warnings)."""
+    qs = items_waiting_for_annotators(project=project)
+    columns = ("id", "candidate__external_id", "side", "k", "taken", "done", "available")
+    rows = list(qs.values(*columns)[: max(sample, 0)])  # "available": an annotation
+    return {
+        "count": qs.count() if len(rows) >= sample else len(rows),
+        "items": rows,
+        "eligible_annotators": eligible_annotators(project_id=project.pk, qualified=False).count(),
+        "remedy_url": reverse("annotate-waiting", kwargs={"project_id": project.pk}),  # POST
+        "page_url": reverse("annotate-dashboard", kwargs={"project_id": project.pk}) + "#waiting",
+    }
+
+
+# --- qualification, as the annotator sees it (issue 18.11) ----------------------------------
+
+
+@dataclass(frozen=True)
+class CheckFeedback:
+    """One check item the annotator got wrong: what they said, what was expected and why."""
+
+    fields: list[tuple[str, Any]]
+    image: str
+    answered: str
+    expected: str
+    explanation: str
+
+
+@dataclass(frozen=True)
+class MemberState:
+    """Where a member stands on a project: ``state`` is ``ok``, ``qualifying``, ``paused``,
+    ``flagged``, ``removed`` or ``researcher`` (a researcher without membership)."""
+
+    state: str
+    message: str
+    required: int
+    answered: int
+    correct: int
+    feedback: list[CheckFeedback]
+
+    @property
+    def locked(self) -> bool:
+        return self.state in ("paused", "flagged", "removed")
+
+
+def _choice_text(item: Item, choice: str) -> str:
+    """A canonical choice as the annotator understands it (caption choices by their text: the
+    order the annotator saw them in is not the point of the feedback)."""
+    if choice == choice_rules.UNCLEAR:
+        return "Unclear / invalid"
+    if item.kind == "caption_choice":
+        captions = {
+            "caption_a": item.candidate.example.fields.get("caption", ""),
+            "caption_b": item.candidate.fields.get("caption", ""),
+        }
+        return f"the caption “{captions[choice]}”" if choice in captions else choice.capitalize()
+    return choice.replace("_", " ")
+
+
+def qualification_feedback(*, membership: ProjectMembership, first: int | None = None) -> list[CheckFeedback]:
+    """The member's wrong check answers in their current qualification window (only among the
+    ``first`` answers when given: the qualification itself), with the expected answer and its
+    explanation (the pair's ``meta.gold_explanation``), as MTurk qualification feedback does.
+    Shown to that annotator only (never anyone else's answers)."""
+    from annotate.services.quality import gold_window_answers
+
+    window = gold_window_answers(membership=membership)
+    if first is not None:
+        window = window.filter(pk__in=list(window.values_list("pk", flat=True)[:first]))
+    wrong = window.filter(correct=False).select_related("item__candidate__example", "item__project")[:50]
+    out = []
+    for ann in wrong:
+        item, cand = ann.item, ann.item.candidate
+        names = list(item.project.text_fields or [])
+        image = image_url(cand.image) if item.kind == "caption_choice" else ""
+        fields = _ordered_fields(cand.fields, names)
+        explanation = (cand.meta or {}).get("gold_explanation") if isinstance(cand.meta, dict) else None
+        out.append(
+            CheckFeedback(
+                fields=fields,
+                image=image,
+                answered=_choice_text(item, ann.choice),
+                expected=_choice_text(item, item.gold_choice),
+                explanation=str(explanation) if explanation else "",
+            )
+        )
+    return out
+
+
+def member_state(*, project: Project, user: Any) -> MemberState:
+    """The member's standing on ``project`` for the annotator's pages (home, item page)."""
+    from annotate.services.quality import gold_window_answers, qualification_required
+
+    required = qualification_required()
+    m = ProjectMembership.objects.filter(project=project, user=user).first()
+    if m is None:
+        if permissions.is_researcher(user):
+            return MemberState("researcher", "", required, 0, 0, [])
+        return MemberState("removed", REMOVED_MESSAGE, required, 0, 0, [])
+    if m.paused:
+        return MemberState("paused", PAUSED_MESSAGE, required, 0, 0, [])
+    answers = [bool(c) for c in gold_window_answers(membership=m).values_list("correct", flat=True)[: max(required, 1)]]
+    answered, correct = (min(len(answers), required), sum(answers[:required])) if required else (0, 0)
+    if m.flagged:
+        return MemberState(
+            "flagged",
+            f"Your answers on the check items did not meet the project's threshold ({m.flag_reason}). "
+            "A researcher has to review them before you can go on.",
+            required,
+            answered,
+            correct,
+            qualification_feedback(membership=m),
+        )
+    if m.qualified_at is None and required > 0:
+        return MemberState(
+            "qualifying",
+            f"First {required} check items decide whether you qualify: {answered} of {required} answered.",
+            required,
+            answered,
+            correct,
+            [],
+        )
+    feedback = qualification_feedback(membership=m, first=required) if required else []
+    return MemberState("ok", "", required, answered, correct, feedback)
 
 
 # --- quality dashboard ----------------------------------------------------------------------
@@ -232,6 +410,7 @@ def project_quality(*, project: Project) -> dict[str, Any]:
             "unclear": unclear,
             "extended": extended,
             "gold": Item.objects.filter(project=project, is_gold=True).count(),
+            "waiting_for_annotators": items_waiting_for_annotators(project=project).count(),
         },
         "annotations": len(real),
         "gold_annotations": len(gold_rows),
@@ -375,11 +554,17 @@ __all__ = [
     "annotator_candidates",
     "annotator_home",
     "annotator_progress",
+    "annotators_available_for",
+    "eligible_annotators",
     "image_url",
     "item_view",
+    "items_waiting_for_annotators",
+    "items_waiting_summary",
     "last_undoable",
+    "member_state",
     "membership_for",
     "memberships_for",
     "project_annotatable_by",
     "project_quality",
+    "qualification_feedback",
 ]

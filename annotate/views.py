@@ -13,13 +13,15 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from annotate import selectors
 from annotate.models import Assignment
 from annotate.services import assignments as svc
-from annotate.services.quality import membership_unflag
+from annotate.services.quality import items_settle_waiting, membership_unflag
 from annotate.services.routing import (
     STRATEGIES,
     project_add_annotators,
@@ -60,6 +62,7 @@ def _stage_context(request: HttpRequest, project: Project, *, error: str = "") -
         "project": project,
         "view": view,
         "blocked": blocked,
+        "member": selectors.member_state(project=project, user=request.user) if blocked else None,
         "error": error,
         "progress": selectors.annotator_progress(project=project, user=request.user),
         "last": selectors.last_undoable(project=project, user=request.user),
@@ -169,7 +172,16 @@ def undo(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def heartbeat(request: HttpRequest, assignment_id: int) -> HttpResponse:
-    expiry = svc.assignment_heartbeat(assignment_id=assignment_id, annotator=request.user)
+    try:
+        expiry = svc.assignment_heartbeat(assignment_id=assignment_id, annotator=request.user)
+    except svc.NotAllowed as exc:
+        return HttpResponseStopPolling(
+            format_html(
+                '<p class="error" role="alert">{} <a href="{}">Back to your projects</a></p>',
+                exc,
+                reverse("annotate-home"),
+            )
+        )
     if expiry is None:
         resp = HttpResponseStopPolling(
             '<p class="error" role="alert">This item was released (the page was idle too long). '
@@ -200,7 +212,24 @@ def _dashboard_context(project: Project) -> dict[str, Any]:
         "candidates": selectors.annotator_candidates(project=project),
         "min_agreement": f"{float(settings.COUNTERPART['MIN_AGREEMENT']):.0%}",
         "max_k": settings.COUNTERPART["MAX_ANNOTATORS_PER_ITEM"],
+        "waiting": selectors.items_waiting_summary(project=project),
     }
+
+
+@researcher_required
+@require_POST
+def waiting(request: HttpRequest, project_id: int) -> HttpResponse:
+    """The remedy for items waiting for annotators (issue 18.10): lower their overlap to what
+    their eligible annotators can still give and aggregate those that have their answers."""
+    project = get_object_or_404(Project, pk=project_id)
+    done = items_settle_waiting(project=project)
+    parts = [f"Lowered the overlap of {done.lowered} item(s); {done.aggregated} aggregated with the answers there."]
+    if done.no_annotator:
+        parts.append(f"{done.no_annotator} item(s) have no answer and nobody to answer them: add or resume annotators.")
+    if done.left:
+        parts.append(f"{done.left} more item(s) are waiting: press the button again.")
+    messages.success(request, " ".join(parts))
+    return redirect(f"{reverse('annotate-dashboard', kwargs={'project_id': project.pk})}#waiting")
 
 
 def _route_context(project: Project) -> dict[str, Any]:
@@ -282,8 +311,10 @@ def members(request: HttpRequest, project_id: int) -> HttpResponse:
         return HttpResponseBadRequest(str(exc))
     if unflag is not None:
         m = get_object_or_404(ProjectMembership, pk=unflag, project=project)
+        was_paused = m.paused
         membership_unflag(membership=m)
-        messages.success(request, f"Cleared the flag on {m.user.username}.")
+        fresh = "" if was_paused else ": a fresh qualification window starts (earlier check answers no longer count)"
+        messages.success(request, f"Cleared the flag on {m.user.username}{fresh}.")
         back = "annotate-members" if request.POST.get("next") == "members" else "annotate-dashboard"
         return redirect(back, project_id=project.pk)
     if action in ("remove", "pause", "resume"):
@@ -295,8 +326,10 @@ def members(request: HttpRequest, project_id: int) -> HttpResponse:
             membership_pause(membership=m, by=request.user)
             messages.success(request, f"Paused {m.user.username}: no more items until resumed.")
         else:
+            was_paused = m.paused
             membership_unflag(membership=m)
-            messages.success(request, f"Resumed {m.user.username}.")
+            fresh = "" if was_paused else "; a fresh qualification window starts"
+            messages.success(request, f"Resumed {m.user.username}{fresh}.")
         return redirect("annotate-members", project_id=project.pk)
     if action == "add":
         form = {"username": request.POST.get("username", "").strip(), "role": request.POST.get("role", "annotator")}

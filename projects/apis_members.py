@@ -40,7 +40,7 @@ class MembershipOutputSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
     def get_paused(self, m: ProjectMembership) -> bool:
-        return bool(m.flagged and m.flag_reason.startswith("paused by"))
+        return m.paused
 
 
 def _membership(membership_id: int) -> ProjectMembership | None:
@@ -120,7 +120,7 @@ class MemberPauseApi(APIView):
 
 
 class MemberResumeApi(APIView):
-    """Clear a pause or a quality flag."""
+    """Lift a pause, or clear a quality flag (which starts a fresh qualification window)."""
 
     permission_classes = (IsResearcher,)
 

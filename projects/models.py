@@ -163,6 +163,7 @@ class Candidate(models.Model):
 
 
 MEMBER_ROLES = ["annotator", "researcher"]
+PAUSE_REASON_PREFIX = "paused by"  # a pause is a flag with this reason (projects/services/memberships.py)
 
 
 class ProjectMembership(models.Model):
@@ -181,6 +182,11 @@ class ProjectMembership(models.Model):
     qualified_at = models.DateTimeField(null=True, blank=True)
     flagged = models.BooleanField(default=False)
     flag_reason = models.CharField(max_length=300, blank=True, default="")
+    gold_window_start = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="qualification counts only check answers given after this (set when a flag is cleared)",
+    )
 
     class Meta:
         db_table = "annotate_projectmembership"
@@ -189,6 +195,11 @@ class ProjectMembership(models.Model):
             models.CheckConstraint(condition=Q(gold_correct__lte=F("gold_answered")), name="membership_gold_le"),
             models.CheckConstraint(condition=Q(role__in=MEMBER_ROLES), name="membership_role_valid"),
         ]
+
+    @property
+    def paused(self) -> bool:
+        """Paused by a researcher (rather than flagged by the quality checks)."""
+        return self.flagged and self.flag_reason.startswith(PAUSE_REASON_PREFIX)
 
 
 class LabelOverride(models.Model):

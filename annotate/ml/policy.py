@@ -1,7 +1,8 @@
 """Quality-control policies for annotators and items (pure, no Django).
 
 * ``qualification_status`` — the qualification step: an annotator must answer ``required`` gold
-  items with at least ``min_accuracy`` before getting real items.
+  items with at least ``min_accuracy`` correct before getting real items (decided only once all
+  ``required`` answers are in).
 * ``flag_annotators`` — annotators whose gold accuracy is below a threshold.
 * ``extra_annotations_needed`` / ``needs_more`` — MTurk-style plurality policy: collect ``k``
   annotations; while no label holds the required share, ask for one more, up to ``k_max``.
@@ -38,10 +39,10 @@ def qualification_status(gold_answers: Sequence[bool], *, required: int, min_acc
     """Qualification outcome from an annotator's gold answers, oldest first (True = correct).
 
     Only the first ``required`` answers count (later gold answers are quality checks, not the
-    qualification). The result is PASSED once ``required`` answers are in and at least
-    ``ceil(min_accuracy · required)`` of them are correct; FAILED as soon as that can no longer
-    be reached even if every remaining answer is correct (so nobody labels pointless extra gold
-    items); PENDING otherwise. ``required=0`` means no qualification: always PASSED.
+    qualification). Nothing is decided before ``required`` answers are in (a couple of early
+    mistakes do not lock anybody out): then PASSED when at least
+    ``ceil(min_accuracy · required)`` of them are correct, else FAILED; PENDING before that.
+    ``required=0`` means no qualification: always PASSED.
     """
     if required < 0:
         raise ValueError("required must be >= 0")
@@ -50,14 +51,10 @@ def qualification_status(gold_answers: Sequence[bool], *, required: int, min_acc
     if required == 0:
         return QualificationStatus.PASSED
     first = [bool(a) for a in gold_answers[:required]]
+    if len(first) < required:
+        return QualificationStatus.PENDING
     need = math.ceil(min_accuracy * required - _FLOAT_SLACK)
-    correct = sum(first)
-    remaining = required - len(first)
-    if correct + remaining < need:
-        return QualificationStatus.FAILED
-    if remaining == 0:
-        return QualificationStatus.PASSED
-    return QualificationStatus.PENDING
+    return QualificationStatus.PASSED if sum(first) >= need else QualificationStatus.FAILED
 
 
 def flag_annotators(

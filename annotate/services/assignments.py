@@ -25,7 +25,8 @@ from django.utils import timezone
 from annotate import choices as choice_rules
 from annotate.models import Annotation, Assignment, Item
 from annotate.services import hot_sql as sql
-from projects.models import Project, ProjectMembership
+from projects import permissions
+from projects.models import PAUSE_REASON_PREFIX, Project, ProjectMembership
 
 _rng = random.SystemRandom()
 
@@ -54,6 +55,15 @@ class NotAllowed(AnnotationError):
     status = 403
 
 
+PAUSED_MESSAGE = "Your work on this project is paused by the project's researchers. Your answers so far are kept."
+REMOVED_MESSAGE = "You are no longer a member of this project."
+FLAGGED_MESSAGE = "Your answers on the check items were below the project's threshold; a researcher has to review them."
+WAITING_CHECKS_MESSAGE = (
+    "You have answered every check item there is for you, fewer than the {required} needed to qualify; "
+    "the project's researchers have to add check items before you can go on."
+)
+
+
 def _cfg(key: str) -> Any:
     counterpart: Mapping[str, Any] = settings.COUNTERPART  # a TypedDict: a str key needs this view
     return counterpart[key]
@@ -74,6 +84,7 @@ class Access:
     membership_id: int | None
     qualified: bool
     flagged: bool
+    paused: bool = False
 
 
 def project_access(*, project_id: int, annotator: Any) -> Access | None:
@@ -81,13 +92,35 @@ def project_access(*, project_id: int, annotator: Any) -> Access | None:
     row = sql.fetchone_prepared(sql.ACCESS, [annotator.pk, project_id])
     if row is None:
         return None
-    pid, task, text_fields, mid, qualified_at, flagged = row
-    if mid is None:
-        from projects import permissions
+    pid, task, text_fields, mid, qualified_at, flagged, reason = row
+    if mid is None and not permissions.is_researcher(annotator):
+        return None
+    paused = bool(flagged) and str(reason or "").startswith(PAUSE_REASON_PREFIX)
+    return Access(
+        pid, task, list(sql.json_value(text_fields) or []), mid, qualified_at is not None, bool(flagged), paused
+    )
 
-        if not permissions.is_researcher(annotator):
-            return None
-    return Access(pid, task, list(sql.json_value(text_fields) or []), mid, qualified_at is not None, bool(flagged))
+
+def _member_refusal(*, project_id: int, annotator: Any) -> NotAllowed | None:
+    """Why ``annotator`` may not act on ``project_id`` now (its current membership: removed,
+    paused or flagged), or None. Researchers and admins without a membership may."""
+    row = (
+        ProjectMembership.objects.filter(project_id=project_id, user_id=annotator.pk)
+        .values_list("flagged", "flag_reason")
+        .first()
+    )
+    if row is None:
+        return None if permissions.is_researcher(annotator) else NotAllowed(REMOVED_MESSAGE)
+    flagged, reason = row
+    if flagged:
+        return NotAllowed(PAUSED_MESSAGE if reason.startswith(PAUSE_REASON_PREFIX) else FLAGGED_MESSAGE)
+    return None
+
+
+def _check_member(*, project_id: int, annotator: Any) -> None:
+    refusal = _member_refusal(project_id=project_id, annotator=annotator)
+    if refusal is not None:
+        raise refusal
 
 
 @dataclass(frozen=True)
@@ -153,29 +186,32 @@ def lease_next(*, access: Access, annotator: Any, now: datetime | None = None) -
     """Lease the next item to ``annotator`` (or renew and return their live lease).
 
     None when nothing is left for them (the API answers 204). NotAllowed when the annotator is
-    flagged or failed qualification.
+    paused, flagged, failed qualification or waits for check items.
     """
     now = now or timezone.now()
+    if access.membership_id is not None and access.flagged:
+        # Checked before the live lease is renewed: a paused or flagged member keeps nothing.
+        raise NotAllowed(PAUSED_MESSAGE if access.paused else FLAGGED_MESSAGE)
     expires = now + lease_duration()
     live = _backend().renew_live(annotator_id=annotator.pk, project_id=access.project_id, now=now, expires=expires)
     if live is not None:
         return live
     _expire_now_and_then(now)
-    if access.flagged:
-        raise NotAllowed(
-            "your answers on the check items were below the project's threshold; a researcher has to review them"
-        )
     if access.membership_id is not None and not access.qualified and int(_cfg("QUALIFICATION_GOLD")) > 0:
         got = _claim(access=access, annotator_id=annotator.pk, gold=True, now=now)
         if got is not None:
             return got
-        # No unseen gold item left: decide on what was answered (nothing to check → qualified).
+        # No unseen gold item left: decide on what was answered if the rules allow it.
         from annotate.services.quality import membership_settle_qualification
 
         membership = ProjectMembership.objects.filter(pk=access.membership_id).first()
         membership = membership_settle_qualification(membership=membership, out_of_gold=True, now=now)
-        if membership is not None and membership.flagged:
-            raise NotAllowed("qualification not passed")
+        if membership is None:
+            raise NotAllowed(REMOVED_MESSAGE)
+        if membership.flagged:
+            raise NotAllowed(FLAGGED_MESSAGE)
+        if membership.qualified_at is None:
+            raise NotAllowed(WAITING_CHECKS_MESSAGE.format(required=int(_cfg("QUALIFICATION_GOLD"))))
     elif float(_cfg("GOLD_RATE")) > 0 and _rng.random() < float(_cfg("GOLD_RATE")):
         got = _claim(access=access, annotator_id=annotator.pk, gold=True, now=now)
         if got is not None:
@@ -252,29 +288,53 @@ def assignments_expire(*, now: datetime | None = None, limit: int = 500) -> int:
         rows = list(qs.values_list("id", "item_id")[:limit])
         if not rows:
             return 0
-        ids = [r[0] for r in rows]
-        moved = Assignment.objects.filter(pk__in=ids, status="leased", expires_at__lte=now).update(
-            status="expired", finished_at=now
-        )
-        if moved != len(ids):  # cannot happen under the row locks / the single writer
-            raise IntegrityError("lease expiry raced; rolled back")
-        per_item = Counter(r[1] for r in rows)
-        by_count: dict[int, list[int]] = {}
-        for item_id, c in per_item.items():
-            by_count.setdefault(c, []).append(item_id)
-        for c, item_ids in by_count.items():
-            Item.objects.filter(pk__in=item_ids).update(taken=F("taken") - c)
-        return moved
+        return _expire_rows(rows, now=now, only_run_out=True)
+
+
+def _expire_rows(rows: list[tuple[int, int]], *, now: datetime, only_run_out: bool = False) -> int:
+    """Move the (locked) leases ``rows`` = [(assignment id, item id)] to expired and give their
+    slots back, in the caller's transaction (``only_run_out``: leases whose time is up)."""
+    ids = [r[0] for r in rows]
+    live = Assignment.objects.filter(pk__in=ids, status="leased")
+    if only_run_out:
+        live = live.filter(expires_at__lte=now)
+    moved = live.update(status="expired", finished_at=now)
+    if moved != len(ids):  # cannot happen under the row locks / the single writer
+        raise IntegrityError("lease expiry raced; rolled back")
+    per_item = Counter(r[1] for r in rows)
+    by_count: dict[int, list[int]] = {}
+    for item_id, c in per_item.items():
+        by_count.setdefault(c, []).append(item_id)
+    for c, item_ids in by_count.items():
+        Item.objects.filter(pk__in=item_ids).update(taken=F("taken") - c)
+    return moved
 
 
 def assignment_heartbeat(*, assignment_id: int, annotator: Any, now: datetime | None = None) -> datetime | None:
-    """Extend a live lease; returns the new expiry, or None if the lease is gone."""
+    """Extend a live lease; returns the new expiry, or None if the lease is gone. NotAllowed
+    when the annotator is no longer an active member of the lease's project."""
     now = now or timezone.now()
     new_expiry = now + lease_duration()
-    n = Assignment.objects.filter(pk=assignment_id, annotator=annotator, status="leased", expires_at__gt=now).update(
-        expires_at=new_expiry
-    )
+    mine = Assignment.objects.filter(pk=assignment_id, annotator=annotator)
+    project_id = mine.values_list("project_id", flat=True).first()
+    if project_id is None:
+        return None
+    _check_member(project_id=project_id, annotator=annotator)
+    n = mine.filter(status="leased", expires_at__gt=now).update(expires_at=new_expiry)
     return new_expiry if n else None
+
+
+def assignments_release_for(project_id: int, user_id: int) -> int:
+    """Give back at once every live lease ``user_id`` holds on ``project_id`` (the member was
+    removed or paused). Registered with ``projects.services.memberships``; runs inside its
+    transaction. Returns how many were released."""
+    now = timezone.now()
+    with transaction.atomic():
+        qs = Assignment.objects.filter(project_id=project_id, annotator_id=user_id, status="leased").order_by("id")
+        rows = list(qs.select_for_update().values_list("id", "item_id"))
+        if not rows:
+            return 0
+        return _expire_rows(rows, now=now)
 
 
 # --- submit, skip, undo --------------------------------------------------------------------
@@ -374,7 +434,14 @@ class _PostgresPath:
         return Lease(live[0], live[1], list(sql.json_value(live[2])), expires, tuple(live[3:9]))
 
     def submit(
-        self, *, assignment_id: int, annotator: Any, choice: str, duration_ms: int | None, now: datetime
+        self,
+        *,
+        assignment_id: int,
+        annotator: Any,
+        choice: str,
+        duration_ms: int | None,
+        now: datetime,
+        member_only: bool = True,
     ) -> SubmitResult | None:
         """Two round trips: read the lease's choice order (to map the choice back), then one
         statement that closes the lease, counts and stores the answer. None: not a live lease."""
@@ -396,7 +463,7 @@ class _PostgresPath:
             "shown": choice,
             "duration": duration_ms,
         }
-        out = sql.fetchone_prepared(sql.SUBMIT_PG, params)
+        out = sql.fetchone_prepared(sql.SUBMIT_PG if member_only else sql.SUBMIT_PG_ANY, params)
         if out is None:
             return None
         ann_id, item_id, done, k, status, is_gold, project_id, gold_choice = out
@@ -445,10 +512,21 @@ class _SqlitePath:
         return Lease(live[0], live[1], list(sql.json_value(live[2])), expires)
 
     def submit(
-        self, *, assignment_id: int, annotator: Any, choice: str, duration_ms: int | None, now: datetime
+        self,
+        *,
+        assignment_id: int,
+        annotator: Any,
+        choice: str,
+        duration_ms: int | None,
+        now: datetime,
+        member_only: bool = True,
     ) -> SubmitResult | None:
         with transaction.atomic():
-            row = sql.fetchone(sql.CLOSE_LEASE, [sql.dt(now), assignment_id, annotator.pk, sql.dt(now)])
+            params = [sql.dt(now), assignment_id, annotator.pk, sql.dt(now)]
+            if member_only:
+                row = sql.fetchone(sql.CLOSE_LEASE, [*params, annotator.pk])
+            else:
+                row = sql.fetchone(sql.CLOSE_LEASE_ANY, params)
             if row is None:
                 return None  # not a live lease of this annotator
             item_id, project_id, order = row[0], row[1], list(sql.json_value(row[2]))
@@ -510,7 +588,9 @@ def annotation_submit(
 ) -> SubmitResult:
     """Record ``annotator``'s answer on their lease. A repeat of the same answer returns the
     stored one (``created=False``); an expired or foreign lease is a Conflict; a choice that
-    was not offered is InvalidChoice (and nothing is written). Completing an item aggregates
+    was not offered is InvalidChoice (and nothing is written); an annotator who is no longer an
+    active member (removed, paused, flagged) is NotAllowed, and the answer does not count (the
+    membership condition is in the statement that closes the lease). Completing an item aggregates
     it in the same transaction."""
     now = now or timezone.now()
     done = _backend().submit(
@@ -518,8 +598,22 @@ def annotation_submit(
     )
     if done is not None:
         return done
-    # Not a live lease of ours: say why (and answer a repeat with the stored annotation).
+    # Not a live lease of an active member: say why (and answer a repeat with the stored
+    # annotation). A removed, paused or flagged member is refused, whatever the lease.
     a = _own_assignment(assignment_id, annotator)
+    _check_member(project_id=a.project_id, annotator=annotator)
+    if not ProjectMembership.objects.filter(project_id=a.project_id, user_id=annotator.pk).exists():
+        # a researcher without a membership, trying the annotator page
+        done = _backend().submit(
+            assignment_id=assignment_id,
+            annotator=annotator,
+            choice=choice,
+            duration_ms=duration_ms,
+            now=now,
+            member_only=False,
+        )
+        if done is not None:
+            return done
     order = list(a.display_order)
     if choice_rules.to_canonical(_kind_of(order), order, choice) is None:
         raise InvalidChoice(f"{choice!r} is not one of the offered choices")
@@ -552,6 +646,7 @@ def assignment_skip(*, assignment_id: int, annotator: Any, reason: str = "", now
     """Release a lease without answering (the annotator will not see the item again)."""
     now = now or timezone.now()
     a = _own_assignment(assignment_id, annotator)
+    _check_member(project_id=a.project_id, annotator=annotator)
     if a.status == "skipped":
         return a
     with transaction.atomic():
@@ -577,6 +672,7 @@ def annotation_undo(*, assignment_id: int, annotator: Any, now: datetime | None 
     ``UNDO_SECONDS`` of answering. The assignment becomes a live lease again (same slot)."""
     now = now or timezone.now()
     a = _own_assignment(assignment_id, annotator)
+    _check_member(project_id=a.project_id, annotator=annotator)
     annotation = Annotation.objects.filter(assignment=a).first()
     if a.status != "submitted" or annotation is None:
         raise Conflict("there is no answer to undo")

@@ -7,10 +7,12 @@ Called inside the submit transaction (``annotate.services.assignments``); the ma
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
@@ -20,6 +22,7 @@ from annotate.models import Annotation, Item
 from projects import states
 from projects.models import Label, Project, ProjectMembership
 from projects.services.candidates import candidates_transition
+from projects.services.memberships import membership_resume
 
 
 def _cfg(key: str) -> Any:
@@ -38,9 +41,10 @@ def canonical_choices(kind: str, labels: list[str]) -> list[str]:
 
 def item_complete_if_ready(*, item_id: int, now: datetime | None = None) -> str | None:
     """If the item has its k answers: either ask for more (plurality policy: raise k by one
-    while no choice holds ``MIN_AGREEMENT``, up to ``MAX_ANNOTATORS_PER_ITEM``) or aggregate by
-    majority vote, close the item and — when the candidate's items are all closed with a label
-    — give the candidate its human label through ``candidates_transition``.
+    while no choice holds ``MIN_AGREEMENT``, up to ``MAX_ANNOTATORS_PER_ITEM`` and never beyond
+    the eligible annotators who have not had the item yet) or aggregate by majority vote,
+    close the item and — when the candidate's items are all closed with a label — give the
+    candidate its human label through ``candidates_transition``.
 
     Returns "extended", "complete" or None (not ready). Call it inside a transaction: the item
     row is locked (``SELECT … FOR UPDATE`` on PostgreSQL; SQLite has one writer anyway) so an
@@ -54,6 +58,11 @@ def item_complete_if_ready(*, item_id: int, now: datetime | None = None) -> str 
     votes = list(Annotation.objects.filter(item_id=item_id).values_list("choice", flat=True))
     k_max = max(int(_cfg("MAX_ANNOTATORS_PER_ITEM")), item.k)
     extra = policy.extra_annotations_needed(votes, k=item.k, k_max=k_max, min_agreement=float(_cfg("MIN_AGREEMENT")))
+    if extra > 0:
+        # Never ask for more answers than the project's annotators can still give.
+        from annotate.selectors import annotators_available_for
+
+        extra = min(extra, annotators_available_for(item_id=item_id, project_id=item.project_id, qualified=True))
     if extra > 0:
         Item.objects.filter(pk=item_id, status="open", k=item.k).update(k=F("k") + extra)
         return "extended"
@@ -69,6 +78,49 @@ def item_complete_if_ready(*, item_id: int, now: datetime | None = None) -> str 
     if closed and not item.is_gold:
         _candidate_finalize(item=item, result=result, share=outcome.share)
     return "complete"
+
+
+@dataclass(frozen=True)
+class SettleResult:
+    lowered: int  # items whose overlap k was lowered to what their annotators can still give
+    aggregated: int  # of those, items that had their answers and were aggregated now
+    no_annotator: int  # items nobody eligible can answer (no answers either): add annotators
+    left: int  # waiting items beyond this batch (press again)
+
+
+SETTLE_BATCH = 1000
+
+
+def items_settle_waiting(*, project: Project, now: datetime | None = None, batch: int = SETTLE_BATCH) -> SettleResult:
+    """The one-click remedy for items waiting for annotators: lower each one's overlap ``k`` to
+    what can still be reached (``taken`` + the eligible annotators who have not had it, at
+    least the answers already given), and aggregate with the answers there where that is all
+    it can get. An item without any answer and without anyone to answer it is left as it is
+    (counted in ``no_annotator``). At most ``batch`` items per call."""
+    from annotate.selectors import annotators_available_for, items_waiting_for_annotators
+
+    now = now or timezone.now()
+    ids = list(items_waiting_for_annotators(project=project).values_list("pk", flat=True)[: batch + 1])
+    left = max(0, len(ids) - batch)
+    lowered = aggregated = nobody = 0
+    for item_id in ids[:batch]:
+        with transaction.atomic():
+            item = Item.objects.select_for_update().filter(pk=item_id, status="open").first()
+            if item is None:
+                continue
+            reach = item.taken + annotators_available_for(item_id=item_id, project_id=project.pk, qualified=False)
+            new_k = max(reach, item.done)
+            if new_k < 1:
+                nobody += 1
+                continue
+            if new_k >= item.k:
+                continue  # no longer waiting (someone joined meanwhile)
+            if not Item.objects.filter(pk=item_id, status="open", k=item.k, taken__lte=new_k).update(k=new_k):
+                continue
+            lowered += 1
+            if item.done >= new_k and item_complete_if_ready(item_id=item_id, now=now) == "complete":
+                aggregated += 1
+    return SettleResult(lowered=lowered, aggregated=aggregated, no_annotator=nobody, left=left)
 
 
 def _candidate_finalize(*, item: Item, result: str, share: float) -> None:
@@ -124,24 +176,45 @@ def membership_unrecord_gold(*, project_id: int, annotator: Any, correct: bool) 
     )
 
 
+def gold_window_answers(*, membership: ProjectMembership) -> Any:
+    """The member's check answers that count now (oldest first): those given since their
+    qualification window opened (``gold_window_start``, set when a researcher clears a flag)."""
+    qs = Annotation.objects.filter(project_id=membership.project_id, annotator_id=membership.user_id, is_gold=True)
+    if membership.gold_window_start is not None:
+        qs = qs.filter(created_at__gte=membership.gold_window_start)
+    return qs.order_by("created_at", "id")
+
+
+def qualification_required() -> int:
+    """Check answers needed before qualification is decided (``COUNTERPART_QUALIFICATION_GOLD``)."""
+    return max(0, int(_cfg("QUALIFICATION_GOLD")))
+
+
 def membership_settle_qualification(
     *, membership: ProjectMembership | None, out_of_gold: bool, now: datetime
 ) -> ProjectMembership | None:
-    """Pass or fail the qualification step (``QUALIFICATION_GOLD`` gold answers with at least
-    ``GOLD_MIN_ACCURACY`` correct). When the project has run out of gold items for this
-    annotator, what was answered decides (nothing answered: passed, there is nothing to check)."""
+    """Pass or fail the qualification step: nothing is decided before ``QUALIFICATION_GOLD``
+    check answers are in (in the current window); then at least ``GOLD_MIN_ACCURACY`` of them
+    must be correct.
+
+    When no unseen check item is left for the annotator before that: a project without any
+    check item qualifies everyone (there is nothing to check); a project that has fewer check
+    items in all than the minimum decides on all of them in the first window; otherwise the
+    member stays undecided (``lease_next`` says they wait for more check items)."""
     if membership is None:
         return None
-    required = int(_cfg("QUALIFICATION_GOLD"))
+    required = qualification_required()
     min_acc = float(_cfg("GOLD_MIN_ACCURACY"))
-    answers = list(
-        Annotation.objects.filter(project_id=membership.project_id, annotator_id=membership.user_id, is_gold=True)
-        .order_by("created_at", "id")
-        .values_list("correct", flat=True)[: max(required, 1)]
-    )
-    answers_b = [bool(a) for a in answers]
+    answers_b = [
+        bool(a)
+        for a in gold_window_answers(membership=membership).values_list("correct", flat=True)[: max(required, 1)]
+    ]
     if out_of_gold and len(answers_b) < required:
-        required = len(answers_b)
+        gold_total = Item.objects.filter(project_id=membership.project_id, is_gold=True).count()
+        if gold_total == 0:
+            required = 0
+        elif membership.gold_window_start is None and gold_total < required:
+            required = len(answers_b)
     status = policy.qualification_status(answers_b, required=required, min_accuracy=min_acc)
     if status == policy.QualificationStatus.PASSED:
         ProjectMembership.objects.filter(pk=membership.pk, qualified_at__isnull=True).update(qualified_at=now)
@@ -170,14 +243,10 @@ def _flag_if_below(membership: ProjectMembership) -> None:
         )
 
 
-def membership_unflag(*, membership: ProjectMembership, qualify: bool = True) -> ProjectMembership:
-    """A researcher clears a flag (after review); optionally marks the annotator qualified."""
-    fields: dict[str, Any] = {"flagged": False, "flag_reason": ""}
-    if qualify:
-        fields["qualified_at"] = timezone.now()
-    ProjectMembership.objects.filter(pk=membership.pk).update(**fields)
-    membership.refresh_from_db()
-    return membership
+def membership_unflag(*, membership: ProjectMembership) -> ProjectMembership:
+    """A researcher clears a flag after review: a pause is lifted; a quality flag starts a fresh
+    qualification window (earlier check answers no longer count toward the decision)."""
+    return membership_resume(membership=membership)
 
 
 # -- export provenance (registered in AnnotateConfig.ready) ---------------------------------

@@ -1,17 +1,36 @@
 """Who works on which project: add and remove annotators and researchers, pause an annotator
 (they get no more items until resumed). A pause is a flag with the reason "paused by …", so
-the annotation service's existing "flagged annotators get no items" rule applies."""
+the annotation service's existing "flagged annotators get no items" rule applies.
+
+Removing or pausing a member releases the items they hold at once: the app that owns leases
+(``annotate``) registers its release function with :func:`membership_lease_releaser_register`
+(the kernel imports no other app), and it runs in the same transaction as the change."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from projects import permissions
-from projects.models import MEMBER_ROLES, Project, ProjectMembership
+from projects.models import MEMBER_ROLES, PAUSE_REASON_PREFIX, Project, ProjectMembership
+
+# (project_id, user_id) -> number of leases released
+LeaseReleaser = Callable[[int, int], int]
+_RELEASERS: list[LeaseReleaser] = []
+
+
+def membership_lease_releaser_register(releaser: LeaseReleaser) -> None:
+    if releaser not in _RELEASERS:
+        _RELEASERS.append(releaser)
+
+
+def _release_leases(membership: ProjectMembership) -> int:
+    return sum(release(membership.project_id, membership.user_id) for release in _RELEASERS)
 
 
 class MembershipConflict(Exception):
@@ -44,22 +63,35 @@ def membership_add(*, project: Project, username: str, role: str = "annotator") 
         raise MembershipConflict(f"{username} is already a member of {project.name}") from None
 
 
-def membership_remove(*, membership: ProjectMembership) -> None:
-    """Remove a member. Their answers stay; an item they still hold expires with its lease."""
-    membership.delete()
+def membership_remove(*, membership: ProjectMembership) -> int:
+    """Remove a member. Their answers so far stay; the items they hold go back to the pool at
+    once (returns how many), and every later action on those leases is refused."""
+    with transaction.atomic():
+        released = _release_leases(membership)
+        membership.delete()
+    return released
 
 
 def membership_pause(*, membership: ProjectMembership, by: Any) -> ProjectMembership:
-    """Stop serving items to an annotator until a researcher resumes them."""
-    membership.flagged = True
-    membership.flag_reason = f"paused by {getattr(by, 'username', 'a researcher')}"[:300]
-    membership.save(update_fields=["flagged", "flag_reason"])
+    """Stop serving items to an annotator until a researcher resumes them; the items they hold
+    go back to the pool at once."""
+    with transaction.atomic():
+        membership.flagged = True
+        membership.flag_reason = f"{PAUSE_REASON_PREFIX} {getattr(by, 'username', 'a researcher')}"[:300]
+        membership.save(update_fields=["flagged", "flag_reason"])
+        _release_leases(membership)
     return membership
 
 
 def membership_resume(*, membership: ProjectMembership) -> ProjectMembership:
-    """Clear a pause or a quality flag (qualification is left as it was)."""
-    membership.flagged = False
-    membership.flag_reason = ""
-    membership.save(update_fields=["flagged", "flag_reason"])
+    """Clear a pause or a quality flag.
+
+    A pause is simply lifted (qualification stays as it was). A quality flag (failed
+    qualification, or gold accuracy too low) starts a fresh qualification window: the member
+    is no longer qualified, and only check answers given from now on decide again."""
+    fields: dict[str, Any] = {"flagged": False, "flag_reason": ""}
+    if membership.flagged and not membership.paused:
+        fields.update(qualified_at=None, gold_window_start=timezone.now(), gold_answered=0, gold_correct=0)
+    ProjectMembership.objects.filter(pk=membership.pk).update(**fields)
+    membership.refresh_from_db()
     return membership

@@ -32,9 +32,10 @@ class UserFactory(factory.django.DjangoModelFactory):
 
 
 def annotator(project: Project | None = None, **kw: Any) -> Any:
+    qualified_at = kw.pop("qualified_at", None)
     user = UserFactory(role=permissions.ANNOTATOR, **kw)
     if project is not None:
-        ProjectMembership.objects.create(project=project, user=user, qualified_at=kw.pop("qualified_at", None))
+        ProjectMembership.objects.create(project=project, user=user, qualified_at=qualified_at)
     return user
 
 

@@ -215,12 +215,16 @@ def test_qualification_gold_first_then_real_items_and_failure_flags(settings):
     assert not Item.objects.get(pk=a.item_id).is_gold
     assert good.memberships.get().qualified_at is not None
 
-    a = svc.assignment_next(project=project, annotator=bad)
-    item = Item.objects.get(pk=a.item_id)
-    wrong = next(c for c in a.display_order if c != item.gold_choice)
-    _answer(a, bad, choice=wrong)
+    for n in range(2):
+        # no decision before the required number of check answers (issue 18.11)
+        assert not bad.memberships.get().flagged
+        a = svc.assignment_next(project=project, annotator=bad)
+        item = Item.objects.get(pk=a.item_id)
+        assert item.is_gold, n
+        wrong = next(c for c in a.display_order if c != item.gold_choice)
+        _answer(a, bad, choice=wrong)
     m = bad.memberships.get()
-    assert m.flagged and "qualification" in m.flag_reason
+    assert m.flagged and "qualification" in m.flag_reason and "0 of 2" in m.flag_reason
     with pytest.raises(svc.NotAllowed):
         svc.assignment_next(project=project, annotator=bad)
 

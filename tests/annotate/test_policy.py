@@ -27,7 +27,9 @@ P, W, F = QualificationStatus.PASSED, QualificationStatus.PENDING, Qualification
         ([True, True, True, True], W),  # 4 of 5 answered: must finish the test
         ([True, True, True, True, False], P),  # 4/5 = 0.8 meets 0.8
         ([True, True, True, False, False], F),
-        ([False, False], F),  # at most 3/5 reachable: fail early
+        ([False, False], W),  # no decision before 5 answers, even when 4/5 is out of reach (issue 18.11)
+        ([False, False, False, False], W),
+        ([False, False, True, True, True], F),
         ([True, False], W),  # 4/5 still reachable
         ([True, True, True, True, True, False, False, False], P),  # only the first 5 count
     ],

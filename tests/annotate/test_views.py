@@ -136,7 +136,8 @@ def test_dashboard_for_researcher_shows_formulas_and_flags(project):
     ProjectMembership.objects.filter(pk=m.pk).update(flagged=True, flag_reason="x")
     login(r).post(f"/annotate/projects/{project.pk}/members/", {"unflag": m.pk})
     m.refresh_from_db()
-    assert not m.flagged and m.qualified_at is not None
+    # clearing a quality flag starts a fresh qualification window (issue 18.11)
+    assert not m.flagged and m.qualified_at is None and m.gold_window_start is not None
     assert Item.objects.filter(status="complete").count() == 6
 
 

@@ -9,6 +9,8 @@ import pytest
 
 from annotate.models import Annotation, Assignment
 from annotate.services.routing import project_route
+from projects.models import ProjectMembership
+from projects.services.memberships import membership_pause
 from tests.annotate.factories import annotator, project_with_candidates
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
@@ -90,4 +92,12 @@ def test_keyboard_flow(page, live_server, annotation_settings):
     assert not Annotation.objects.filter(assignment_id=last).exists()
     # the choice buttons are labelled for assistive technology and reachable on a phone
     assert page.locator("#answer-form [role=group][aria-label=Choices]").count() == 1
+
+    # a researcher pauses the annotator: the answer on the item they hold is refused (it does
+    # not count) and the page says why (issue 18.2)
+    held = _current_assignment(page)
+    membership_pause(membership=ProjectMembership.objects.get(user=user), by=None)
+    page.keyboard.press("1")
+    page.wait_for_selector("text=paused by the project's researchers")
+    assert not Annotation.objects.filter(assignment_id=held).exists()
     assert errors == []

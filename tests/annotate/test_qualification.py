@@ -1,0 +1,209 @@
+"""Qualification (issue 18.11): a minimum number of check answers before any decision, feedback
+on the check items an annotator got wrong, a home page consistent with the lock, and a fresh
+window when a researcher clears the flag."""
+
+from __future__ import annotations
+
+from html import unescape
+
+import pytest
+from django.test import Client
+
+from annotate.models import Item
+from annotate.services import assignments as svc
+from projects.models import Candidate, ProjectMembership
+
+from .factories import annotator, project_with_candidates, researcher
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def qual(settings):
+    settings.COUNTERPART = {**settings.COUNTERPART, "QUALIFICATION_GOLD": 5, "GOLD_MIN_ACCURACY": 0.6}
+    return settings
+
+
+def _project(n=12, gold=12):
+    """``n`` real items and ``gold`` check items (built directly: routing would also route the
+    gold-labelled candidates as real items, leaving an unpredictable number of check items)."""
+    project = project_with_candidates(n=n, gold=gold)
+    Candidate.objects.filter(project=project, gold_label__isnull=False).update(
+        meta={"gold_explanation": "the counterfactual says the opposite of the premise"}
+    )
+    Item.objects.bulk_create(
+        Item(
+            project=project,
+            candidate=c,
+            kind="task_label",
+            is_gold=c.gold_label_id is not None,
+            gold_choice=c.gold_label.name if c.gold_label_id else "",
+            k=100000 if c.gold_label_id else 3,
+            priority=i,
+        )
+        for i, c in enumerate(Candidate.objects.filter(project=project).select_related("gold_label"))
+    )
+    return project
+
+
+def login(user):
+    c = Client()
+    c.force_login(user)
+    return c
+
+
+def _answer_check(u, project, *, correct: bool):
+    a = svc.assignment_next(project=project, annotator=u)
+    item = Item.objects.get(pk=a.item_id)
+    assert item.is_gold, "expected a check item"
+    choice = item.gold_choice if correct else next(c for c in a.display_order if c != item.gold_choice)
+    svc.annotation_submit(assignment_id=a.pk, annotator=u, choice=choice)
+    return item
+
+
+def _answer_checks(u, project, *, correct: bool, n: int = 5):
+    for _ in range(n):
+        _answer_check(u, project, correct=correct)
+    return u.memberships.get()
+
+
+def test_default_minimum_is_five_check_answers():
+    from config.settings import base
+
+    assert base.COUNTERPART["QUALIFICATION_GOLD"] >= 5
+
+
+def test_no_decision_before_the_minimum_then_pass_or_fail(qual):
+    project = _project()
+    early, good = annotator(project), annotator(project)
+    # two wrong answers first: no lock-out (the reported bug), the third item is still a check
+    for _ in range(2):
+        _answer_check(early, project, correct=False)
+    m = early.memberships.get()
+    assert not m.flagged and m.qualified_at is None
+    for _ in range(3):
+        _answer_check(early, project, correct=True)
+    m.refresh_from_db()
+    assert m.qualified_at is not None and not m.flagged  # 3 of 5 meets 0.6
+    # a real item now
+    a = svc.assignment_next(project=project, annotator=early)
+    assert not Item.objects.get(pk=a.item_id).is_gold
+
+    for correct in (True, False, True, False, False):
+        _answer_check(good, project, correct=correct)
+    m = good.memberships.get()
+    assert m.flagged and m.flag_reason == "failed qualification: 2 of 5 check items correct"
+
+
+def test_feedback_and_home_page_follow_the_lock(qual):
+    project = _project()
+    u = annotator(project)
+    wrong_items = []
+    for correct in (False, False, True, False, True):
+        item = _answer_check(u, project, correct=correct)
+        if not correct:
+            wrong_items.append(item)
+    assert u.memberships.get().flagged
+    c = login(u)
+    page = unescape(c.get(f"/annotate/projects/{project.pk}/").content.decode())
+    assert "Check items you got wrong (3)" in page
+    for item in wrong_items:
+        assert item.candidate.fields["hypothesis"] in page
+        assert f"the expected answer is <strong>{item.gold_choice}</strong>" in page
+    assert "Why: the counterfactual says the opposite of the premise" in page
+    assert "paused by" not in page
+    home = unescape(c.get("/annotate/").content.decode())
+    assert "items left for you" not in home  # consistent with the lock
+    assert 'data-testid="locked"' in home and "Check items you got wrong (3)" in home
+
+
+def test_qualifying_annotator_home_page_says_how_far(qual):
+    project = _project()
+    u = annotator(project)
+    _answer_check(u, project, correct=True)
+    home = login(u).get("/annotate/").content.decode()
+    assert "First 5 check items decide whether you qualify: 1 of 5 answered." in home
+
+
+def test_clearing_the_flag_starts_a_fresh_window(qual):
+    project = _project()
+    u = annotator(project)
+    m = _answer_checks(u, project, correct=False)
+    assert m.flagged
+    # the researcher clears the flag on the dashboard: not qualified, a fresh window
+    resp = login(researcher()).post(f"/annotate/projects/{project.pk}/members/", {"unflag": m.pk})
+    assert resp.status_code == 302
+    m.refresh_from_db()
+    assert not m.flagged and m.qualified_at is None and m.gold_window_start is not None
+    # earlier wrong answers no longer count: five fresh correct check answers qualify
+    for n in range(5):
+        assert u.memberships.get().qualified_at is None, n
+        _answer_check(u, project, correct=True)
+    m.refresh_from_db()
+    assert m.qualified_at is not None and not m.flagged
+    home = login(u).get("/annotate/").content.decode()
+    assert "Qualified: 5 of 5 check items correct." in home
+    assert "Check items you got wrong" not in home  # the old window's mistakes are gone
+
+
+def test_fresh_window_without_unseen_checks_waits_instead_of_qualifying(qual):
+    project = _project(n=4, gold=6)  # 6 check items in all
+    assert Item.objects.filter(project=project, is_gold=True).count() == 6
+    u = annotator(project)
+    m = _answer_checks(u, project, correct=False)
+    login(researcher()).post(f"/annotate/projects/{project.pk}/members/", {"unflag": m.pk})
+    _answer_check(u, project, correct=True)  # the last unseen check item
+    with pytest.raises(svc.NotAllowed, match="add check items"):
+        svc.assignment_next(project=project, annotator=u)
+    m.refresh_from_db()
+    assert m.qualified_at is None and not m.flagged  # not "qualified with 1 of 1"
+
+
+def test_project_with_fewer_checks_than_the_minimum_decides_on_all_of_them(qual):
+    project = _project(n=4, gold=3)
+    assert Item.objects.filter(project=project, is_gold=True).count() == 3
+    u = annotator(project)
+    for _ in range(3):
+        _answer_check(u, project, correct=True)
+    a = svc.assignment_next(project=project, annotator=u)
+    assert a is not None and not Item.objects.get(pk=a.item_id).is_gold
+    assert ProjectMembership.objects.get(user=u).qualified_at is not None
+
+
+def test_resume_after_pause_keeps_qualification(qual):
+    project = _project()
+    u = annotator(project)
+    m = _answer_checks(u, project, correct=True)
+    r = login(researcher())
+    r.post(f"/annotate/projects/{project.pk}/members/", {"action": "pause", "membership": m.pk})
+    r.post(f"/annotate/projects/{project.pk}/members/", {"action": "resume", "membership": m.pk})
+    m.refresh_from_db()
+    assert not m.flagged and m.qualified_at is not None and m.gold_window_start is None
+
+
+def test_caption_feedback_names_the_captions(qual):
+    project = project_with_candidates(task="image-caption", n=1, gold=5)
+    Item.objects.bulk_create(
+        Item(
+            project=project,
+            candidate=c,
+            kind="caption_choice",
+            side="counterfactual",
+            is_gold=True,
+            gold_choice="caption_b",
+            k=100000,
+            priority=i,
+        )
+        for i, c in enumerate(Candidate.objects.filter(project=project, gold_label__isnull=False))
+    )
+    u = annotator(project)
+    for _ in range(5):
+        a = svc.assignment_next(project=project, annotator=u)
+        shown = a.display_order.index("caption_a")  # press the original's caption: wrong
+        svc.annotation_submit(assignment_id=a.pk, annotator=u, choice=f"caption {shown + 1}")
+    assert u.memberships.get().flagged
+    page = unescape(login(u).get(f"/annotate/projects/{project.pk}/").content.decode())
+    assert "Check items you got wrong (5)" in page
+    assert "You answered <strong>the caption “orig caption" in page
+    assert "the expected answer is <strong>the caption “cf caption" in page
+    assert 'src="/media/img/c' in page
