@@ -38,7 +38,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count, F
+from django.db.models import Count, F, QuerySet
 from django.utils import timezone
 
 from generation.ml import registry
@@ -228,7 +228,7 @@ class _BatchOutcome:
     skips: list[dict[str, str]] = field(default_factory=list)
 
 
-def _examples_qs(run: GenerationRun) -> Any:
+def _examples_qs(run: GenerationRun) -> QuerySet[Example]:
     qs = Example.objects.filter(project_id=run.project_id)
     if run.options.get("split"):
         qs = qs.filter(split=run.options["split"])
@@ -266,7 +266,7 @@ def _sample_labels(sample: list[int]) -> dict[str, int]:
 
 
 def _count_examples(run: GenerationRun) -> int:
-    n = _examples_qs(run).count()
+    n: int = _examples_qs(run).count()
     limit = run.options.get("limit")
     return min(n, int(limit)) if limit else n
 
