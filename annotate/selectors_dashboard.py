@@ -426,10 +426,13 @@ def _direction(y: str | None, target: str | None) -> str | None:
     return f"{y} → {target}" if y and target else None
 
 
-def items_waiting_for_annotators(*, project: Project) -> tuple[int, int]:
+def waiting_items_count(*, project: Project) -> tuple[int, int]:
     """``(items, annotators)``: the open non-gold items that still need more answers than the
     project's annotators who have not yet had them can give (an annotator answers an item at
-    most once), and how many annotators the project has (not flagged). One count query."""
+    most once), and how many annotators the project has (not flagged). One count query.
+    The one place the warnings ask this: issue 18's ``annotate.selectors.items_waiting_summary``
+    (``count``, ``eligible_annotators``), which also counts paused and unqualified members
+    out, can replace this body once both are merged."""
     members = ProjectMembership.objects.filter(project=project, role="annotator", flagged=False)
     n_annotators = members.count()
     stuck = (
@@ -633,7 +636,7 @@ def science_warnings(*, project: Project) -> list[Warning]:
                     reverse("candidate-list", args=[pk]) + "?" + query,
                 )
             )
-    stuck, n_annotators = items_waiting_for_annotators(project=project)
+    stuck, n_annotators = waiting_items_count(project=project)
     if stuck:
         out.append(
             Warning(
@@ -696,4 +699,4 @@ def _list(values: list[str], limit: int = 6) -> str:
     return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
 
 
-__all__ = ["CHECKS", "Chart", "Warning", "items_waiting_for_annotators", "project_dashboard", "science_warnings"]
+__all__ = ["CHECKS", "Chart", "Warning", "project_dashboard", "science_warnings", "waiting_items_count"]

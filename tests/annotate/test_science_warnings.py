@@ -11,8 +11,8 @@ from annotate.ml import dashboard_stats as stats
 from annotate.selectors_dashboard import (
     FLIP_SHARE_DIFFERENCE,
     INVALID_MIN_ANSWERS,
-    items_waiting_for_annotators,
     science_warnings,
+    waiting_items_count,
 )
 from annotate.services import assignments as svc
 from annotate.services.routing import project_route
@@ -239,11 +239,11 @@ def test_items_stuck_for_lack_of_annotators():
     while (a := svc.assignment_next(project=project, annotator=u)) is not None:
         svc.annotation_submit(assignment_id=a.pk, annotator=u, choice="neutral", duration_ms=400)
     # each item needs 2 different people; the only annotator answered them all
-    assert items_waiting_for_annotators(project=project) == (6, 1)
+    assert waiting_items_count(project=project) == (6, 1)
     (w,) = [w for w in science_warnings(project=project) if w.code == "stuck-items"]
     assert "6 items" in w.message and w.url == f"/annotate/projects/{project.pk}/members/"
     annotator(project)  # a second annotator can give the missing answers
-    assert items_waiting_for_annotators(project=project) == (0, 2)
+    assert waiting_items_count(project=project) == (0, 2)
     assert "stuck-items" not in codes(project)
 
 

@@ -271,3 +271,15 @@ def test_your_export_holds_human_and_auto_labels_as_the_export_would(settings, d
     assert r["export_pairs"] == 50
     v = r["eval"]["pairs-jsonl eval.jsonl/counterfactual"]["variants"]["export"]
     assert v["n_train"] == r["eval"]["pairs-jsonl eval.jsonl/counterfactual"]["variants"]["originals"]["n_train"] + 50
+
+
+def test_set_titles_never_show_a_server_path():
+    from labeling.selectors import eval_set_title
+
+    assert eval_set_title("CAD NLI dev/original") == "CAD NLI dev: original sentences"
+    assert eval_set_title("this project (held-out fifth)/counterfactual") == (
+        "this project (held-out fifth): counterfactuals"
+    )
+    # results stored before sets had titles were named by their spec, path and all
+    assert eval_set_title("cad-nli:/srv/shared/data/cad:dev/original") == "cad-nli dev: original sentences"
+    assert "/srv" not in eval_set_title("pairs-jsonl:/srv/x/eval.jsonl/counterfactual")
