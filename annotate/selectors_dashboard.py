@@ -12,19 +12,23 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
-from django.db.models import Count
+from django.db.models import Count, F, Q
+from django.urls import reverse
 
+from annotate.choices import UNCLEAR
 from annotate.ml import agreement, charts
 from annotate.ml import dashboard_stats as stats
 from annotate.models import Annotation, Item
 from generation.selectors import runs_of_project
 from labeling.selectors import flip_counts_for, pairwise_model_latest
+from labeling.services import MIN_LABELS
 from projects import states
-from projects.models import Candidate, Label, Project
+from projects.models import Candidate, Label, Project, ProjectMembership
 from projects.selectors import project_overview
 
 FUNNEL = [
@@ -384,18 +388,83 @@ def project_dashboard(*, project: Project) -> dict[str, Any]:
 # -- warnings --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Warning:
+    """One risk, and its remedy: ``remedy`` says what fixes it, ``url`` where (a page, a
+    filtered data browser, or ``#reroute`` for the stratified re-route form under the list)."""
+
     code: str
     message: str
+    remedy: str = ""
+    url: str = ""
+
+
+# The thresholds of the checks (docs/dashboard.md#warnings lists them with their reasons).
+MIN_HUMAN_LABELS = MIN_LABELS  # fewer than h's minimum: nothing to judge h by
+INVARIANT_MARGIN = 0.02  # h must beat "nothing flips" by at least this much accuracy ...
+INVARIANT_P = 0.05  # ... and significantly (one-sided exact McNemar on the same pairs)
+FLIP_SHARE_DIFFERENCE = 0.15  # |auto flip share - human flip share| above this ...
+FLIP_SHARE_P = 0.01  # ... with a two-proportion z-test p-value below this
+FLIP_SHARE_MIN_N = 10  # labels on each side before the test is run
+INVALID_SHARE = 0.30  # share of "Unclear / invalid" answers per generator and control code ...
+INVALID_MIN_ANSWERS = 10  # ... over at least this many answers
+
+CHECKS = [
+    f"there are candidates, at least {MIN_HUMAN_LABELS} human labels and a trained h (otherwise: not enough data)",
+    "the human-labelled sample covers the perturbation types, generators and label directions h labels",
+    "the human labels are not all one class, nor all flips or no flips",
+    f"h beats “nothing flips” (the invariant baseline) in cross-validation by at least "
+    f"{INVARIANT_MARGIN:.0%} accuracy, with a one-sided McNemar p < {INVARIANT_P}",
+    f"h's auto labels flip about as often as the human ones (a warning when the shares differ by more "
+    f"than {FLIP_SHARE_DIFFERENCE:.0%} with a two-proportion z-test p < {FLIP_SHARE_P}, "
+    f"{FLIP_SHARE_MIN_N}+ labels on each side)",
+    f"no generator and control code gets {INVALID_SHARE:.0%} or more “Unclear / invalid” answers "
+    f"(over {INVALID_MIN_ANSWERS}+ answers)",
+    "no item waits for answers that the project's annotators cannot give",
+]
 
 
 def _direction(y: str | None, target: str | None) -> str | None:
     return f"{y} → {target}" if y and target else None
 
 
+def waiting_items_count(*, project: Project) -> tuple[int, int]:
+    """``(items, annotators)``: the open non-gold items that still need more answers than the
+    project's annotators who have not yet had them can give (an annotator answers an item at
+    most once), and how many annotators the project has (not flagged). One count query.
+    The one place the warnings ask this: issue 18's ``annotate.selectors.items_waiting_summary``
+    (``count``, ``eligible_annotators``), which also counts paused and unqualified members
+    out, can replace this body once both are merged."""
+    members = ProjectMembership.objects.filter(project=project, role="annotator", flagged=False)
+    n_annotators = members.count()
+    stuck = (
+        Item.objects.filter(project=project, is_gold=False, status="open", taken__lt=F("k"))
+        .annotate(had=Count("assignments", filter=Q(assignments__annotator_id__in=members.values("user_id"))))
+        .filter(had__gt=n_annotators - (F("k") - F("taken")))
+        .count()
+    )
+    return stuck, n_annotators
+
+
+def _invalid_shares(project: Project) -> list[tuple[str, str, int, int]]:
+    """``(generator, perturbation, unclear answers, answers)`` of the human answers on real
+    items, per generator and control code."""
+    rows = (
+        Annotation.objects.filter(project=project, is_gold=False)
+        .values("item__candidate__generator", "item__candidate__perturbation")
+        .annotate(n=Count("id"), unclear=Count("id", filter=Q(choice=UNCLEAR)))
+        .order_by("item__candidate__generator", "item__candidate__perturbation")
+    )
+    return [
+        (r["item__candidate__generator"] or "", r["item__candidate__perturbation"] or "", r["unclear"], r["n"])
+        for r in rows
+    ]
+
+
 def science_warnings(*, project: Project) -> list[Warning]:
-    """Where the science is at risk: the human-labelled sample does not cover the pool h
-    labels (perturbation types, generators, directions), the human labels are degenerate, h was
-    trained on few labels, or h's auto labels extrapolate beyond what it saw."""
+    """Where the science is at risk (``CHECKS``): not enough data to judge; the human-labelled
+    sample does not cover the pool h labels, or is degenerate; h no better than "nothing
+    flips"; h's auto labels flip far more or less often than the human ones, or extrapolate;
+    a generator and code whose candidates humans call invalid; items no annotator can finish.
+    An empty list only when every check could run and passed."""
     rows = (
         Candidate.objects.filter(project=project, state__in=[*AUTO_POOL, states.HUMAN_LABELED])
         .values(
@@ -418,34 +487,71 @@ def science_warnings(*, project: Project) -> list[Warning]:
     }
     auto_by_pert: dict[str, int] = defaultdict(int)
     human_labels: dict[str, int] = defaultdict(int)
-    flips = [0, 0]  # flipped, with a known original label
+    flips = [0, 0]  # human labels: flipped, with a known original label
+    auto_flips = [0, 0]  # auto labels: the same
     for r in rows:
         keys = {
             "perturbation": r["perturbation"] or "(none)",
             "generator": r["generator"] or "(none)",
             "direction": _direction(r["example__label__name"], r["target_label__name"]),
         }
+        known = r["label__name"] and r["example__label__name"]
+        flipped = r["n"] if known and r["label__name"] != r["example__label__name"] else 0
         if r["state"] == states.HUMAN_LABELED and r["label_source"] in HUMAN_SOURCES:
             for k, v in keys.items():
                 if v is not None:
                     human[k].add(v)
             if r["label__name"]:
                 human_labels[r["label__name"]] += r["n"]
-                if r["example__label__name"]:
+                if known:
                     flips[1] += r["n"]
-                    flips[0] += r["n"] if r["label__name"] != r["example__label__name"] else 0
+                    flips[0] += flipped
         elif r["state"] in AUTO_POOL:
             for k, v in keys.items():
                 if v is not None:
                     pool[k][v] += r["n"]
             if r["state"] == states.AUTO_LABELED:
                 auto_by_pert[str(keys["perturbation"])] += r["n"]
+                if known:
+                    auto_flips[1] += r["n"]
+                    auto_flips[0] += flipped
+    pk = project.pk
+    route = Warning("", "", "Route candidates to annotators", reverse("annotate-route", args=[pk]))
+    train = Warning(
+        "", "", "Train h (the Train button of the label-flip section)", reverse("project-detail", args=[pk])
+    )
+    train = replace(train, url=train.url + "#flip-rates")
+    reroute = Warning("", "", "Re-route with the stratified strategy (below)", "#reroute")
     out: list[Warning] = []
-    if any(pool[k] for k in pool) and not human_labels:
+    label_task = project.task != "image-caption"  # caption choices are not class labels h learns
+    if not any(pool[k] for k in pool) and not human_labels and not Candidate.objects.filter(project=project).exists():
         out.append(
-            Warning("no-human-labels", "No human labels yet: h has nothing to learn from, and nothing checks the pool.")
+            Warning(
+                "no-data",
+                "Not enough data to judge: the project has no candidates yet.",
+                "Import pairs or start a generation run",
+                reverse("run-new", args=[pk]),
+            )
         )
-    elif human_labels:
+    elif not human_labels:
+        out.append(
+            replace(
+                route,
+                code="no-human-labels",
+                message="Not enough data to judge: no human labels yet, so h has nothing to learn from and "
+                "nothing checks the pool.",
+            )
+        )
+    elif label_task and flips[1] < MIN_HUMAN_LABELS:
+        out.append(
+            replace(
+                route,
+                code="few-human-labels",
+                message=f"Not enough data to judge: {flips[1]} human labels on pairs whose original has a label; "
+                f"h needs at least {MIN_HUMAN_LABELS}, and its accuracy cannot be told from chance with fewer.",
+            )
+        )
+    if human_labels:
         names = {"perturbation": "perturbation types", "generator": "generators", "direction": "label directions"}
         for k, label in names.items():
             if k == "generator" and set(pool[k]) == {"(none)"}:
@@ -454,43 +560,135 @@ def science_warnings(*, project: Project) -> list[Warning]:
             if missing:
                 n = sum(pool[k][v] for v in missing)
                 out.append(
-                    Warning(
-                        f"unrepresented-{k}",
-                        f"The human-labelled sample has no {label[:-1]} {_list(missing)}, which {n} candidates in the "
-                        "pool being auto-labelled have: h's accuracy there is unmeasured.",
+                    replace(
+                        reroute,
+                        code=f"unrepresented-{k}",
+                        message=f"The human-labelled sample has no {label[:-1]} {_list(missing)}, which {n} "
+                        "candidates in the pool being auto-labelled have: h's accuracy there is unmeasured.",
                     )
                 )
-        label_task = project.task != "image-caption"  # caption choices are not class labels h learns
         if label_task and len(human_labels) == 1:
             only = next(iter(human_labels))
-            out.append(Warning("one-class", f"Every human label is {only!r}: h cannot learn to tell the labels apart."))
+            out.append(
+                replace(
+                    reroute,
+                    code="one-class",
+                    message=f"Every human label is {only!r}: h cannot learn to tell the labels apart.",
+                )
+            )
         if label_task and flips[1] >= 2 and flips[0] in (0, flips[1]):
             what = "flips" if flips[0] else "keeps the original's label"
             out.append(
-                Warning(
-                    "all-flips" if flips[0] else "no-flips",
-                    f"Every human-labelled counterfactual {what} ({flips[1]} labels): "
+                replace(
+                    reroute,
+                    code="all-flips" if flips[0] else "no-flips",
+                    message=f"Every human-labelled counterfactual {what} ({flips[1]} labels): "
                     "the flip rate h learns is degenerate.",
                 )
             )
-    model = pairwise_model_latest(project=project)
-    min_train = int(settings.COUNTERPART.get("MIN_TRAIN_LABELS_WARNING", 100))
-    if model is not None and model.n_train < min_train:
+    model = pairwise_model_latest(project=project) if label_task else None
+    if label_task and model is None and flips[1] >= MIN_HUMAN_LABELS:
         out.append(
-            Warning(
-                "few-train-labels",
-                f"h (v{model.version}) was trained on {model.n_train} human labels, fewer than {min_train} "
-                "(COUNTERPART_MIN_TRAIN_LABELS_WARNING): its cross-validated figures are noisy.",
+            replace(
+                train,
+                code="no-model",
+                message="Not enough data to judge h: no pairwise model has been trained yet, so how well it labels "
+                "(and whether it beats “nothing flips”) is unknown.",
             )
         )
+    if model is not None:
+        out += _model_warnings(project, model, route, train)
+    a_n, h_n = auto_flips[1], flips[1]
+    if label_task and a_n >= FLIP_SHARE_MIN_N and h_n >= FLIP_SHARE_MIN_N:
+        t = stats.two_proportion_test(auto_flips[0], a_n, flips[0], h_n)
+        if t.difference is not None and abs(t.difference) > FLIP_SHARE_DIFFERENCE and (t.p_value or 0) < FLIP_SHARE_P:
+            out.append(
+                Warning(
+                    "auto-flip-share",
+                    f"h's auto labels flip {t.share_1:.0%} of {a_n} pairs; humans flipped {t.share_2:.0%} of {h_n} "
+                    f"(difference {t.difference:+.0%}, two-proportion z-test p = {t.p_value:.1g}): h does not label "
+                    "the way people do.",
+                    "Review the auto labels (and retrain h or raise its threshold)",
+                    reverse("candidate-list", args=[pk]) + "?label_source=auto",
+                )
+            )
     outside = sorted(p for p in auto_by_pert if p not in human["perturbation"])
     if outside:
         n = sum(auto_by_pert[p] for p in outside)
         out.append(
-            Warning(
-                "extrapolating",
-                f"{n} auto-labelled candidates are of perturbation types h never saw a human label for "
+            replace(
+                reroute,
+                code="extrapolating",
+                message=f"{n} auto-labelled candidates are of perturbation types h never saw a human label for "
                 f"({_list(outside)}): these labels are extrapolated.",
+            )
+        )
+    for generator, code, unclear, n in _invalid_shares(project):
+        if n >= INVALID_MIN_ANSWERS and unclear / n >= INVALID_SHARE:
+            query = urlencode([("generator", generator), ("perturbation", code)])
+            out.append(
+                Warning(
+                    "invalid-share",
+                    f"{unclear / n:.0%} of {n} human answers on {generator or '(no generator)'} / "
+                    f"{code or '(no code)'} candidates were “Unclear / invalid”: that generator and code make "
+                    "text people cannot label, and the pool holds more of it.",
+                    "See those candidates (and leave that code out of the next run)",
+                    reverse("candidate-list", args=[pk]) + "?" + query,
+                )
+            )
+    stuck, n_annotators = waiting_items_count(project=project)
+    if stuck:
+        out.append(
+            Warning(
+                "stuck-items",
+                f"{stuck} items still need answers that the project's {n_annotators} annotator"
+                f"{'' if n_annotators == 1 else 's'} cannot give (each answers an item once, and an item needs "
+                f"{project.annotators_per_item} different people): they will never be labelled.",
+                "Add annotators",
+                reverse("annotate-members", args=[pk]),
+            )
+        )
+    return out
+
+
+def _model_warnings(project: Project, model: Any, route: Warning, train: Warning) -> list[Warning]:
+    """The latest h: trained on few labels; no better than "nothing flips" in cross-validation
+    (its recorded invariant baseline, ``labeling.services.invariant_baseline``)."""
+    out: list[Warning] = []
+    min_train = int(settings.COUNTERPART.get("MIN_TRAIN_LABELS_WARNING", 100))
+    if model.n_train < min_train:
+        out.append(
+            replace(
+                route,
+                code="few-train-labels",
+                message=f"h (v{model.version}) was trained on {model.n_train} human labels, fewer than {min_train} "
+                "(COUNTERPART_MIN_TRAIN_LABELS_WARNING): its cross-validated figures are noisy.",
+            )
+        )
+    m = model.metrics or {}
+    inv = m.get("invariant_accuracy")
+    if inv is None:
+        out.append(
+            replace(
+                train,
+                code="h-baseline-unknown",
+                message=f"Not enough data to judge h (v{model.version}): it was trained before the “nothing flips” "
+                "baseline was recorded, so whether it beats it is unknown.",
+            )
+        )
+        return out
+    acc = float(model.cv_accuracy)
+    p = stats.mcnemar_one_sided(m.get("oof_correct") or [], m.get("invariant_correct") or [])
+    if acc - float(inv) < INVARIANT_MARGIN or (p is not None and p >= INVARIANT_P):
+        test = f", one-sided McNemar p = {p:.2f}" if p is not None else ""
+        out.append(
+            replace(
+                route,
+                code="h-not-better-than-invariant",
+                message=f"h (v{model.version}) is no better than assuming nothing flips: cross-validated accuracy "
+                f"{acc:.3f} against {float(inv):.3f} for the invariant baseline on the same {model.n_train} human "
+                f"labels{test}. Its auto labels add nothing you can trust over the originals' labels.",
+                remedy="Label more pairs (or export the human labels only)",
             )
         )
     return out
@@ -501,4 +699,4 @@ def _list(values: list[str], limit: int = 6) -> str:
     return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
 
 
-__all__ = ["Chart", "Warning", "project_dashboard", "science_warnings"]
+__all__ = ["CHECKS", "Chart", "Warning", "project_dashboard", "science_warnings", "waiting_items_count"]

@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from annotate.selectors_dashboard import project_dashboard, science_warnings
+from annotate.selectors_dashboard import CHECKS, project_dashboard, science_warnings
 from projects.models import Project
 from projects.permissions import researcher_required
 
@@ -17,7 +17,9 @@ from projects.permissions import researcher_required
 def dashboard(request: HttpRequest, project_id: int) -> HttpResponse:
     project = get_object_or_404(Project, pk=project_id)
     return render(
-        request, "annotate/project_dashboard.html", {"project": project, **project_dashboard(project=project)}
+        request,
+        "annotate/project_dashboard.html",
+        {"project": project, "checks": CHECKS, **project_dashboard(project=project)},
     )
 
 
@@ -28,5 +30,10 @@ def warnings(request: HttpRequest, project_id: int) -> HttpResponse:
     return render(
         request,
         "annotate/_science_warnings.html",
-        {"project": project, "warnings": science_warnings(project=project), "with_dashboard_link": True},
+        {
+            "project": project,
+            "warnings": science_warnings(project=project),
+            "checks": CHECKS,
+            "with_dashboard_link": True,
+        },
     )

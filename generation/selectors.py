@@ -139,6 +139,9 @@ def run_metrics_rows(*, run: GenerationRun) -> list[tuple[str, str]]:
         ("originals with an accepted candidate", _fmt(m.get("originals_with_accepted"))),
         ("accepted by all filters", _fmt(m.get("accepted_all_filters"))),
     ]
+    if m.get("sample_labels"):
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(m["sample_labels"].items()))
+        rows.append(("originals sampled (stratified by label, seeded)", counts))
     for name, share in sorted((m.get("acceptance_by_filter") or {}).items()):
         rows.append((f"acceptance by filter: {name}", _pct(share)))
     every = m.get("all_candidates") or {}

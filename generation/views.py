@@ -34,9 +34,15 @@ from projects.services.jobs import BrokerUnavailable
 
 class RunStartForm(forms.Form):
     generator = forms.ChoiceField(choices=())
-    limit = forms.IntegerField(required=False, min_value=1, help_text="at most this many originals")
+    limit = forms.IntegerField(
+        required=False,
+        min_value=1,
+        help_text="at most this many originals: a sample spread evenly over the labels, drawn with the seed",
+    )
     max_per_original = forms.IntegerField(required=False, min_value=1)
-    seed = forms.IntegerField(required=False, initial=0)
+    seed = forms.IntegerField(
+        required=False, initial=0, help_text="drives the generator and the sample of originals (default 0)"
+    )
     similarity_band = forms.CharField(required=False, help_text="LO,HI — keep LO < similarity <= HI")
     filters = forms.MultipleChoiceField(
         choices=[(f, f) for f in FILTER_NAMES],

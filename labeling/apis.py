@@ -42,7 +42,9 @@ def _job_response(start: Callable[[], Job], *, field_errors: bool = False) -> Re
 
 class ProjectEvaluateApi(APIView):
     """Queue an augmentation evaluation (job kind ``evaluate``); its result, once the job
-    has succeeded, is the ``bench_augmentation --json`` structure (FORMATS.md §3)."""
+    has succeeded, is the ``bench_augmentation --json`` structure (FORMATS.md §3) with sets
+    named by title (no server path), ``excluded`` test examples counted, and the variant
+    ``export`` (the project's current labelled set)."""
 
     permission_classes = (IsResearcher,)
 
@@ -52,7 +54,8 @@ class ProjectEvaluateApi(APIView):
             child=serializers.CharField(max_length=1000),
             allow_empty=False,
             max_length=10,
-            help_text='"FORMAT:PATH[:SPLIT]" under the shared data directory, or "project" (held-out candidates)',
+            help_text='a listed set ("cad-nli:dev", "project": held-out candidates) or "FORMAT:PATH[:SPLIT]" under '
+            "the shared data directory",
         )
         budget = serializers.FloatField(default=0.1, min_value=0.0, max_value=1.0)
         seeds = serializers.IntegerField(default=3, min_value=1, max_value=MAX_SEEDS)

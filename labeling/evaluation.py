@@ -6,17 +6,26 @@ inputs, reads the pool and the evaluation sets, and runs it inside the one job m
   humans labelled (state ``human_labeled``, source ``human``/``gold``), else the known (gold)
   label — whose original has a label. Per seed the evaluation gives a ``budget`` share of
   that pool to "humans" exactly as ``bench_augmentation`` does.
-- Evaluation sets: ``FORMAT:PATH[:SPLIT]`` specs whose path lies inside
-  ``COUNTERPART["SHARED_DATA_DIR"]`` (never a free path: the page offers a select of them,
-  the API refuses any other path), and ``project``: a held-out fifth of the project's own
-  groups (removed from the pool, evaluated as originals and counterfactuals).
-- Result: the same structure as ``bench_augmentation --json`` (FORMATS.md §3).
+- Evaluation sets: the keys of :func:`evaluation_choices` (``cad-nli:dev``: a CAD split found
+  under ``COUNTERPART["SHARED_DATA_DIR"]``; the page posts only these, so no path is ever
+  typed or shown), ``FORMAT:PATH[:SPLIT]`` specs whose path lies inside that directory (the API
+  refuses any other path), and ``project``: a held-out fifth of the project's own groups
+  (removed from the pool, evaluated as originals and counterfactuals). Sets are named by a
+  title without any server path (``CAD NLI dev/original``).
+- "Your export" (variant ``export``): the project's human- and auto-labelled candidates as the
+  export selects them (``projects.services.exports.candidates_for_export``), with their labels
+  as they are now (a researcher's override is a human label), without the held-out groups.
+- Test examples whose text also occurs in the training data (the pool's or the export's
+  originals and counterfactuals) are left out and counted (``labeling/ml/augmentation.py``).
+- Result: the structure of ``bench_augmentation --json`` (FORMATS.md §3), plus ``excluded``
+  (per set and in all), ``export_pairs`` and the variant ``export``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +40,7 @@ from labeling.services import NOT_IN_POOL, PAIR_VALUES, TRAIN_SOURCES, _label_na
 from projects import states
 from projects.formats import FORMAT_TASKS, FORMATS, FormatError, read
 from projects.models import Candidate, Job, Project
+from projects.services.exports import candidates_for_export
 from projects.services.jobs import JobContext, JobFailed, job_start
 
 PROJECT_EVAL = "project"
@@ -47,19 +57,28 @@ def finetune_options() -> FineTuneOptions:
     return FineTuneOptions(model_path=cp["MINILM_PATH"] or default_model_path(), device=cp["DEVICE"])
 
 
-def read_eval_sets(spec: str, task: str, labels: list[str], fields: list[str] | None = None) -> list[EvalSet]:
-    """The evaluation sets of one ``FORMAT:PATH[:SPLIT]`` spec, named after the spec as
-    given (``/original`` and ``/counterfactual`` appended for pair formats). ValueError with
-    a clear message when it cannot be read or holds no labelled record."""
+def read_eval_sets(
+    spec: str, task: str, labels: list[str], fields: list[str] | None = None, *, name: str = ""
+) -> list[EvalSet]:
+    """The evaluation sets of one ``FORMAT:PATH[:SPLIT]`` spec, named ``name`` (default: the
+    spec as given), with ``/original`` and ``/counterfactual`` appended for pair formats.
+    ValueError with a clear message (naming the set by ``name``) when it cannot be read or
+    holds no labelled record."""
+    titled = bool(name) and name != spec  # a titled set: its server path stays out of messages
+    name = name or spec
     try:
         fmt, path, split = parse_warm_spec(spec)
+    except ValueError as exc:
+        raise ValueError(f"evaluation set {name!r}: {exc}") from None
+    try:
         records = list(read(fmt, [path], task=task, split=split, labels=labels, text_fields=fields))
     except (FormatError, ValueError) as exc:
-        raise ValueError(f"evaluation set {spec!r}: {exc}") from None
-    sets, _problems = eval_sets_from_records(spec, records, labels)
+        message = str(exc).replace(path, "…") if titled else str(exc)
+        raise ValueError(f"evaluation set {name!r}: {message}") from None
+    sets, _problems = eval_sets_from_records(name, records, labels)
     sets = [s for s in sets if s.records]
     if not sets:
-        raise ValueError(f"evaluation set {spec!r}: no record with a label of this task")
+        raise ValueError(f"evaluation set {name!r}: no record with a label of this task")
     return sets
 
 
@@ -68,11 +87,27 @@ def _shared_dir() -> Path:
     return Path(settings.COUNTERPART["SHARED_DATA_DIR"])
 
 
-def evaluation_choices(*, project: Project) -> list[tuple[str, str]]:
-    """(spec, description) of the evaluation sets a researcher may pick for ``project``: the
-    CAD splits of the project's task found under the shared data dir, and the project's own
-    held-out candidates."""
-    out: list[tuple[str, str]] = []
+@dataclass(frozen=True)
+class EvalChoice:
+    """An evaluation set the page offers: the ``key`` it posts, a ``title`` (no path) and a
+    ``description``; ``spec`` (``FORMAT:PATH:SPLIT``, or ``project``) stays on the server."""
+
+    key: str
+    title: str
+    description: str
+    spec: str
+
+
+CAD_TITLES = {"cad-nli": "CAD NLI", "cad-sentiment": "CAD sentiment"}
+PROJECT_TITLE = "this project (held-out fifth)"
+
+
+def evaluation_choices(*, project: Project) -> list[EvalChoice]:
+    """The evaluation sets a researcher may pick for ``project``: the CAD splits of the
+    project's task found under the shared data dir, and the project's own held-out
+    candidates. Nothing is pre-selected: a CAD split may be the very data the project was
+    imported from (its overlap with the training data is left out and counted at run time)."""
+    out: list[EvalChoice] = []
     cad = _shared_dir() / "cad"
     layouts = {"cad-nli": cad / "NLI" / "original", "cad-sentiment": cad / "sentiment" / "combined" / "paired"}
     for fmt, folder in layouts.items():
@@ -80,28 +115,55 @@ def evaluation_choices(*, project: Project) -> list[tuple[str, str]]:
             continue
         for split in ("dev", "train", "test"):
             if any(p.name.startswith(split) for p in folder.iterdir()):
-                out.append((f"{fmt}:{cad}:{split}", f"{fmt} {split} (shared data: originals and counterfactuals)"))
-    out.append((PROJECT_EVAL, "this project's candidates: a held-out fifth of its groups"))
+                title = f"{CAD_TITLES[fmt]} {split}"
+                out.append(
+                    EvalChoice(
+                        f"{fmt}:{split}",
+                        title,
+                        f"{title}: human-written originals and counterfactuals (shared data)",
+                        f"{fmt}:{cad}:{split}",
+                    )
+                )
+    out.append(
+        EvalChoice(
+            PROJECT_EVAL,
+            PROJECT_TITLE,
+            "this project's candidates: a fifth of its originals (with their candidates) held out of training",
+            PROJECT_EVAL,
+        )
+    )
     return out
 
 
-def _check_spec(spec: str, project: Project) -> None:
+def _title(spec: str) -> str:
+    """A name for a set given as a spec, without its path: ``FORMAT SPLIT`` or ``FORMAT FILE``."""
+    if spec == PROJECT_EVAL:
+        return PROJECT_TITLE
+    try:
+        fmt, path, split = parse_warm_spec(spec)
+    except ValueError:
+        return "evaluation set"
+    return f"{fmt} {split or os.path.basename(os.path.normpath(path))}"
+
+
+def _check_spec(spec: str, project: Project, name: str = "") -> None:
     if spec == PROJECT_EVAL:
         return
+    name = name or spec
     try:
         fmt, path, _split = parse_warm_spec(spec)
     except ValueError as exc:
         raise ValidationError(str(exc)) from None
     if fmt not in FORMATS:
-        raise ValidationError(f"evaluation set {spec!r}: unknown format {fmt!r}")
+        raise ValidationError(f"evaluation set {name!r}: unknown format {fmt!r}")
     if FORMAT_TASKS.get(fmt, project.task) != project.task:
-        raise ValidationError(f"evaluation set {spec!r}: {fmt} holds {FORMAT_TASKS[fmt]} data, not {project.task}")
+        raise ValidationError(f"evaluation set {name!r}: {fmt} holds {FORMAT_TASKS[fmt]} data, not {project.task}")
     shared = os.path.realpath(_shared_dir())
     real = os.path.realpath(path)
     if os.path.commonpath([shared, real]) != shared:
-        raise ValidationError(f"evaluation set {spec!r}: only data under the shared data directory can be used")
+        raise ValidationError(f"evaluation set {name!r}: only data under the shared data directory can be used")
     if not os.path.exists(real):
-        raise ValidationError(f"evaluation set {spec!r}: no such file or directory")
+        raise ValidationError(f"evaluation set {name!r}: no such file or directory")
 
 
 # -- the pool -----------------------------------------------------------------------------------
@@ -124,21 +186,43 @@ def _project_pool(project: Project) -> LabelledPairs:
     return LabelledPairs(pairs, ys)
 
 
-def _held_out(group: str) -> bool:
+def _held_out(pair: Pair) -> bool:
+    """Whether ``pair``'s group (or, without one, its original) is in the held-out fifth."""
+    group = pair.group or repr(sorted(pair.original.items()))
     return int(hashlib.sha1(group.encode("utf-8")).hexdigest()[:8], 16) % 100 < HOLDOUT_SHARE * 100
 
 
+def _project_export(project: Project, *, hold_out: bool) -> LabelledPairs:
+    """ "Your export": the human- and auto-labelled candidates the export would write
+    (``candidates_for_export``), with their current labels, whose original has a label; the
+    held-out groups left out when the ``project`` set is evaluated."""
+    rows = (
+        candidates_for_export(project=project, state=[states.HUMAN_LABELED, states.AUTO_LABELED])
+        .filter(label__isnull=False, example__label__isnull=False)
+        .values_list("label__name", *PAIR_VALUES)
+    )
+    pairs: list[Pair] = []
+    ys: list[str] = []
+    for y2, *values in rows.iterator(chunk_size=2000):
+        pair = candidate_pair(*values)
+        if hold_out and _held_out(pair):
+            continue
+        pairs.append(pair)
+        ys.append(y2)
+    return LabelledPairs(pairs, ys)
+
+
 def _split_project(pool: LabelledPairs) -> tuple[LabelledPairs, list[EvalSet]]:
-    keep = [i for i, p in enumerate(pool.pairs) if not _held_out(p.group or repr(sorted(p.original.items())))]
+    keep = [i for i, p in enumerate(pool.pairs) if not _held_out(p)]
     out = sorted(set(range(len(pool.pairs))) - set(keep))
     seen: dict[str, tuple[dict[str, str], str]] = {}
     for i in out:
         p = pool.pairs[i]
         seen.setdefault(repr(sorted(p.original.items())), (p.original, p.y))
     evals = [
-        EvalSet(f"{PROJECT_EVAL}/original", [r for r, _ in seen.values()], [y for _, y in seen.values()]),
+        EvalSet(f"{PROJECT_TITLE}/original", [r for r, _ in seen.values()], [y for _, y in seen.values()]),
         EvalSet(
-            f"{PROJECT_EVAL}/counterfactual",
+            f"{PROJECT_TITLE}/counterfactual",
             [pool.pairs[i].counterfactual for i in out],
             [pool.y_prime[i] for i in out],
         ),
@@ -158,14 +242,23 @@ def evaluation_start(
     created_by: Any = None,
 ) -> Job:
     """Validate (cheap: no model, one count) and queue an ``evaluate`` job on the ``ml``
-    queue. ``ValidationError`` with a message per field for bad input."""
+    queue. ``evals``: keys of :func:`evaluation_choices` or ``FORMAT:PATH[:SPLIT]`` specs.
+    ``ValidationError`` with a message per field for bad input."""
     errors: dict[str, list[str]] = {}
-    specs = [s.strip() for s in evals if s and s.strip()]
+    choices = {c.key: c for c in evaluation_choices(project=project)}
+    specs: list[str] = []
+    titles: dict[str, str] = {}
+    for value in (s.strip() for s in evals if s and s.strip()):
+        choice = choices.get(value)
+        spec = choice.spec if choice else value
+        if spec not in titles:
+            specs.append(spec)
+            titles[spec] = choice.title if choice else _title(spec)
     if not specs:
         errors["evals"] = ["choose at least one evaluation set"]
     for spec in specs:
         try:
-            _check_spec(spec, project)
+            _check_spec(spec, project, titles[spec] if spec != titles[spec] else "")
         except ValidationError as exc:
             errors.setdefault("evals", []).extend(exc.messages)
     if not 0 < budget < 1:
@@ -185,8 +278,8 @@ def evaluation_start(
         kind="evaluate",
         project=project,
         created_by=created_by,
-        total=seeds * len(VARIANTS),
-        params={"evals": specs, "budget": budget, "seeds": seeds, "classifier": classifier},
+        total=seeds * (len(VARIANTS) + 1),  # + your export
+        params={"evals": specs, "titles": titles, "budget": budget, "seeds": seeds, "classifier": classifier},
     )
 
 
@@ -199,16 +292,19 @@ def evaluation_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     labels, fields = _label_names(project), list(project.text_fields)
     pool = _project_pool(project)
     evals: list[EvalSet] = []
+    titles: dict[str, str] = p.get("titles") or {}
     try:
         for spec in p["evals"]:
-            _check_spec(spec, project)  # the shared data dir may have changed since the start
+            name = titles.get(spec) or _title(spec)
+            _check_spec(spec, project, name)  # the shared data dir may have changed since the start
             if spec == PROJECT_EVAL:
                 pool, held = _split_project(pool)
                 evals += held
             else:
-                evals += read_eval_sets(spec, project.task, labels, fields)
+                evals += read_eval_sets(spec, project.task, labels, fields, name=name)
     except (ValidationError, ValueError) as exc:
         raise JobFailed(" ".join(getattr(exc, "messages", [str(exc)]))) from exc
+    export = _project_export(project, hold_out=PROJECT_EVAL in p["evals"])
     if len(pool.pairs) < MIN_POOL:
         raise JobFailed(f"only {len(pool.pairs)} labelled candidates left in the pool; the evaluation needs {MIN_POOL}")
 
@@ -233,6 +329,7 @@ def evaluation_job(job: Job, ctx: JobContext) -> dict[str, Any]:
             classifier=p["classifier"],
             make_classifier=factory,
             threshold=float(settings.COUNTERPART["MIN_CONFIDENCE"]),
+            export=export,
             progress=progress,
         )
     except (TooFewLabels, ValueError) as exc:

@@ -275,28 +275,74 @@ def pairwise_model_latest(*, project: Project) -> PairwiseModel | None:
 
 
 # -- the augmentation evaluation section ---------------------------------------------------
-CHART_WIDTH = 520
-CHART_LEFT = 130  # room for the variant names
+CHART_WIDTH = 600
+CHART_LEFT = 210  # room for the variant names
 CHART_ROW = 22
+
+# Every variant in plain words: (short name for the chart, what f' was trained on). The page
+# never shows the internal keys.
+VARIANT_NAMES: dict[str, tuple[str, str]] = {
+    "originals": ("Originals only", "the originals alone, no counterfactual: the baseline every gain is measured from"),
+    "export": (
+        "Your export",
+        "the originals plus the project's current labelled set as the export writes it (human and auto labels)",
+    ),
+    "human": ("Human labels only", "the originals plus only the counterfactuals humans labelled (the budget share)"),
+    "invariant": (
+        "“Nothing flips”",
+        "plus every other counterfactual given its original's label (the invariant baseline)",
+    ),
+    "trust": ("Classifier f's guess", "plus every other counterfactual labelled by the base classifier f"),
+    "pc": ("Pairwise h", "plus every other counterfactual labelled by the pairwise classifier h (PC)"),
+    "capc": ("Pairwise h with f", "plus every other counterfactual labelled by h with f's outputs (CAPC)"),
+    "capc-confident": (
+        "Pairwise h, confident only",
+        "plus only the counterfactuals h (CAPC) labels at or above its threshold: what auto-labelling keeps",
+    ),
+    "capc+warm": ("Pairwise h, warm-started", "plus every other counterfactual labelled by h warm-started on CAD"),
+    "gold": ("Known labels (ceiling)", "plus every counterfactual with its known (gold) label: the best labels can do"),
+    "random": ("Random labels (floor)", "plus every other counterfactual with a random label"),
+}
+CLASSIFIER_NAMES = {
+    "minilm-lr": "MiniLM embeddings + logistic regression",
+    "tfidf-lr": "TF-IDF + logistic regression",
+    "finetune": "fine-tuned MiniLM",
+}
+SET_PARTS = {"original": "original sentences", "counterfactual": "counterfactuals"}
+
+
+def variant_name(key: str) -> str:
+    return VARIANT_NAMES.get(key, (key.replace("-", " "), ""))[0]
+
+
+def eval_set_title(name: str) -> str:
+    """``TITLE/original`` -> ``TITLE: original sentences``. A name that still holds a path
+    (a result stored before sets had titles) shows only what follows the path."""
+    base, _, part = name.rpartition("/") if name.endswith(tuple(f"/{p}" for p in SET_PARTS)) else (name, "", "")
+    if "/" in base:  # FORMAT:/a/path:SPLIT from an older result: no server path on the page
+        fmt, _, rest = base.partition(":")
+        base = f"{fmt} {rest.rsplit(':', 1)[-1] if ':' in rest else ''}".strip()
+    return f"{base}: {SET_PARTS[part]}" if part else base
 
 
 def gain_chart(variants: dict[str, Any]) -> dict[str, Any]:
     """SVG geometry of one evaluation set's gains over ``originals`` (accuracy points) with
-    their 95 % intervals over seeds: one row per variant that has a gain. Rows without a
-    number say "n/a" and why (an error, or no interval with one seed)."""
+    their 95 % intervals over seeds: one row per variant that has a gain, named in plain
+    words. Rows without a number say "n/a" and why (an error, or no interval with one seed)."""
     rows = []
     for name, m in variants.items():
         if name == "originals":
             continue
+        label = variant_name(name)
         if "error" in m:
-            rows.append({"name": name, "na": m["error"]})
+            rows.append({"name": label, "na": m["error"]})
             continue
         g, ci = m.get("gain"), m.get("gain_ci95")
         if g is None:
-            rows.append({"name": name, "na": "no gain"})
+            rows.append({"name": label, "na": "no gain"})
             continue
         rows.append(
-            {"name": name, "gain": 100 * g, "lo": 100 * ci[0] if ci else None, "hi": 100 * ci[1] if ci else None}
+            {"name": label, "gain": 100 * g, "lo": 100 * ci[0] if ci else None, "hi": 100 * ci[1] if ci else None}
         )
     nums = [0.0] + [v for r in rows for v in (r.get("gain"), r.get("lo"), r.get("hi")) if v is not None]
     lo, hi = min(nums), max(nums)
@@ -337,8 +383,9 @@ def gain_chart(variants: dict[str, Any]) -> dict[str, Any]:
 
 
 def evaluation_for(*, project: Project) -> dict[str, Any]:
-    """The latest ``evaluate`` job (for its progress) and the latest succeeded one's result,
-    with a gain chart and table rows per evaluation set."""
+    """The latest ``evaluate`` job (for its progress) and the latest succeeded one's result:
+    a summary line and, per evaluation set, its title, size, the test examples left out for
+    overlapping the training data, a gain chart and table rows, every variant in plain words."""
     from projects.models import Job
     from projects.selectors import job_latest
 
@@ -347,9 +394,36 @@ def evaluation_for(*, project: Project) -> dict[str, Any]:
         Job.objects.filter(project=project, kind="evaluate", status="succeeded").order_by("-finished_at", "-id").first()
     )
     sets = []
-    if done is not None and done.result:
-        for name, ev in (done.result.get("eval") or {}).items():
+    summary: dict[str, Any] = {}
+    result = done.result if done is not None and isinstance(done.result, dict) else {}
+    if result:
+        summary = {
+            "classifier": CLASSIFIER_NAMES.get(result.get("classifier", ""), result.get("classifier", "")),
+            "n_pairs": result.get("n_pairs"),
+            "budget": result.get("budget"),
+            "seeds": result.get("seeds"),
+            "seconds": result.get("seconds"),
+            "excluded": result.get("excluded"),
+            "export_pairs": result.get("export_pairs"),
+        }
+        for name, ev in (result.get("eval") or {}).items():
             variants = ev.get("variants") or {}
-            table = [{"name": v, **m} for v, m in variants.items()]
-            sets.append({"name": name, "n": ev.get("n"), "chart": gain_chart(variants), "table": table})
-    return {"latest": latest, "result_job": done, "sets": sets}
+            table = [
+                {
+                    "name": variant_name(v),
+                    "description": VARIANT_NAMES.get(v, ("", ""))[1],
+                    "gain_points": None if m.get("gain") is None else 100 * m["gain"],
+                    **m,
+                }
+                for v, m in variants.items()
+            ]
+            sets.append(
+                {
+                    "title": eval_set_title(name),
+                    "n": ev.get("n"),
+                    "excluded": ev.get("excluded"),
+                    "chart": gain_chart(variants) if variants else None,
+                    "table": table,
+                }
+            )
+    return {"latest": latest, "result_job": done, "summary": summary, "sets": sets}

@@ -25,8 +25,8 @@ from django.db.models import Case, FloatField, Max, Value, When
 from labeling.ml.base_classifier import CrossFitted, TooFewLabels, make_base_classifier
 from labeling.ml.features import Pair
 from labeling.ml.pairs import pairs_from_records, parse_warm_spec, unique_originals
+from labeling.ml.pairwise import MIN_LABELS as MIN_LABELS  # re-exported: the dashboard's "enough labels"
 from labeling.ml.pairwise import (
-    MIN_LABELS,
     LabelingModel,
     PairwiseClassifier,
     check_labels,
@@ -139,6 +139,15 @@ def pairwise_training_data(*, project: Project) -> tuple[list[Pair], list[str]]:
     return pairs, ys
 
 
+def invariant_baseline(pairs: list[Pair], ys: list[str]) -> dict[str, Any]:
+    """The ``invariant`` baseline ("nothing flips": y' = y) on the pairs h is trained on, in
+    the same order as h's out-of-fold predictions: its accuracy and per pair whether it was
+    right. It needs no training, so its accuracy on them is its cross-validated accuracy; the
+    dashboard compares h's with it (``annotate/selectors_dashboard.py``)."""
+    right = [int(p.y == y2) for p, y2 in zip(pairs, ys, strict=True)]
+    return {"invariant_accuracy": round(sum(right) / len(right), 4) if right else None, "invariant_correct": right}
+
+
 def model_path(project: Project, version: int) -> Path:
     return Path(settings.COUNTERPART["MODEL_DIR"]) / f"project-{project.pk}" / f"pairwise-v{version}.joblib"
 
@@ -229,6 +238,7 @@ def pairwise_train(
 
     cv: dict[str, Any] = dict(h.cv.as_dict())  # the CV figures plus the feature set's name
     cv["features"] = h.feature_set_name
+    cv.update(invariant_baseline(pairs, ys))
     cv["sibling_stage"] = h.sibling_stage is not None
     cv["sibling_context"] = len(context)  # unlabelled siblings the sibling stage saw
     step(3, TRAIN_STEPS)
@@ -286,8 +296,9 @@ def _train_cross_encoder(
     except TooFewLabels as exc:
         raise ValidationError(f"{exc} (the cross-encoder needs at least {CE_MIN})") from None
     assert h.cv is not None
-    cv: dict[str, float | str | None] = dict(h.cv.as_dict())  # the CV figures plus the feature set's name
+    cv: dict[str, Any] = dict(h.cv.as_dict())  # the CV figures plus the feature set's name
     cv["features"] = h.feature_set_name
+    cv.update(invariant_baseline(pairs, ys))
     bundle = LabelingModel(labels, fields, "pc", h, meta={"learner": "cross-encoder"})
     return _save_model(
         project,

@@ -5,8 +5,9 @@ render the section with the job's progress fragment in it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
+from django import forms
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -14,9 +15,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from labeling import evaluation as services_evaluation
 from labeling import services
-from labeling.evaluation import evaluation_choices
+from labeling.evaluation import MAX_SEEDS, evaluation_choices
 from labeling.ml.augmentation import CLASSIFIERS
-from labeling.selectors import evaluation_for, flip_rates_for, warm_start_choices
+from labeling.selectors import CLASSIFIER_NAMES, evaluation_for, flip_rates_for, warm_start_choices
 from projects.models import Project
 from projects.permissions import researcher_required
 from projects.selectors import job_latest, job_progress
@@ -97,6 +98,20 @@ def autolabel_start(request: HttpRequest, pk: int) -> HttpResponse:
     return _fragment(request, project, message=f"Auto-labelling queued (job {job.pk}).")
 
 
+class EvaluationForm(forms.Form):
+    """The evaluation form: sets by key (never a path), budget, seeds, classifier f'."""
+
+    evals = forms.MultipleChoiceField(choices=(), error_messages={"required": "choose at least one evaluation set"})
+    budget = forms.FloatField(min_value=0.01, max_value=0.99, initial=0.1)
+    seeds = forms.IntegerField(min_value=1, max_value=MAX_SEEDS, initial=3)
+    classifier = forms.ChoiceField(choices=[(c, CLASSIFIER_NAMES.get(c, c)) for c in CLASSIFIERS], initial="minilm-lr")
+
+    def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        choices = [(c.key, c.description) for c in evaluation_choices(project=project)]
+        cast(forms.MultipleChoiceField, self.fields["evals"]).choices = choices
+
+
 @researcher_required
 @require_GET
 def evaluation(request: HttpRequest, pk: int) -> HttpResponse:
@@ -107,7 +122,13 @@ def evaluation(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _evaluation_fragment(
-    request: HttpRequest, project: Project, *, message: str = "", error: str = "", status: int = 200
+    request: HttpRequest,
+    project: Project,
+    *,
+    message: str = "",
+    error: str = "",
+    status: int = 200,
+    form: EvaluationForm | None = None,
 ) -> HttpResponse:
     ev = evaluation_for(project=project)
     latest = ev["latest"]
@@ -115,11 +136,11 @@ def _evaluation_fragment(
         "project": project,
         "message": message,
         "error": error,
-        "choices": evaluation_choices(project=project),
-        "classifiers": CLASSIFIERS,
+        "form": form or EvaluationForm(project=project),
         "job": latest,
         "progress": job_progress(job=latest) if latest else None,
         "result_job": ev["result_job"],
+        "summary": ev["summary"],
         "sets": ev["sets"],
     }
     return render(request, "labeling/_evaluation.html", context, status=status)
@@ -130,26 +151,24 @@ def _evaluation_fragment(
 def evaluation_start(request: HttpRequest, pk: int) -> HttpResponse:
     """Queue an augmentation evaluation (an ``evaluate`` job); refuse bad input at once."""
     project = get_object_or_404(Project, pk=pk)
-    allowed = {spec for spec, _ in evaluation_choices(project=project)}
-    evals = [e for e in request.POST.getlist("evals") if e]
-    if any(e not in allowed for e in evals):
-        return _evaluation_fragment(request, project, error="choose evaluation sets from the list", status=400)
-    try:
-        budget = float(request.POST.get("budget") or 0.1)
-        seeds = int(request.POST.get("seeds") or 3)
-    except ValueError:
-        return _evaluation_fragment(request, project, error="budget and seeds must be numbers", status=400)
+    form = EvaluationForm(request.POST, project=project)
+    if not form.is_valid():
+        problems = "; ".join(f"{e}" for errs in form.errors.values() for e in errs)
+        if "evals" in form.errors and "valid choice" in str(form.errors["evals"]):
+            problems = "choose evaluation sets from the list"
+        return _evaluation_fragment(request, project, error=problems, status=400, form=form)
+    d = form.cleaned_data
     try:
         job = services_evaluation.evaluation_start(
             project=project,
-            evals=evals,
-            budget=budget,
-            seeds=seeds,
-            classifier=request.POST.get("classifier") or "minilm-lr",
+            evals=list(d["evals"]),
+            budget=d["budget"],
+            seeds=d["seeds"],
+            classifier=d["classifier"],
             created_by=request.user,
         )
     except ValidationError as exc:
-        return _evaluation_fragment(request, project, error=" ".join(exc.messages), status=400)
+        return _evaluation_fragment(request, project, error=" ".join(exc.messages), status=400, form=form)
     except BrokerUnavailable as exc:
-        return _evaluation_fragment(request, project, error=str(exc), status=503)
+        return _evaluation_fragment(request, project, error=str(exc), status=503, form=form)
     return _evaluation_fragment(request, project, message=f"Evaluation queued (job {job.pk}).")

@@ -8,7 +8,9 @@
   lexicographer file (``noun.animal``, ``noun.artifact``…), as in the COCO-Counterfactuals
   error analysis;
 - :func:`caption_outcomes`: per image of a pair, how often annotators chose its own caption,
-  the other one, both or neither, and whether the pair was valid (each image got its own).
+  the other one, both or neither, and whether the pair was valid (each image got its own);
+- :func:`two_proportion_test`, :func:`mcnemar_one_sided`: the tests behind the science
+  warnings (auto vs human flip share; h vs the invariant baseline on the same pairs).
 """
 
 from __future__ import annotations
@@ -256,3 +258,44 @@ def caption_outcomes(
                 and caption_outcome("counterfactual", sides["counterfactual"]) == "own"
             )
     return CaptionOutcomes(img["original"], img["counterfactual"], pairs, valid)
+
+
+# -- the science warnings' tests ------------------------------------------------------------
+@dataclass(frozen=True)
+class ProportionTest:
+    """Two proportions ``k1/n1`` and ``k2/n2``, their difference and the two-sided p-value of
+    the pooled two-proportion z-test (None when it is undefined: an empty group, or both
+    shares 0 or both 1)."""
+
+    share_1: float | None
+    share_2: float | None
+    difference: float | None
+    p_value: float | None
+
+
+def two_proportion_test(k1: int, n1: int, k2: int, n2: int) -> ProportionTest:
+    if n1 <= 0 or n2 <= 0:
+        return ProportionTest(k1 / n1 if n1 > 0 else None, k2 / n2 if n2 > 0 else None, None, None)
+    p1, p2 = k1 / n1, k2 / n2
+    pooled = (k1 + k2) / (n1 + n2)
+    se = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
+    if se == 0:
+        return ProportionTest(p1, p2, p1 - p2, None if p1 == p2 else 0.0)
+    z = (p1 - p2) / se
+    return ProportionTest(p1, p2, p1 - p2, math.erfc(abs(z) / math.sqrt(2)))
+
+
+def mcnemar_one_sided(a_correct: Sequence[int | bool], b_correct: Sequence[int | bool]) -> float | None:
+    """Exact one-sided McNemar p-value that method A (``a_correct``, per example) is more
+    accurate than method B on the same examples: P(X >= wins) for X ~ Binomial(wins + losses,
+    1/2), where wins counts examples only A got right and losses those only B got right. None
+    when the two lists differ in length or are empty; 1.0 when they never disagree."""
+    if not a_correct or len(a_correct) != len(b_correct):
+        return None
+    wins = sum(1 for a, b in zip(a_correct, b_correct, strict=True) if a and not b)
+    losses = sum(1 for a, b in zip(a_correct, b_correct, strict=True) if b and not a)
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail: float = sum(math.comb(n, k) for k in range(wins, n + 1)) / 2**n
+    return min(1.0, tail)

@@ -4,8 +4,10 @@ How a run is written, and why it survives a killed worker
 ---------------------------------------------------------
 ``run_execute`` walks the project's originals in primary-key order (keyset pagination,
 ``GENERATION_BATCH_SIZE`` originals at a time, so memory stays flat in the number of
-originals). For each batch it asks the generator for candidates, applies the run's
-filters, and then writes **in one transaction**:
+originals). A run with a ``limit`` below the number of originals walks instead a
+stratified, seeded sample fixed when it starts (``generation/ml/sampling.py``; its ids in
+``run.metrics["sample"]``, the cursor then a position in it). For each batch it asks the
+generator for candidates, applies the run's filters, and then writes **in one transaction**:
 
 * the batch's candidates, with deterministic external ids ``"{run}:{original}:{n}"``,
 * ``run.done`` / ``run.skipped`` / ``run.skips`` for the batch, and
@@ -36,11 +38,12 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Count, F, QuerySet
 from django.utils import timezone
 
 from generation.ml import registry
 from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip
+from generation.ml.sampling import stratified_sample
 from generation.models import GenerationRun
 from generation.services.run_quality import (
     FILTER_NAMES,
@@ -225,18 +228,45 @@ class _BatchOutcome:
     skips: list[dict[str, str]] = field(default_factory=list)
 
 
-def _examples(run: GenerationRun, after_pk: int, size: int) -> list[Example]:
-    qs = Example.objects.filter(project_id=run.project_id, pk__gt=after_pk)
-    if run.options.get("split"):
-        qs = qs.filter(split=run.options["split"])
-    return list(qs.order_by("pk")[:size])
-
-
-def _count_examples(run: GenerationRun) -> int:
+def _examples_qs(run: GenerationRun) -> QuerySet[Example]:
     qs = Example.objects.filter(project_id=run.project_id)
     if run.options.get("split"):
         qs = qs.filter(split=run.options["split"])
-    n = qs.count()
+    return qs
+
+
+def _examples(run: GenerationRun, cursor: int, size: int) -> tuple[list[Example], int]:
+    """The next batch and the cursor after it. A run with a sample (a limit) walks the
+    sample's ids in their order and its cursor is a position in it; otherwise the cursor
+    is the last original's primary key (keyset pagination)."""
+    sample = (run.metrics or {}).get("sample")
+    if sample is not None:
+        ids = [int(i) for i in sample[cursor : cursor + size]]
+        found = _examples_qs(run).in_bulk(ids)
+        return [found[i] for i in ids if i in found], cursor + len(ids)
+    batch = list(_examples_qs(run).filter(pk__gt=cursor).order_by("pk")[:size])
+    return batch, batch[-1].pk if batch else cursor
+
+
+def _sample(run: GenerationRun) -> list[int] | None:
+    """With a limit below the number of originals: a stratified, seeded sample of that many
+    (``generation/ml/sampling.py``); None otherwise (every original, by id)."""
+    limit = run.options.get("limit")
+    qs = _examples_qs(run)
+    if not limit or qs.count() <= int(limit):
+        return None
+    rows = list(qs.values_list("pk", "label_id"))
+    return stratified_sample(rows, int(limit), int(run.options.get("seed") or 0))
+
+
+def _sample_labels(sample: list[int]) -> dict[str, int]:
+    """How many originals of each label a sample holds (``(none)``: without a label)."""
+    counts = Example.objects.filter(pk__in=sample).values_list("label__name").annotate(n=Count("pk")).order_by()
+    return {str(name or "(none)"): int(n) for name, n in counts}
+
+
+def _count_examples(run: GenerationRun) -> int:
+    n: int = _examples_qs(run).count()
     limit = run.options.get("limit")
     return min(n, int(limit)) if limit else n
 
@@ -465,6 +495,9 @@ def _final_metrics(run: GenerationRun, *, failed: bool) -> None:
             logger.exception("metrics for run %s failed", run.pk)
             metrics = {"error": f"metrics failed: {exc}"}
     metrics["cursor"] = (run.metrics or {}).get("cursor", 0)
+    for key in ("sample", "sample_labels"):  # a sampled run's cursor is a position in its sample
+        if key in (run.metrics or {}):
+            metrics[key] = run.metrics[key]
     if (run.metrics or {}).get("notes"):
         metrics["notes"] = run.metrics["notes"]
     GenerationRun.objects.filter(pk=run.pk).update(metrics=metrics)
@@ -618,8 +651,8 @@ def _execute(
     try:
         while run.done < run.total and not ctx.cancel_requested():
             cursor = int((run.metrics or {}).get("cursor", 0))
-            examples = _examples(run, cursor, min(batch_size, run.total - run.done))
-            if not examples:
+            examples, after = _examples(run, cursor, min(batch_size, run.total - run.done))
+            if after == cursor:
                 break  # fewer originals than counted at start (deleted meanwhile)
             outcome = _process_batch(
                 run=run,
@@ -637,7 +670,7 @@ def _execute(
                 ctx=ctx,
                 outcome=outcome,
                 n_originals=len(examples),
-                cursor=examples[-1].pk,
+                cursor=after,
                 max_skips=max_skips,
             )
             if on_progress is not None:
@@ -679,7 +712,12 @@ def _mark_started(run: GenerationRun, ctx: JobContext) -> None:
     with transaction.atomic():  # one executor fixes both, another waits on the lock and sees them
         locked = GenerationRun.objects.select_for_update().get(pk=run.pk)
         if "cursor" not in (locked.metrics or {}):
-            GenerationRun.objects.filter(pk=run.pk).update(metrics={**(locked.metrics or {}), "cursor": 0})
+            start: dict[str, Any] = {**(locked.metrics or {}), "cursor": 0}
+            sample = _sample(locked)
+            if sample is not None:
+                start["sample"] = sample
+                start["sample_labels"] = _sample_labels(sample)
+            GenerationRun.objects.filter(pk=run.pk).update(metrics=start)
             ctx.progress(0, _count_examples(run))
     run.refresh_from_db()
     run.job.refresh_from_db()

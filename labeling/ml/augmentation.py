@@ -16,7 +16,16 @@ fraction of the pool to humans; each *variant* then trains a classifier f' on th
 - ``gold``: every counterfactual with its known label (when labels are known);
 - ``random``: the humans' plus the rest with uniformly random labels;
 - ``capc+warm`` (with a warm start): the rest labelled by CAPC warm-started on other pairs
-  (``bench.warm_setup``, as ``bench_pairwise --warm-start``).
+  (``bench.warm_setup``, as ``bench_pairwise --warm-start``);
+- ``export`` (when an ``export`` is given: the project's actual labelled set, "your export"):
+  the pool's originals plus the exported counterfactuals with their current labels, the same
+  every seed.
+
+No test example may also be training data: before anything is trained, every evaluation
+example whose text (``textkeys.text_hash`` of its fields) also occurs among the pool's
+originals or counterfactuals, or the export's, is left out, and the result counts them
+(``excluded`` per evaluation set and in all). An evaluation set left empty is reported with
+``n`` 0 and no variants; when every set is empty the evaluation refuses (``ValueError``).
 
 Every variant uses the same f' and hyperparameters. f' is scored on each evaluation set;
 per evaluation set and variant the result holds the mean accuracy and macro-F1 over seeds
@@ -50,8 +59,10 @@ from labeling.ml.metrics import macro_f1
 from labeling.ml.pairs import LabelledPairs
 from labeling.ml.pairwise import PairInputs, PairwiseClassifier
 from labeling.ml.siblings import sibling_keys
+from labeling.ml.textkeys import text_hash
 
 VARIANTS = ("originals", "human", "invariant", "trust", "pc", "capc", "capc-confident", "gold", "random")
+EXPORT = "export"  # the project's actual labelled set ("your export"), when given
 CLASSIFIERS = ("minilm-lr", "tfidf-lr", "finetune")
 N_BOOTSTRAP = 2000
 # classifiers whose fit does not depend on the seed: ``originals`` and ``gold`` (the same
@@ -96,6 +107,7 @@ class VariantScores(TypedDict):
 class EvalScores(TypedDict):
     n: int
     variants: dict[str, VariantScores | dict[str, str]]
+    excluded: NotRequired[int]  # test examples left out: their text is also training data
 
 
 class AugmentationResult(TypedDict):
@@ -108,6 +120,8 @@ class AugmentationResult(TypedDict):
     seconds: float
     threshold: NotRequired[float]
     warm_start_pairs: NotRequired[int]
+    excluded: NotRequired[int]  # over every evaluation set
+    export_pairs: NotRequired[int]
 
 
 # ---------------------------------------------------------------------------------------
@@ -263,6 +277,21 @@ def classifier_factory(
 # ---------------------------------------------------------------------------------------
 # the evaluation
 # ---------------------------------------------------------------------------------------
+def drop_training_overlap(
+    evals: Sequence[EvalSet], training: Sequence[dict[str, str]], fields: Sequence[str]
+) -> tuple[list[EvalSet], dict[str, int]]:
+    """Each evaluation set without the examples whose text (``text_hash`` over ``fields``) is
+    also one of the ``training`` records, and how many each lost (by set name)."""
+    seen = {text_hash(r, fields) for r in training}
+    kept: list[EvalSet] = []
+    excluded: dict[str, int] = {}
+    for e in evals:
+        keep = [i for i, r in enumerate(e.records) if text_hash(r, fields) not in seen]
+        excluded[e.name] = len(e.records) - len(keep)
+        kept.append(EvalSet(e.name, [e.records[i] for i in keep], [e.y[i] for i in keep]))
+    return kept, excluded
+
+
 def run_augmentation(
     data: LabelledPairs,
     evals: Sequence[EvalSet],
@@ -278,13 +307,15 @@ def run_augmentation(
     threshold: float = 0.7,
     gold_known: bool = True,
     warm: LabelledPairs | None = None,
+    export: LabelledPairs | None = None,
     base_kind: str = "minilm",
     n_boot: int = N_BOOTSTRAP,
     log: Callable[[str], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> AugmentationResult:
     """The evaluation (module docstring). ``make_classifier`` replaces the factory of
-    ``classifier`` (tests pass tiny models). ``progress(done, total)`` counts f' fits."""
+    ``classifier`` (tests pass tiny models). ``progress(done, total)`` counts f' fits.
+    ``export``: the project's labelled set as it would be exported (variant ``export``)."""
     t0 = time.perf_counter()
     say = log or (lambda _m: None)
     labels, fields = list(labels), list(fields)
@@ -292,6 +323,20 @@ def run_augmentation(
     n = len(pool)
     if not evals:
         raise ValueError("no evaluation set given")
+    training = [
+        r for src in (pool, export.pairs if export else []) for p in src for r in (p.original, p.counterfactual)
+    ]
+    all_evals = list(evals)
+    checked, excluded = drop_training_overlap(all_evals, training, fields)
+    if sum(excluded.values()):
+        say(f"left out {sum(excluded.values())} test examples whose text is also training data")
+    evals = [e for e in checked if e.records]
+    if not evals:
+        raise ValueError(
+            f"every example of the evaluation sets ({sum(excluded.values())}) also occurs in the training data "
+            "(the pool's originals or counterfactuals): the evaluation would measure memory, not robustness; "
+            "choose a held-out set"
+        )
     factory = make_classifier or classifier_factory(classifier, labels=labels, fields=fields, embed=embed)
     setup = pool_setup(pool, labels=labels, fields=fields, embed=embed, base_kind=base_kind)
     originals, orig_y = setup.originals, setup.orig_y
@@ -305,6 +350,9 @@ def run_augmentation(
 
     keys = sibling_keys(pool, fields)  # h labels as the product does: with its sibling stage
     variants = [v for v in VARIANTS if gold_known or v != "gold"] + (["capc+warm"] if warm is not None else [])
+    if export is not None:
+        variants.insert(1, EXPORT)
+    export_cfs = [p.counterfactual for p in export.pairs] if export is not None else []
     total = seeds * len(variants)
     done = 0
     correct: list[dict[str, list[NDArray[np.bool_]]]] = [{} for _ in evals]
@@ -314,7 +362,8 @@ def run_augmentation(
     reuse: dict[str, list[NDArray[np.intp]]] = {}  # deterministic f': predictions per eval set
 
     def train_and_score(name: str, seed: int, rows: Sequence[int], ys: Sequence[str]) -> None:
-        recs = originals + [cfs[i] for i in rows]
+        # rows index the pool's counterfactuals; the export's are its own records
+        recs = originals + (export_cfs if name == EXPORT else [cfs[i] for i in rows])
         all_y = orig_y + list(ys)
         sizes.setdefault(name, []).append(len(recs))
         if name in reuse:
@@ -322,7 +371,7 @@ def run_augmentation(
         else:
             f_prime = factory(seed).fit(recs, all_y)
             preds = [f_prime.predict_proba(e.records).argmax(1) for e in evals]
-            if classifier in DETERMINISTIC and name in ("originals", "gold"):
+            if classifier in DETERMINISTIC and name in ("originals", "gold", EXPORT):
                 reuse[name] = preds
         for j, (p, y) in enumerate(zip(preds, eval_y, strict=True)):
             correct[j].setdefault(name, []).append(p == y)
@@ -385,6 +434,11 @@ def run_augmentation(
                 labelled["capc+warm"] = (train.tolist() + rest_l, human_y + [labels[k] for k in proba.argmax(1)])
             except TooFewLabels as exc:
                 errors["capc+warm"] = str(exc)
+        if export is not None:
+            if export.pairs:
+                labelled[EXPORT] = ([], list(export.y_prime))
+            else:
+                errors[EXPORT] = "nothing to export yet: no human- or auto-labelled candidate"
         rnd = np.random.default_rng(10_000 + seed).integers(0, len(labels), size=len(rest))
         labelled["random"] = (train.tolist() + rest_l, human_y + [labels[k] for k in rnd])
         for name in variants:
@@ -399,7 +453,12 @@ def run_augmentation(
         say(f"seed {seed + 1}/{seeds} done at {time.perf_counter() - t0:.1f}s")
 
     out_eval: dict[str, EvalScores] = {}
-    for j, e in enumerate(evals):
+    scored = {e.name: j for j, e in enumerate(evals)}
+    for e in checked:
+        if e.name not in scored:
+            out_eval[e.name] = {"n": 0, "variants": {}, "excluded": excluded[e.name]}
+            continue
+        j = scored[e.name]
         summary = summarise(correct[j], f1s[j], sizes, n_boot=n_boot)
         vs: dict[str, VariantScores | dict[str, str]] = {}
         for name in variants:
@@ -407,7 +466,7 @@ def run_augmentation(
                 vs[name] = summary[name]
             elif name in errors:
                 vs[name] = {"error": errors[name]}
-        out_eval[e.name] = {"n": len(e.records), "variants": vs}
+        out_eval[e.name] = {"n": len(e.records), "variants": vs, "excluded": excluded[e.name]}
     return {
         "task": task,
         "n_pairs": n,
@@ -417,7 +476,9 @@ def run_augmentation(
         "eval": out_eval,
         "seconds": round(time.perf_counter() - t0, 1),
         "threshold": threshold,
+        "excluded": sum(excluded.values()),
         **({"warm_start_pairs": len(warm.pairs)} if warm is not None else {}),  # type: ignore[typeddict-item]
+        **({"export_pairs": len(export.pairs)} if export is not None else {}),  # type: ignore[typeddict-item]
     }
 
 

@@ -102,7 +102,11 @@ def register_test_generators() -> None:
     registry.register("test-echo", factory=EchoGenerator)
 
 
-def make_project(name: str = "runs-nli", n: int = 10, task: str = "nli", split: str = "dev") -> Project:
+def make_project(
+    name: str = "runs-nli", n: int = 10, task: str = "nli", split: str = "dev", sorted_by_label: bool = False
+) -> Project:
+    """``n`` originals; their labels cycle, or with ``sorted_by_label`` come in blocks (ids
+    sorted by label, as CAD's files are)."""
     p = project_create(name=name, task=task)
     labels = list(p.labels.all())
     fields = p.text_fields
@@ -112,7 +116,7 @@ def make_project(name: str = "runs-nli", n: int = 10, task: str = "nli", split: 
                 project=p,
                 external_id=f"ex-{i:03d}",
                 split=split,
-                label=labels[i % len(labels)],
+                label=labels[i * len(labels) // n if sorted_by_label else i % len(labels)],
                 fields={f: f"{f} number {i} is a plain sentence" for f in fields},
             )
             for i in range(n)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from io import StringIO
 
 import pytest
@@ -147,3 +148,12 @@ def test_resume_an_interrupted_run(project):
     run.refresh_from_db()
     assert run.status == "succeeded" and Candidate.objects.count() == 18
     assert len(set(Candidate.objects.values_list("external_id", flat=True))) == 18
+
+
+def test_limit_takes_a_stratified_seeded_sample(db):
+    make_project(name="sorted", n=30, sorted_by_label=True)  # ids sorted by label, as in CAD
+    _call("--project", "sorted", "--generator", "test-echo", "--limit", "6", "--seed", "2", "--filters", "none")
+    run = GenerationRun.objects.get()
+    used = set(Candidate.objects.filter(job_id=run.job_id).values_list("example__label__name", "example_id"))
+    assert sorted(Counter(label for label, _ in used).values()) == [2, 2, 2]
+    assert run.metrics["sample_labels"] == {"entailment": 2, "neutral": 2, "contradiction": 2}

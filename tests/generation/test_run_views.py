@@ -213,3 +213,20 @@ def test_run_metrics_read_accepted_over_all_with_percentages(project):
     assert rows["share of code negation (accepted / all)"] == "100% / 50%"
     assert rows["share of the most frequent introduced token (accepted / all)"] == "25% / 50%"
     assert all("all / accepted" not in name for name in rows)
+
+
+def test_start_page_limit_samples_across_labels(rclient, db, django_capture_on_commit_callbacks):
+    sorted_project = make_project(name="sorted", n=30, sorted_by_label=True)  # ids sorted by label
+    html = rclient.get(f"/projects/{sorted_project.pk}/runs/new/").content.decode()
+    assert "spread evenly over the labels" in html and "sample of originals" in html
+    with django_capture_on_commit_callbacks(execute=True):
+        rclient.post(
+            f"/projects/{sorted_project.pk}/runs/new/",
+            {"generator": "test-echo", "limit": "6", "seed": "2", "filters": ["dedup"]},
+        )
+    run = GenerationRun.objects.get()
+    run.refresh_from_db()
+    assert run.status == "succeeded" and run.done == 6
+    assert run.metrics["sample_labels"] == {"entailment": 2, "neutral": 2, "contradiction": 2}
+    page = rclient.get(f"/runs/{run.pk}/").content.decode()
+    assert "originals sampled (stratified by label, seeded)" in page

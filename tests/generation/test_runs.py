@@ -13,8 +13,9 @@ from django.utils import timezone
 from generation.ml import filters as ml_filters
 from generation.ml import registry
 from generation.ml.base import GeneratedCandidate, Original
+from generation.ml.sampling import stratified_sample
 from generation.models import GenerationRun
-from generation.selectors import run_progress, runs_of_project
+from generation.selectors import run_metrics_rows, run_progress, runs_of_project
 from generation.services import run_quality
 from generation.services.runs import run_cancel, run_create, run_execute
 from projects import states
@@ -116,7 +117,10 @@ def test_limit_max_per_original_and_split(project):
     run = run_execute(run_id=_run(project, limit=4, max_per_original=2, split="dev").pk)
     assert (run.done, run.total) == (4, 4)
     per = Counter(Candidate.objects.filter(job_id=run.job_id).values_list("example__external_id", flat=True))
-    assert per == {"ex-000": 2, "ex-001": 2, "ex-002": 2, "ex-003": 2}
+    # a limit takes a stratified sample (generation/ml/sampling.py): every label, only the split
+    assert len(per) == 4 and set(per.values()) == {2} and "other" not in per
+    labels = Counter(project.examples.filter(external_id__in=per).values_list("label__name", flat=True))
+    assert sorted(labels.values()) == [1, 1, 2]
 
 
 def test_generator_options_reach_the_generator(project):
@@ -621,3 +625,51 @@ def test_two_executors_of_one_run_on_postgresql_write_each_batch_once(transactio
     assert results == ["succeeded", "succeeded"]  # the superseded one returned without failing the job
     ids = list(Candidate.objects.filter(job_id=run.job_id).values_list("external_id", flat=True))
     assert len(ids) == len(set(ids)) == 60
+
+
+# -- a limit takes a stratified, seeded sample (generation/ml/sampling.py) ------------------
+@pytest.fixture
+def sorted_project(db):
+    """60 originals whose ids are sorted by label (20 of each), as CAD's files are."""
+    return make_project(name="sorted-nli", n=60, split="test", sorted_by_label=True)
+
+
+def _labels_of_run(run):
+    used = Candidate.objects.filter(job_id=run.job_id).values("example_id")
+    return Counter(Example.objects.filter(pk__in=used).values_list("label__name", flat=True))
+
+
+def test_a_limited_run_covers_every_label(sorted_project):
+    run = run_execute(run_id=_run(sorted_project, limit=12).pk)
+    assert run.status == "succeeded" and (run.done, run.total) == (12, 12)
+    assert _labels_of_run(run) == {"entailment": 4, "neutral": 4, "contradiction": 4}
+    assert run.metrics["sample_labels"] == {"entailment": 4, "neutral": 4, "contradiction": 4}
+    row = ("originals sampled (stratified by label, seeded)", "contradiction 4, entailment 4, neutral 4")
+    assert row in run_metrics_rows(run=run)
+    # the same seed gives the same originals; another seed others
+    assert run_execute(run_id=_run(sorted_project, limit=12).pk).metrics["sample"] == run.metrics["sample"]
+    assert run_execute(run_id=_run(sorted_project, limit=12, seed=3).pk).metrics["sample"] != run.metrics["sample"]
+
+
+def test_no_limit_takes_every_original_by_id(sorted_project):
+    run = run_execute(run_id=_run(sorted_project).pk)
+    assert run.done == 60 and "sample" not in run.metrics
+    assert run.metrics["cursor"] == Example.objects.filter(project=sorted_project).order_by("-pk").first().pk
+
+
+def test_a_killed_sampled_run_resumes_inside_its_sample(sorted_project):
+    rows = list(Example.objects.filter(project=sorted_project).values_list("pk", "label_id"))
+    order = stratified_sample(rows, 9, 0)
+    # crash on the sample's sixth original: two batches of two committed, the cursor is position 4
+    crash_at = Example.objects.get(pk=order[5]).external_id
+    run = _run(sorted_project, limit=9, batch_size=2, generator_options={"crash_at": crash_at})
+    with pytest.raises(SystemExit):
+        run_execute(run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == "running" and run.done == 4 and run.metrics["cursor"] == 4
+    Job.objects.filter(pk=run.job_id).update(heartbeat_at=timezone.now() - timedelta(minutes=5))
+    run = run_execute(run_id=run.pk)
+    assert run.status == "succeeded" and (run.done, run.total) == (9, 9)
+    assert set(Candidate.objects.filter(job_id=run.job_id).values_list("example_id", flat=True)) == set(order)
+    ids = list(Candidate.objects.filter(job_id=run.job_id).values_list("external_id", flat=True))
+    assert len(ids) == len(set(ids))

@@ -13,6 +13,7 @@ from labeling.ml.augmentation import (
     VARIANTS,
     EvalSet,
     classifier_factory,
+    drop_training_overlap,
     eval_sets_from_records,
     gain_share,
     mean_ci95,
@@ -22,6 +23,7 @@ from labeling.ml.augmentation import (
 )
 from labeling.ml.bench import human_split
 from labeling.ml.pairs import LabelledPairs, mixed_pool, trivial_edit
+from labeling.ml.textkeys import normalize_text, text_hash
 from projects.formats import OriginalRecord, PairRecord, Problem
 from tests.labeling.conftest import FIELDS, LABELS, fake_embed, synthetic_pairs
 
@@ -125,22 +127,16 @@ def _evals(n: int = 60) -> list[EvalSet]:
     ]
 
 
+def _run(pool, evals, **kw):
+    """``run_augmentation`` with the fake encoder and TF-IDF f' (one seed unless told)."""
+    options = {"budget": 0.2, "seeds": 1, "classifier": "tfidf-lr", "n_boot": 50, **kw}
+    return run_augmentation(pool, evals, task="nli", labels=LABELS, fields=FIELDS, embed=fake_embed, **options)
+
+
 def test_run_augmentation_end_to_end_with_the_fake_encoder():
     pairs, ys = synthetic_pairs(200)
     progress: list[tuple[int, int]] = []
-    out = run_augmentation(
-        LabelledPairs(pairs, ys),
-        _evals(),
-        task="nli",
-        labels=LABELS,
-        fields=FIELDS,
-        embed=fake_embed,
-        budget=0.2,
-        seeds=2,
-        classifier="tfidf-lr",
-        n_boot=200,
-        progress=lambda d, t: progress.append((d, t)),
-    )
+    out = _run(LabelledPairs(pairs, ys), _evals(), seeds=2, n_boot=200, progress=lambda d, t: progress.append((d, t)))
     assert out["task"] == "nli" and out["n_pairs"] == 200 and out["seeds"] == 2 and out["classifier"] == "tfidf-lr"
     assert set(out["eval"]) == {"syn/original", "syn/counterfactual"}
     cf = out["eval"]["syn/counterfactual"]
@@ -224,7 +220,7 @@ def test_finetune_classifier_learns_with_a_tiny_bert(tmp_path):
 @pytest.mark.slow
 def test_bench_augmentation_json_on_a_cad_sentiment_slice(shared_data, capsys):
     """The real MiniLM on a slice of CAD-sentiment dev as the pool and CAD-sentiment dev as the
-    evaluation (a shape check, not a robustness figure: the pool and the evaluation overlap)."""
+    evaluation (a shape check): the evaluation leaves out the examples the pool holds."""
     spec = f"cad-sentiment:{shared_data / 'cad'}:dev"
     call_command(
         "bench_augmentation",
@@ -250,7 +246,63 @@ def test_bench_augmentation_json_on_a_cad_sentiment_slice(shared_data, capsys):
     assert result["n_pairs"] == 120 and result["classifier"] == "minilm-lr"
     assert list(result["eval"]) == [f"{spec}/original", f"{spec}/counterfactual"]
     cf = result["eval"][f"{spec}/counterfactual"]
-    assert cf["n"] == 245
+    assert cf["n"] + cf["excluded"] == 245 and 100 <= cf["excluded"] <= 130  # the slice's own 120 (up to duplicates)
+    assert result["excluded"] >= cf["excluded"]
     assert set(cf["variants"]) == set(VARIANTS)
     # every CAD counterfactual flips the label: invariant labels teach the wrong thing
     assert cf["variants"]["invariant"]["accuracy"] < cf["variants"]["gold"]["accuracy"]
+
+
+# -- a test set must not be training data (issue 19.3) ------------------------------------------
+def test_normalized_text_hash():
+    assert normalize_text("  The  Cat\tsat. ") == "the cat sat"
+    assert normalize_text("\u201cHello,\u201d she said!") == "hello,\u201d she said"  # inner punctuation kept
+    assert normalize_text("...") == ""
+    a = {"premise": "A man runs.", "hypothesis": "He  moves"}
+    b = {"premise": "a man runs", "hypothesis": "“he moves”"}
+    assert text_hash(a, FIELDS) == text_hash(b, FIELDS)
+    assert text_hash(a, FIELDS) != text_hash({"premise": "a man, runs", "hypothesis": "he moves"}, FIELDS)
+    # fields are not interchangeable
+    assert text_hash({"premise": "x", "hypothesis": "y"}, FIELDS) != text_hash(
+        {"premise": "y", "hypothesis": "x"}, FIELDS
+    )
+
+
+def test_drop_training_overlap_counts_what_it_leaves_out():
+    train = [{"premise": "p1", "hypothesis": "h1"}, {"premise": "p2", "hypothesis": "h2"}]
+    evals = [
+        EvalSet("a", [{"premise": "P1.", "hypothesis": " h1 "}, {"premise": "p3", "hypothesis": "h3"}], ["x", "y"]),
+        EvalSet("b", [{"premise": "p2", "hypothesis": "h2"}], ["x"]),
+    ]
+    kept, excluded = drop_training_overlap(evals, train, FIELDS)
+    assert excluded == {"a": 1, "b": 1}
+    assert kept[0].records == [{"premise": "p3", "hypothesis": "h3"}] and kept[0].y == ["y"]
+    assert kept[1].records == [] and kept[1].y == []
+
+
+def test_an_evaluation_on_its_own_pool_leaves_it_out_and_reports_it():
+    pairs, ys = synthetic_pairs(200)
+    own = [EvalSet("own/original", [p.original for p in pairs[:30]], [p.y for p in pairs[:30]])]
+    out = _run(LabelledPairs(pairs, ys), own + _evals())
+    assert out["eval"]["own/original"] == {"n": 0, "variants": {}, "excluded": 30}
+    assert out["eval"]["syn/counterfactual"]["excluded"] == 0 and out["eval"]["syn/counterfactual"]["n"] == 60
+    assert out["excluded"] == 30
+    # only overlapping sets: refused, with the reason
+    with pytest.raises(ValueError, match="also occurs in the training data"):
+        _run(LabelledPairs(pairs, ys), own)
+
+
+def test_your_export_variant_trains_on_the_export():
+    pairs, ys = synthetic_pairs(200)
+    extra, extra_y = synthetic_pairs(50, seed=3)
+    out = _run(LabelledPairs(pairs, ys), _evals(), export=LabelledPairs(extra, extra_y))
+    cf = out["eval"]["syn/counterfactual"]["variants"]
+    assert list(cf)[:2] == ["originals", "export"]
+    assert cf["export"]["n_train"] == 200 + 50 and "gain" in cf["export"]
+    assert out["export_pairs"] == 50
+    # the export's texts are training data too: a test set holding them is left out
+    leak = [EvalSet("leak", [p.counterfactual for p in extra[:5]], extra_y[:5])]
+    out = _run(LabelledPairs(pairs, ys), leak + _evals(), export=LabelledPairs(extra, extra_y))
+    assert out["eval"]["leak"]["excluded"] == 5
+    empty = _run(LabelledPairs(pairs, ys), _evals(), export=LabelledPairs([], []))
+    assert "nothing to export" in empty["eval"]["syn/original"]["variants"]["export"]["error"]

@@ -72,18 +72,26 @@ def test_api_runs_the_job_and_the_result_is_the_benchmark_shape(settings, django
         )
     assert resp.status_code == 202, resp.content
     body = resp.json()
-    assert body["kind"] == "evaluate" and body["total"] == len(VARIANTS)
+    assert body["kind"] == "evaluate" and body["total"] == len(VARIANTS) + 1  # + your export
     job = Job.objects.get(pk=body["id"])
     assert job.status == "succeeded", job.error
     r = job.result
-    assert {"task", "n_pairs", "budget", "seeds", "classifier", "eval", "seconds"} <= set(r)
+    assert {"task", "n_pairs", "budget", "seeds", "classifier", "eval", "seconds", "excluded"} <= set(r)
     assert r["task"] == "nli" and r["classifier"] == "tfidf-lr" and r["seeds"] == 1
     assert 100 < r["n_pairs"] < 160  # a held-out fifth of the groups left the pool
+    # sets are named by title, never by a server path
     names = set(r["eval"])
-    assert names == {f"{spec}/original", f"{spec}/counterfactual", "project/original", "project/counterfactual"}
-    cf = r["eval"][f"{spec}/counterfactual"]
+    mine = "this project (held-out fifth)"
+    assert names == {"pairs-jsonl eval.jsonl/original", "pairs-jsonl eval.jsonl/counterfactual"} | {
+        f"{mine}/original",
+        f"{mine}/counterfactual",
+    }
+    assert settings.COUNTERPART["SHARED_DATA_DIR"] not in json.dumps(r)
+    cf = r["eval"]["pairs-jsonl eval.jsonl/counterfactual"]
     # a job's result is stored as JSON (jsonb on PostgreSQL keeps no key order): compare sets
-    assert cf["n"] == 40 and set(cf["variants"]) == set(VARIANTS)
+    assert cf["n"] == 40 and cf["excluded"] == 0 and set(cf["variants"]) == set(VARIANTS) | {"export"}
+    # your export: the 40 human labels, less those of the held-out groups
+    assert 20 < r["export_pairs"] < 40 and r["excluded"] == 0
     assert cf["variants"]["originals"]["ci95"] is None  # one seed: no interval
     assert "gain" in cf["variants"]["capc"] and "p_vs_originals" in cf["variants"]["capc"]
     detail = client.get(f"/api/v1/jobs/{job.pk}/").json()
@@ -125,7 +133,7 @@ def test_page_section_starts_a_job_and_shows_chart_and_table(client, django_capt
     project, _ = make_project(n_pairs=160, n_human=40)
     page = client.get(f"/labeling/projects/{project.pk}/evaluation/")
     assert page.status_code == 200 and b"No evaluation yet" in page.content
-    assert b'value="project"' in page.content
+    assert b'value="project"' in page.content and b"checked" not in page.content  # nothing pre-ticked
     # a free path is not accepted from the page, only the listed choices
     bad = client.post(f"/labeling/projects/{project.pk}/evaluate/", {"evals": "pairs-jsonl:/etc/passwd"})
     assert bad.status_code == 400 and b"from the list" in bad.content
@@ -137,8 +145,13 @@ def test_page_section_starts_a_job_and_shows_chart_and_table(client, django_capt
     assert resp.status_code == 200 and b"Evaluation queued" in resp.content
     page = client.get(f"/labeling/projects/{project.pk}/evaluation/")
     html = page.content.decode()
-    assert "<svg" in html and "project/counterfactual" in html
-    assert "share of gold gain" in html and "<table>" in html
+    assert "<svg" in html and "this project (held-out fifth): counterfactuals" in html
+    assert "share of the known-labels gain" in html and "<table>" in html
+    # every variant in plain words, no internal key
+    for plain in ("Originals only", "Your export", "“Nothing flips”", "Pairwise h, confident only", "Known labels"):
+        assert plain in html
+    for key in ("capc-confident", ">capc<", ">pc<", ">gold<", ">invariant<", "{&#x27;"):
+        assert key not in html
     detail = client.get(f"/projects/{project.pk}/")
     assert f"/labeling/projects/{project.pk}/evaluation/" in detail.content.decode()
 
@@ -153,9 +166,120 @@ def test_gain_chart_geometry():
         }
     )
     rows = {r["name"]: r for r in chart["rows"]}
-    assert set(rows) == {"gold", "invariant", "pc"}
-    assert rows["pc"]["na"] == "too few labels"
-    assert rows["gold"]["bar_x"] == chart["zero"] and rows["gold"]["positive"]
-    assert rows["gold"]["ci_x1"] < rows["gold"]["bar_x"] + rows["gold"]["bar_w"] < rows["gold"]["ci_x2"]
-    assert rows["invariant"]["bar_x"] + rows["invariant"]["bar_w"] == pytest.approx(chart["zero"], abs=0.2)
-    assert "ci_x1" not in rows["invariant"]
+    gold, inv, pc = "Known labels (ceiling)", "“Nothing flips”", "Pairwise h"
+    assert set(rows) == {gold, inv, pc}  # plain words, not the variants' keys
+    assert rows[pc]["na"] == "too few labels"
+    assert rows[gold]["bar_x"] == chart["zero"] and rows[gold]["positive"]
+    assert rows[gold]["ci_x1"] < rows[gold]["bar_x"] + rows[gold]["bar_w"] < rows[gold]["ci_x2"]
+    assert rows[inv]["bar_x"] + rows[inv]["bar_w"] == pytest.approx(chart["zero"], abs=0.2)
+    assert "ci_x1" not in rows[inv]
+
+
+# -- the evaluation cannot fool the researcher (issue 19.3) ------------------------------------
+def write_cad_nli_dev(shared, pairs, ys):
+    """A CAD-NLI dev split under ``shared/cad`` made of the project's own pairs, shouted and
+    re-punctuated (the same texts once normalized), as if the project had been imported from
+    it; each original gets two revised hypotheses (the project's counterfactual) and two
+    revised premises (new texts)."""
+    root = shared / "cad" / "NLI"
+    loud = lambda t: f"  {t.upper()} ."  # noqa: E731
+    rows = {"original": [], "revised_premise": [], "revised_hypothesis": []}
+    for p, y2 in zip(pairs, ys, strict=True):
+        prem, hyp, cf_hyp = loud(p.original["premise"]), loud(p.original["hypothesis"]), p.counterfactual["hypothesis"]
+        rows["original"].append(f"{prem}\t{hyp}\t{p.y}")
+        rows["revised_hypothesis"] += [f"{prem}\t{loud(cf_hyp)}\t{y2}"] * 2
+        rows["revised_premise"] += [f"{prem} again {k}\t{hyp}\t{p.y}" for k in range(2)]
+    for part, lines in rows.items():
+        (root / part).mkdir(parents=True, exist_ok=True)
+        (root / part / "dev.tsv").write_text("\n".join(["sentence1\tsentence2\tgold_label", *lines]) + "\n")
+
+
+def test_a_test_set_the_project_was_imported_from_is_left_out_and_counted(
+    client, settings, tmp_path, django_capture_on_commit_callbacks
+):
+    from .conftest import synthetic_pairs as pairs_of
+
+    client.force_login(researcher())
+    project, ys = make_project(n_pairs=160, n_human=40)
+    pairs, _ = pairs_of(160, seed=7)  # make_project's pairs
+    shared = tmp_path / "shared"
+    write_cad_nli_dev(shared, pairs[:40], ys[:40])
+    html = client.get(f"/labeling/projects/{project.pk}/evaluation/").content.decode()
+    # offered by key, with a title; nothing pre-ticked; no server path anywhere on the page
+    assert 'value="cad-nli:dev"' in html and "CAD NLI dev" in html and "checked" not in html
+    assert str(tmp_path) not in html
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = client.post(
+            f"/labeling/projects/{project.pk}/evaluate/",
+            {"evals": "cad-nli:dev", "budget": "0.25", "seeds": "1", "classifier": "tfidf-lr"},
+        )
+    assert resp.status_code == 200, resp.content
+    job = Job.objects.filter(kind="evaluate").get()
+    assert job.status == "succeeded", job.error
+    assert job.params["evals"] == [f"cad-nli:{shared / 'cad'}:dev"]  # the server maps the key
+    r = job.result
+    orig, cf = r["eval"]["CAD NLI dev/original"], r["eval"]["CAD NLI dev/counterfactual"]
+    assert orig == {"n": 0, "variants": {}, "excluded": 40}  # every original is in the pool
+    assert (cf["n"], cf["excluded"]) == (80, 80)  # the revised hypotheses are the pool's counterfactuals
+    assert r["excluded"] == 120 and r["export_pairs"] == 40
+    html = client.get(f"/labeling/projects/{project.pk}/evaluation/").content.decode()
+    assert "120 test examples left out" in html and "40 left out: also in the training data" in html
+    assert "every example of this set is also training data" in html
+    assert str(tmp_path) not in html and "cad-nli:" not in html.replace('value="cad-nli:dev"', "")
+    # a set that is all training data (here the revised premises are the originals again) fails
+    # the job, saying why
+    (shared / "cad" / "NLI" / "revised_premise" / "dev.tsv").write_text(
+        "\n".join(
+            ["sentence1\tsentence2\tgold_label"]
+            + [
+                f"  {p.original['premise'].upper()} .\t  {p.original['hypothesis'].upper()} .\t{p.y}"
+                for p in pairs[:40]
+                for _ in range(2)
+            ]
+        )
+        + "\n"
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = api().post(f"/api/v1/projects/{project.pk}/evaluate/", {"evals": ["cad-nli:dev"], "seeds": 1})
+    failed = Job.objects.get(pk=resp.json()["id"])
+    assert failed.status == "failed" and "also occurs in the training data" in failed.error
+    assert str(tmp_path) not in failed.error
+
+
+def test_your_export_holds_human_and_auto_labels_as_the_export_would(settings, django_capture_on_commit_callbacks):
+    from projects.models import Candidate, Label
+
+    project, _ = make_project(n_pairs=160, n_human=40)
+    label = Label.objects.get(project=project, name="neutral")
+    pooled = Candidate.objects.filter(project=project, state="pooled").order_by("id")
+    auto_ids = list(pooled.values_list("id", flat=True)[:10])
+    Candidate.objects.filter(pk__in=auto_ids).update(
+        state="auto_labeled", label=label, label_source="auto", confidence=0.9
+    )
+    export = evaluation._project_export(project, hold_out=False)
+    # the 40 human labels and the 10 auto labels; the pooled candidates (gold only) are not exported labels
+    assert len(export.pairs) == 50 and export.y_prime.count("neutral") >= 10
+    path = f"{settings.COUNTERPART['SHARED_DATA_DIR']}/eval.jsonl"
+    write_pairs(path)
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = api().post(
+            f"/api/v1/projects/{project.pk}/evaluate/",
+            {"evals": [f"pairs-jsonl:{path}"], "seeds": 1, "classifier": "tfidf-lr"},
+            format="json",
+        )
+    r = Job.objects.get(pk=resp.json()["id"]).result
+    assert r["export_pairs"] == 50
+    v = r["eval"]["pairs-jsonl eval.jsonl/counterfactual"]["variants"]["export"]
+    assert v["n_train"] == r["eval"]["pairs-jsonl eval.jsonl/counterfactual"]["variants"]["originals"]["n_train"] + 50
+
+
+def test_set_titles_never_show_a_server_path():
+    from labeling.selectors import eval_set_title
+
+    assert eval_set_title("CAD NLI dev/original") == "CAD NLI dev: original sentences"
+    assert eval_set_title("this project (held-out fifth)/counterfactual") == (
+        "this project (held-out fifth): counterfactuals"
+    )
+    # results stored before sets had titles were named by their spec, path and all
+    assert eval_set_title("cad-nli:/srv/shared/data/cad:dev/original") == "cad-nli dev: original sentences"
+    assert "/srv" not in eval_set_title("pairs-jsonl:/srv/x/eval.jsonl/counterfactual")

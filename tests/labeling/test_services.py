@@ -67,6 +67,12 @@ def test_train_then_autolabel_moves_pooled_candidates():
     conf, ok = model.metrics["oof_confidence"], model.metrics["oof_correct"]
     assert len(conf) == len(ok) == 60 and all(0.0 <= c <= 1.0 for c in conf)
     assert sum(ok) / 60 == pytest.approx(model.cv_accuracy)
+    # the invariant baseline ("nothing flips") on the same pairs, for the dashboard's warning:
+    # every synthetic pair flips, so it is never right, and h is far better
+    assert model.metrics["invariant_accuracy"] == 0.0 and model.metrics["invariant_correct"] == [0] * 60
+    from annotate.selectors_dashboard import science_warnings
+
+    assert "h-not-better-than-invariant" not in {w.code for w in science_warnings(project=project)}
     run = services.autolabel(project=project, min_confidence=0.5)
     assert run.considered == 100
     assert run.auto_labeled + run.abstained == 100 and run.auto_labeled >= 80

@@ -39,9 +39,15 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", help="project name")
         parser.add_argument("--generator", help=f"one of: {', '.join(registry.names())}")
-        parser.add_argument("--limit", type=int, help="at most this many originals (first by id)")
+        parser.add_argument(
+            "--limit",
+            type=int,
+            help="at most this many originals: a sample stratified by label, drawn with --seed",
+        )
         parser.add_argument("--max-per-original", type=int, help="keep at most N candidates per original")
-        parser.add_argument("--seed", type=int, help="random seed passed to the generator (default 0)")
+        parser.add_argument(
+            "--seed", type=int, help="random seed of the generator and of the --limit sample (default 0)"
+        )
         parser.add_argument(
             "--similarity-band", metavar="LO,HI", help="MiniLM similarity band, keep LO < sim <= HI (default: per task)"
         )

@@ -4,8 +4,10 @@
 
 The augmentation evaluation (FORMATS.md §3): a classifier f' trained on the pool's originals
 plus each variant's labelled counterfactuals, scored on held-out evaluation sets. No
-database; see ``labeling/ml/augmentation.py`` for the setting. Progress goes to stderr; a
-table, or with ``--json`` one JSON object as the last stdout line.
+database; see ``labeling/ml/augmentation.py`` for the setting. Evaluation examples whose text
+also occurs in the pool are left out and counted (``excluded``); when nothing is left the
+command refuses. Progress goes to stderr; a table, or with ``--json`` one JSON object as the
+last stdout line.
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ class Command(BaseCommand):
                 warm=warm,
                 log=lambda m: print(m, file=sys.stderr, flush=True),
             )
-        except TooFewLabels as exc:
+        except (TooFewLabels, ValueError) as exc:
             raise CommandError(str(exc)) from None
         result["seconds"] = round(time.perf_counter() - t0, 1)
         if opts["json"]:
@@ -121,8 +123,14 @@ class Command(BaseCommand):
             f"{task}: {result['n_pairs']} pairs, budget {result['budget']}, {result['seeds']} seeds, "
             f"f' = {result['classifier']}"
         )
+        if result.get("excluded"):
+            self.stdout.write(
+                f"  left out {result['excluded']} test examples whose text is also in the pool (originals or "
+                "counterfactuals): a test set must not be training data"
+            )
         for name, ev in result["eval"].items():
-            self.stdout.write(f"  {name} (n = {ev['n']})")
+            left_out = f", {ev['excluded']} left out: also in the pool" if ev.get("excluded") else ""
+            self.stdout.write(f"  {name} (n = {ev['n']}{left_out})")
             for v, scores in ev["variants"].items():
                 m: dict[str, Any] = dict(scores)
                 if "error" in m:
