@@ -17,18 +17,19 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.db.models import Count, F, Q
+from django.db.models import Count, Q
 from django.urls import reverse
 
 from annotate.choices import UNCLEAR
 from annotate.ml import agreement, charts
 from annotate.ml import dashboard_stats as stats
 from annotate.models import Annotation, Item
+from annotate.selectors import items_waiting_summary
 from generation.selectors import runs_of_project
 from labeling.selectors import flip_counts_for, pairwise_model_latest
 from labeling.services import MIN_LABELS
 from projects import states
-from projects.models import Candidate, Label, Project, ProjectMembership
+from projects.models import Candidate, Label, Project
 from projects.selectors import project_overview
 
 FUNNEL = [
@@ -427,21 +428,11 @@ def _direction(y: str | None, target: str | None) -> str | None:
 
 
 def waiting_items_count(*, project: Project) -> tuple[int, int]:
-    """``(items, annotators)``: the open non-gold items that still need more answers than the
-    project's annotators who have not yet had them can give (an annotator answers an item at
-    most once), and how many annotators the project has (not flagged). One count query.
-    The one place the warnings ask this: issue 18's ``annotate.selectors.items_waiting_summary``
-    (``count``, ``eligible_annotators``), which also counts paused and unqualified members
-    out, can replace this body once both are merged."""
-    members = ProjectMembership.objects.filter(project=project, role="annotator", flagged=False)
-    n_annotators = members.count()
-    stuck = (
-        Item.objects.filter(project=project, is_gold=False, status="open", taken__lt=F("k"))
-        .annotate(had=Count("assignments", filter=Q(assignments__annotator_id__in=members.values("user_id"))))
-        .filter(had__gt=n_annotators - (F("k") - F("taken")))
-        .count()
-    )
-    return stuck, n_annotators
+    """``(items, annotators)``: the open items that want more answers than the project's
+    eligible annotators can still give, and how many eligible annotators there are — read
+    from ``annotate.selectors.items_waiting_summary`` (issue 18.10), the one definition."""
+    summary = items_waiting_summary(project=project, sample=0)
+    return int(summary["count"]), int(summary["eligible_annotators"])
 
 
 def _invalid_shares(project: Project) -> list[tuple[str, str, int, int]]:
@@ -644,8 +635,8 @@ def science_warnings(*, project: Project) -> list[Warning]:
                 f"{stuck} items still need answers that the project's {n_annotators} annotator"
                 f"{'' if n_annotators == 1 else 's'} cannot give (each answers an item once, and an item needs "
                 f"{project.annotators_per_item} different people): they will never be labelled.",
-                "Add annotators",
-                reverse("annotate-members", args=[pk]),
+                "Settle them with the answers they have, or add annotators",
+                reverse("annotate-dashboard", args=[pk]) + "#waiting",
             )
         )
     return out

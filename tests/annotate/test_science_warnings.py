@@ -241,7 +241,7 @@ def test_items_stuck_for_lack_of_annotators():
     # each item needs 2 different people; the only annotator answered them all
     assert waiting_items_count(project=project) == (6, 1)
     (w,) = [w for w in science_warnings(project=project) if w.code == "stuck-items"]
-    assert "6 items" in w.message and w.url == f"/annotate/projects/{project.pk}/members/"
+    assert "6 items" in w.message and w.url == f"/annotate/projects/{project.pk}/dashboard/#waiting"
     annotator(project)  # a second annotator can give the missing answers
     assert waiting_items_count(project=project) == (0, 2)
     assert "stuck-items" not in codes(project)
