@@ -65,6 +65,9 @@ FULL = FeatureConfig()
 DEFAULT_CONFIGS: tuple[FeatureConfig, ...] = (LEAN, COMPACT, FULL)
 STACK = FeatureConfig(stack_only=True, C_grid=(0.01, 0.1, 1.0))  # tried when warm-started
 WARM_ONLY = FeatureConfig(warm_only=True)  # tried when warm-started
+# "nothing flips", calibrated: always a candidate, so h is never chosen over it in CV unless it
+# does better there (on generated pools most edits keep the label: issue 19)
+INVARIANT = FeatureConfig(invariant_only=True)
 WARM_C = 0.0005  # chosen by 3-fold CV grouped by original on CAD train (0.803 vs 0.799 at 0.001)
 DEFAULT_C_GRID = (0.003, 0.01, 0.03)
 MIN_LABELS = 10  # fewer human labels than this: refuse to train
@@ -149,6 +152,34 @@ def apply_temperature(log_proba: NDArray[np.floating], t: float) -> Proba:
     return smoothed
 
 
+class ColumnWeights:
+    """A pipeline step that multiplies the first ``n`` columns by ``weight`` (sklearn's
+    transformer protocol; picklable)."""
+
+    def __init__(self, n: int, weight: float) -> None:
+        self.n = n
+        self.weight = weight
+
+    def fit(self, X: Floats, y: Any = None) -> ColumnWeights:
+        return self
+
+    def transform(self, X: Floats) -> Floats:
+        out = np.array(X, dtype=np.float64, copy=True)
+        out[:, : self.n] *= self.weight
+        return out
+
+    def fit_transform(self, X: Floats, y: Any = None) -> Floats:
+        return self.transform(X)
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        return {"n": self.n, "weight": self.weight}
+
+    def set_params(self, **params: Any) -> ColumnWeights:
+        for k, v in params.items():
+            setattr(self, k, v)
+        return self
+
+
 class LinearH:
     """Scaler + multinomial logistic regression with CV-chosen C and CV temperature."""
 
@@ -159,8 +190,12 @@ class LinearH:
         folds: int = 5,
         seed: int = 0,
         calibrate: bool = True,
+        y_weight: float = 1.0,
     ) -> None:
         self.n_labels = n_labels
+        # the first n_labels columns (y one-hot) are multiplied by this after scaling: the
+        # penalty on their coefficients shrinks by its square, so "y' = y" is cheap to learn
+        self.y_weight = y_weight
         self.C_grid = tuple(C_grid)
         self.folds = folds
         self.seed = seed
@@ -175,7 +210,10 @@ class LinearH:
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
 
-        model: SklearnClassifier = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=3000, tol=1e-3))
+        steps: list[Any] = [StandardScaler()]
+        if getattr(self, "y_weight", 1.0) != 1.0:
+            steps.append(ColumnWeights(self.n_labels, self.y_weight))
+        model: SklearnClassifier = make_pipeline(*steps, LogisticRegression(C=C, max_iter=3000, tol=1e-3))
         return model
 
     def _log_proba(self, model: SklearnClassifier, X: Floats) -> NDArray[np.float64]:
@@ -434,6 +472,9 @@ class PairwiseClassifier:
     full_min_n: int = 500
     # also train on every labelled pair read backwards, (x', x, y') -> y, at this weight (0: off)
     reverse_weight: float = REVERSE_WEIGHT
+    # also consider "nothing flips" (INVARIANT) in the cross-validated choice of feature set
+    invariant_candidate: bool = True
+    y_weight: float = 1.0  # LinearH's y_weight (1: y penalised like every other feature)
     warm: PairwiseClassifier | None = None
     warm_scale: float = 1.0
     perturbations: list[str] = field(default_factory=list)
@@ -451,6 +492,8 @@ class PairwiseClassifier:
     def feature_set_name(self) -> str:
         c = self.config
         sib = " + siblings" if getattr(self, "sibling_stage", None) is not None else ""
+        if vars(c).get("invariant_only", False):
+            return "invariant (nothing flips), calibrated" + sib
         if c.warm_only:
             return "warm-start model, recalibrated" + sib
         if c.stack_only:
@@ -488,6 +531,8 @@ class PairwiseClassifier:
         ]
         if self.warm is not None:
             configs = [WARM_ONLY, STACK, *configs]
+        if getattr(self, "invariant_candidate", False):
+            configs = [INVARIANT, *configs]
         # candidates go from the simplest to the richest; the "one standard error" rule keeps
         # the simplest whose CV log-loss is within one standard error of the best (with a few
         # dozen labels the richer feature sets win the CV by noise and lose on new pairs)
@@ -505,12 +550,12 @@ class PairwiseClassifier:
             self.config = config
             grid = config.C_grid if self.C_grid == DEFAULT_C_GRID else self.C_grid
             learner: LinearH | TemperatureH
-            if config.warm_only:
+            if config.warm_only or vars(config).get("invariant_only", False):
                 learner = TemperatureH(len(self.labels), seed=self.seed).fit(self.matrix(inputs), yi)
             else:
-                learner = LinearH(len(self.labels), C_grid=grid, seed=self.seed).fit(
-                    self.matrix(train_inputs), y_train, sample_weight=weight, cv_mask=mask, tied=tied
-                )
+                learner = LinearH(
+                    len(self.labels), C_grid=grid, seed=self.seed, y_weight=getattr(self, "y_weight", 1.0)
+                ).fit(self.matrix(train_inputs), y_train, sample_weight=weight, cv_mask=mask, tied=tied)
             fitted.append((learner.cv_loss, learner.cv_loss_se, config, learner))
         best_loss, best_se = min((f[0], f[1]) for f in fitted)
         _, _, self.config, self.learner = next(f for f in fitted if f[0] <= best_loss + best_se)
@@ -553,6 +598,11 @@ class PairwiseClassifier:
         learner = self.learner
         if learner is None or learner.oof_proba is None:
             raise RuntimeError("fit h before its sibling stage")
+        if vars(self.config).get("invariant_only", False):
+            # "nothing flips" has no pair features for siblings to correct, and its one
+            # parameter was fitted on every label, so the stage's CV would see its own labels
+            # (on the generated-gold dev set it took invariant's 0.751 down to 0.710)
+            return False
         sibs = sibling_lists(keys)
         rows = [int(r) for r in train]
         if not has_siblings(rows, sibs):
