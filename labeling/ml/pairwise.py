@@ -152,34 +152,6 @@ def apply_temperature(log_proba: NDArray[np.floating], t: float) -> Proba:
     return smoothed
 
 
-class ColumnWeights:
-    """A pipeline step that multiplies the first ``n`` columns by ``weight`` (sklearn's
-    transformer protocol; picklable)."""
-
-    def __init__(self, n: int, weight: float) -> None:
-        self.n = n
-        self.weight = weight
-
-    def fit(self, X: Floats, y: Any = None) -> ColumnWeights:
-        return self
-
-    def transform(self, X: Floats) -> Floats:
-        out = np.array(X, dtype=np.float64, copy=True)
-        out[:, : self.n] *= self.weight
-        return out
-
-    def fit_transform(self, X: Floats, y: Any = None) -> Floats:
-        return self.transform(X)
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {"n": self.n, "weight": self.weight}
-
-    def set_params(self, **params: Any) -> ColumnWeights:
-        for k, v in params.items():
-            setattr(self, k, v)
-        return self
-
-
 class LinearH:
     """Scaler + multinomial logistic regression with CV-chosen C and CV temperature."""
 
@@ -190,12 +162,8 @@ class LinearH:
         folds: int = 5,
         seed: int = 0,
         calibrate: bool = True,
-        y_weight: float = 1.0,
     ) -> None:
         self.n_labels = n_labels
-        # the first n_labels columns (y one-hot) are multiplied by this after scaling: the
-        # penalty on their coefficients shrinks by its square, so "y' = y" is cheap to learn
-        self.y_weight = y_weight
         self.C_grid = tuple(C_grid)
         self.folds = folds
         self.seed = seed
@@ -210,10 +178,7 @@ class LinearH:
         from sklearn.pipeline import make_pipeline
         from sklearn.preprocessing import StandardScaler
 
-        steps: list[Any] = [StandardScaler()]
-        if getattr(self, "y_weight", 1.0) != 1.0:
-            steps.append(ColumnWeights(self.n_labels, self.y_weight))
-        model: SklearnClassifier = make_pipeline(*steps, LogisticRegression(C=C, max_iter=3000, tol=1e-3))
+        model: SklearnClassifier = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=3000, tol=1e-3))
         return model
 
     def _log_proba(self, model: SklearnClassifier, X: Floats) -> NDArray[np.float64]:
@@ -474,7 +439,6 @@ class PairwiseClassifier:
     reverse_weight: float = REVERSE_WEIGHT
     # also consider "nothing flips" (INVARIANT) in the cross-validated choice of feature set
     invariant_candidate: bool = True
-    y_weight: float = 1.0  # LinearH's y_weight (1: y penalised like every other feature)
     warm: PairwiseClassifier | None = None
     warm_scale: float = 1.0
     perturbations: list[str] = field(default_factory=list)
@@ -553,9 +517,9 @@ class PairwiseClassifier:
             if config.warm_only or vars(config).get("invariant_only", False):
                 learner = TemperatureH(len(self.labels), seed=self.seed).fit(self.matrix(inputs), yi)
             else:
-                learner = LinearH(
-                    len(self.labels), C_grid=grid, seed=self.seed, y_weight=getattr(self, "y_weight", 1.0)
-                ).fit(self.matrix(train_inputs), y_train, sample_weight=weight, cv_mask=mask, tied=tied)
+                learner = LinearH(len(self.labels), C_grid=grid, seed=self.seed).fit(
+                    self.matrix(train_inputs), y_train, sample_weight=weight, cv_mask=mask, tied=tied
+                )
             fitted.append((learner.cv_loss, learner.cv_loss_se, config, learner))
         best_loss, best_se = min((f[0], f[1]) for f in fitted)
         _, _, self.config, self.learner = next(f for f in fitted if f[0] <= best_loss + best_se)
