@@ -104,3 +104,22 @@ def test_bench_reports_valid_accuracy_and_the_export_when_the_pool_carries_valid
     # without valid: neither
     plain = run_benchmark(LabelledPairs(pairs, ys), **setting, curve=())
     assert "export" not in plain and "accuracy_valid" not in plain["methods"]["capc"]
+
+
+@pytest.mark.slow
+def test_h_is_never_below_invariant_on_the_generated_gold_dev_set(shared_data, capsys):
+    """issue 19: on a generated pool most edits keep the label; h (with "nothing flips" among
+    its candidate models) must not fall below invariant, and the export simulation is there
+    (5 seeds with the CAD warm start: h 0.751 = invariant 0.751, ECE 0.054)."""
+    path = shared_data / "generated-gold" / "cad-nli-dev-rules.jsonl"
+    call_command("bench_pairwise", "--task", "nli", "--format", "pairs-jsonl", str(path), "--seeds", "2", "--json")
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    methods = result["methods"]
+    assert result["n_pairs"] == 340 and result["valid_share"] == pytest.approx(0.63, abs=0.01)
+    inv = methods["invariant"]["accuracy"]
+    for name in ("pc", "capc"):
+        assert methods[name]["accuracy"] >= inv - 0.01, (name, methods[name], inv)
+        assert methods[name]["ece"] <= 0.08
+        assert 0.0 <= methods[name]["accuracy_valid"] <= 1.0
+    assert result["export"]["method"] in ("pc", "capc", "capc+active")
+    assert 0.0 < result["export"]["coverage"] <= 1.0
