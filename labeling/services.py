@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Case, FloatField, Max, Value, When
+from django.db.models import Case, FloatField, Max, Q, Value, When
 
 from labeling.ml.base_classifier import CrossFitted, TooFewLabels, make_base_classifier
 from labeling.ml.features import Pair
@@ -33,6 +34,7 @@ from labeling.ml.pairwise import (
     prepare_inputs,
 )
 from labeling.ml.siblings import sibling_keys
+from labeling.ml.validity import MIN_VALID, ValidityPrior
 from labeling.models import MODES, AutolabelRun, PairwiseModel
 from projects import states
 from projects.ml.embeddings import Encoder, shared_encoder
@@ -125,6 +127,21 @@ def _read_warm(spec: str, project: Project, labels: list[str]) -> tuple[list[Pai
             + (f" ({len(problems)} problems, e.g. {shown})" if problems else "")
         )
     return data.pairs, data.y_prime
+
+
+def _validity_judgements(project: Project) -> tuple[list[str], list[bool]]:
+    """(control code, valid) for every candidate someone judged: ``meta.valid`` (imported, or
+    annotators' "Unclear / invalid"), and a human label without it (a labelled pair was judged
+    sensible enough to label)."""
+    codes: list[str] = []
+    valid: list[bool] = []
+    judged = Candidate.objects.filter(project=project).filter(
+        Q(meta__has_key="valid") | Q(state=states.HUMAN_LABELED, label_source="human")
+    )
+    for code, v in judged.values_list("perturbation", "meta__valid").iterator(chunk_size=2000):
+        codes.append(code or "")
+        valid.append(v is not False)
+    return codes, valid
 
 
 def pairwise_training_data(*, project: Project) -> tuple[list[Pair], list[str]]:
@@ -234,7 +251,12 @@ def pairwise_train(
         raise ValidationError(str(exc)) from None
     h.fit_siblings(inputs, sibling_keys(pool, fields), train_rows, ys)
     assert h.cv is not None
-    bundle = LabelingModel(labels, fields, mode, h, base=f, meta={"warm_start": warm_start, "base": base})
+    # what the annotators' "Unclear / invalid" answers say about each control code: autolabel
+    # abstains where a candidate is more likely invalid than valid (labeling/ml/validity.py)
+    validity = ValidityPrior().fit(*_validity_judgements(project))
+    bundle = LabelingModel(
+        labels, fields, mode, h, base=f, meta={"warm_start": warm_start, "base": base, "validity": asdict(validity)}
+    )
 
     cv: dict[str, Any] = dict(h.cv.as_dict())  # the CV figures plus the feature set's name
     cv["features"] = h.feature_set_name
@@ -383,10 +405,13 @@ def autolabel(
     if not siblings:
         base_qs = base_qs.filter(state__in=AUTOLABEL_FROM)
     rows = list(
-        base_qs.values_list("pk", "state", "label_source", "label__name", "example_id", *PAIR_VALUES).order_by(
-            "example_id", "pk"
-        )
+        base_qs.values_list(
+            "pk", "state", "label_source", "label__name", "example_id", "meta__valid", *PAIR_VALUES
+        ).order_by("example_id", "pk")
     )
+    # never a task label for a candidate judged invalid, or more likely invalid than valid
+    # for its control code (the model's validity prior; older models have none)
+    prior = ValidityPrior(**bundle.meta["validity"]) if "validity" in bundle.meta else None
     todo = sum(1 for r in rows if r[1] in AUTOLABEL_FROM)
     run = AutolabelRun(project=project, model=model, min_confidence=threshold, considered=todo)
     if progress is not None:
@@ -396,7 +421,7 @@ def autolabel(
         keep = [i for i, r in enumerate(block) if r[1] in AUTOLABEL_FROM]
         if not keep:  # every candidate of these originals is labelled already
             continue
-        pairs = [candidate_pair(*r[5:]) for r in block]
+        pairs = [candidate_pair(*r[6:]) for r in block]
         known = {
             i: r[3]
             for i, r in enumerate(block)
@@ -408,7 +433,10 @@ def autolabel(
         was_abstained = np.asarray([r[1] == states.ABSTAINED for r in block])
         pred, conf = proba.argmax(axis=1), proba.max(axis=1)
         ids = np.asarray([r[0] for r in block])
-        confident = conf >= threshold
+        judged_valid = np.asarray([r[5] is not False for r in block])
+        if prior is not None:
+            judged_valid &= prior.predict([r[-2] or "" for r in block]) >= MIN_VALID
+        confident = (conf >= threshold) & judged_valid
         for k, name in enumerate(bundle.labels):
             sel = np.flatnonzero(confident & (pred == k))
             for s in range(0, len(sel), chunk_size):

@@ -129,7 +129,7 @@ class DataExportApi(APIView):
     """Export a project's pairs with the export filters. Up to ``EXPORT_SYNC_MAX`` rows: the
     file itself (200, streamed); more: an ``export`` job (202; download its file from
     ``/exports/{job}/download/`` when it has succeeded). Filtered-out candidates are left
-    out unless ``state`` names them."""
+    out unless ``state`` names them, and pairs judged invalid unless ``include_invalid``."""
 
     permission_classes = (IsResearcher,)
 
@@ -141,6 +141,9 @@ class DataExportApi(APIView):
         )
         min_confidence = serializers.FloatField(min_value=0, max_value=1, required=False, allow_null=True)
         split = serializers.ListField(child=serializers.CharField(max_length=32), required=False, default=list)
+        include_invalid = serializers.BooleanField(
+            required=False, default=False, help_text="also pairs judged invalid (left out by default)"
+        )
         run_as_job = serializers.BooleanField(required=False, default=False, help_text="always start a job")
 
     @extend_schema(

@@ -111,6 +111,7 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponse | FileResponse
             "label_source": [],
             "min_confidence": None,
             "split": [],
+            "include_invalid": False,
         }
         return render(request, "projects/project_export.html", _export_context(project, blank, {}))
     parsed, errors = export_filters_parse(request.GET)

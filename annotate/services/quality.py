@@ -21,7 +21,7 @@ from annotate.ml import agreement, policy
 from annotate.models import Annotation, Item
 from projects import states
 from projects.models import Label, Project, ProjectMembership
-from projects.services.candidates import candidates_transition
+from projects.services.candidates import candidate_judge_validity, candidates_transition
 from projects.services.memberships import membership_resume
 
 
@@ -137,8 +137,13 @@ def _candidate_finalize(*, item: Item, result: str, share: float) -> None:
         if cf is None:
             return
         result, share = cf["result"], float(cf["result_agreement"] or 0.0)
-    if not result or result == choice_rules.UNCLEAR:
-        return  # contested or judged invalid: stays routed, visible on the dashboard
+    if result == choice_rules.UNCLEAR:
+        # judged invalid: a first-class outcome (no task label, no auto label, left out of
+        # exports by default); the candidate stays routed, visible on the dashboard
+        candidate_judge_validity(candidate_id=item.candidate_id, valid=False)
+        return
+    if not result:
+        return  # contested: stays routed, visible on the dashboard
     label = Label.objects.filter(project_id=item.project_id, name=result).first()
     if label is None:
         return

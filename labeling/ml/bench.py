@@ -33,6 +33,7 @@ from labeling.ml.metrics import scores
 from labeling.ml.pairs import LabelledPairs, unique_originals
 from labeling.ml.pairwise import PairInputs, PairwiseClassifier, prepare_inputs
 from labeling.ml.siblings import sibling_keys
+from labeling.ml.validity import ValidityPrior, export_shares
 
 CURVE = (0.05, 0.1, 0.2, 0.5)
 
@@ -50,6 +51,10 @@ class BenchResult(TypedDict):
     warm_start_pairs: NotRequired[int]
     # --mixed: how many pairs of the pool flip the label and how many keep it
     mixed: NotRequired[dict[str, int]]
+    # the pair file carries counterfactual.valid: what auto-labelling would export with the
+    # best method (docs/formats.md §3)
+    export: NotRequired[dict[str, str | float | None]]
+    valid_share: NotRequired[float]
 
 
 def _mean(rows: list[dict[str, float]]) -> dict[str, float | None]:
@@ -202,6 +207,12 @@ def run_benchmark(
     flips = np.asarray([p.y != v for p, v in zip(pool, y_prime, strict=True)], dtype=bool)
     # h's sibling stage (siblings.py), as the product trains it; off: the first stage alone
     keys = sibling_keys(pool, fields) if siblings else None
+    # counterfactual.valid (None counts as valid): accuracy on the valid candidates and the
+    # export simulation; the humans' "invalid" answers teach the validity prior
+    has_valid = data.has_valid
+    valid = np.asarray([v is not False for v in data.valid], dtype=bool) if has_valid else np.ones(n, bool)
+    codes = [p.perturbation for p in pool]
+    exports: dict[str, list[dict[str, float]]] = {}
 
     # f on the pool's originals (and the warm-start originals for capc+warm)
     setup = pool_setup(pool, labels=labels, fields=fields, embed=embed, base_kind=base_kind, crossfit=crossfit)
@@ -231,11 +242,29 @@ def run_benchmark(
             pred, fl = proba.argmax(1), flips[test]
             for key, m in (("accuracy_flips", fl), ("accuracy_non_flips", ~fl)):
                 s[key] = float((pred[m] == yi[test][m]).mean()) if m.any() else float("nan")
+        if has_valid:
+            v = valid[test]
+            s["accuracy_valid"] = float((proba.argmax(1)[v] == yi[test][v]).mean()) if v.any() else float("nan")
         if h is not None:
             conf = proba.max(1)
             ok = conf >= threshold
             s["coverage"] = float(ok.mean())
             s["accuracy_confident"] = float((proba.argmax(1)[ok] == yi[test][ok]).mean()) if ok.any() else float("nan")
+            if has_valid:
+                human = np.setdiff1d(np.arange(n), test)
+                prior = ValidityPrior().fit([codes[i] for i in human], valid[human].tolist())
+                e = export_shares(
+                    y_true=yi,
+                    valid=valid,
+                    human=human,
+                    rest=test,
+                    proba=proba,
+                    threshold=threshold,
+                    p_valid=prior.predict([codes[i] for i in test]),
+                )
+                exports.setdefault(name, []).append(
+                    {"correct": e.correct, "invalid": e.invalid, "coverage": e.coverage}
+                )
         results.setdefault(name, []).append(s)
 
     def fit_h_(
@@ -383,4 +412,24 @@ def run_benchmark(
         out["warm_start_pairs"] = len(warm.pairs)
     if split_flips:
         out["mixed"] = {"flips": int(flips.sum()), "non_flips": int((~flips).sum())}
+    if has_valid:
+        out["valid_share"] = round(float(valid.mean()), 4)
+        out["export"] = best_export(methods, exports)
     return out
+
+
+def best_export(
+    methods: dict[str, dict[str, float | None] | dict[str, str]], exports: dict[str, list[dict[str, float]]]
+) -> dict[str, str | float | None]:
+    """The export simulation of the method with an abstain threshold (an h) that has the
+    best mean accuracy, its shares averaged over seeds."""
+
+    def acc(name: str) -> float:
+        a = methods.get(name, {}).get("accuracy")
+        return float(a) if isinstance(a, float | int) else -1.0
+
+    if not exports:
+        return {"method": None, "correct": None, "invalid": None, "coverage": None}
+    best = max(exports, key=acc)
+    mean = _mean(exports[best])
+    return {"method": best, "correct": mean["correct"], "invalid": mean["invalid"], "coverage": mean["coverage"]}

@@ -260,6 +260,9 @@ class FeatureConfig:
     stack_only: bool = False
     # the warm-start model's log-probabilities alone (recalibrated by a temperature)
     warm_only: bool = False
+    # "nothing flips" as a model: y' = y with a probability fitted on the project's labels
+    # (recalibrated by a temperature), so h's cross-validation can choose it
+    invariant_only: bool = False
     C_grid: tuple[float, ...] = (0.003, 0.01, 0.03)
 
 
@@ -285,6 +288,9 @@ def pair_matrix(
     n = len(enc)
     blocks: list[NDArray[np.floating]] = []
     small: list[NDArray[np.floating]] = []  # low-dimensional blocks that also interact with y
+    if vars(config).get("invariant_only", False):
+        # log-probability-like scores: 0 for y, -1 for every other label
+        return (_onehot(enc.y, n_labels) - 1.0).astype(np.float32)
     if config.warm_only:
         if extra is None:
             raise ValueError("a warm-only feature set needs the warm-start columns")

@@ -5,7 +5,7 @@ service (warm start) and by the benchmarks."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, TypeGuard
 
 import numpy as np
@@ -17,6 +17,13 @@ from labeling.ml.features import Pair
 class LabelledPairs:
     pairs: list[Pair]
     y_prime: list[str]
+    # per pair, ``counterfactual.valid`` (docs/formats.md §1; None: not judged); empty when the
+    # data carries no judgement at all
+    valid: list[bool | None] = field(default_factory=list)
+
+    @property
+    def has_valid(self) -> bool:
+        return any(v is not None for v in self.valid)
 
 
 def unique_originals(pairs: Sequence[Pair]) -> tuple[list[dict[str, str]], list[str]]:
@@ -60,6 +67,9 @@ class _PairRecordLike(Protocol):
     @property
     def group(self) -> str: ...
 
+    @property
+    def valid(self) -> bool | None: ...
+
 
 def _is_pair(rec: object) -> TypeGuard[_PairRecordLike]:
     return hasattr(rec, "cf_fields")
@@ -73,6 +83,7 @@ def pairs_from_records(records: Sequence[object], labels: Sequence[str]) -> tupl
     the problems (as text)."""
     pairs: list[Pair] = []
     ys: list[str] = []
+    valid: list[bool | None] = []
     problems: list[str] = []
     by_fold = {name.casefold(): name for name in labels}  # labels match case-insensitively
     for rec in records:
@@ -98,7 +109,8 @@ def pairs_from_records(records: Sequence[object], labels: Sequence[str]) -> tupl
             )
         )
         ys.append(y2)
-    return LabelledPairs(pairs, ys), problems
+        valid.append(getattr(rec, "valid", None))
+    return LabelledPairs(pairs, ys, valid if any(v is not None for v in valid) else []), problems
 
 
 def sample_by_group(data: LabelledPairs, limit: int, seed: int = 0) -> LabelledPairs:
@@ -115,7 +127,11 @@ def sample_by_group(data: LabelledPairs, limit: int, seed: int = 0) -> LabelledP
             break
         rows.extend(groups[keys[k]])
     rows = sorted(rows[:limit])
-    return LabelledPairs([data.pairs[i] for i in rows], [data.y_prime[i] for i in rows])
+    return LabelledPairs(
+        [data.pairs[i] for i in rows],
+        [data.y_prime[i] for i in rows],
+        [data.valid[i] for i in rows] if data.valid else [],
+    )
 
 
 SPLITS = ("train", "dev", "test", "validation", "val")
@@ -158,6 +174,7 @@ def mixed_pool(data: LabelledPairs, seed: int = 0) -> LabelledPairs:
     The added pairs keep the group of their original, so group sampling keeps them together."""
     rng = np.random.default_rng(seed)
     pairs, ys = list(data.pairs), list(data.y_prime)
+    valid: list[bool | None] = list(data.valid) if data.valid else [None] * len(pairs)
     by_group: dict[str, list[int]] = {}
     for i, p in enumerate(data.pairs):
         by_group.setdefault(p.group or str(i), []).append(i)
@@ -174,9 +191,11 @@ def mixed_pool(data: LabelledPairs, seed: int = 0) -> LabelledPairs:
                 a, b = b, a
             pairs.append(Pair(dict(a), dict(b), lab, "sibling", group))
             ys.append(lab)
+            valid.append(None)
         first = data.pairs[rows[0]]
         edited = trivial_edit(first.original, rng)
         if edited is not None:
             pairs.append(Pair(dict(first.original), edited, first.y, "trivial", group))
             ys.append(first.y)
-    return LabelledPairs(pairs, ys)
+            valid.append(None)
+    return LabelledPairs(pairs, ys, valid if data.valid else [])

@@ -139,6 +139,9 @@ def pair_from_json(
             raise RowError(f"counterfactual.confidence must be a number between 0 and 1, not {confidence!r}")
         confidence = float(confidence)
     scores = _dict(cf, "scores", "counterfactual.")
+    valid = cf.get("valid")
+    if valid is not None and not isinstance(valid, bool):
+        raise RowError(f"counterfactual.valid must be true, false or null, not {valid!r}")
     return PairRecord(
         id=pair_id,
         original=orig,
@@ -154,6 +157,7 @@ def pair_from_json(
         meta=_dict(obj, "meta", ""),
         gold_label=_label(cf.get("gold_label"), "counterfactual.gold_label", label_of),
         scores=scores,
+        valid=valid,
     )
 
 
@@ -209,6 +213,7 @@ def pair_to_json(rec: PairRecord) -> dict[str, Any]:
         ("gold_label", rec.gold_label),
         ("image", rec.cf_image),
         ("scores", rec.scores),
+        ("valid", rec.valid),
     )
     for key, value in optional:
         if value is not None and value != "" and value != {}:

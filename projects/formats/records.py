@@ -40,6 +40,9 @@ class PairRecord:
     # answer kept beside a different final label, and the filter scores.
     gold_label: str | None = None
     scores: dict[str, Any] = field(default_factory=dict)
+    # docs/formats.md §1 ``counterfactual.valid``: is the counterfactual fluent, sensible text?
+    # None: not judged
+    valid: bool | None = None
 
 
 @dataclass(frozen=True)

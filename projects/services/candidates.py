@@ -76,3 +76,17 @@ def candidate_override(*, candidate: Candidate, label: str, by: Any, note: str =
         )
     candidate.refresh_from_db()
     return candidate
+
+
+def candidate_judge_validity(*, candidate_id: int, valid: bool, source: str = "human") -> None:
+    """Record a judgement of whether the counterfactual is fluent, sensible text in
+    ``meta.valid`` (docs/formats.md §1), with who judged it in ``meta.valid_source``. A
+    candidate judged invalid gets no automatic label and is left out of exports by default;
+    its state is not changed (the annotators' answers stay visible on the dashboard)."""
+    with transaction.atomic():
+        locked = Candidate.objects.select_for_update().filter(pk=candidate_id).first()
+        if locked is None:
+            return
+        meta = dict(locked.meta or {})
+        meta.update({"valid": bool(valid), "valid_source": source})
+        Candidate.objects.filter(pk=candidate_id).update(meta=meta)

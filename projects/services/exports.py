@@ -109,7 +109,14 @@ def export_filters_parse(params: Any) -> tuple[dict[str, Any], dict[str, str]]:
     fmt = params.get("format") or "pairs-jsonl"
     if fmt not in EXPORT_FORMATS:
         errors["format"] = f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}"
-    filters = {"state": state, "label_source": label_source, "min_confidence": min_confidence, "split": split}
+    include_invalid = str(params.get("include_invalid") or "").strip().lower() in ("1", "true", "on", "yes")
+    filters = {
+        "state": state,
+        "label_source": label_source,
+        "min_confidence": min_confidence,
+        "split": split,
+        "include_invalid": include_invalid,
+    }
     return {"format": fmt, **filters}, errors
 
 
@@ -120,11 +127,14 @@ def candidates_for_export(
     label_source: list[str] | None = None,
     min_confidence: float | None = None,
     split: list[str] | None = None,
+    include_invalid: bool = False,
 ) -> QuerySet[Candidate]:
     """The project's candidates matching the filters, in id order, with their originals.
 
     ``label_source`` filters on the exported label's source: a final label's source, or
-    ``gold`` for a candidate whose only label is its known answer."""
+    ``gold`` for a candidate whose only label is its known answer. Candidates judged invalid
+    (``meta.valid`` false: imported so, or annotators answered "Unclear / invalid") are left
+    out unless ``include_invalid``."""
     qs = Candidate.objects.filter(project=project).select_related("example").order_by("id")
     if not state:
         qs = qs.exclude(state__in=EXCLUDED_BY_DEFAULT)
@@ -149,6 +159,8 @@ def candidates_for_export(
         qs = qs.filter(confidence__gte=min_confidence)
     if split:
         qs = qs.filter(example__split__in=split)
+    if not include_invalid:
+        qs = qs.filter(~Q(meta__has_key="valid") | Q(meta__valid=True))
     return qs
 
 
@@ -198,6 +210,7 @@ def _record(c: Candidate, name: Callable[[int | None], str | None], known: dict[
     else:
         label, source, gold = None, "", None
     meta = dict(c.meta or {})
+    valid = meta.pop("valid", None)
     provenance = dict(meta.get("provenance") or {}) if isinstance(meta.get("provenance"), dict) else {}
     provenance.update(
         {"generator": c.generator, "perturbation": c.perturbation, "label_source": source, "confidence": c.confidence}
@@ -219,6 +232,7 @@ def _record(c: Candidate, name: Callable[[int | None], str | None], known: dict[
         meta=meta,
         gold_label=gold,
         scores=c.scores or {},
+        valid=valid if isinstance(valid, bool) else None,
     )
 
 
@@ -237,7 +251,8 @@ def export_manifest(
         "text_fields": list(project.text_fields),
         "format": format,
         "filters": {k: v for k, v in filters.items() if v not in (None, [], "")},
-        "excluded_by_default": [] if filters.get("state") else EXCLUDED_BY_DEFAULT,
+        "excluded_by_default": ([] if filters.get("state") else EXCLUDED_BY_DEFAULT)
+        + ([] if filters.get("include_invalid") else ["invalid"]),
         "rows": rows,
         "label_sources": {(k or "none"): v for k, v in sorted(by_source.items())},
         "generators": {(k or "none"): v for k, v in sorted(by_generator.items())},
@@ -271,6 +286,7 @@ def data_export(
     label_source: list[str] | None = None,
     min_confidence: float | None = None,
     split: list[str] | None = None,
+    include_invalid: bool = False,
     manifest: bool = True,
 ) -> int:
     """Write the project's (filtered) pairs to ``out`` (a path, ``"-"`` for stdout, or a
@@ -280,7 +296,12 @@ def data_export(
     if format not in EXPORT_FORMATS:
         raise ExportError(f"unknown export format {format!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     qs = candidates_for_export(
-        project=project, state=state, label_source=label_source, min_confidence=min_confidence, split=split
+        project=project,
+        state=state,
+        label_source=label_source,
+        min_confidence=min_confidence,
+        split=split,
+        include_invalid=include_invalid,
     )
     records = pair_records(project=project, candidates=qs)
     if format in DIRECTORY_FORMATS:
@@ -309,7 +330,13 @@ def data_export(
         _remove(tmp)
         raise
     if manifest:
-        filters = {"state": state, "label_source": label_source, "min_confidence": min_confidence, "split": split}
+        filters = {
+            "state": state,
+            "label_source": label_source,
+            "min_confidence": min_confidence,
+            "split": split,
+            "include_invalid": include_invalid,
+        }
         doc = export_manifest(project=project, format=format, filters=filters, rows=n, path=out)
         manifest_path(out).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return n
@@ -350,7 +377,7 @@ def _remove(path: str) -> None:
 
 
 # -- the ``export`` job kind (large exports; registered in ProjectsConfig.ready) -------------
-EXPORT_FILTERS = ("state", "label_source", "min_confidence", "split")
+EXPORT_FILTERS = ("state", "label_source", "min_confidence", "split", "include_invalid")
 
 
 def export_count_over(*, project: Project, filters: dict[str, Any], limit: int) -> bool:

@@ -291,7 +291,8 @@ def _candidate(
         "label_source": source,
         "confidence": rec.confidence,
         "gold_label_id": label(gold),
-        "meta": rec.meta,
+        # counterfactual.valid (docs/formats.md §1) lives in the candidate's meta
+        "meta": rec.meta if rec.valid is None else {**rec.meta, "valid": rec.valid},
     }
 
 

@@ -472,3 +472,22 @@ def test_a_label_source_without_a_label_is_a_problem(tmp_path: Path, source: str
     recs = list(read("pairs-jsonl", [str(f)], task="sentiment", labels=["negative", "positive"]))
     assert problems(recs) == [f"{f}:1: counterfactual.label_source is {source!r} but there is no counterfactual.label"]
     assert [r.id for r in recs if isinstance(r, PairRecord)] == ["p2"]  # gold without a label: a known-unknown answer
+
+
+def test_pairs_jsonl_keeps_valid_and_refuses_a_non_boolean(tmp_path: Path) -> None:
+    o = OriginalRecord(id="o1", fields={"premise": "P", "hypothesis": "H"}, label="neutral")
+    recs = [
+        PairRecord(id=f"p{i}", original=o, cf_fields={"premise": f"P{i}", "hypothesis": "H"}, valid=v)
+        for i, v in enumerate((True, False, None))
+    ]
+    buf = io.StringIO()
+    formats.write_pairs_jsonl(recs, buf)
+    lines = buf.getvalue().splitlines()
+    assert [json.loads(x)["counterfactual"].get("valid") for x in lines] == [True, False, None]
+    assert "valid" not in json.loads(lines[2])["counterfactual"]  # unknown: left out
+    bad = json.loads(lines[0])
+    bad["counterfactual"]["valid"] = "yes"
+    f = write_lines(tmp_path / "p.jsonl", [*lines, json.dumps(bad)])
+    back = list(read("pairs-jsonl", [str(f)], task="nli"))
+    assert back[:3] == recs
+    assert "counterfactual.valid must be true, false or null" in str(back[3])

@@ -12,7 +12,7 @@ import pytest
 
 from generation.ml import lexicons as lx
 from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip
-from generation.ml.rules import CODES, PERTURBATIONS, RulesGenerator
+from generation.ml.rules import CODES, DEFAULT_CODES, PERTURBATIONS, RulesGenerator
 from generation.ml.rules import wordnet as wnx
 from generation.ml.rules.lexical_codes import Sentence
 from generation.ml.rules.phrases import fix_tags
@@ -150,6 +150,33 @@ def test_restructure_voice_clauses_and_fronting() -> None:
     assert "In the park, a man sits." in outputs("restructure", "A man sits in the park.")
 
 
+def test_negation_never_uses_hardly_or_not_really() -> None:
+    # generated-gold dev: "There is hardly an elderly woman in a crowd." was not English
+    for text in ("There is an elderly woman in a crowd.", "Their hands are holding something", "A man is tall."):
+        out = outputs("negation", text)
+        assert out
+        assert not [o for o in out if " hardly " in o or " not really " in o]
+
+
+def test_restructure_fronts_only_a_phrase_of_the_verb() -> None:
+    # generated-gold dev: the predicate after a copula, and a phrase of a noun, made nonsense
+    assert not [o for o in outputs("restructure", "A man is on a bike.") if o.startswith("On a bike")]
+    assert not [o for o in outputs("restructure", "The woman is in a field.") if o.startswith("In a field")]
+    out = outputs("restructure", "A man is walking away from tents with the word Camden on them.")
+    assert not [o for o in out if o.startswith("On them")]
+    # kept: a phrase after a content verb or an adverb
+    assert "Near the water, the man is standing." in outputs("restructure", "The man is standing near the water.")
+    assert "At night, people are sitting outside." in outputs("restructure", "People are sitting outside at night.")
+
+
+def test_shuffle_is_not_a_default_code() -> None:
+    assert "shuffle" in CODES and "shuffle" not in DEFAULT_CODES
+    cands = [c for c in RulesGenerator(seed=0).generate(SENTENCES) if isinstance(c, GeneratedCandidate)]
+    assert cands and not any(c.perturbation == "shuffle" for c in cands)
+    asked = RulesGenerator(seed=0, codes=["shuffle"]).generate(SENTENCES)
+    assert {c.perturbation for c in asked if isinstance(c, GeneratedCandidate)} == {"shuffle"}
+
+
 def test_shuffle_swaps_noun_phrases() -> None:
     assert outputs("shuffle", "The cat chased the dog.") == {"The dog chased the cat."}
     assert "A dog watches a man." in outputs("shuffle", "A man watches a dog.")
@@ -168,7 +195,7 @@ def _all(gen: RulesGenerator, originals: list[Original]) -> list[GeneratedCandid
 
 
 def test_generator_covers_all_codes_and_edits_one_field() -> None:
-    out = _all(RulesGenerator(seed=0), SENTENCES)
+    out = _all(RulesGenerator(seed=0, codes=CODES), SENTENCES)
     cands = [c for c in out if isinstance(c, GeneratedCandidate)]
     assert {c.perturbation for c in cands} == set(CODES)
     by_id = {o.id: o for o in SENTENCES}
@@ -265,7 +292,7 @@ def test_rules_targets_on_cad_dev_without_model(shared_data) -> None:
     cands = [c for c in RulesGenerator(seed=0).generate(list(origs.values())) if isinstance(c, GeneratedCandidate)]
     with_cand = {c.original_id for c in cands}
     assert len(with_cand) >= 0.95 * len(origs)
-    assert {c.perturbation for c in cands} == set(CODES)
+    assert {c.perturbation for c in cands} == set(DEFAULT_CODES)
     stats = introduced_stats([c.meta["introduced"] for c in cands])
     assert stats["introduced_distinct_1"] >= 0.25
     assert stats["introduced_max_share"] <= 0.10

@@ -76,3 +76,50 @@ def test_the_sibling_stage_beats_the_first_stage_on_cad_nli(shared_data, capsys)
     with_stage, first_only = capc(), capc("--no-siblings")
     assert with_stage["accuracy"] >= first_only["accuracy"] + 0.05, (with_stage, first_only)
     assert with_stage["ece"] < 0.1
+
+
+def test_bench_reports_valid_accuracy_and_the_export_when_the_pool_carries_valid():
+    """docs/formats.md §3: with counterfactual.valid, every method has accuracy_valid and the
+    result an export object for the best h (tiny stand-in embeddings, one seed)."""
+    import numpy as np
+
+    from labeling.ml.bench import run_benchmark
+    from labeling.ml.pairs import LabelledPairs
+
+    from .conftest import FIELDS, LABELS, fake_embed, synthetic_pairs
+
+    pairs, ys = synthetic_pairs(150, seed=2)
+    rng = np.random.default_rng(0)
+    valid = [bool(v) for v in rng.random(150) < 0.7]
+    setting = {"task": "nli", "labels": LABELS, "fields": FIELDS, "embed": fake_embed, "seeds": 1}
+    result = run_benchmark(LabelledPairs(pairs, ys, valid), **setting, budget=0.2, curve=(0.2,))
+    for name in ("invariant", "capc", "pc"):
+        assert 0.0 <= result["methods"][name]["accuracy_valid"] <= 1.0
+    export = result["export"]
+    assert set(export) == {"method", "correct", "invalid", "coverage"}
+    h_methods = {n: m for n, m in result["methods"].items() if "coverage" in m}
+    assert export["method"] == max(h_methods, key=lambda n: h_methods[n]["accuracy"])
+    assert all(0.0 <= export[k] <= 1.0 for k in ("correct", "invalid", "coverage"))
+    assert result["valid_share"] == round(sum(valid) / 150, 4)
+    # without valid: neither
+    plain = run_benchmark(LabelledPairs(pairs, ys), **setting, curve=())
+    assert "export" not in plain and "accuracy_valid" not in plain["methods"]["capc"]
+
+
+@pytest.mark.slow
+def test_h_is_never_below_invariant_on_the_generated_gold_dev_set(shared_data, capsys):
+    """issue 19: on a generated pool most edits keep the label; h (with "nothing flips" among
+    its candidate models) must not fall below invariant, and the export simulation is there
+    (5 seeds with the CAD warm start: h 0.751 = invariant 0.751, ECE 0.054)."""
+    path = shared_data / "generated-gold" / "cad-nli-dev-rules.jsonl"
+    call_command("bench_pairwise", "--task", "nli", "--format", "pairs-jsonl", str(path), "--seeds", "2", "--json")
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    methods = result["methods"]
+    assert result["n_pairs"] == 340 and result["valid_share"] == pytest.approx(0.63, abs=0.01)
+    inv = methods["invariant"]["accuracy"]
+    for name in ("pc", "capc"):
+        assert methods[name]["accuracy"] >= inv - 0.01, (name, methods[name], inv)
+        assert methods[name]["ece"] <= 0.08
+        assert 0.0 <= methods[name]["accuracy_valid"] <= 1.0
+    assert result["export"]["method"] in ("pc", "capc", "capc+active")
+    assert 0.0 < result["export"]["coverage"] <= 1.0

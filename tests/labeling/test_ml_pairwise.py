@@ -350,3 +350,32 @@ def test_h_is_calibrated_on_held_out_pairs():
     assert s["accuracy"] >= 0.95
     assert s["ece"] < 0.03
     assert h.learner.temperature < 0.9  # the CV probabilities were sharpened, not left as they were
+
+
+def test_invariant_is_a_candidate_model_when_edits_say_nothing():
+    """A pool where most edits keep the label and the edit carries no signal (a generated
+    pool's lexical noise): h's cross-validation chooses "nothing flips", calibrated, and
+    is as accurate as the invariant baseline rather than worse."""
+    pairs, _ = synthetic_pairs(300, seed=3)
+    rng = np.random.default_rng(0)
+    ys = [p.y if rng.random() < 0.85 else LABELS[(LABELS.index(p.y) + 1) % 3] for p in pairs]
+    inp = _inputs(pairs)
+    train, test = np.arange(60), np.arange(60, 300)
+    h = PairwiseClassifier(LABELS, FIELDS, mode="pc").fit(inp.subset(train), [ys[i] for i in train])
+    assert h.feature_set_name.startswith("invariant")
+    proba = h.predict_proba(inp.subset(test))
+    y_test = np.array([LABELS.index(ys[i]) for i in test])
+    inv = scores(y_test, baselines.invariant(inp.enc.y[test], 3))["accuracy"]
+    assert scores(y_test, proba)["accuracy"] == pytest.approx(inv)
+    # calibrated: its confidence is the share of labels kept, not 1
+    assert 0.7 < proba.max(1).mean() < 0.95
+    # off: the same data gives one of the feature-based models
+    h2 = PairwiseClassifier(LABELS, FIELDS, mode="pc", invariant_candidate=False)
+    assert not h2.fit(inp.subset(train), [ys[i] for i in train]).feature_set_name.startswith("invariant")
+
+
+def test_h_still_learns_edits_that_flip_with_the_invariant_candidate():
+    pairs, ys = synthetic_pairs(200, seed=4)
+    inp = _inputs(pairs)
+    h = PairwiseClassifier(LABELS, FIELDS, mode="pc").fit(inp.subset(np.arange(100)), ys[:100])
+    assert not h.feature_set_name.startswith("invariant")

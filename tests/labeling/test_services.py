@@ -275,3 +275,31 @@ def test_autolabel_blocks_end_at_an_originals_last_candidate():
     blocks = list(services._blocks_by_example(rows, 2))
     assert [r for b in blocks for r in b] == rows
     assert [[r[4] for r in b] for b in blocks] == [[1, 1, 1], [2, 2], [3, 4, 4, 4, 4], [5]]
+
+
+def test_candidates_judged_invalid_never_get_an_auto_label():
+    """Annotators' "Unclear / invalid" answers (meta.valid false) are a first-class outcome:
+    such a candidate is never auto-labelled, and a control code that annotators mostly judged
+    invalid gets no auto labels either (the model's validity prior)."""
+    from projects.services.candidates import candidate_judge_validity
+
+    project, _ = make_project()
+    pooled = list(Candidate.objects.filter(project=project, state=states.POOLED).order_by("id"))
+    # one pooled candidate judged invalid by itself
+    candidate_judge_validity(candidate_id=pooled[0].pk, valid=False)
+    # a code the annotators judged invalid every time: 6 routed candidates answered "invalid"
+    for c in pooled[1:7]:
+        Candidate.objects.filter(pk=c.pk).update(state=states.ROUTED, perturbation="garbled")
+        candidate_judge_validity(candidate_id=c.pk, valid=False)
+    for c in pooled[7:10]:
+        Candidate.objects.filter(pk=c.pk).update(perturbation="garbled")
+    model = services.pairwise_train(project=project, mode="capc")
+    prior = services.load_model(project, model).meta["validity"]
+    assert prior["by_code"]["garbled"] < 0.5 < prior["overall"]
+    services.autolabel(project=project, min_confidence=0.0)
+    states_of = dict(Candidate.objects.filter(project=project).values_list("pk", "state"))
+    assert states_of[pooled[0].pk] == states.ABSTAINED
+    assert all(states_of[c.pk] == states.ABSTAINED for c in pooled[7:10])
+    assert all(states_of[c.pk] == states.ROUTED for c in pooled[1:7])
+    assert Candidate.objects.filter(project=project, state=states.AUTO_LABELED).count() == 100 - 10
+    assert Candidate.objects.get(pk=pooled[0].pk).meta == {"valid": False, "valid_source": "human"}

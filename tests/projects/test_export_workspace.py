@@ -114,6 +114,6 @@ def test_provenance_and_manifest(project, tmp_path: Path):
     assert {"generator", "perturbation", "confidence"} <= set(done)
     doc = json.loads(manifest_path(out).read_text())
     assert doc["rows"] == 12 and doc["label_sources"]["human"] == 1 and doc["h"] is None
-    assert doc["annotators_per_item"] == 2 and doc["excluded_by_default"] == ["filtered_out", "generated"]
+    assert doc["annotators_per_item"] == 2 and doc["excluded_by_default"] == ["filtered_out", "generated", "invalid"]
     # a stream export writes no manifest
     data_export(project=project, format="pairs-jsonl", out=StringIO())

@@ -37,6 +37,10 @@ CODES: tuple[str, ...] = (
     "restructure",
     "shuffle",
 )
+# what a run uses unless told otherwise: every code but ``shuffle``, whose noun-phrase swaps
+# were valid English in 1 of 14 pooled candidates of the generated-gold dev set (``Desks sit
+# at two men``); ``codes=["shuffle", ...]`` still asks for it
+DEFAULT_CODES: tuple[str, ...] = tuple(c for c in CODES if c != "shuffle")
 
 Perturb = Callable[[Sentence, random.Random], list[Proposal]]
 PERTURBATIONS: dict[str, Perturb] = {
@@ -60,7 +64,7 @@ class RulesConfig:
     max_sentences: int = 2  # per field; long texts (reviews) get one or two sentences edited
     min_words: int = 3
     max_sentence_words: int = 60
-    codes: tuple[str, ...] = CODES
+    codes: tuple[str, ...] = DEFAULT_CODES
 
     def validate(self) -> None:
         unknown = [c for c in self.codes if c not in PERTURBATIONS]
@@ -86,7 +90,7 @@ class RulesGenerator:
         max_sentences: int = 2,
         min_words: int = 3,
         max_sentence_words: int = 60,
-        codes: Sequence[str] = CODES,
+        codes: Sequence[str] = DEFAULT_CODES,
     ) -> None:
         if config is None:
             try:
@@ -208,4 +212,4 @@ class RulesGenerator:
                 yield from result
 
 
-__all__ = ["CODES", "PERTURBATIONS", "RulesConfig", "RulesGenerator"]
+__all__ = ["CODES", "DEFAULT_CODES", "PERTURBATIONS", "RulesConfig", "RulesGenerator"]

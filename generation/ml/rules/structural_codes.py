@@ -102,6 +102,13 @@ def _plural(toks: list[Token], a: int, b: int) -> bool:
     return toks[b - 1].pos in ("NNS", "NNPS") or toks[b - 1].lower in ("they", "we", "them", "us")
 
 
+def _verb_attached(prev: Token) -> bool:
+    """Whether a phrase right after ``prev`` can be fronted: ``prev`` is a content verb, an
+    adverb or a preposition without an object ("sitting outside"), not a copula, noun, number or
+    pronoun."""
+    return prev.pos.startswith("RB") or prev.pos in ("RP", "IN") or _content_verb(prev)
+
+
 def restructure(s: Sentence, rng: random.Random) -> list[Proposal]:
     toks, text = s.toks, s.text
     out: list[Proposal] = []
@@ -156,7 +163,11 @@ def restructure(s: Sentence, rng: random.Random) -> list[Proposal]:
                 emit(new, "passive -> active", (verb,))
     # front a sentence-final prepositional phrase
     for a, b in pp_chunks(toks):
-        if b == end and a > 2 and toks[a].lower != "by":
+        # only a phrase that modifies the verb (after a content verb or an adverb): one after a
+        # copula is the predicate ("On a bike, a man is.") and one after a noun belongs to the
+        # noun ("On her arm, a woman ... carrying a purse.") — 9 of 9 such fronted phrases were
+        # invalid on the generated-gold dev set
+        if b == end and a > 2 and toks[a].lower != "by" and _verb_attached(toks[a - 1]):
             pp = span_text(text, toks, a, b)
             head = span_text(text, toks, 0, a).rstrip(" ,")
             emit(f"{upper_first(pp)}, {lower_first(head, toks[0])}", "front pp")

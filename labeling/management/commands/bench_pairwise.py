@@ -3,7 +3,9 @@
 
 The label-efficiency benchmark (docs/formats.md §3): no database, pure ML over the records read
 from the data (see ``labeling/ml/bench.py`` for the exact setting). Progress goes to stderr;
-a human-readable table, or with ``--json`` a single JSON object as the last stdout line.
+a human-readable table, or with ``--json`` a single JSON object as the last stdout line. When
+the pair file carries ``counterfactual.valid``, each method also reports its accuracy on the
+valid candidates, and the output has the export simulation (docs/formats.md §3).
 """
 
 from __future__ import annotations
@@ -143,9 +145,18 @@ class Command(BaseCommand):
             split = ""
             if "accuracy_flips" in m:
                 split = f"  flips {_fmt(m['accuracy_flips'])}  non-flips {_fmt(m['accuracy_non_flips'])}"
-            self.stdout.write(f"  {name:14s} accuracy {m['accuracy']:.3f}  macro-F1 {m['macro_f1']:.3f}{ece}{split}")
+            valid = f"  valid {_fmt(m['accuracy_valid'])}" if "accuracy_valid" in m else ""
+            self.stdout.write(
+                f"  {name:14s} accuracy {m['accuracy']:.3f}  macro-F1 {m['macro_f1']:.3f}{ece}{split}{valid}"
+            )
         self.stdout.write(
             "  budget curve (capc accuracy): "
             + ", ".join(f"{k}: {v}" for k, v in result["budget_curve"]["capc"].items())
         )
+        if "export" in result:
+            e = result["export"]
+            self.stdout.write(
+                f"  export ({e['method']}, {result.get('valid_share', 0):.0%} of the pool valid): "
+                f"correct {_fmt(e['correct'])}, invalid {_fmt(e['invalid'])}, coverage {_fmt(e['coverage'])}"
+            )
         self.stdout.write(f"  {result['seconds']} s")

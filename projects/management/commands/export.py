@@ -3,7 +3,7 @@
 Writes a project's pairs (docs/formats.md §1 for ``pairs-jsonl``; columns in
 ``generation/formats/tabular.py`` for ``csv``). Filters: ``--state``, ``--label-source``
 (human, auto, gold, imported, none), ``--min-confidence``, ``--split``; the list filters take
-comma-separated values.
+comma-separated values. Pairs judged invalid are left out unless ``--include-invalid``.
 """
 
 from __future__ import annotations
@@ -36,6 +36,11 @@ class Command(BaseCommand):
         parser.add_argument("--label-source", type=_csv_list, help="human,auto,gold,imported,none")
         parser.add_argument("--min-confidence", type=float, help="only pairs with confidence >= this")
         parser.add_argument("--split", type=_csv_list, help="only pairs whose original is in these splits")
+        parser.add_argument(
+            "--include-invalid",
+            action="store_true",
+            help="also pairs judged invalid (imported valid=false, or annotators answered 'Unclear / invalid')",
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         project = Project.objects.filter(name=opts["project"]).first()
@@ -51,6 +56,7 @@ class Command(BaseCommand):
                 label_source=opts["label_source"],
                 min_confidence=opts["min_confidence"],
                 split=opts["split"],
+                include_invalid=opts["include_invalid"],
             )
         except ExportError as exc:
             raise CommandError(str(exc)) from None
