@@ -105,6 +105,36 @@ def test_lexical_uses_hypernyms_and_hyponyms() -> None:
         assert len(set(o.split()) ^ set("The water is cold.".split())) <= 2
 
 
+def test_lexical_hypernyms_come_from_the_first_sense_only() -> None:
+    # "guy" -> "effigy" goes through WordNet's second sense of "guy" (a Guy Fawkes effigy)
+    assert "effigy" in wnx.hypernyms("guy", "n", 2)
+    assert "effigy" not in wnx.hypernyms("guy", "n", 1)
+    for seed in range(10):
+        for o in outputs("lexical", "Two guys are exhausted after the game.", seed):
+            assert "effigies" not in o, o
+
+
+def test_adjective_fits_its_noun() -> None:
+    assert wnx.animacy("woman") == "animate" and wnx.animacy("dog") == "animate"
+    assert wnx.animacy("sandals") == "inanimate" and wnx.animacy("box") == "inanimate"
+    assert wnx.animacy("qwxzv") is None
+    assert wnx.adjective_fits("elderly", "woman") and not wnx.adjective_fits("elderly", "sandals")
+    assert wnx.adjective_fits("wooden", "box") and not wnx.adjective_fits("wooden", "dog")
+    assert not wnx.adjective_fits("elderly", "girl")  # the noun already says the age
+    assert wnx.adjective_fits("red", "dog") and wnx.adjective_fits("red", "qwxzv")
+    assert not wnx.adjective_fits("happy", "qwxzv")  # unknown noun: neutral adjectives only
+
+
+def test_insert_respects_the_nouns_selectional_restrictions() -> None:
+    for text in ("A dog climbs the stairs.", "Two women wear sandals.", "A girl jumps off a swing."):
+        for seed in range(20):
+            for p in PERTURBATIONS["insert"](Sentence(text, fix_tags(tag(text)), 0, len(text)), random.Random(seed)):
+                new = apply_edits(text, list(p.edits))
+                for bad in ("wooden dog", "elderly sandals", "lonely sandals", "elderly girl", "young girl"):
+                    assert bad not in new, new
+                assert "in a hurry" not in new and "with great care" not in new, new
+
+
 def test_resemantic_replaces_verb_or_cohyponym_noun() -> None:
     out = outputs("resemantic", "The dog sleeps.")
     verbs = {row[1] for row in lx.VERB_FORMS}

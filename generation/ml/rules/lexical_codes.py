@@ -303,12 +303,15 @@ def lexical(s: Sentence, rng: random.Random) -> list[Proposal]:
         if p is None or (p == "v" and t.lower in lx.AUXILIARIES):
             continue
         rels: list[tuple[str, tuple[str, ...]]] = [("antonym", wnx.antonyms(t.lower, p))]
+        # hypernyms of the first (most frequent) sense only: on the generated-gold dev set all 7
+        # lexical candidates that went through a second sense were invalid ("guys" -> "effigies",
+        # "trick" -> "shift", "excited" -> "affected"), and none of the valid ones did
         if p == "n":
-            rels += [("hypernym", wnx.hypernyms(t.lower, p)[:3]), ("hyponym", wnx.hyponyms(t.lower, p)[:4])]
+            rels += [("hypernym", wnx.hypernyms(t.lower, p, 1)[:3]), ("hyponym", wnx.hyponyms(t.lower, p)[:4])]
         elif p == "a":
             rels += [("cohyponym", wnx.similar_adjectives(t.lower)[:4])]
         elif p == "v":
-            rels += [("hypernym", wnx.hypernyms(t.lower, p)[:2])]
+            rels += [("hypernym", wnx.hypernyms(t.lower, p, 1)[:2])]
         for rel, words in rels:
             for w in words[:4]:
                 word = _inflect_like(t, w)
@@ -341,7 +344,7 @@ def resemantic(s: Sentence, rng: random.Random) -> list[Proposal]:
                 intro = [word.lower()]
                 # phrase-level: also swap the adjective in front of it
                 if i > 0 and toks[i - 1].pos == "JJ" and _slot_ok(toks[i - 1]) and rng.random() < 0.5:
-                    adj = rng.choice(lx.INSERT_ADJECTIVES)
+                    adj = rng.choice([a for a in lx.INSERT_ADJECTIVES if wnx.adjective_fits(a, word)])
                     edits = [_rep(toks[i - 1], adj), _rep(t, word)]
                     if i > 1 and (fix := fix_article(toks[i - 2], adj)):
                         edits.append((toks[i - 2].start, toks[i - 2].end, fix))

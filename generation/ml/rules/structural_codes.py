@@ -39,7 +39,8 @@ def insert(s: Sentence, rng: random.Random, evaluative: bool = False) -> list[Pr
         if is_noun(t) and t.pos in ("NN", "NNS") and i > 0 and toks[i - 1].pos in ("DT", "PRP$", "CD", "IN"):
             if i + 1 < len(toks) and is_noun(toks[i + 1]):
                 continue  # insert before the first noun of a compound only
-            adj = rng.choice(adjs)
+            fitting = [a for a in adjs if wnx.adjective_fits(a, t.lower)]
+            adj = rng.choice(fitting)
             edits = [(t.start, t.start, adj + " ")]
             if fix := fix_article(toks[i - 1], adj):
                 edits.append((toks[i - 1].start, toks[i - 1].end, fix))

@@ -151,8 +151,10 @@ def synonyms(word: str, pos: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=65536)
-def hypernyms(word: str, pos: str) -> tuple[str, ...]:
-    return _clean(_lemmas([h for s in _synsets(word, pos, 2) for h in s.hypernyms()]), lemma(word, pos))
+def hypernyms(word: str, pos: str, senses: int = 2) -> tuple[str, ...]:
+    """Hypernyms of the word's first ``senses`` senses (the generator's ``lexical`` code asks for
+    the first, most frequent, sense only: a rarer sense gives "two guys" -> "two effigies")."""
+    return _clean(_lemmas([h for s in _synsets(word, pos, senses) for h in s.hypernyms()]), lemma(word, pos))
 
 
 @lru_cache(maxsize=65536)
@@ -206,3 +208,41 @@ def relation(a: str, b: str, pos: str | None) -> str | None:
 def known(word: str, pos: str | None = None) -> bool:
     wn = wordnet()
     return bool(wn.synsets(word.lower(), pos) if pos else wn.synsets(word.lower()))
+
+
+# Animacy of a noun, for the selectional restrictions of inserted adjectives ("an elderly
+# woman", never "elderly sandals"; "a wooden box", never "a wooden dog"): the hypernym closure
+# of the noun's first two senses reaches a living thing, or only things that are not.
+_ANIMATE_ROOTS = frozenset({"person.n.01", "animal.n.01", "organism.n.01", "people.n.01", "social_group.n.01"})
+
+
+@lru_cache(maxsize=65536)
+def animacy(noun: str) -> str | None:
+    """``"animate"`` (a person, an animal, a group of people), ``"inanimate"`` (every sense
+    known, none of them living) or ``None`` (not in WordNet)."""
+    syns = _synsets(noun, "n", 2)
+    if not syns:
+        return None
+    for s in syns:
+        names = {s.name()} | {h.name() for h in s.closure(lambda x: x.hypernyms() + x.instance_hypernyms())}
+        if names & _ANIMATE_ROOTS:
+            return "animate"
+    return "inanimate"
+
+
+def adjective_fits(adj: str, noun: str) -> bool:
+    """Whether an inserted adjective can describe the noun: a living being's adjective only
+    before an animate noun, a thing's only before an inanimate one, no age adjective before a
+    noun that already says the age. A noun WordNet does not know gets only the neutral ones."""
+    from generation.ml import lexicons as lx
+
+    adj, noun = adj.lower(), noun.lower()
+    base = lemma(noun, "n")
+    if adj in lx.AGE_ADJECTIVES and base in lx.AGE_NOUNS:
+        return False
+    kind = animacy(noun)
+    if adj in lx.ANIMATE_ADJECTIVES:
+        return kind == "animate"
+    if adj in lx.INANIMATE_ADJECTIVES:
+        return kind == "inanimate"
+    return True
