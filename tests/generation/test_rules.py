@@ -105,6 +105,19 @@ def test_lexical_uses_hypernyms_and_hyponyms() -> None:
         assert len(set(o.split()) ^ set("The water is cold.".split())) <= 2
 
 
+def test_quantifier_puts_no_universal_quantifier_inside_a_prepositional_phrase() -> None:
+    for seed in range(10):
+        out = outputs("quantifier", "A man works under the engine of a train.", seed)
+        assert out
+        for o in out:
+            assert not any(f"of {q} train" in o for q in ("every", "each", "all")), o
+        # the subject still gets them
+        assert "Every man works near a train." in outputs("quantifier", "A man works near a train.", seed)
+        assert not any(
+            "near every" in o or "near each" in o for o in outputs("quantifier", "A man works near a train.", seed)
+        )
+
+
 def test_lexical_hypernyms_come_from_the_first_sense_only() -> None:
     # "guy" -> "effigy" goes through WordNet's second sense of "guy" (a Guy Fawkes effigy)
     assert "effigy" in wnx.hypernyms("guy", "n", 2)

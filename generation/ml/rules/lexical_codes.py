@@ -197,6 +197,14 @@ def _subject_verb(s: Sentence, head: int) -> int | None:
     return k if k is not None and k > head else None
 
 
+UNIVERSAL = frozenset({"every", "each", "all"})
+
+
+def _in_pp(toks: list[Token], i: int) -> bool:
+    """Whether the noun phrase starting at ``i`` is the object of a preposition."""
+    return i > 0 and toks[i - 1].pos == "IN" and toks[i - 1].lower not in ("than", "that", "if", "because", "while")
+
+
 def quantifier(s: Sentence, rng: random.Random) -> list[Proposal]:
     toks, out = s.toks, []
     for i, t in enumerate(toks):
@@ -205,8 +213,14 @@ def quantifier(s: Sentence, rng: random.Random) -> list[Proposal]:
         if head is None:
             continue
         subj_verb = _subject_verb(s, head)
+        # no universal quantifier inside a prepositional phrase ("the engine of every train",
+        # "walking past each poster", "in all grocery stores"): 5 of 6 such dev-set candidates
+        # were invalid, against 13 of 37 for the other quantifier changes
+        universal = _in_pp(toks, i)
         if low in ("a", "an", "one", "every", "each") and toks[head].pos == "NN":
             for q in ("one", "every", "a single", "another", "each"):
+                if universal and q in UNIVERSAL:
+                    continue
                 if q != low and not (low in ("a", "an") and q == "a single" and i > 0 and toks[i - 1].lower == "than"):
                     out.append(Proposal("quantifier", (_rep(t, q),), tuple(q.split()), (low,), f"{low} -> {q}"))
             for q in ("two", "several", "many", "three", "some", "a few"):
@@ -241,7 +255,9 @@ def quantifier(s: Sentence, rng: random.Random) -> list[Proposal]:
             and toks[head].pos == "NNS"
         ):
             pool = [
-                q for q in ("some", "all", "many", "few", "several", "most", "two", "three", "four", "five") if q != low
+                q
+                for q in ("some", "all", "many", "few", "several", "most", "two", "three", "four", "five")
+                if q != low and not (universal and q in UNIVERSAL)
             ]
             for q in rng.sample(pool, 4):
                 out.append(Proposal("quantifier", (_rep(t, q),), (q,), (low,), f"{low} -> {q}"))
@@ -257,7 +273,8 @@ def quantifier(s: Sentence, rng: random.Random) -> list[Proposal]:
             and toks[b - 1].pos == "NNS"
             and (a == 0 or toks[a - 1].pos not in ("DT", "CD", "PRP$"))
         ):
-            for q in rng.sample(("Some", "Many", "Few", "All", "Several", "Most", "Two", "Three"), 3):
+            quants = ("Some", "Many", "Few", "All", "Several", "Most", "Two", "Three")
+            for q in rng.sample([q for q in quants if not (_in_pp(toks, a) and q.lower() in UNIVERSAL)], 3):
                 phrase = (
                     (q if a == 0 else q.lower())
                     + " "
