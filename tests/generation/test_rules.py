@@ -118,6 +118,16 @@ def test_quantifier_puts_no_universal_quantifier_inside_a_prepositional_phrase()
         )
 
 
+def test_resemantic_swaps_in_attested_sister_terms_only() -> None:
+    assert wnx.attested("couch", "n") and not wnx.attested("spectroscope", "n")
+    for seed in range(10):
+        for o in outputs("resemantic", "A woman is standing near the water.", seed):
+            verbs = {form for row in lx.VERB_FORMS for form in row}
+            new = set(o.rstrip(".").lower().split()) - set("a an woman is standing near the water".split()) - verbs
+            for w in new - set(lx.INSERT_ADJECTIVES):  # the swapped noun (and maybe its adjective)
+                assert wnx.attested(wnx.lemma(w, "n"), "n"), o
+
+
 def test_lexical_hypernyms_come_from_the_first_sense_only() -> None:
     # "guy" -> "effigy" goes through WordNet's second sense of "guy" (a Guy Fawkes effigy)
     assert "effigy" in wnx.hypernyms("guy", "n", 2)

@@ -246,3 +246,11 @@ def adjective_fits(adj: str, noun: str) -> bool:
     if adj in lx.INANIMATE_ADJECTIVES:
         return kind == "inanimate"
     return True
+
+
+@lru_cache(maxsize=65536)
+def attested(word: str, pos: str) -> bool:
+    """Whether the word occurs in SemCor in that part of speech (WordNet's sense-tagged corpus,
+    ``cntlist.rev``): "spectroscope", "elixir", "jubilation" do not, "motorcycle" does not
+    either, "couch" does."""
+    return any(_count(lem) > 0 for lem in wordnet().lemmas(lemma(word, pos), pos))
