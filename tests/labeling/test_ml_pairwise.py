@@ -13,6 +13,7 @@ from labeling.ml.base_classifier import (
 from labeling.ml.edits import edit_features, field_edit, n_edit_features
 from labeling.ml.metrics import scores
 from labeling.ml.pairwise import (
+    MIN_FOLDS_RICH,
     LabelingModel,
     PairwiseClassifier,
     apply_temperature,
@@ -378,4 +379,20 @@ def test_h_still_learns_edits_that_flip_with_the_invariant_candidate():
     pairs, ys = synthetic_pairs(200, seed=4)
     inp = _inputs(pairs)
     h = PairwiseClassifier(LABELS, FIELDS, mode="pc").fit(inp.subset(np.arange(100)), ys[:100])
+    assert not h.feature_set_name.startswith("invariant")
+
+
+def test_h_is_invariant_when_a_label_has_only_two_human_labels():
+    """With 2 labels of one class the CV has 2 folds, too few to prefer a richer model over
+    "nothing flips" (MIN_FOLDS_RICH), even where the edits do carry the label."""
+    pairs, ys = synthetic_pairs(200, seed=4)
+    inp = _inputs(pairs)
+    by_label = {lab: [i for i in range(200) if ys[i] == lab] for lab in LABELS}
+    rare = LABELS[0]
+    rows = sorted(by_label[rare][: MIN_FOLDS_RICH - 1] + [i for lab in LABELS[1:] for i in by_label[lab][:30]])
+    h = PairwiseClassifier(LABELS, FIELDS, mode="pc").fit(inp.subset(rows), [ys[i] for i in rows])
+    assert h.feature_set_name.startswith("invariant")
+    # one more label of that class: the richer models are candidates again and win
+    rows = sorted(by_label[rare][:MIN_FOLDS_RICH] + [i for lab in LABELS[1:] for i in by_label[lab][:30]])
+    h = PairwiseClassifier(LABELS, FIELDS, mode="pc").fit(inp.subset(rows), [ys[i] for i in rows])
     assert not h.feature_set_name.startswith("invariant")
