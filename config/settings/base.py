@@ -13,6 +13,7 @@ VAR_DIR = BASE_DIR / "var"
 
 SECRET_KEY = env("DJANGO_SECRET_KEY", "")  # production.py requires it; local/test set one
 DEBUG = env_bool("DJANGO_DEBUG", False)
+PRODUCTION = False  # True in config.settings.production (`manage.py demo` refuses there without --force)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
