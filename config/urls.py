@@ -9,10 +9,12 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from config.favicon import favicon
 from projects import lockout, token_views
 
+admin.site.login_form = lockout.AdminLoginForm
+
 urlpatterns = [
     path("favicon.ico", favicon, name="favicon"),
     path("admin/", admin.site.urls),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", auth_views.LoginView.as_view(authentication_form=lockout.LoginForm), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/lockouts/", lockout.lockouts, name="lockouts"),
     path("accounts/tokens/", token_views.tokens, name="tokens"),
