@@ -161,3 +161,29 @@ class UnstorableInputMiddleware:
         if problem is not None:
             return _refused(request, problem)
         return None
+
+
+def policy_header(policy: dict[str, list[str]], *, csp: bool) -> str:
+    """A ``CONTENT_SECURITY_POLICY`` or ``PERMISSIONS_POLICY`` setting as its header value."""
+    if csp:
+        return "; ".join(f"{directive} {' '.join(sources)}".strip() for directive, sources in policy.items())
+    return ", ".join(f"{feature}=({' '.join(allowed)})" for feature, allowed in policy.items())
+
+
+class SecurityHeadersMiddleware:
+    """``Content-Security-Policy`` and ``Permissions-Policy`` on every response, from the
+    settings of the same names (``config/settings/base.py``; docs/security.md). A view that sets
+    its own header keeps it."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        self.csp = policy_header(settings.CONTENT_SECURITY_POLICY, csp=True)
+        self.permissions = policy_header(settings.PERMISSIONS_POLICY, csp=False)
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if self.csp:
+            response.headers.setdefault("Content-Security-Policy", self.csp)
+        if self.permissions:
+            response.headers.setdefault("Permissions-Policy", self.permissions)
+        return response
