@@ -444,10 +444,11 @@ def _sweep(world, role: str, seeds: Seeds, pages: dict[str, str]) -> tuple[list[
             for i, (name, _value) in enumerate(form):
                 for bad in SWEEP:
                     get(route, name, [*form[:i], (name, bad), *form[i + 1 :]])
-        for name in COMMON_NAMES:
-            get(route, name, [(name, SWEEP[0])])
-        for bad in SWEEP[1:]:
-            get(route, "(all)", [(name, bad) for name in COMMON_NAMES])
+        if not route.startswith("admin/"):  # Django's admin reads none of them (its own forms are swept below)
+            for name in COMMON_NAMES:
+                get(route, name, [(name, SWEEP[0])])
+            for bad in SWEEP[1:]:
+                get(route, "(all)", [(name, bad) for name in COMMON_NAMES])
         for form in methods["post"]:
             for i, (name, _value) in enumerate(form):
                 if name.startswith("csrf"):
