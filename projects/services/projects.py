@@ -36,6 +36,11 @@ def project_create(
     text_fields = list(text_fields or TASK_DEFAULTS[task]["fields"])
     if len(set(labels)) != len(labels) or not labels:
         raise ValidationError("labels must be a non-empty list without repeats")
+    label_max = Label._meta.get_field("name").max_length or 64
+    too_long = [n for n in labels if len(n) > label_max]
+    if too_long:
+        first = too_long[0]
+        raise ValidationError(f"a label has at most {label_max} characters; {first[:20]!r}… has {len(first)}")
     if not 0 <= human_budget <= 1:
         raise ValidationError("human budget must be between 0 and 1")
     project = Project.objects.create(
