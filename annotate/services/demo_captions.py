@@ -8,8 +8,9 @@ is configured, realised with the noun's number and article by
 :func:`~generation.ml.captions.realise`). Each pair is (photo A, a caption true of A) and
 (photo B, the same caption with one noun swapped, true of B and not of A): the photos stand in
 for the generated image of COCO-Counterfactuals, so the demo shows what a valid pair looks like
-and each image has one right answer (its own caption). The photos are copied to ``MEDIA_ROOT/demo/captions/`` and the pairs
-imported from a ``pairs-jsonl`` file written there (FORMATS.md §1 image pairs).
+and each image has one right answer (its own caption). The photos are copied to
+``MEDIA_ROOT/demo/captions/`` and the pairs imported from a ``pairs-jsonl`` file written there
+(FORMATS.md §1 image pairs).
 """
 
 from __future__ import annotations
