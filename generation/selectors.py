@@ -136,8 +136,8 @@ def run_metrics_rows(*, run: GenerationRun) -> list[tuple[str, str]]:
             "candidates per original (accepted / all)",
             f"{_fmt(m.get('accepted_per_original'))} / {_fmt(m.get('candidates_per_original'))}",
         ),
-        ("originals with an accepted candidate", _fmt(m.get("originals_with_accepted"))),
-        ("accepted by all filters", _fmt(m.get("accepted_all_filters"))),
+        ("originals with an accepted candidate", _pct(m.get("originals_with_accepted"))),
+        ("accepted by all filters", _pct(m.get("accepted_all_filters"))),
     ]
     for name, share in sorted((m.get("acceptance_by_filter") or {}).items()):
         rows.append((f"acceptance by filter: {name}", _pct(share)))
