@@ -224,3 +224,9 @@ def test_item_url_of_someone_else_or_garbage(project):
     html = login(other).get(f"/annotate/projects/{project.pk}/?a={a.pk}").content.decode()
     assert "You answered" not in html and "answer-form" in html
     assert login(u).get(f"/annotate/projects/{project.pk}/?a=x1").status_code == 400
+
+
+def test_instructions_number_the_labels_in_their_fixed_order(project):
+    html = login(annotator(project)).get(f"/annotate/projects/{project.pk}/instructions/").content.decode()
+    assert "labels keep the same order on every item" in html
+    assert "(<kbd>1</kbd> entailment, <kbd>2</kbd> neutral, <kbd>3</kbd> contradiction, <kbd>4</kbd> Unclear" in html
