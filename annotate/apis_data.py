@@ -15,7 +15,7 @@ from annotate.data_browser import candidate_filters_parse, candidates_browse, pa
 from projects.formats.reading import LABEL_SOURCES
 from projects.models import Candidate, Project
 from projects.permissions import IsResearcher
-from projects.services.candidates import OverrideRefused, candidate_override
+from projects.services.candidates import OverrideRefused, OverrideUnchanged, candidate_override
 from projects.states import STATES
 
 MAX_PAGE = 200
@@ -162,7 +162,8 @@ class CandidateDetailApi(APIView):
 
 class CandidateOverrideApi(APIView):
     """Relabel a pair: it becomes ``human_labeled`` with ``label_source`` ``human``; the
-    override is recorded with who and when."""
+    override is recorded with who and when. The human label the pair already has changes
+    nothing and records nothing (200 with the pair as it is)."""
 
     permission_classes = (IsResearcher,)
 
@@ -191,4 +192,6 @@ class CandidateOverrideApi(APIView):
             code = status.HTTP_409_CONFLICT if "not in the data set" in str(exc) else status.HTTP_400_BAD_REQUEST
             body: dict[str, Any] = {"detail": str(exc)} if code == status.HTTP_409_CONFLICT else {"label": [str(exc)]}
             return Response(body, status=code)
+        except OverrideUnchanged:
+            pass  # the pair already has that human label: nothing recorded, the pair as it is
         return Response(PairOutputSerializer(_pair(_candidate(candidate_id))).data)  # type: ignore[arg-type]

@@ -136,8 +136,8 @@ def run_metrics_rows(*, run: GenerationRun) -> list[tuple[str, str]]:
             "candidates per original (accepted / all)",
             f"{_fmt(m.get('accepted_per_original'))} / {_fmt(m.get('candidates_per_original'))}",
         ),
-        ("originals with an accepted candidate", _fmt(m.get("originals_with_accepted"))),
-        ("accepted by all filters", _fmt(m.get("accepted_all_filters"))),
+        ("originals with an accepted candidate", _pct(m.get("originals_with_accepted"))),
+        ("accepted by all filters", _pct(m.get("accepted_all_filters"))),
     ]
     if m.get("sample_labels"):
         counts = ", ".join(f"{k} {v}" for k, v in sorted(m["sample_labels"].items()))

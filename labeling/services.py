@@ -344,7 +344,9 @@ def _train_cross_encoder(
 def latest_model(project: Project) -> PairwiseModel:
     model = PairwiseModel.objects.filter(project=project).order_by("-version").first()
     if model is None:
-        raise ValidationError(f"project {project.name!r} has no pairwise model yet; run train_pairwise first")
+        raise ValidationError(
+            f"project {project.name!r} has no pairwise model yet: press “Train h” on the project page first"
+        )
     return model
 
 

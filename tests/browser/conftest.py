@@ -1,4 +1,6 @@
-"""Every browser test runs under the Content-Security-Policy (projects.middleware) and fails on
+"""Fixtures shared by the browser tests.
+
+Every browser test runs under the Content-Security-Policy (projects.middleware) and fails on
 any violation: an init script (injected by the browser, so not subject to the page's policy)
 reports each ``securitypolicyviolation`` event on the console, and Chromium's own "Refused to
 …" console errors are caught as well."""
@@ -31,3 +33,15 @@ def csp_violations(request):
     page.on("console", lambda message: seen.append(message.text) if _is_violation(message.text) else None)
     yield seen
     assert not seen, "Content-Security-Policy violations:\n" + "\n".join(seen)
+
+
+@pytest.fixture
+def annotation_settings(settings):
+    settings.COUNTERPART = {
+        **settings.COUNTERPART,
+        "GOLD_RATE": 0.0,
+        "QUALIFICATION_GOLD": 0,
+        "LEASE_SECONDS": 120,
+        "UNDO_SECONDS": 300,
+    }
+    return settings
