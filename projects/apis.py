@@ -96,7 +96,7 @@ class ProjectListCreateApi(APIView):
     def get_permissions(self) -> list[Any]:
         # Reading the list: any signed-in account (annotators see their projects); creating:
         # researchers and admins, the rule of the page /projects/new/.
-        return [IsResearcher()] if self.request.method == "POST" else super().get_permissions()
+        return [IsResearcher()] if self.request.method == "POST" else list(super().get_permissions())
 
     @extend_schema(
         summary="List projects with counts",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.authtoken.models import Token
@@ -133,3 +134,14 @@ def test_every_operation_in_the_schema_has_a_summary_and_a_description():
     unsummarised = [f"{m} {p}" for m, p, op in operations if not (op.get("summary") or "").strip()]
     assert undescribed == [] and unsummarised == []
     assert ("POST", "/api/v1/projects/") in {(m, p) for m, p, _ in operations}
+
+
+def test_the_navigation_links_the_api_docs_for_every_signed_in_account():
+    project = project_with_candidates(n=2)
+    for user, page in ((researcher(), "/projects/"), (annotator(project), "/annotate/")):
+        c = Client()
+        c.force_login(user)
+        html = c.get(page).content.decode()
+        assert '<a href="/api/docs/"' in html, page
+        assert c.get("/api/docs/").status_code == 200
+    assert '<a href="/api/docs/"' not in Client().get("/accounts/login/").content.decode()
