@@ -69,6 +69,17 @@ def test_bad_input_is_a_400_per_field_before_the_database(body, field):
     assert Project.objects.count() == 0
 
 
+def test_the_service_itself_refuses_over_long_names_before_the_database():
+    from django.core.exceptions import ValidationError
+
+    from projects.services.projects import project_create
+
+    for kw in ({"labels": ["a", "b" * 65]}, {"text_fields": ["f" * 65]}, {"name": "n" * 201}):
+        with pytest.raises(ValidationError, match="at most"):
+            project_create(**{"name": "p", "task": "nli", **kw})
+    assert Project.objects.count() == 0
+
+
 def test_repeated_labels_are_refused_by_the_service_and_a_taken_name_is_a_conflict():
     c = client_for(researcher())
     r = c.post("/api/v1/projects/", {"name": "rep", "task": "nli", "labels": ["a", "a"]}, format="json")
