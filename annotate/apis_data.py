@@ -44,9 +44,13 @@ class CandidatePageSerializer(serializers.Serializer):
 
 
 class CandidateListApi(APIView):
+    """Researchers: a page of a project's candidates with the data browser's filters, in id
+    order (keyset pages: ``after`` / ``before`` a candidate id). Bad filters: 400 per field."""
+
     permission_classes = (IsResearcher,)
 
     @extend_schema(
+        summary="Browse a project's candidates",
         parameters=[
             OpenApiParameter("state", str, many=True, enum=STATES),
             OpenApiParameter("generator", str),
@@ -150,9 +154,15 @@ def _candidate(candidate_id: int) -> Candidate | None:
 
 
 class CandidateDetailApi(APIView):
+    """Researchers: one pair — original and counterfactual fields, label, source, confidence,
+    h's confidence and version, the annotations and the label overrides."""
+
     permission_classes = (IsResearcher,)
 
-    @extend_schema(responses={200: PairOutputSerializer, 404: OpenApiResponse(description="no such candidate")})
+    @extend_schema(
+        summary="One candidate pair",
+        responses={200: PairOutputSerializer, 404: OpenApiResponse(description="no such candidate")},
+    )
     def get(self, request: Request, candidate_id: int) -> Response:
         c = _candidate(candidate_id)
         if c is None:
@@ -172,6 +182,7 @@ class CandidateOverrideApi(APIView):
         note = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
 
     @extend_schema(
+        summary="Override a candidate's label",
         request=InputSerializer,
         responses={
             200: PairOutputSerializer,

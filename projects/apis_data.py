@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.http import FileResponse, HttpRequest
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from projects.formats import FORMATS
 from projects.formats.reading import LABEL_SOURCES
-from projects.models import Project
+from projects.models import Job, Project
 from projects.permissions import IsResearcher
 from projects.selectors import job_as_dict
 from projects.services.exports import (
@@ -27,6 +27,7 @@ from projects.services.exports import (
     ExportError,
     data_export,
     export_count_over,
+    export_download_file,
     export_filters_parse,
     export_start,
 )
@@ -71,6 +72,7 @@ class DataImportApi(APIView):
         return super().initialize_request(request, *args, **kwargs)
 
     @extend_schema(
+        summary="Import a data file",
         request={"multipart/form-data": InputSerializer},
         responses={
             200: OutputSerializer,
@@ -147,6 +149,7 @@ class DataExportApi(APIView):
         run_as_job = serializers.BooleanField(required=False, default=False, help_text="always start a job")
 
     @extend_schema(
+        summary="Export a project's pairs",
         request=InputSerializer,
         responses={
             (200, "application/jsonl"): OpenApiTypes.BINARY,
@@ -183,3 +186,33 @@ class DataExportApi(APIView):
             os.unlink(path)
         ext = "csv" if fmt == "csv" else "jsonl"
         return FileResponse(fh, as_attachment=True, filename=f"{project.name}.{ext}")
+
+
+class ExportDownloadApi(APIView):
+    """The file a succeeded ``export`` job wrote (``?part=manifest``: its manifest), for scripts
+    with a token (the page ``/exports/{job}/download/`` takes a browser session)."""
+
+    permission_classes = (IsResearcher,)
+
+    @extend_schema(
+        summary="Download an export job's file",
+        parameters=[OpenApiParameter("part", str, enum=["manifest"], description="the manifest instead of the data")],
+        responses={
+            (200, "application/octet-stream"): OpenApiTypes.BINARY,
+            404: OpenApiResponse(description="no such export job, or its file is gone"),
+            409: OpenApiResponse(description="the job has not succeeded (yet)"),
+        },
+    )
+    def get(self, request: Request, job_id: int) -> Any:
+        job = Job.objects.filter(pk=job_id, kind="export").select_related("project").first()
+        if job is None:
+            return Response({"detail": "no such export job"}, status=status.HTTP_404_NOT_FOUND)
+        if job.status != "succeeded":
+            return Response(
+                {"detail": f"export job {job.pk} is {job.status}; nothing to download yet"},
+                status=status.HTTP_409_CONFLICT,
+            )
+        found = export_download_file(job=job, manifest=request.query_params.get("part") == "manifest")
+        if found is None:
+            return Response({"detail": "the export file is gone"}, status=status.HTTP_404_NOT_FOUND)
+        return FileResponse(open(found[0], "rb"), as_attachment=True, filename=found[1])

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from projects import permissions, states
@@ -25,6 +26,25 @@ def project_list_with_counts(*, user: Any) -> QuerySet[Project]:
     return projects_visible_to(user=user).annotate(
         n_examples=Count("examples", distinct=True),
         n_candidates=Count("candidates", distinct=True),
+    )
+
+
+def projects_with_state_counts(*, user: Any) -> QuerySet[Project]:
+    """The projects ``user`` sees, each annotated with ``n_originals``, ``n_candidates`` and
+    ``n_<state>`` for every candidate state — one SQL query for the whole list (the originals
+    are counted in a subquery, so the candidate join is not multiplied by the examples)."""
+    originals = (
+        Example.objects.filter(project=OuterRef("pk")).order_by().values("project").annotate(n=Count("pk")).values("n")
+    )
+    by_state = {f"n_{s}": Count("candidates", filter=Q(candidates__state=s)) for s in states.STATES}
+    return (
+        projects_visible_to(user=user)
+        .annotate(
+            n_originals=Coalesce(Subquery(originals, output_field=IntegerField()), 0),
+            n_candidates=Count("candidates"),
+            **by_state,
+        )
+        .order_by("name")
     )
 
 

@@ -43,7 +43,7 @@ from projects.services.exports import (
     candidates_for_export,
     data_export,
     export_count_over,
-    export_file_for,
+    export_download_file,
     export_filters_parse,
     export_manifest,
     export_splits,
@@ -171,12 +171,10 @@ def export_download(request: HttpRequest, job_id: int) -> HttpResponse | FileRes
     job = get_object_or_404(Job, pk=job_id, kind="export")
     if job.status != "succeeded":
         return HttpResponse(f"export job {job.pk} is {job.status}; nothing to download yet", status=409)
-    path = export_file_for(job=job, manifest=request.GET.get("part") == "manifest")
-    if path is None:
+    found = export_download_file(job=job, manifest=request.GET.get("part") == "manifest")
+    if found is None:
         raise Http404("the export file is gone")
-    stem = f"{job.project.name if job.project else 'export'}-{job.pk}"
-    name = f"{stem}.manifest.json" if request.GET.get("part") == "manifest" else f"{stem}{path.suffix}"
-    return FileResponse(open(path, "rb"), as_attachment=True, filename=name)
+    return FileResponse(open(found[0], "rb"), as_attachment=True, filename=found[1])
 
 
 SKIP_HINT = "the “Skip bad rows” box ticked"

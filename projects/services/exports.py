@@ -404,6 +404,16 @@ def export_file_for(*, job: Job, manifest: bool = False) -> Path | None:
     return path
 
 
+def export_download_file(*, job: Job, manifest: bool = False) -> tuple[Path, str] | None:
+    """The file a succeeded export job wrote and the name to download it as (``<project>-<job>``
+    plus its extension, or ``.manifest.json``); None if it is gone."""
+    path = export_file_for(job=job, manifest=manifest)
+    if path is None:
+        return None
+    stem = f"{job.project.name if job.project else 'export'}-{job.pk}"
+    return path, f"{stem}.manifest.json" if manifest else f"{stem}{path.suffix}"
+
+
 def export_path(*, job_id: int, format: str) -> Path:
     """Where the export job's result lands: a file, or for the directory formats a zip archive
     of the directory."""
