@@ -33,6 +33,7 @@ from generation.ml.base import (
     PerOriginalGenerator,
     Skip,
     edit_field_of,
+    stop_point,
 )
 from generation.ml.chat_fill import chat_messages, copies_demo, join_fill, rest_fill, sentence_around
 from generation.ml.saliency import ClassifierInput, TextClassifier, is_word, label_index, load_classifier, word_spans
@@ -418,10 +419,7 @@ class LLMPromptGenerator(PerOriginalGenerator):
         fills_per_request: list[list[tuple[str, bool] | None]] = (
             self._chat_fills(requests, o.task, other, [spans[r.span_index] for r in requests])
             if chat
-            else [
-                [(f, False) for f in self._fills(r.prompt, text, spans[r.span_index], r.target, seed=r.seed)]
-                for r in requests
-            ]
+            else [self._fills_between_stops(r, text, spans[r.span_index]) for r in requests]
         )
         for req, fills in zip(requests, fills_per_request, strict=True):
             si, target, prompt = req.span_index, req.target, req.prompt
@@ -685,6 +683,10 @@ class LLMPromptGenerator(PerOriginalGenerator):
             )
             out.append((target, multi, " … ".join(f for _, f in chosen), {**o.fields, field: new_text}, window))
         return out
+
+    def _fills_between_stops(self, r: FillRequest, text: str, span: Chunk) -> list[tuple[str, bool] | None]:
+        stop_point(self.should_stop)  # one generate call per blank and target
+        return [(f, False) for f in self._fills(r.prompt, text, span, r.target, seed=r.seed)]
 
     def _fills(self, prompt: str, text: str, span: Chunk, target: str, seed: int) -> list[str]:
         import torch

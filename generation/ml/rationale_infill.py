@@ -40,6 +40,7 @@ from generation.ml.base import (
     Original,
     PerOriginalGenerator,
     Skip,
+    stop_point,
 )
 from generation.ml.saliency import (
     ClassifierInput,
@@ -488,6 +489,7 @@ class RationaleInfillGenerator(PerOriginalGenerator):
             return
         pending: list[tuple[str, dict[str, str]]] = []
         for ti, target in enumerate(targets):
+            stop_point(self.should_stop)  # one infill (LM sampling) per target
             seen: set[tuple[str, ...]] = set()
             for fills in self._infill(o, names, slots, target, seed=self.seed + ti):
                 new = apply_fills(o.fields, slots, fills)
