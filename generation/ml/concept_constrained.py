@@ -379,7 +379,7 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
             banned_ids=special_ids(tok, keep=[eos]) | hf.newline_ids(tok),
             min_new_tokens=min(max_new - 1, max(1, n_words // 2)),
         )
-        hyps = constrained_beam_search(model, clauses, cfg)
+        hyps = constrained_beam_search(model, clauses, cfg, should_stop=self.should_stop)
         out: list[tuple[str, float, float, list[str]]] = []
         picked: list[set[str]] = []
         for h in hyps:

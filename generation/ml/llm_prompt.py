@@ -617,6 +617,7 @@ class LLMPromptGenerator(PerOriginalGenerator):
                 stop_ids=frozenset(stops),
                 pad_id=pad,
                 seed=requests[0].seed,
+                should_stop=self.should_stop,
             )
         else:
             torch.manual_seed(requests[0].seed)
@@ -628,7 +629,9 @@ class LLMPromptGenerator(PerOriginalGenerator):
                     pad_token_id=pad,
                     do_sample=False,
                     num_beams=max(self.n, 2),
+                    stopping_criteria=hf.stop_criteria(self.should_stop),
                 )
+            stop_point(self.should_stop)
             out = beams[:, enc["input_ids"].shape[1] :].tolist()
         res: list[list[tuple[str, bool] | None]] = []
         for i, (r, sp) in enumerate(zip(requests, spans, strict=True)):
@@ -691,6 +694,8 @@ class LLMPromptGenerator(PerOriginalGenerator):
     def _fills(self, prompt: str, text: str, span: Chunk, target: str, seed: int) -> list[str]:
         import torch
 
+        from generation.ml import hf
+
         lm = self._configured_lm()
         tok, model = lm.tokenizer, lm.model
         source = prompt.replace(BLANK, "<extra_id_0>").rsplit("\nBlank:", 1)[0] if self.sentinel else prompt
@@ -714,7 +719,8 @@ class LLMPromptGenerator(PerOriginalGenerator):
             kw.update(do_sample=False, num_beams=max(self.n, 2))
         torch.manual_seed(seed)
         with torch.no_grad():
-            out = model.generate(**enc, **kw)
+            out = model.generate(**enc, **kw, stopping_criteria=hf.stop_criteria(self.should_stop))
+        stop_point(self.should_stop)
         if not lm.is_encoder_decoder:
             out = out[:, enc["input_ids"].shape[1] :]
         fills = []

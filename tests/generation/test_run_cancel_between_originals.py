@@ -117,3 +117,39 @@ def test_llm_prompt_stops_inside_an_original_between_its_generate_calls(tmp_path
     with pytest.raises(StopRequested):
         list(gen.generate(originals))
     assert len(calls) == 1  # 3 blanks x 2 targets would be 6 calls for this original alone
+
+
+def test_sampling_and_hf_generate_stop_within_a_token_once_cancelled(tmp_path):
+    """The bundled SmolLM2's path (``sample_continuations``) checks before each token; other
+    ``model.generate`` calls get a stopping criterion that ends them at the next token."""
+    import torch
+
+    from generation.ml import hf
+    from tests.generation._tiny_hf import save_gpt2
+
+    lm = hf.load_causal_lm(str(save_gpt2(tmp_path / "gpt2")))
+    enc = lm.tokenizer(["a man is riding a horse"], return_tensors="pt")
+    checks: list[int] = []
+
+    def stop_at_third_token() -> bool:
+        checks.append(1)
+        return len(checks) > 3
+
+    with pytest.raises(StopRequested):
+        hf.sample_continuations(
+            lm.model, enc["input_ids"], enc["attention_mask"], n=2, max_new_tokens=40, should_stop=stop_at_third_token
+        )
+    assert len(checks) == 4  # three tokens, then the cancel
+
+    checks.clear()
+    with torch.no_grad():
+        out = lm.model.generate(
+            **enc,
+            max_new_tokens=40,
+            min_new_tokens=40,
+            do_sample=False,
+            pad_token_id=lm.tokenizer.eos_token_id,
+            stopping_criteria=hf.stop_criteria(stop_at_third_token),
+        )
+    assert out.shape[1] - enc["input_ids"].shape[1] < 10  # ended early, not after 40 tokens
+    assert hf.stop_criteria(None) is None

@@ -37,12 +37,15 @@ class Command(BaseCommand):
         parser.add_argument("--after", default="20,40", help="seconds of running before each cancel")
         parser.add_argument("--keep", action="store_true", help="keep the throwaway project")
         parser.add_argument("--json", action="store_true")
+        parser.add_argument(
+            "--trace", type=float, default=0, help="dump every thread's stack this many s after each cancel"
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         from generation.management.commands.bench_generation import TASK_FOR_FORMAT, load_originals
         from generation.models import GenerationRun
         from generation.services.runs import run_cancel, run_create, run_execute
-        from projects.models import Example, Job, Label
+        from projects.models import Candidate, Example, Job, Label
         from projects.services.projects import project_create
 
         if not Path(opts["data"]).exists():
@@ -84,8 +87,15 @@ class Command(BaseCommand):
                 done_before = job.done
                 t0 = time.monotonic()
                 run_cancel(run=GenerationRun.objects.select_related("job").get(pk=run.pk))
+                if opts["trace"]:
+                    import faulthandler
+                    import sys
+
+                    faulthandler.dump_traceback_later(opts["trace"], file=sys.stderr)
                 self._wait(lambda r=run: Job.objects.get(pk=r.job_id).finished, 3600)
                 latency = time.monotonic() - t0
+                if opts["trace"]:
+                    faulthandler.cancel_dump_traceback_later()
                 worker.join(timeout=60)
                 job = Job.objects.get(pk=run.job_id)
                 if errors:
@@ -106,6 +116,8 @@ class Command(BaseCommand):
                 )
         finally:
             if not opts["keep"]:
+                Candidate.objects.filter(project=project).delete()
+                Example.objects.filter(project=project).delete()  # examples protect their labels
                 project.delete()
         latencies = [r["cancel_latency_s"] for r in rows]
         summary = {
