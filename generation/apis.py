@@ -43,6 +43,10 @@ class RunProgressSerializer(serializers.Serializer):
     candidates = serializers.IntegerField()
     pooled = serializers.IntegerField()
     filtered_out = serializers.IntegerField()
+    stalled = serializers.CharField(help_text='"stalled: no worker has …" while no worker reports; else ""')
+    waiting_behind = serializers.IntegerField(
+        allow_null=True, help_text="the job this run waits behind (another job changing the project's candidates)"
+    )
 
 
 @extend_schema_serializer(component_name="GenerationRun")

@@ -32,6 +32,8 @@ class RunProgress:
     cancel_requested: bool
     finished: bool
     error: str
+    stalled: str = ""  # "stalled: no worker has …" (see projects.selectors.JobProgress.stalled)
+    waiting_behind: int | None = None  # the job this run waits behind (same project)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,6 +75,8 @@ def run_progress(*, run: GenerationRun, now: Any = None) -> RunProgress:
         cancel_requested=run.cancel_requested,
         finished=finished,
         error=run.error,
+        stalled=p.stalled,
+        waiting_behind=p.waiting_behind,
         **counts,
     )
 

@@ -63,9 +63,9 @@ def _wait_for(predicate, timeout: float, what: str):
     pytest.fail(f"timed out waiting for {what}")
 
 
-def _start_worker(env: dict[str, str], log: Path | None = None) -> subprocess.Popen:
-    """A worker on the generation and default queues with an embedded beat (-B), in its own
-    process group (so the test can kill all of it at once)."""
+def _start_worker(env: dict[str, str], log: Path | None = None, *, beat: bool = True) -> subprocess.Popen:
+    """A worker on the generation and default queues with an embedded beat (-B; none with
+    ``beat=False``), in its own process group (so the test can kill all of it at once)."""
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - closed with the process
     return subprocess.Popen(
         [
@@ -75,7 +75,7 @@ def _start_worker(env: dict[str, str], log: Path | None = None) -> subprocess.Po
             "-A",
             "tests.integration.generation_worker_app",
             "worker",
-            "-B",
+            *(["-B"] if beat else []),
             "-Q",
             "generation,default",
             "--concurrency",
