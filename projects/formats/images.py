@@ -52,7 +52,8 @@ def _checked(path: str, size: int, mtime_ns: int, max_pixels: int) -> str | None
         with warnings.catch_warnings():
             # Pillow warns (and over twice its own limit refuses) on huge images; ours is the limit.
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(path) as im:
+            # Only these decoders are tried: no other plugin (EPS, …) ever sees the file.
+            with Image.open(path, formats=list(IMAGE_FORMATS)) as im:
                 fmt = im.format or "?"
                 if fmt not in IMAGE_FORMATS:
                     return f"is a {fmt} image; only JPEG, PNG, WebP and GIF images can be imported"
@@ -61,14 +62,19 @@ def _checked(path: str, size: int, mtime_ns: int, max_pixels: int) -> str | None
                     return _too_large(width, height, max_pixels)
                 im.verify()
             if fmt == "JPEG":
-                with Image.open(path) as im:
+                with Image.open(path, formats=["JPEG"]) as im:
                     im.draft("RGB", (max(1, width // 8), max(1, height // 8)))
                     im.load()
-    except Image.DecompressionBombError:
-        return "has more pixels than Pillow will open (a decompression bomb?); it was not decoded"
+    except Image.DecompressionBombError as exc:  # over twice Pillow's own limit: refused by open()
+        return (
+            f"is over the limit of {max_pixels:,} pixels (COUNTERPART_MAX_IMAGE_PIXELS; Pillow: {_short(exc)}); "
+            "it was not decoded"
+        )
     except Image.UnidentifiedImageError:
         return "is not a JPEG, PNG, WebP or GIF image (Pillow cannot identify it)"
     except Exception as exc:  # noqa: BLE001 - Pillow raises OSError, SyntaxError, ValueError, struct.error, …
+        if fmt == "?":  # not even the header could be read
+            return f"is not a readable JPEG, PNG, WebP or GIF image ({_short(exc)})"
         return f"is a damaged or truncated {IMAGE_FORMATS.get(fmt, fmt)} file ({_short(exc)})"
     return None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -141,10 +142,20 @@ def iter_json_lines(path: str, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) 
         except RecursionError:
             yield Problem(path, lineno, f"not valid JSON: nested more than {MAX_JSON_DEPTH} levels deep")
             continue
-        if msg := unstorable(value):
+        if _may_be_unstorable(text) and (msg := unstorable(value)):
             yield Problem(path, lineno, msg)
             continue
         yield lineno, value
+
+
+# A JSON line can decode to a NUL or a lone surrogate only through a \u escape (a raw NUL
+# is refused above and decoded UTF-8 holds no surrogates), and can nest deeper than
+# MAX_JSON_DEPTH only with more brackets than that: other lines need no walk (imports).
+_RISKY_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+
+
+def _may_be_unstorable(text: str) -> bool:
+    return text.count("[") + text.count("{") > MAX_JSON_DEPTH or _RISKY_ESCAPE.search(text) is not None
 
 
 NUL_MESSAGE = "contains a NUL character (U+0000), which the database cannot store"

@@ -155,10 +155,10 @@ def import_job(job: Job, ctx: JobContext) -> dict[str, Any]:
         if phase == state["phase"] and of is None and now - float(state["at"]) < PROGRESS_SECONDS:
             return
         ctx.check_cancelled()
+        if phase != state["phase"]:  # shown beside the progress bar
+            ctx.owned().update(result={"phase": phase})
         of = of if of is not None else total
         ctx.progress(min(rows, of), of)
-        if phase != state["phase"]:
-            ctx.owned().update(result={"phase": phase})
         state.update(phase=phase, at=now)
 
     try:
