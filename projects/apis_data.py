@@ -33,7 +33,7 @@ from projects.services.exports import (
 from projects.services.import_jobs import UPLOAD_FORMATS, ImportNotStarted, import_upload_start
 from projects.services.jobs import BrokerUnavailable
 from projects.states import STATES
-from projects.uploads import ImportFileUploadHandler, MaxSizeUploadHandler
+from projects.uploads import ImportFileUploadHandler, MaxSizeUploadHandler, stored_path
 
 
 def _project(project_id: int) -> Project | None:
@@ -103,7 +103,7 @@ class DataImportApi(APIView):
         data.is_valid(raise_exception=True)
         v = data.validated_data
         upload = v["file"]
-        path = upload.temporary_file_path()
+        path = stored_path(upload)
         try:
             job = import_upload_start(
                 project=project,

@@ -53,8 +53,11 @@ class ImportFileUploadHandler(FileUploadHandler):
 
         super().new_file(*args, **kwargs)
         path = import_upload_path(self.file_name or "")
+        # Readable by this user only (the worker runs as the same user): a web server that
+        # serves MEDIA_ROOT cannot hand an upload out even if its folder is not excluded.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         self.file = StoredUpload(
-            open(path, "w+b"),  # noqa: SIM115 - closed by the request (or discard)
+            open(fd, "w+b"),  # noqa: SIM115 - closed by the request (or discard)
             path=str(path),
             name=self.file_name,
             content_type=self.content_type,
@@ -93,5 +96,10 @@ class StoredUpload(UploadedFile):
         super().__init__(file, size=0, **kwargs)
         self.stored_path = path
 
-    def temporary_file_path(self) -> str:
-        return self.stored_path
+
+def stored_path(upload: Any) -> str:
+    """Where :class:`ImportFileUploadHandler` stored ``upload`` (the only handler of an import
+    request, so every file of one is a :class:`StoredUpload`)."""
+    if not isinstance(upload, StoredUpload):
+        raise TypeError(f"{type(upload).__name__} is not an upload stored under the media root")
+    return upload.stored_path

@@ -54,7 +54,7 @@ from projects.services.import_jobs import UPLOAD_FORMATS, ImportNotStarted, impo
 from projects.services.imports import image_root
 from projects.services.jobs import BrokerUnavailable
 from projects.services.projects import project_create
-from projects.uploads import ImportFileUploadHandler, MaxSizeUploadHandler
+from projects.uploads import ImportFileUploadHandler, MaxSizeUploadHandler, stored_path
 
 
 @login_required
@@ -217,7 +217,7 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
             split = form_text(request.POST.get("split"), "split")
         except (ValueError, BadInput) as exc:  # both messages name the field
             return _import_error(request, project, str(exc), 400)
-        path = upload.temporary_file_path()
+        path = stored_path(upload)
         try:
             job = import_upload_start(
                 project=project,

@@ -148,7 +148,7 @@ def import_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     shown = _namer(p.get("names") or {})
     import_discard_leftovers(project=job.project)
     total = _count_lines(p["format"], paths, p.get("split", ""))
-    state = {"phase": "", "at": 0.0}
+    state: dict[str, Any] = {"phase": "", "at": 0.0}
 
     def on_progress(phase: str, rows: int, of: int | None) -> None:
         now = time.monotonic()

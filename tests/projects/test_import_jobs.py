@@ -131,6 +131,7 @@ def test_the_page_streams_the_upload_under_the_media_root_and_shows_the_job_box(
     (stored,) = job.params["paths"]
     assert Path(stored).parent == Path(settings.MEDIA_ROOT) / "imports"
     assert Path(stored).read_bytes() == body(range(10)) and job.params["names"] == {stored: "films.jsonl"}
+    assert Path(stored).stat().st_mode & 0o777 == 0o600  # the app's user only
     for callback in queued:  # the worker runs it
         callback()
     job.refresh_from_db()

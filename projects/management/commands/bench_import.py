@@ -150,17 +150,22 @@ class Command(BaseCommand):
 
         queued: list[int] = []
         real_send = tasks.job_execute_task.apply_async
-        tasks.job_execute_task.apply_async = lambda args, **kw: queued.append(args[0])  # type: ignore[method-assign]
+        tasks.job_execute_task.apply_async = lambda args, **kw: queued.append(args[0])
         try:
             status: list[str] = []
+
+            def start_response(code: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+                status.append(code)
+                return lambda data: None
+
             rss0 = _peak_rss_mib()
             t = time.perf_counter()
-            response = WSGIHandler()(environ, lambda s, h, *a: status.append(s))
+            response = WSGIHandler()(environ, start_response)
             b"".join(response)
             request_s = time.perf_counter() - t
             rss_request = _peak_rss_mib()
         finally:
-            tasks.job_execute_task.apply_async = real_send  # type: ignore[method-assign]
+            tasks.job_execute_task.apply_async = real_send
         if not status or not status[0].startswith("200") or len(queued) != 1:
             raise CommandError(f"the import page answered {status[:1]} and queued {queued}")
         job_id = queued[0]
