@@ -181,7 +181,7 @@ class Command(BaseCommand):
         }
         db = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
         self.stdout.write(
-            f"job: {job.status} in {job_s:.1f} s ({job.total / job_s:,.0f} rows/s over both passes); "
+            f"job: {job.status} in {job_s:.1f} s ({job.total / job_s:,.0f} rows/s, checked and written); "
             f"{job.result.get('summary', job.error)}"
         )
         self.stdout.write(
