@@ -20,7 +20,8 @@ Guarantees (docs/operations.md, docs/data-and-formats.md):
   executor was dead is cleaned up when the sweep hands it to a new execution.
 - **The uploaded file is removed when the job ends** (succeeded, failed or cancelled), never
   while it may still resume. Files named on the command line (``--async``) are the user's
-  and are never removed.
+  and are never removed. Each import job also sweeps the upload folder of files no active
+  job needs that are over ``ORPHAN_SECONDS`` old (:func:`import_uploads_sweep`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from django.conf import settings
 from django.db import transaction
 
 from projects import formats
-from projects.models import JOB_FINISHED, Candidate, Example, Job, Project
+from projects.models import JOB_ACTIVE, JOB_FINISHED, Candidate, Example, Job, Project
 from projects.services.imports import ImportRefused, data_import, image_root
 from projects.services.jobs import JobContext, JobFailed, job_start
 
@@ -45,6 +46,7 @@ UPLOAD_FORMATS = [f for f in formats.FORMATS if not f.startswith("cad-")]
 SHOWN_PROBLEMS = 200  # problems and warnings kept in the job's result
 PROGRESS_SECONDS = 1.0  # at most one progress write (and cancel check) per second
 DISCARD_CHUNK = 5000
+ORPHAN_SECONDS = 6 * 3600  # an upload file no active job needs is removed after this long
 
 
 class ImportNotStarted(ValueError):
@@ -147,6 +149,7 @@ def import_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     paths = [str(x) for x in p["paths"]]
     shown = _namer(p.get("names") or {})
     import_discard_leftovers(project=job.project)
+    import_uploads_sweep()
     total = _count_lines(p["format"], paths, p.get("split", ""))
     state: dict[str, Any] = {"phase": "", "at": 0.0}
 
@@ -225,6 +228,30 @@ def import_discard_leftovers(*, project: Project) -> int:
     left = set(Candidate.objects.filter(project=project, job__in=ended).values_list("job_id", flat=True).distinct())
     left |= set(Example.objects.filter(project=project, job__in=ended).values_list("job_id", flat=True).distinct())
     return sum(import_discard(job_id=j) for j in left if j is not None)
+
+
+def import_uploads_sweep(*, older_than: float = ORPHAN_SECONDS) -> list[str]:
+    """Remove files in the upload folder that no queued or running import job needs and that
+    are older than ``older_than`` seconds (an upload still arriving, or just handed to its
+    job, is younger): what a web process killed mid-upload, or a worker killed between a
+    job's end and its clean-up, left behind. Returns the files removed."""
+    folder = import_upload_dir()
+    if not folder.is_dir():
+        return []
+    needed = {
+        os.path.realpath(path)
+        for params in Job.objects.filter(kind="import", status__in=JOB_ACTIVE).values_list("params", flat=True)
+        for path in (params or {}).get("paths", [])
+    }
+    cutoff = time.time() - older_than
+    removed = []
+    for entry in folder.iterdir():
+        real = os.path.realpath(entry)
+        with contextlib.suppress(FileNotFoundError):
+            if entry.is_file() and real not in needed and entry.stat().st_mtime < cutoff:
+                os.remove(real)
+                removed.append(real)
+    return removed
 
 
 def _remove_uploads(paths: list[str]) -> None:

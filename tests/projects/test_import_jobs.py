@@ -326,6 +326,23 @@ def test_leftovers_of_an_interrupted_clean_up_are_removed_by_the_next_import(pro
     assert sorted(Candidate.objects.values_list("external_id", flat=True)) == ["p100", "p101"]
 
 
+def test_an_import_sweeps_old_orphaned_uploads_but_not_what_a_job_needs(project):
+    """A web process killed mid-upload leaves a file no job knows; the next import removes it
+    once it is old, and never a file a queued job still needs, nor a fresh one."""
+    old = import_jobs.import_upload_path("orphan.jsonl")
+    old.write_bytes(b"x")
+    fresh = import_jobs.import_upload_path("arriving.jsonl")
+    fresh.write_bytes(b"x")
+    waiting, waiting_path = uploaded_job(project, body(range(2)))
+    long_ago = timezone.now().timestamp() - import_jobs.ORPHAN_SECONDS - 60
+    for path in (old, waiting_path):
+        os.utime(path, (long_ago, long_ago))
+    job, path = uploaded_job(project, body(range(10, 12)))
+    assert job_execute(job_id=job.pk).status == "succeeded"
+    assert not old.exists() and fresh.exists() and waiting_path.exists() and not path.exists()
+    assert Job.objects.get(pk=waiting.pk).status == "queued"
+
+
 def test_progress_is_reported_in_both_phases(project, small_batches, monkeypatch):
     job, _ = uploaded_job(project, body(range(10)))
     reports: list[tuple[str, int, int]] = []
