@@ -155,7 +155,8 @@ def import_job(job: Job, ctx: JobContext) -> dict[str, Any]:
 
     def on_progress(phase: str, rows: int, of: int | None) -> None:
         now = time.monotonic()
-        if phase == state["phase"] and of is None and now - float(state["at"]) < PROGRESS_SECONDS:
+        final = of is not None and rows >= of  # the end of a pass is always reported
+        if phase == state["phase"] and not final and now - float(state["at"]) < PROGRESS_SECONDS:
             return
         ctx.check_cancelled()
         if phase != state["phase"]:  # shown beside the progress bar
