@@ -1,5 +1,5 @@
-"""Kernel REST API for data: import (multipart upload, the same checks as the page) and
-export (small exports stream back at once, large ones start an ``export`` job)."""
+"""Kernel REST API for data: import (multipart upload streamed to disk, then an ``import``
+job, as on the page) and export (small exports stream back at once, large ones start an ``export`` job)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from projects.formats import FORMATS
+from projects.formats import parse_label_map
 from projects.formats.reading import LABEL_SOURCES
 from projects.models import Job, Project
 from projects.permissions import IsResearcher
@@ -31,12 +31,10 @@ from projects.services.exports import (
     export_filters_parse,
     export_start,
 )
-from projects.services.imports import ImportRefused, data_import
+from projects.services.import_jobs import UPLOAD_FORMATS, ImportNotStarted, import_upload_start
 from projects.services.jobs import BrokerUnavailable
 from projects.states import STATES
-from projects.uploads import MaxSizeUploadHandler
-
-UPLOAD_FORMATS = [f for f in FORMATS if not f.startswith("cad-")]
+from projects.uploads import ImportFileUploadHandler, MaxSizeUploadHandler, stored_path
 
 
 def _project(project_id: int) -> Project | None:
@@ -44,9 +42,12 @@ def _project(project_id: int) -> Project | None:
 
 
 class DataImportApi(APIView):
-    """Upload one data file into a project (multipart ``file``). As the import page: a file
-    with any bad row is refused whole (400 with ``problems``) unless ``skip_bad_rows``; an
-    empty file is refused; an upload over ``MAX_UPLOAD_BYTES`` is cut off while streaming (413)."""
+    """Upload one data file into a project (multipart ``file``); it is streamed to a file
+    under the media root and imported by an ``import`` job: 202 with the job (follow it at
+    ``/api/v1/jobs/{id}/``). As on the import page: a file with any bad row is refused whole
+    (the job fails, its ``result.problems`` lists them as ``file:line: …``) unless
+    ``skip_bad_rows``; an empty file is refused; an upload over ``MAX_UPLOAD_BYTES`` is cut
+    off while streaming (413); relative image paths start at the image root."""
 
     permission_classes = (IsResearcher,)
     parser_classes = (MultiPartParser,)
@@ -56,29 +57,39 @@ class DataImportApi(APIView):
         format = serializers.ChoiceField(choices=UPLOAD_FORMATS)
         split = serializers.CharField(required=False, allow_blank=True, default="", max_length=32)
         skip_bad_rows = serializers.BooleanField(required=False, default=False)
+        label_map = serializers.CharField(
+            required=False, allow_blank=True, default="", max_length=2000, help_text="old=new[,old=new]"
+        )
 
-    class OutputSerializer(serializers.Serializer):
-        imported_originals = serializers.IntegerField()
-        imported_pairs = serializers.IntegerField()
-        skipped = serializers.IntegerField()
-        problem_count = serializers.IntegerField()
-        problems = serializers.ListField(child=serializers.CharField())
+        def validate_label_map(self, value: str) -> dict[str, str]:
+            try:
+                return parse_label_map(value)
+            except ValueError as exc:
+                raise serializers.ValidationError(str(exc)) from None
 
     def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
         # Before anything reads the body (the CSRF check of session auth does): stop reading
-        # an upload as soon as it passes the limit.
+        # an upload as soon as it passes the limit, and stream it to a file under the media root.
         self._size_handler = MaxSizeUploadHandler(request, settings.COUNTERPART["MAX_UPLOAD_BYTES"])
-        request.upload_handlers = [self._size_handler, *request.upload_handlers]
+        self._store = ImportFileUploadHandler(request)
+        request.upload_handlers = [self._size_handler, self._store]
         return super().initialize_request(request, *args, **kwargs)
+
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        # Whatever happened, only the file handed to a job is kept.
+        if hasattr(self, "_store"):
+            self._store.discard(keep=getattr(self, "_handed_over", None))
+        return super().finalize_response(request, response, *args, **kwargs)
 
     @extend_schema(
         summary="Import a data file",
         request={"multipart/form-data": InputSerializer},
         responses={
-            200: OutputSerializer,
-            400: OpenApiResponse(description="field errors, or the file refused with its problems"),
+            202: OpenApiResponse(description="the queued import job (as /api/v1/jobs/{id}/)"),
+            400: OpenApiResponse(description="field errors"),
             404: OpenApiResponse(description="no such project"),
             413: OpenApiResponse(description="the upload is over the size limit"),
+            503: OpenApiResponse(description="the task broker is unreachable; nothing was queued"),
         },
     )
     def post(self, request: Request, project_id: int) -> Response:
@@ -94,37 +105,25 @@ class DataImportApi(APIView):
         data.is_valid(raise_exception=True)
         v = data.validated_data
         upload = v["file"]
-        name = upload.name or "upload"
-        with tempfile.TemporaryDirectory() as tmpdir:
-            path = os.path.join(tmpdir, f"upload{os.path.splitext(name)[1][:10]}")
-            with open(path, "wb") as fh:
-                for chunk in upload.chunks():
-                    fh.write(chunk)
-            try:
-                report = data_import(
-                    project=project,
-                    format=v["format"],
-                    paths=[path],
-                    split=v["split"],
-                    strict=not v["skip_bad_rows"],
-                    skip_hint='"skip_bad_rows": true',
-                )
-            except ImportRefused as exc:
-                return Response(
-                    {
-                        "detail": str(exc).replace(path, name),
-                        "problems": [p.replace(path, name) for p in exc.problems[:200]],
-                    },
-                    status=status.HTTP_400_BAD_REQUEST,
-                )
-        out = {
-            "imported_originals": report.imported_originals,
-            "imported_pairs": report.imported_pairs,
-            "skipped": report.skipped,
-            "problem_count": report.problem_count,
-            "problems": [p.replace(path, name) for p in report.problems[:200]],
-        }
-        return Response(self.OutputSerializer(out).data)
+        path = stored_path(upload)
+        try:
+            job = import_upload_start(
+                project=project,
+                path=path,
+                name=upload.name or "upload",
+                format=v["format"],
+                split=v["split"],
+                strict=not v["skip_bad_rows"],
+                label_map=v["label_map"],
+                skip_hint='"skip_bad_rows": true',
+                created_by=request.user,
+            )
+        except ImportNotStarted as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        except BrokerUnavailable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        self._handed_over = path
+        return Response(job_as_dict(job=job), status=status.HTTP_202_ACCEPTED)
 
 
 class DataExportApi(APIView):

@@ -293,6 +293,7 @@ class CounterpartSettings(TypedDict):
     EXPORT_DIR: str
     EXPORT_SYNC_MAX: int
     IMAGE_ROOT: str
+    MAX_IMAGE_PIXELS: int
     BUNDLED_LM: bool
     PERPLEXITY_MAX_RATIO: float
     MIN_TRAIN_LABELS_WARNING: int
@@ -304,6 +305,8 @@ COUNTERPART: CounterpartSettings = {
     # Imported images must lie inside this folder (symlinks resolved); "" means MEDIA_ROOT.
     # Served to signed-in users at /images/<path relative to the root>.
     "IMAGE_ROOT": env("COUNTERPART_IMAGE_ROOT", ""),
+    # An imported image with more pixels (width x height, read from its header) is refused.
+    "MAX_IMAGE_PIXELS": env_int("COUNTERPART_MAX_IMAGE_PIXELS", 40_000_000),
     "MAX_UPLOAD_BYTES": env_int("COUNTERPART_MAX_UPLOAD_BYTES", 512 * 1024 * 1024),
     "MAX_LINE_BYTES": env_int("COUNTERPART_MAX_LINE_BYTES", 1024 * 1024),
     "IMPORT_BATCH_SIZE": env_int("COUNTERPART_IMPORT_BATCH_SIZE", 1000),

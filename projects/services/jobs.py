@@ -81,6 +81,9 @@ class JobSuperseded(Exception):
 
 
 Handler = Callable[[Job, "JobContext"], dict[str, Any]]
+# Called with (job id, final status) once a job has ended, wherever it ended: run to its end,
+# cancelled while queued, refused by a down broker, cancelled while its executor was dead.
+EndHook = Callable[[int, str], None]
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ class JobKind:
     handler: Handler
     time_limit: int | None = None
     exclusive: bool = False
+    on_end: EndHook | None = None
 
 
 _KINDS: dict[str, JobKind] = {}
@@ -100,15 +104,24 @@ EXCLUSIVE_KINDS = frozenset({"generation", "route", "train", "autolabel", "impor
 
 
 def job_kind_register(
-    *, name: str, queue: str, handler: Handler, time_limit: int | None = None, exclusive: bool | None = None
+    *,
+    name: str,
+    queue: str,
+    handler: Handler,
+    time_limit: int | None = None,
+    exclusive: bool | None = None,
+    on_end: EndHook | None = None,
 ) -> None:
     """Called from an app's ``AppConfig.ready()``: ``name`` must be one of ``JOB_KINDS``.
     ``exclusive`` (default: ``name in EXCLUSIVE_KINDS``): jobs of this kind run one at a time
-    per project, together with every other exclusive kind."""
+    per project, together with every other exclusive kind. ``on_end(job_id, status)``
+    (optional) cleans up after a job of this kind has ended."""
     if name not in JOB_KINDS:
         raise ValueError(f"unknown job kind {name!r}; add it to projects.models.JOB_KINDS")
     exclusive = name in EXCLUSIVE_KINDS if exclusive is None else exclusive
-    _KINDS[name] = JobKind(name=name, queue=queue, handler=handler, time_limit=time_limit, exclusive=exclusive)
+    _KINDS[name] = JobKind(
+        name=name, queue=queue, handler=handler, time_limit=time_limit, exclusive=exclusive, on_end=on_end
+    )
 
 
 def _exclusive_kinds() -> list[str]:
@@ -169,9 +182,10 @@ def job_enqueue(*, job_id: int, countdown: float | None = None) -> None:
     except _broker_errors() as exc:
         message = f"could not enqueue the job: the task broker is unreachable ({type(exc).__name__})"
         logger.error("job %s: %s: %s", job_id, message, exc)
-        Job.objects.filter(pk=job_id, status="queued").update(
+        if Job.objects.filter(pk=job_id, status="queued").update(
             status="failed", error=message, finished_at=timezone.now()
-        )
+        ):
+            _ended(job_id, "failed")
         raise BrokerUnavailable(message) from exc
 
 
@@ -203,10 +217,12 @@ def job_cancel(*, job: Job) -> Job:
     between steps). A finished job is left as it is."""
     now = timezone.now()
     with transaction.atomic():
-        Job.objects.filter(pk=job.pk, status="queued").update(
+        was_queued = Job.objects.filter(pk=job.pk, status="queued").update(
             cancel_requested=True, status="cancelled", finished_at=now
         )
         Job.objects.filter(pk=job.pk, status="running").update(cancel_requested=True)
+    if was_queued:
+        _ended(job.pk, "cancelled")
     job.refresh_from_db()
     return job
 
@@ -319,7 +335,20 @@ def _finish(job_id: int, token: str, status: str, *, error: str = "", result: di
     values: dict[str, Any] = {"status": status, "error": error[:5000], "finished_at": timezone.now()}
     if result is not None:
         values["result"] = result
-    Job.objects.filter(pk=job_id, token=token, status="running").update(**values)
+    if Job.objects.filter(pk=job_id, token=token, status="running").update(**values):
+        _ended(job_id, status)
+
+
+def _ended(job_id: int, status: str) -> None:
+    """Run the kind's ``on_end`` hook for a job that has just ended. A failing hook is logged
+    (the job's outcome stands; hooks are written to be run again safely)."""
+    kind = _KINDS.get(Job.objects.filter(pk=job_id).values_list("kind", flat=True).first() or "")
+    if kind is None or kind.on_end is None:
+        return
+    try:
+        kind.on_end(job_id, status)
+    except Exception:
+        logger.exception("job %s: the end hook of kind %s failed", job_id, kind.name)
 
 
 def job_execute(*, job_id: int, handler: Handler | None = None, take_over: bool = False) -> Job:
@@ -331,6 +360,7 @@ def job_execute(*, job_id: int, handler: Handler | None = None, take_over: bool 
         status="cancelled", finished_at=timezone.now()
     )
     if cancelled_while_queued:
+        _ended(job_id, "cancelled")
         return Job.objects.get(pk=job_id)
     token = _claim(job_id, take_over=take_over)
     if token is None:
