@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('projects', '0004_job_kind_import'),
+        ('projects', '0005_membership_gold_window'),
     ]
 
     operations = [
