@@ -236,10 +236,13 @@ def test_cancel_reaches_a_running_worker(redis_url, worker_env, tmp_path):
         check=True,
         timeout=120,
     )
-    gate.touch()  # the batch in flight finishes; the worker sees the cancel before the next
+    gate.touch()  # the generator moves to the next original and sees the cancel there
     _wait_for(lambda: progress()[0] != "running", 60, "the worker to stop")
     status, done, total = progress()
-    assert (status, done, total) == ("cancelled", 4, N)
+    # cancel is checked between originals (issue 18.7), at most once a second: the batch in
+    # flight (originals 3-4) is dropped, or finished when the check before original 3 fell
+    # inside the second after the last one; either way nothing after it is generated
+    assert status == "cancelled" and done in (2, 4) and total == N, (status, done, total)
     n = _query(
         db,
         "SELECT COUNT(*) FROM generation_candidate "
