@@ -14,4 +14,4 @@ setup:  ## only set up (.venv, WordNet, database)
 	bash scripts/setup.sh --dev
 
 worker: ## a Celery worker on all queues, with the embedded beat that runs the stale-job sweep
-	.venv/bin/celery -A config worker -B -Q default,ml,generation --loglevel INFO
+	DJANGO_SETTINGS_MODULE=$${DJANGO_SETTINGS_MODULE:-config.settings.local} .venv/bin/celery -A config worker -B -Q default,ml,generation --loglevel INFO

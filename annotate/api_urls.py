@@ -3,7 +3,6 @@ from django.urls import path
 from annotate import apis, apis_data
 
 urlpatterns: list = [
-    path("projects/", apis.ProjectListApi.as_view(), name="api-projects"),
     path("projects/<int:project_id>/next-item/", apis.ItemNextApi.as_view(), name="api-next-item"),
     path("projects/<int:project_id>/quality/", apis.ProjectQualityApi.as_view(), name="api-project-quality"),
     path("projects/<int:project_id>/route/", apis.ProjectRouteApi.as_view(), name="api-project-route"),

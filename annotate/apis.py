@@ -4,9 +4,8 @@ unknown id, 409 lease conflicts."""
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -16,10 +15,11 @@ from rest_framework.views import APIView
 from annotate import selectors
 from annotate.services import assignments as svc
 from annotate.services.routing import STRATEGIES, project_route_start
+from projects.apis import JobOutputSerializer
 from projects.authentication import AUTHENTICATION
 from projects.models import Project
 from projects.permissions import IsResearcher
-from projects.selectors import job_as_dict, projects_visible_to
+from projects.selectors import job_as_dict
 from projects.services.jobs import BrokerUnavailable
 
 
@@ -39,28 +39,32 @@ class AnnotationOutputSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class ProjectListApi(APIView):
-    class OutputSerializer(serializers.ModelSerializer):
-        labels = serializers.SerializerMethodField()
+class LeaseOutputSerializer(serializers.Serializer):
+    """A leased item: what to show and the choices to submit (``ItemView.as_json``)."""
 
-        class Meta:
-            model = Project
-            fields: ClassVar[list[str]] = ["id", "name", "task", "annotators_per_item", "labels"]
-
-        def get_labels(self, obj: Project) -> list[str]:
-            return [lab.name for lab in obj.labels.all()]
-
-    @extend_schema(responses=OutputSerializer(many=True))
-    def get(self, request: Request) -> Response:
-        projects = projects_visible_to(user=request.user).prefetch_related("labels").order_by("name")
-        return Response(self.OutputSerializer(projects, many=True).data)
+    assignment = serializers.IntegerField()
+    item = serializers.JSONField(
+        help_text='{"id", "kind", "fields", "original"} or {"id", "kind", "image", "captions", …}'
+    )
+    choices = serializers.ListField(child=serializers.CharField(), help_text="the strings to submit, in display order")
+    expires_at = serializers.DateTimeField()
 
 
 class ItemNextApi(APIView):
+    """Lease the next item for the caller (members of the project; researchers may try it).
+    200 with the item and its choices, 204 when nothing is left for the caller; 403 when the
+    caller is not a member, is paused or flagged, or must first qualify on check items."""
+
     authentication_classes = AUTHENTICATION
 
     @extend_schema(
-        request=None, responses={200: OpenApiResponse(description="{assignment, item, choices, expires_at}"), 204: None}
+        summary="Lease the next item",
+        request=None,
+        responses={
+            200: LeaseOutputSerializer,
+            204: OpenApiResponse(description="nothing left for the caller"),
+            403: OpenApiResponse(description="not a member, paused, flagged, or not qualified yet"),
+        },
     )
     def post(self, request: Request, project_id: int) -> Response:
         access = svc.project_access(project_id=project_id, annotator=request.user)
@@ -76,6 +80,10 @@ class ItemNextApi(APIView):
 
 
 class AnnotationSubmitApi(APIView):
+    """Answer a leased item with one of its ``choices``. 201 with the annotation; the same answer
+    again: 200 with the same annotation; an expired or foreign lease: 409; a choice not offered:
+    400; removed, paused or flagged: 403."""
+
     authentication_classes = AUTHENTICATION
 
     class InputSerializer(serializers.Serializer):
@@ -83,7 +91,15 @@ class AnnotationSubmitApi(APIView):
         duration_ms = serializers.IntegerField(min_value=0, max_value=24 * 3600 * 1000, required=False, allow_null=True)
 
     @extend_schema(
-        request=InputSerializer, responses={201: AnnotationOutputSerializer, 200: AnnotationOutputSerializer}
+        summary="Answer a leased item",
+        request=InputSerializer,
+        responses={
+            201: AnnotationOutputSerializer,
+            200: AnnotationOutputSerializer,
+            400: OpenApiResponse(description="a choice the item does not offer"),
+            403: OpenApiResponse(description="removed from the project, paused or flagged"),
+            409: OpenApiResponse(description="the lease expired or belongs to someone else"),
+        },
     )
     def post(self, request: Request, assignment_id: int) -> Response:
         data = self.InputSerializer(data=request.data)
@@ -101,10 +117,16 @@ class AnnotationSubmitApi(APIView):
 
 
 class AssignmentSkipApi(APIView):
+    """Give a leased item back (with an optional reason); it returns to the pool."""
+
     class InputSerializer(serializers.Serializer):
         reason = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
 
-    @extend_schema(request=InputSerializer, responses={200: OpenApiResponse(description="{assignment, status}")})
+    class OutputSerializer(serializers.Serializer):
+        assignment = serializers.IntegerField()
+        status = serializers.CharField()
+
+    @extend_schema(summary="Skip a leased item", request=InputSerializer, responses={200: OutputSerializer})
     def post(self, request: Request, assignment_id: int) -> Response:
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -120,9 +142,7 @@ class AssignmentSkipApi(APIView):
 class AnnotationUndoApi(APIView):
     """Extension: take back an answer inside the undo window; the lease is live again."""
 
-    @extend_schema(
-        request=None, responses={200: OpenApiResponse(description="{assignment, item, choices, expires_at}")}
-    )
+    @extend_schema(summary="Undo an answer", request=None, responses={200: LeaseOutputSerializer})
     def post(self, request: Request, assignment_id: int) -> Response:
         try:
             a = svc.annotation_undo(assignment_id=assignment_id, annotator=request.user)
@@ -134,7 +154,15 @@ class AnnotationUndoApi(APIView):
 class AssignmentHeartbeatApi(APIView):
     """Extension: keep a lease alive while the item is on screen."""
 
-    @extend_schema(request=None, responses={200: OpenApiResponse(description="{assignment, expires_at}")})
+    class OutputSerializer(serializers.Serializer):
+        assignment = serializers.IntegerField()
+        expires_at = serializers.DateTimeField()
+
+    @extend_schema(
+        summary="Keep a lease alive",
+        request=None,
+        responses={200: OutputSerializer, 409: OpenApiResponse(description="the lease is no longer live")},
+    )
     def post(self, request: Request, assignment_id: int) -> Response:
         try:
             expiry = svc.assignment_heartbeat(assignment_id=assignment_id, annotator=request.user)
@@ -146,11 +174,15 @@ class AssignmentHeartbeatApi(APIView):
 
 
 class ProjectQualityApi(APIView):
-    """Researchers: aggregation and agreement figures (what the dashboard shows)."""
+    """Researchers: the project's aggregation and agreement figures (what the dashboard shows):
+    items, answers, agreement, gold accuracy per annotator and the like."""
 
     permission_classes = (IsResearcher,)
 
-    @extend_schema(responses={200: OpenApiResponse(description="quality figures")})
+    @extend_schema(
+        summary="Quality figures of a project",
+        responses={200: OpenApiTypes.OBJECT, 404: OpenApiResponse(description="no such project")},
+    )
     def get(self, request: Request, project_id: int) -> Response:
         project = Project.objects.filter(pk=project_id).first()
         if project is None:
@@ -159,7 +191,9 @@ class ProjectQualityApi(APIView):
 
 
 class ProjectRouteApi(APIView):
-    """Researchers: queue routing of the human share of the pool (as ``manage.py route``) as a job."""
+    """Researchers: queue routing of the human share of the pool (as ``manage.py route``) as a
+    ``route`` job: ``budget`` (share of the pool, default the project's), ``strategy``, ``seed``.
+    202 with the job; once it has succeeded its ``result`` holds the routing result."""
 
     permission_classes = (IsResearcher,)
 
@@ -169,8 +203,13 @@ class ProjectRouteApi(APIView):
         seed = serializers.IntegerField(required=False, allow_null=True)
 
     @extend_schema(
+        summary="Route items to annotators (job)",
         request=InputSerializer,
-        responses={202: OpenApiResponse(description="the queued route job (as /api/v1/jobs/{id}/)")},
+        responses={
+            202: JobOutputSerializer,
+            400: OpenApiResponse(description="bad input"),
+            503: OpenApiResponse(description="task broker unreachable"),
+        },
     )
     def post(self, request: Request, project_id: int) -> Response:
         project = Project.objects.filter(pk=project_id).first()

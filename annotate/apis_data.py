@@ -15,7 +15,7 @@ from annotate.data_browser import candidate_filters_parse, candidates_browse, pa
 from projects.formats.reading import LABEL_SOURCES
 from projects.models import Candidate, Project
 from projects.permissions import IsResearcher
-from projects.services.candidates import OverrideRefused, candidate_override
+from projects.services.candidates import OverrideRefused, OverrideUnchanged, candidate_override
 from projects.states import STATES
 
 MAX_PAGE = 200
@@ -44,9 +44,13 @@ class CandidatePageSerializer(serializers.Serializer):
 
 
 class CandidateListApi(APIView):
+    """Researchers: a page of a project's candidates with the data browser's filters, in id
+    order (keyset pages: ``after`` / ``before`` a candidate id). Bad filters: 400 per field."""
+
     permission_classes = (IsResearcher,)
 
     @extend_schema(
+        summary="Browse a project's candidates",
         parameters=[
             OpenApiParameter("state", str, many=True, enum=STATES),
             OpenApiParameter("generator", str),
@@ -150,9 +154,15 @@ def _candidate(candidate_id: int) -> Candidate | None:
 
 
 class CandidateDetailApi(APIView):
+    """Researchers: one pair — original and counterfactual fields, label, source, confidence,
+    h's confidence and version, the annotations and the label overrides."""
+
     permission_classes = (IsResearcher,)
 
-    @extend_schema(responses={200: PairOutputSerializer, 404: OpenApiResponse(description="no such candidate")})
+    @extend_schema(
+        summary="One candidate pair",
+        responses={200: PairOutputSerializer, 404: OpenApiResponse(description="no such candidate")},
+    )
     def get(self, request: Request, candidate_id: int) -> Response:
         c = _candidate(candidate_id)
         if c is None:
@@ -162,7 +172,8 @@ class CandidateDetailApi(APIView):
 
 class CandidateOverrideApi(APIView):
     """Relabel a pair: it becomes ``human_labeled`` with ``label_source`` ``human``; the
-    override is recorded with who and when."""
+    override is recorded with who and when. The human label the pair already has changes
+    nothing and records nothing (200 with the pair as it is)."""
 
     permission_classes = (IsResearcher,)
 
@@ -171,6 +182,7 @@ class CandidateOverrideApi(APIView):
         note = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
 
     @extend_schema(
+        summary="Override a candidate's label",
         request=InputSerializer,
         responses={
             200: PairOutputSerializer,
@@ -191,4 +203,6 @@ class CandidateOverrideApi(APIView):
             code = status.HTTP_409_CONFLICT if "not in the data set" in str(exc) else status.HTTP_400_BAD_REQUEST
             body: dict[str, Any] = {"detail": str(exc)} if code == status.HTTP_409_CONFLICT else {"label": [str(exc)]}
             return Response(body, status=code)
+        except OverrideUnchanged:
+            pass  # the pair already has that human label: nothing recorded, the pair as it is
         return Response(PairOutputSerializer(_pair(_candidate(candidate_id))).data)  # type: ignore[arg-type]

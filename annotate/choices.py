@@ -1,18 +1,23 @@
 """What an item offers, in which order, and how a pressed choice maps back to a canonical one.
 
-Pure functions (no database): the order is drawn once per (annotator, item) when the item is
-leased, stored on the assignment and copied onto the answer.
+Pure functions (no database): the order is fixed when the item is leased, stored on the
+assignment and copied onto the answer.
 
-* Task-label items offer the project's labels (shuffled) and then ``unclear`` (always last, so
-  its number key is stable). The offered strings *are* the canonical choices.
-* Caption-choice items show two captions in a random order as "caption 1" / "caption 2", then
-  "both" and "neither". Canonically ``caption_a`` is the original's caption and ``caption_b``
-  the counterfactual's; the annotator's "caption 1" maps back through the stored order.
+* Task-label items offer the project's labels in the project's fixed order (``Label.position``)
+  and then ``unclear`` (always last), so key "1" means the same label on every item and for
+  every annotator (muscle memory, as in Label Studio and Prodigy). The offered strings *are*
+  the canonical choices.
+* Caption-choice items show two captions as "caption 1" / "caption 2", then "both" and
+  "neither". Which caption comes first is drawn **per annotator**: seeded by (item, annotator)
+  (``caption_swapped``), so two annotators of one item see different orders about half of the
+  time and position bias averages out, as in the COCO-Counterfactuals (Mindy) interface.
+  Canonically ``caption_a`` is the original's caption and ``caption_b`` the counterfactual's;
+  the annotator's "caption 1" maps back through the stored order.
 """
 
 from __future__ import annotations
 
-import random
+import hashlib
 from collections.abc import Sequence
 
 UNCLEAR = "unclear"
@@ -26,15 +31,20 @@ CAPTION_INSTRUCTION = (
 )
 
 
-def display_order_for(kind: str, labels: Sequence[str], rng: random.Random) -> list[str]:
-    """Canonical choices in the order this annotator will see them."""
+def caption_swapped(item_id: int, annotator_id: int) -> bool:
+    """Whether this annotator sees the counterfactual's caption first on this item: the low bit
+    of the first byte of md5("<item>:<annotator>"). The claim statement on PostgreSQL computes
+    the same bit in SQL (``annotate/services/hot_sql.py``), so both backends agree."""
+    return bool(hashlib.md5(f"{item_id}:{annotator_id}".encode(), usedforsecurity=False).digest()[0] & 1)
+
+
+def display_order_for(kind: str, labels: Sequence[str], *, swapped: bool = False) -> list[str]:
+    """Canonical choices in the order this annotator will see them: task labels in the
+    project's order then ``unclear``; captions in the per-annotator order (``swapped``)."""
     if kind == "caption_choice":
-        captions = list(CAPTION_CANONICAL)
-        rng.shuffle(captions)
+        captions = list(reversed(CAPTION_CANONICAL)) if swapped else list(CAPTION_CANONICAL)
         return captions + list(CAPTION_EXTRA)
-    shuffled = list(labels)
-    rng.shuffle(shuffled)
-    return [*shuffled, UNCLEAR]
+    return [*labels, UNCLEAR]
 
 
 def offered(kind: str, display_order: Sequence[str]) -> list[str]:

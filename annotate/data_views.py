@@ -23,7 +23,7 @@ from projects.formats.reading import LABEL_SOURCES
 from projects.http import HtmxHttpRequest
 from projects.models import Candidate, Label, Project
 from projects.permissions import researcher_required
-from projects.services.candidates import OverrideRefused, candidate_override
+from projects.services.candidates import OverrideRefused, OverrideUnchanged, candidate_override
 
 
 def _int(raw: str | None) -> int | None:
@@ -87,6 +87,9 @@ def candidate_override_view(request: HttpRequest, pk: int) -> HttpResponse:
             candidate_override(candidate=candidate, label=label, by=request.user, note=request.POST.get("note", ""))
         except OverrideRefused as exc:
             errors["label"] = str(exc)
+        except OverrideUnchanged as exc:
+            messages.info(request, f"{exc} No override recorded.")
+            return redirect("candidate-detail", pk=candidate.pk)
     if errors:
         ctx = {"view": pair_view(candidate=candidate), "errors": errors, "note": request.POST.get("note", "")}
         return render(request, "annotate/pair.html", ctx, status=400)

@@ -152,21 +152,54 @@ def items_left_for(*, project: Project, user: Any) -> int:
     return open_items.values("id")[: ITEMS_LEFT_CAP + 1].count()
 
 
-def last_undoable(*, project: Project, user: Any) -> Annotation | None:
-    """The annotator's most recent answer if it can still be undone."""
+def annotation_undoable(annotation: Annotation) -> bool:
+    """Whether ``annotation`` can still be undone: its item is not aggregated yet and the undo
+    window (``UNDO_SECONDS``) has not passed (the rules ``annotation_undo`` enforces)."""
     from django.utils import timezone
 
     from annotate.services.assignments import undo_window
 
+    return annotation.item.status == "open" and timezone.now() - annotation.created_at <= undo_window()
+
+
+def last_undoable(*, project: Project, user: Any) -> Annotation | None:
+    """The annotator's most recent answer if it can still be undone."""
     ann = (
         Annotation.objects.filter(project=project, annotator=user)
         .select_related("item")
         .order_by("-created_at", "-id")
         .first()
     )
-    if ann is None or ann.item.status != "open" or timezone.now() - ann.created_at > undo_window():
+    if ann is None or not annotation_undoable(ann):
         return None
     return ann
+
+
+@dataclass(frozen=True)
+class AnsweredView:
+    """An item this annotator already answered, as the page shows it when they come back to it
+    (browser Back / Forward, issue 20.11): the item, their answer as they pressed it, and
+    whether it can still be undone."""
+
+    view: ItemView
+    shown_choice: str
+    shown_label: str
+    undoable: bool
+
+
+def answered_item(*, project: Project, user: Any, assignment_id: int) -> AnsweredView | None:
+    """``user``'s answered assignment ``assignment_id`` on ``project``, or None (not theirs, not
+    on this project, or not answered: the page then serves the next item as usual)."""
+    a = Assignment.objects.filter(pk=assignment_id, project=project, annotator=user, status="submitted").first()
+    if a is None:
+        return None
+    ann = Annotation.objects.select_related("item").filter(assignment=a).first()
+    if ann is None:
+        return None
+    view = item_view(assignment=a)
+    labels = dict(view.choice_pairs)
+    shown_label = labels.get(ann.shown_choice, ann.shown_choice)
+    return AnsweredView(view, ann.shown_choice, shown_label, annotation_undoable(ann))
 
 
 def annotator_home(*, user: Any) -> list[dict[str, Any]]:
@@ -550,11 +583,14 @@ def annotator_candidates(*, project: Project) -> QuerySet[Any]:
 
 
 __all__ = [
+    "AnsweredView",
     "ItemView",
+    "annotation_undoable",
     "annotator_candidates",
     "annotator_home",
     "annotator_progress",
     "annotators_available_for",
+    "answered_item",
     "eligible_annotators",
     "image_url",
     "item_view",

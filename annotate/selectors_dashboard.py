@@ -126,7 +126,7 @@ def h_charts(*, project: Project) -> tuple[list[Chart], dict[str, Any] | None]:
     )
     if model is None:
         for c in (rel, hist, cov):
-            c.na = "n/a (no pairwise model yet: train one with train_pairwise)"
+            c.na = "n/a (no pairwise model yet: press “Train h” on the project page)"
         return [rel, hist, cov], None
     info = {
         "version": model.version,

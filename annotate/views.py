@@ -15,6 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.html import format_html
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -48,24 +49,30 @@ def _project_for_annotator(request: HttpRequest, project_id: int) -> Project:
     return project
 
 
-def _stage_context(request: HttpRequest, project: Project, *, error: str = "") -> dict[str, Any]:
-    """Lease (or keep) the next item and build the stage fragment's context."""
+def _stage_context(
+    request: HttpRequest, project: Project, *, error: str = "", answered: selectors.AnsweredView | None = None
+) -> dict[str, Any]:
+    """Lease (or keep) the next item and build the stage fragment's context. With ``answered``
+    (the annotator came back to an item they answered), show that instead and lease nothing."""
     view = None
     blocked = ""
-    try:
-        assignment = svc.assignment_next(project=project, annotator=request.user)
-    except svc.NotAllowed as exc:
-        assignment, blocked = None, str(exc)
+    assignment = None
+    if answered is None:
+        try:
+            assignment = svc.assignment_next(project=project, annotator=request.user)
+        except svc.NotAllowed as exc:
+            blocked = str(exc)
     if assignment is not None:
         view = selectors.item_view(assignment=assignment)
     return {
         "project": project,
         "view": view,
+        "answered": answered,
         "blocked": blocked,
         "member": selectors.member_state(project=project, user=request.user) if blocked else None,
         "error": error,
         "progress": selectors.annotator_progress(project=project, user=request.user),
-        "last": selectors.last_undoable(project=project, user=request.user),
+        "last": None if answered else selectors.last_undoable(project=project, user=request.user),
         "heartbeat_seconds": settings.COUNTERPART["HEARTBEAT_SECONDS"],
         "undo_seconds": settings.COUNTERPART["UNDO_SECONDS"],
     }
@@ -105,11 +112,23 @@ def instructions(request: HttpRequest, project_id: int) -> HttpResponse:
     )
 
 
+@never_cache
 @login_required
 @require_GET
 def work(request: HttpRequest, project_id: int) -> HttpResponse:
+    """The item page. Each item shown gets its own history entry (``?a=<assignment id>``, pushed
+    by annotate.js), so browser Back / Forward comes back to an item already answered: it is
+    shown as answered, with the answer and, while allowed, Undo (issue 20.11). Never cached, so
+    Forward after leaving the page asks again instead of showing a stale item."""
     project = _project_for_annotator(request, project_id)
-    return render(request, "annotate/item.html", _stage_context(request, project))
+    answered = None
+    if request.GET.get("a"):
+        try:
+            assignment_id = form_id(request.GET["a"], "a")
+        except BadInput as exc:
+            return HttpResponseBadRequest(str(exc))
+        answered = selectors.answered_item(project=project, user=request.user, assignment_id=assignment_id)
+    return render(request, "annotate/item.html", _stage_context(request, project, answered=answered))
 
 
 def _own_assignment_project(request: HttpRequest, assignment_id: int) -> Project:

@@ -1,11 +1,11 @@
 """The Celery app. Queues: ``default`` (light work), ``ml`` (training, auto-labelling),
-``generation`` (generation runs). Routes and limits live in settings (``CELERY_*``)."""
+``generation`` (generation runs). Routes and limits live in settings (``CELERY_*``).
 
-import os
+Without ``DJANGO_SETTINGS_MODULE`` the worker runs the production settings, as ``config.wsgi``
+does (``config.DEFAULT_SETTINGS_MODULE``, set by ``config/__init__.py`` before this module is
+imported); ``make run`` and ``make worker`` ask for the local ones."""
 
 from celery import Celery
-
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
 app = Celery("counterpart")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -4,21 +4,28 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from config.favicon import favicon
 from projects import lockout, token_views
 
+admin.site.login_form = lockout.AdminLoginForm
+
 urlpatterns = [
     path("favicon.ico", favicon, name="favicon"),
     path("admin/", admin.site.urls),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", auth_views.LoginView.as_view(authentication_form=lockout.LoginForm), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/lockouts/", lockout.lockouts, name="lockouts"),
     path("accounts/tokens/", token_views.tokens, name="tokens"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # A page for people: anonymous visitors go to the log-in page (the schema itself answers 401).
-    path("api/docs/", login_required(SpectacularSwaggerView.as_view(url_name="schema")), name="api-docs"),
+    # The split view serves Swagger UI's start-up script as a file: no inline script (CSP).
+    path(
+        "api/docs/",
+        login_required(SpectacularSwaggerSplitView.as_view(url_name="schema", template_name="api/swagger_ui.html")),
+        name="api-docs",
+    ),
     path("api/v1/", include("annotate.api_urls")),
     path("api/v1/", include("projects.api_urls")),
     path("api/v1/", include("labeling.api_urls")),

@@ -1,12 +1,8 @@
-"""WSGI entry point (``gunicorn config.wsgi``). Defaults to the production settings: a server
-started without ``DJANGO_SETTINGS_MODULE`` must never run with DEBUG on. ``manage.py`` (runserver,
-``make run``) and the Celery worker keep defaulting to the local settings."""
-
-import os
+"""WSGI entry point (``gunicorn config.wsgi``). Without ``DJANGO_SETTINGS_MODULE`` it runs the
+production settings (``config.DEFAULT_SETTINGS_MODULE``, set by ``config/__init__.py``, which
+Python runs before this module; the Celery app's default too): a server started without it must
+never run with DEBUG on. ``manage.py`` (runserver, the commands) defaults to the local settings."""
 
 from django.core.wsgi import get_wsgi_application
 
-from config import REQUESTED_SETTINGS_MODULE
-
-os.environ["DJANGO_SETTINGS_MODULE"] = REQUESTED_SETTINGS_MODULE or "config.settings.production"
 application = get_wsgi_application()

@@ -9,6 +9,7 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import (
+    OpenApiResponse,
     extend_schema,
     extend_schema_field,
     extend_schema_serializer,
@@ -42,6 +43,10 @@ class RunProgressSerializer(serializers.Serializer):
     candidates = serializers.IntegerField()
     pooled = serializers.IntegerField()
     filtered_out = serializers.IntegerField()
+    stalled = serializers.CharField(help_text='"stalled: no worker has …" while no worker reports; else ""')
+    waiting_behind = serializers.IntegerField(
+        allow_null=True, help_text="the job this run waits behind (another job changing the project's candidates)"
+    )
 
 
 @extend_schema_serializer(component_name="GenerationRun")
@@ -49,6 +54,7 @@ class RunOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     project = serializers.IntegerField(source="project_id")
     generator = serializers.CharField()
+    job = serializers.IntegerField(source="job_id", allow_null=True, help_text="its job (as /api/v1/jobs/{id}/)")
     status = serializers.CharField()
     finished = serializers.SerializerMethodField()
     cancel_requested = serializers.BooleanField()
@@ -76,13 +82,20 @@ class RunOutputSerializer(serializers.Serializer):
 
 
 class RunDetailApi(APIView):
+    """Researchers: one generation run — status, options, progress (done/total, rate, eta,
+    candidates, pooled, filtered out), metrics, the first skips, error. Its ``job`` is the
+    same run as a job (``/api/v1/jobs/{id}/``)."""
+
     permission_classes = (
         permissions.IsAuthenticated,
         IsResearcher,
     )
     OutputSerializer = RunOutputSerializer
 
-    @extend_schema(responses=RunOutputSerializer)
+    @extend_schema(
+        summary="One generation run",
+        responses={200: RunOutputSerializer, 404: OpenApiResponse(description="no such run")},
+    )
     def get(self, request: Request, run_id: int) -> Response:
         run = run_get(run_id=run_id)
         if run is None:
@@ -103,14 +116,27 @@ class RunListApi(APIView):
 
     OutputSerializer = RunOutputSerializer
 
-    @extend_schema(responses=RunOutputSerializer(many=True))
+    @extend_schema(summary="List a project's generation runs", responses=RunOutputSerializer(many=True))
     def get(self, request: Request, project_id: int) -> Response:
+        """Researchers: the project's generation runs, newest first (at most 50)."""
         project = get_object_or_404(Project, pk=project_id)
         runs = runs_of_project(project=project)[:50]
         return Response(self.OutputSerializer(runs, many=True).data)
 
-    @extend_schema(request=InputSerializer, responses={201: RunOutputSerializer})
+    @extend_schema(
+        summary="Start a generation run (job)",
+        request=InputSerializer,
+        responses={
+            201: RunOutputSerializer,
+            400: OpenApiResponse(description="bad input (a message per field)"),
+            503: OpenApiResponse(description="task broker unreachable (the run is marked failed)"),
+        },
+    )
     def post(self, request: Request, project_id: int) -> Response:
+        """Researchers: generate counterfactual candidates for the project's originals with one
+        generator (``GET /api/v1/generation/generators/``) and ``options`` (``limit``, ``filters``,
+        ``similarity_band``, ``seed``, ``generator_options``, …). 201 with the queued run; poll it
+        (or its ``job``) until it has finished."""
         project = get_object_or_404(Project, pk=project_id)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -130,13 +156,20 @@ class RunListApi(APIView):
 
 
 class RunCancelApi(APIView):
+    """Researchers: ask a generation run to stop after its current batch. A run already
+    finished: 409."""
+
     permission_classes = (
         permissions.IsAuthenticated,
         IsResearcher,
     )
     OutputSerializer = RunOutputSerializer
 
-    @extend_schema(request=None, responses={200: RunOutputSerializer, 409: None})
+    @extend_schema(
+        summary="Cancel a generation run",
+        request=None,
+        responses={200: RunOutputSerializer, 409: OpenApiResponse(description="the run has already finished")},
+    )
     def post(self, request: Request, run_id: int) -> Response:
         run = run_get(run_id=run_id)
         if run is None:
@@ -148,11 +181,17 @@ class RunCancelApi(APIView):
 
 
 class GeneratorListApi(APIView):
+    """Researchers: the names of the registered counterfactual generators (``rules``, the
+    language-model ones, …), for ``generator`` when starting a run."""
+
     permission_classes = (
         permissions.IsAuthenticated,
         IsResearcher,
     )
 
-    @extend_schema(responses={200: dict})
+    class OutputSerializer(serializers.Serializer):
+        generators = serializers.ListField(child=serializers.CharField())
+
+    @extend_schema(summary="List generators", responses={200: OutputSerializer})
     def get(self, request: Request) -> Response:
         return Response({"generators": registry.names()})

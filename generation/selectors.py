@@ -32,6 +32,8 @@ class RunProgress:
     cancel_requested: bool
     finished: bool
     error: str
+    stalled: str = ""  # "stalled: no worker has …" (see projects.selectors.JobProgress.stalled)
+    waiting_behind: int | None = None  # the job this run waits behind (same project)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,6 +75,8 @@ def run_progress(*, run: GenerationRun, now: Any = None) -> RunProgress:
         cancel_requested=run.cancel_requested,
         finished=finished,
         error=run.error,
+        stalled=p.stalled,
+        waiting_behind=p.waiting_behind,
         **counts,
     )
 
@@ -136,8 +140,8 @@ def run_metrics_rows(*, run: GenerationRun) -> list[tuple[str, str]]:
             "candidates per original (accepted / all)",
             f"{_fmt(m.get('accepted_per_original'))} / {_fmt(m.get('candidates_per_original'))}",
         ),
-        ("originals with an accepted candidate", _fmt(m.get("originals_with_accepted"))),
-        ("accepted by all filters", _fmt(m.get("accepted_all_filters"))),
+        ("originals with an accepted candidate", _pct(m.get("originals_with_accepted"))),
+        ("accepted by all filters", _pct(m.get("accepted_all_filters"))),
     ]
     if m.get("sample_labels"):
         counts = ", ".join(f"{k} {v}" for k, v in sorted(m["sample_labels"].items()))

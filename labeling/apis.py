@@ -62,6 +62,7 @@ class ProjectEvaluateApi(APIView):
         classifier = serializers.ChoiceField(choices=CLASSIFIERS, default="minilm-lr")
 
     @extend_schema(
+        summary="Evaluate augmentation (job)",
         request=InputSerializer,
         responses={
             202: JobOutputSerializer,
@@ -97,6 +98,7 @@ class PairwiseTrainApi(APIView):
         threshold = serializers.FloatField(required=False, allow_null=True, min_value=0.0, max_value=1.0)
 
     @extend_schema(
+        summary="Train the pairwise classifier h (job)",
         request=InputSerializer,
         responses={
             202: JobOutputSerializer,
@@ -136,6 +138,7 @@ class AutolabelApi(APIView):
         min_confidence = serializers.FloatField(required=False, allow_null=True, min_value=0.0, max_value=1.0)
 
     @extend_schema(
+        summary="Auto-label the pool with h (job)",
         request=InputSerializer,
         responses={
             202: JobOutputSerializer,

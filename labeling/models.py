@@ -66,6 +66,13 @@ class AutolabelRun(models.Model):
     skipped = models.PositiveIntegerField(default=0, help_text="changed state meanwhile; left alone")
     seconds = models.FloatField(default=0.0)
     created_at = models.DateTimeField(auto_now_add=True)
+    job = models.OneToOneField(
+        "projects.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="autolabel_run"
+    )
+    cursor = models.PositiveBigIntegerField(
+        default=0, help_text="the last example whose candidates are committed (a resumed run goes on after it)"
+    )
+    finished = models.BooleanField(default=True, help_text="False while the run is under way (or was killed)")
 
     class Meta:
         ordering: ClassVar[list[str]] = ["-created_at"]

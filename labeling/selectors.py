@@ -145,7 +145,7 @@ def active_selection_for(*, project: Project, n: int, seed: int) -> ActiveSelect
         model = latest_model(project)
     except ValidationError:
         return ActiveSelection(
-            None, unavailable="no pairwise model for this project yet (train one with train_pairwise)"
+            None, unavailable="no pairwise model for this project yet (press “Train h” on the project page)"
         )
     try:
         bundle = load_model(project, model)
@@ -177,7 +177,12 @@ def active_selection_for(*, project: Project, n: int, seed: int) -> ActiveSelect
 def _h_latest(project: Project) -> Any:
     from labeling.models import AutolabelRun
 
-    return AutolabelRun.objects.filter(project=project).select_related("model").order_by("-created_at", "-id").first()
+    return (
+        AutolabelRun.objects.filter(project=project, finished=True)
+        .select_related("model")
+        .order_by("-created_at", "-id")
+        .first()
+    )
 
 
 def export_provenance(project: Project, candidate_ids: list[int]) -> dict[int, dict[str, Any]]:

@@ -11,8 +11,9 @@
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import numpy as np
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Case, FloatField, Max, Q, Value, When
+from django.db.models import Case, F, FloatField, Max, Q, Value, When
 
 from labeling.ml.base_classifier import CrossFitted, TooFewLabels, make_base_classifier
 from labeling.ml.features import Pair
@@ -46,6 +47,8 @@ TRAIN_SOURCES = ("human", "gold")
 AUTOLABEL_FROM = (states.POOLED, states.ABSTAINED)
 NOT_IN_POOL = (states.GENERATED, states.FILTERED_OUT)  # never labelled, nor counted as siblings
 LEARNERS = ("linear", "cross-encoder")
+logger = logging.getLogger(__name__)
+
 CHUNK = 500
 
 
@@ -344,7 +347,9 @@ def _train_cross_encoder(
 def latest_model(project: Project) -> PairwiseModel:
     model = PairwiseModel.objects.filter(project=project).order_by("-version").first()
     if model is None:
-        raise ValidationError(f"project {project.name!r} has no pairwise model yet; run train_pairwise first")
+        raise ValidationError(
+            f"project {project.name!r} has no pairwise model yet: press “Train h” on the project page first"
+        )
     return model
 
 
@@ -386,14 +391,26 @@ def autolabel(
     model: PairwiseModel | None = None,
     chunk_size: int = CHUNK,
     progress: Progress | None = None,
+    job: Job | None = None,
 ) -> AutolabelRun:
     """Label the project's ``pooled`` and ``abstained`` candidates with the latest model;
-    ``progress(done, total)`` counts candidates considered."""
+    ``progress(done, total)`` counts candidates considered.
+
+    Not one transaction: candidates are written in blocks (about ``4 × chunk_size``, each
+    ending at an original's last candidate), and each block's labels, the run's counts and
+    its cursor (the block's last original) commit together. A run of ``job`` that was
+    killed is resumed by the job's next execution: same model and threshold, after the
+    cursor, counts carried on — so the counts are what the run wrote, over all attempts."""
     t0 = time.perf_counter()
-    model = model or latest_model(project)
-    threshold = model.threshold if min_confidence is None else float(min_confidence)
-    if not 0 <= threshold <= 1:
-        raise ValidationError("min confidence must be between 0 and 1")
+    run = AutolabelRun.objects.select_related("model").filter(job=job, finished=False).first() if job else None
+    if run is None:
+        model = model or latest_model(project)
+        threshold = model.threshold if min_confidence is None else float(min_confidence)
+        if not 0 <= threshold <= 1:
+            raise ValidationError("min confidence must be between 0 and 1")
+    else:
+        model, threshold = run.model, run.min_confidence
+        logger.info("resuming auto-label run %s after example %s", run.pk, run.cursor)
     bundle = load_model(project, model)
     label_ids = dict(Label.objects.filter(project=project).values_list("name", "pk"))
 
@@ -404,6 +421,8 @@ def autolabel(
     base_qs = Candidate.objects.filter(project=project, example__label__isnull=False).exclude(state__in=NOT_IN_POOL)
     if not siblings:
         base_qs = base_qs.filter(state__in=AUTOLABEL_FROM)
+    if run is not None:
+        base_qs = base_qs.filter(example_id__gt=run.cursor)
     rows = list(
         base_qs.values_list(
             "pk", "state", "label_source", "label__name", "example_id", "meta__valid", *PAIR_VALUES
@@ -413,14 +432,19 @@ def autolabel(
     # for its control code (the model's validity prior; older models have none)
     prior = ValidityPrior(**bundle.meta["validity"]) if "validity" in bundle.meta else None
     todo = sum(1 for r in rows if r[1] in AUTOLABEL_FROM)
-    run = AutolabelRun(project=project, model=model, min_confidence=threshold, considered=todo)
+    if run is None:
+        run = AutolabelRun.objects.create(
+            project=project, model=model, min_confidence=threshold, job=job, finished=False
+        )
+    done = run.considered  # what earlier attempts committed
+    total = done + todo
     if progress is not None:
-        progress(0, todo)
-    done = 0
+        progress(done, total)
     for block in _blocks_by_example(rows, chunk_size * 4):
         keep = [i for i, r in enumerate(block) if r[1] in AUTOLABEL_FROM]
         if not keep:  # every candidate of these originals is labelled already
             continue
+        cursor = block[-1][4]
         pairs = [candidate_pair(*r[6:]) for r in block]
         known = {
             i: r[3]
@@ -429,44 +453,77 @@ def autolabel(
         }
         proba_all = bundle.predict_proba_pool(pairs, known) if siblings else bundle.predict_proba(pairs)
         block = [block[i] for i in keep]
-        proba = proba_all[keep]
-        was_abstained = np.asarray([r[1] == states.ABSTAINED for r in block])
-        pred, conf = proba.argmax(axis=1), proba.max(axis=1)
-        ids = np.asarray([r[0] for r in block])
         judged_valid = np.asarray([r[5] is not False for r in block])
         if prior is not None:
             judged_valid &= prior.predict([r[-2] or "" for r in block]) >= MIN_VALID
-        confident = (conf >= threshold) & judged_valid
-        for k, name in enumerate(bundle.labels):
-            sel = np.flatnonzero(confident & (pred == k))
-            for s in range(0, len(sel), chunk_size):
-                part = sel[s : s + chunk_size]
-                id_list = ids[part].tolist()
-                run.auto_labeled += candidates_transition(
-                    candidates=Candidate.objects.filter(pk__in=id_list),
-                    to=states.AUTO_LABELED,
-                    label_id=label_ids[name],
-                    label_source="auto",
-                    confidence=_confidence_case(id_list, conf[part].tolist()),
-                )
-        low = np.flatnonzero(~confident)
-        for s in range(0, len(low), chunk_size):
-            part = low[s : s + chunk_size]
+        with transaction.atomic():
+            labeled, abstained = _autolabel_block(
+                block,
+                proba_all[keep],
+                bundle.labels,
+                label_ids,
+                valid=judged_valid,
+                threshold=threshold,
+                chunk_size=chunk_size,
+            )
+            AutolabelRun.objects.filter(pk=run.pk).update(
+                considered=F("considered") + len(block),
+                auto_labeled=F("auto_labeled") + labeled,
+                abstained=F("abstained") + abstained,
+                cursor=cursor,
+            )
+            done += len(block)
+            if progress is not None:
+                progress(done, total)  # a job's progress: refused (rolled back) if it lost the job
+    run.refresh_from_db()
+    run.skipped = run.considered - run.auto_labeled - run.abstained
+    run.seconds = round(run.seconds + time.perf_counter() - t0, 2)
+    run.finished = True
+    run.save(update_fields=["skipped", "seconds", "finished"])
+    return run
+
+
+def _autolabel_block(
+    block: list[Any],
+    proba: Any,
+    labels: Sequence[str],
+    label_ids: dict[str, int],
+    *,
+    valid: Any,
+    threshold: float,
+    chunk_size: int,
+) -> tuple[int, int]:
+    """Write one block's labels (confident and judged valid) and abstentions; returns
+    (labelled, abstained)."""
+    labeled = abstained = 0
+    was_abstained = np.asarray([r[1] == states.ABSTAINED for r in block])
+    pred, conf = proba.argmax(axis=1), proba.max(axis=1)
+    ids = np.asarray([r[0] for r in block])
+    confident = (conf >= threshold) & valid
+    for k, name in enumerate(labels):
+        sel = np.flatnonzero(confident & (pred == k))
+        for s in range(0, len(sel), chunk_size):
+            part = sel[s : s + chunk_size]
             id_list = ids[part].tolist()
-            # abstained -> abstained is not an edge: those already abstained stay as they are
-            run.abstained += candidates_transition(
-                candidates=Candidate.objects.filter(pk__in=id_list, state=states.POOLED),
-                to=states.ABSTAINED,
+            labeled += candidates_transition(
+                candidates=Candidate.objects.filter(pk__in=id_list),
+                to=states.AUTO_LABELED,
+                label_id=label_ids[name],
+                label_source="auto",
                 confidence=_confidence_case(id_list, conf[part].tolist()),
             )
-            run.abstained += int(np.sum(was_abstained[part]))  # already abstained: they stay so
-        done += len(block)
-        if progress is not None:
-            progress(done, todo)
-    run.skipped = run.considered - run.auto_labeled - run.abstained
-    run.seconds = round(time.perf_counter() - t0, 2)
-    run.save()
-    return run
+    low = np.flatnonzero(~confident)
+    for s in range(0, len(low), chunk_size):
+        part = low[s : s + chunk_size]
+        id_list = ids[part].tolist()
+        # abstained -> abstained is not an edge: those already abstained stay as they are
+        abstained += candidates_transition(
+            candidates=Candidate.objects.filter(pk__in=id_list, state=states.POOLED),
+            to=states.ABSTAINED,
+            confidence=_confidence_case(id_list, conf[part].tolist()),
+        )
+        abstained += int(np.sum(was_abstained[part]))  # already abstained: they stay so
+    return labeled, abstained
 
 
 # -- jobs (kinds ``train`` and ``autolabel``, registered in LabelingConfig.ready) -----------
@@ -537,7 +594,9 @@ def pairwise_train_job(job: Job, ctx: JobContext) -> dict[str, Any]:
 def autolabel_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     assert job.project is not None
     try:
-        run = autolabel(project=job.project, min_confidence=job.params.get("min_confidence"), progress=ctx.progress)
+        run = autolabel(
+            project=job.project, min_confidence=job.params.get("min_confidence"), progress=ctx.progress, job=job
+        )
     except ValidationError as exc:
         raise JobFailed(" ".join(exc.messages)) from exc
     return {

@@ -1,5 +1,5 @@
-"""Kernel REST API for data: import (multipart upload, the same checks as the page) and
-export (small exports stream back at once, large ones start an ``export`` job)."""
+"""Kernel REST API for data: import (multipart upload streamed to disk, then an ``import``
+job, as on the page) and export (small exports stream back at once, large ones start an ``export`` job)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ from typing import Any
 from django.conf import settings
 from django.http import FileResponse, HttpRequest
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from projects.formats import FORMATS
+from projects.formats import parse_label_map
 from projects.formats.reading import LABEL_SOURCES
-from projects.models import Project
+from projects.models import Job, Project
 from projects.permissions import IsResearcher
 from projects.selectors import job_as_dict
 from projects.services.exports import (
@@ -27,15 +27,14 @@ from projects.services.exports import (
     ExportError,
     data_export,
     export_count_over,
+    export_download_file,
     export_filters_parse,
     export_start,
 )
-from projects.services.imports import ImportRefused, data_import
+from projects.services.import_jobs import UPLOAD_FORMATS, ImportNotStarted, import_upload_start
 from projects.services.jobs import BrokerUnavailable
 from projects.states import STATES
-from projects.uploads import MaxSizeUploadHandler
-
-UPLOAD_FORMATS = [f for f in FORMATS if not f.startswith("cad-")]
+from projects.uploads import ImportFileUploadHandler, MaxSizeUploadHandler, stored_path
 
 
 def _project(project_id: int) -> Project | None:
@@ -43,9 +42,12 @@ def _project(project_id: int) -> Project | None:
 
 
 class DataImportApi(APIView):
-    """Upload one data file into a project (multipart ``file``). As the import page: a file
-    with any bad row is refused whole (400 with ``problems``) unless ``skip_bad_rows``; an
-    empty file is refused; an upload over ``MAX_UPLOAD_BYTES`` is cut off while streaming (413)."""
+    """Upload one data file into a project (multipart ``file``); it is streamed to a file
+    under the media root and imported by an ``import`` job: 202 with the job (follow it at
+    ``/api/v1/jobs/{id}/``). As on the import page: a file with any bad row is refused whole
+    (the job fails, its ``result.problems`` lists them as ``file:line: …``) unless
+    ``skip_bad_rows``; an empty file is refused; an upload over ``MAX_UPLOAD_BYTES`` is cut
+    off while streaming (413); relative image paths start at the image root."""
 
     permission_classes = (IsResearcher,)
     parser_classes = (MultiPartParser,)
@@ -55,28 +57,39 @@ class DataImportApi(APIView):
         format = serializers.ChoiceField(choices=UPLOAD_FORMATS)
         split = serializers.CharField(required=False, allow_blank=True, default="", max_length=32)
         skip_bad_rows = serializers.BooleanField(required=False, default=False)
+        label_map = serializers.CharField(
+            required=False, allow_blank=True, default="", max_length=2000, help_text="old=new[,old=new]"
+        )
 
-    class OutputSerializer(serializers.Serializer):
-        imported_originals = serializers.IntegerField()
-        imported_pairs = serializers.IntegerField()
-        skipped = serializers.IntegerField()
-        problem_count = serializers.IntegerField()
-        problems = serializers.ListField(child=serializers.CharField())
+        def validate_label_map(self, value: str) -> dict[str, str]:
+            try:
+                return parse_label_map(value)
+            except ValueError as exc:
+                raise serializers.ValidationError(str(exc)) from None
 
     def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
         # Before anything reads the body (the CSRF check of session auth does): stop reading
-        # an upload as soon as it passes the limit.
+        # an upload as soon as it passes the limit, and stream it to a file under the media root.
         self._size_handler = MaxSizeUploadHandler(request, settings.COUNTERPART["MAX_UPLOAD_BYTES"])
-        request.upload_handlers = [self._size_handler, *request.upload_handlers]
+        self._store = ImportFileUploadHandler(request)
+        request.upload_handlers = [self._size_handler, self._store]
         return super().initialize_request(request, *args, **kwargs)
 
+    def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
+        # Whatever happened, only the file handed to a job is kept.
+        if hasattr(self, "_store"):
+            self._store.discard(keep=getattr(self, "_handed_over", None))
+        return super().finalize_response(request, response, *args, **kwargs)
+
     @extend_schema(
+        summary="Import a data file",
         request={"multipart/form-data": InputSerializer},
         responses={
-            200: OutputSerializer,
-            400: OpenApiResponse(description="field errors, or the file refused with its problems"),
+            202: OpenApiResponse(description="the queued import job (as /api/v1/jobs/{id}/)"),
+            400: OpenApiResponse(description="field errors"),
             404: OpenApiResponse(description="no such project"),
             413: OpenApiResponse(description="the upload is over the size limit"),
+            503: OpenApiResponse(description="the task broker is unreachable; nothing was queued"),
         },
     )
     def post(self, request: Request, project_id: int) -> Response:
@@ -92,37 +105,25 @@ class DataImportApi(APIView):
         data.is_valid(raise_exception=True)
         v = data.validated_data
         upload = v["file"]
-        name = upload.name or "upload"
-        with tempfile.TemporaryDirectory() as tmpdir:
-            path = os.path.join(tmpdir, f"upload{os.path.splitext(name)[1][:10]}")
-            with open(path, "wb") as fh:
-                for chunk in upload.chunks():
-                    fh.write(chunk)
-            try:
-                report = data_import(
-                    project=project,
-                    format=v["format"],
-                    paths=[path],
-                    split=v["split"],
-                    strict=not v["skip_bad_rows"],
-                    skip_hint='"skip_bad_rows": true',
-                )
-            except ImportRefused as exc:
-                return Response(
-                    {
-                        "detail": str(exc).replace(path, name),
-                        "problems": [p.replace(path, name) for p in exc.problems[:200]],
-                    },
-                    status=status.HTTP_400_BAD_REQUEST,
-                )
-        out = {
-            "imported_originals": report.imported_originals,
-            "imported_pairs": report.imported_pairs,
-            "skipped": report.skipped,
-            "problem_count": report.problem_count,
-            "problems": [p.replace(path, name) for p in report.problems[:200]],
-        }
-        return Response(self.OutputSerializer(out).data)
+        path = stored_path(upload)
+        try:
+            job = import_upload_start(
+                project=project,
+                path=path,
+                name=upload.name or "upload",
+                format=v["format"],
+                split=v["split"],
+                strict=not v["skip_bad_rows"],
+                label_map=v["label_map"],
+                skip_hint='"skip_bad_rows": true',
+                created_by=request.user,
+            )
+        except ImportNotStarted as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        except BrokerUnavailable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        self._handed_over = path
+        return Response(job_as_dict(job=job), status=status.HTTP_202_ACCEPTED)
 
 
 class DataExportApi(APIView):
@@ -147,6 +148,7 @@ class DataExportApi(APIView):
         run_as_job = serializers.BooleanField(required=False, default=False, help_text="always start a job")
 
     @extend_schema(
+        summary="Export a project's pairs",
         request=InputSerializer,
         responses={
             (200, "application/jsonl"): OpenApiTypes.BINARY,
@@ -183,3 +185,33 @@ class DataExportApi(APIView):
             os.unlink(path)
         ext = "csv" if fmt == "csv" else "jsonl"
         return FileResponse(fh, as_attachment=True, filename=f"{project.name}.{ext}")
+
+
+class ExportDownloadApi(APIView):
+    """The file a succeeded ``export`` job wrote (``?part=manifest``: its manifest), for scripts
+    with a token (the page ``/exports/{job}/download/`` takes a browser session)."""
+
+    permission_classes = (IsResearcher,)
+
+    @extend_schema(
+        summary="Download an export job's file",
+        parameters=[OpenApiParameter("part", str, enum=["manifest"], description="the manifest instead of the data")],
+        responses={
+            (200, "application/octet-stream"): OpenApiTypes.BINARY,
+            404: OpenApiResponse(description="no such export job, or its file is gone"),
+            409: OpenApiResponse(description="the job has not succeeded (yet)"),
+        },
+    )
+    def get(self, request: Request, job_id: int) -> Any:
+        job = Job.objects.filter(pk=job_id, kind="export").select_related("project").first()
+        if job is None:
+            return Response({"detail": "no such export job"}, status=status.HTTP_404_NOT_FOUND)
+        if job.status != "succeeded":
+            return Response(
+                {"detail": f"export job {job.pk} is {job.status}; nothing to download yet"},
+                status=status.HTTP_409_CONFLICT,
+            )
+        found = export_download_file(job=job, manifest=request.query_params.get("part") == "manifest")
+        if found is None:
+            return Response({"detail": "the export file is gone"}, status=status.HTTP_404_NOT_FOUND)
+        return FileResponse(open(found[0], "rb"), as_attachment=True, filename=found[1])

@@ -48,10 +48,14 @@ def _membership(membership_id: int) -> ProjectMembership | None:
 
 
 class MemberListApi(APIView):
+    """Researchers: a project's members with their role, flag, pause, qualification and check
+    answers."""
+
     permission_classes = (IsResearcher,)
 
     @extend_schema(
-        responses={200: MembershipOutputSerializer(many=True), 404: OpenApiResponse(description="no such project")}
+        summary="List a project's members",
+        responses={200: MembershipOutputSerializer(many=True), 404: OpenApiResponse(description="no such project")},
     )
     def get(self, request: Request, project_id: int) -> Response:
         project = Project.objects.filter(pk=project_id).first()
@@ -62,6 +66,9 @@ class MemberListApi(APIView):
 
 
 class MemberAddApi(APIView):
+    """Researchers: add an account to a project as ``annotator`` or ``researcher``. No such
+    account, or it lacks the role's group: 400 per field; already a member: 409."""
+
     permission_classes = (IsResearcher,)
 
     class InputSerializer(serializers.Serializer):
@@ -69,6 +76,7 @@ class MemberAddApi(APIView):
         role = serializers.ChoiceField(choices=MEMBER_ROLES, default="annotator")
 
     @extend_schema(
+        summary="Add a member",
         request=InputSerializer,
         responses={
             201: MembershipOutputSerializer,
@@ -92,9 +100,16 @@ class MemberAddApi(APIView):
 
 
 class MemberRemoveApi(APIView):
+    """Researchers: remove a member. Their answers stay; the items they hold go back to the pool
+    at once, and their later actions on the project answer 403."""
+
     permission_classes = (IsResearcher,)
 
-    @extend_schema(request=None, responses={204: None, 404: OpenApiResponse(description="no such membership")})
+    @extend_schema(
+        summary="Remove a member",
+        request=None,
+        responses={204: None, 404: OpenApiResponse(description="no such membership")},
+    )
     def post(self, request: Request, membership_id: int) -> Response:
         m = _membership(membership_id)
         if m is None:
@@ -104,11 +119,13 @@ class MemberRemoveApi(APIView):
 
 
 class MemberPauseApi(APIView):
-    """Stop serving items to an annotator (a flag "paused by …")."""
+    """Researchers: stop serving items to an annotator (a flag "paused by …"); the items they
+    hold go back to the pool at once."""
 
     permission_classes = (IsResearcher,)
 
     @extend_schema(
+        summary="Pause a member",
         request=None,
         responses={200: MembershipOutputSerializer, 404: OpenApiResponse(description="no such membership")},
     )
@@ -120,11 +137,13 @@ class MemberPauseApi(APIView):
 
 
 class MemberResumeApi(APIView):
-    """Lift a pause, or clear a quality flag (which starts a fresh qualification window)."""
+    """Researchers: lift a pause, or clear a quality flag (which starts a fresh qualification
+    window)."""
 
     permission_classes = (IsResearcher,)
 
     @extend_schema(
+        summary="Resume a member",
         request=None,
         responses={200: MembershipOutputSerializer, 404: OpenApiResponse(description="no such membership")},
     )
@@ -146,7 +165,7 @@ class TokenCreateApi(APIView):
 
     permission_classes = (IsAuthenticated,)
 
-    @extend_schema(request=None, responses={201: TokenOutputSerializer})
+    @extend_schema(summary="Make an API token", request=None, responses={201: TokenOutputSerializer})
     def post(self, request: Request) -> Response:
         return Response(TokenOutputSerializer(token_create(user=request.user)).data, status=status.HTTP_201_CREATED)
 
@@ -160,6 +179,7 @@ class TokenRevokeApi(APIView):
         username = serializers.CharField(max_length=150, required=False, allow_blank=True)
 
     @extend_schema(
+        summary="Revoke an API token",
         request=InputSerializer,
         responses={
             204: None,

@@ -10,8 +10,9 @@ class ProjectsConfig(AppConfig):
         from django.conf import settings
 
         from projects.services.exports import export_job
+        from projects.services.import_jobs import import_job, import_job_end
         from projects.services.jobs import job_kind_register
 
-        job_kind_register(
-            name="export", queue="default", handler=export_job, time_limit=int(settings.COUNTERPART["JOB_TIME_LIMIT"])
-        )
+        limit = int(settings.COUNTERPART["JOB_TIME_LIMIT"])
+        job_kind_register(name="export", queue="default", handler=export_job, time_limit=limit)
+        job_kind_register(name="import", queue="default", handler=import_job, time_limit=limit, on_end=import_job_end)

@@ -27,15 +27,26 @@ def form_ids(values: Iterable[str], name: str) -> list[int]:
     return [form_id(v, name) for v in values]
 
 
+def unstorable(text: str) -> str | None:
+    """What makes ``text`` unstorable — ``"a NUL character"`` or ``"a lone surrogate"`` — or
+    ``None``. PostgreSQL refuses both in ``text``, ``varchar`` and ``jsonb`` (even in a
+    comparison), and a lone surrogate cannot be encoded as UTF-8 to answer it back."""
+    if "\x00" in text:
+        return "a NUL character"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # UTF-8 encodes every code point but the surrogates
+            return "a lone surrogate (not valid Unicode)"
+    return None
+
+
 def form_text(value: str | None, name: str) -> str:
     """``value`` (``""`` when absent) when the database can store it; raises :class:`BadInput`."""
     text = value or ""
-    if "\x00" in text:
-        raise BadInput(f"{name} contains a NUL character")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise BadInput(f"{name} is not valid Unicode") from None
+    problem = unstorable(text)
+    if problem is not None:
+        raise BadInput(f"{name} contains {problem}")
     return text
 
 

@@ -22,7 +22,10 @@ from axes.models import AccessAttempt
 from axes.utils import reset as axes_reset
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import cache
+from django.core.validators import MaxLengthValidator
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -60,6 +63,28 @@ class LoginLockoutBackend(AxesStandaloneBackend):
         if request is None:
             return None
         return super().authenticate(request, username=username, password=password, **kwargs)
+
+
+class _UsernameLength:
+    """Django's log-in forms set the username field's ``max_length`` after the field is built,
+    so the length is never validated and any username reaches ``authenticate()``; axes then
+    stores the failed attempt's username in a 255-character column (a 500 on PostgreSQL). This
+    adds the validator: a longer username is a form error, and no attempt is recorded."""
+
+    fields: dict[str, Any]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["username"]
+        field.validators.append(MaxLengthValidator(field.max_length))
+
+
+class LoginForm(_UsernameLength, AuthenticationForm):
+    """The log-in page's form (``config/urls.py``)."""
+
+
+class AdminLoginForm(_UsernameLength, AdminAuthenticationForm):
+    """The admin's log-in form (``admin.site.login_form``, ``config/urls.py``)."""
 
 
 def cooloff_minutes() -> int | None:

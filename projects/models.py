@@ -87,6 +87,9 @@ class Example(models.Model):
     source = models.CharField(max_length=200, blank=True, default="")
     split = models.CharField(max_length=32, blank=True, default="")
     meta = models.JSONField(default=dict, blank=True)
+    # The import job that created it (rows of an import that is cancelled or fails are removed
+    # by it; see projects/services/imports.py); empty for originals from the command line.
+    job = models.ForeignKey("Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="examples")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -121,7 +124,8 @@ class Candidate(models.Model):
     # A known answer (e.g. CAD's human-written label): used for gold checks and evaluation,
     # never shown to annotators or the pairwise classifier unless routed as gold.
     gold_label = models.ForeignKey(Label, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    # The job that produced it (a generation run's job); empty for imported pairs.
+    # The job that produced it: a generation run's job, or the import job that wrote it (empty
+    # for pairs imported by the synchronous command).
     job = models.ForeignKey("Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="candidates")
     meta = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

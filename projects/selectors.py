@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.conf import settings
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from projects import permissions, states
@@ -25,6 +27,25 @@ def project_list_with_counts(*, user: Any) -> QuerySet[Project]:
     return projects_visible_to(user=user).annotate(
         n_examples=Count("examples", distinct=True),
         n_candidates=Count("candidates", distinct=True),
+    )
+
+
+def projects_with_state_counts(*, user: Any) -> QuerySet[Project]:
+    """The projects ``user`` sees, each annotated with ``n_originals``, ``n_candidates`` and
+    ``n_<state>`` for every candidate state — one SQL query for the whole list (the originals
+    are counted in a subquery, so the candidate join is not multiplied by the examples)."""
+    originals = (
+        Example.objects.filter(project=OuterRef("pk")).order_by().values("project").annotate(n=Count("pk")).values("n")
+    )
+    by_state = {f"n_{s}": Count("candidates", filter=Q(candidates__state=s)) for s in states.STATES}
+    return (
+        projects_visible_to(user=user)
+        .annotate(
+            n_originals=Coalesce(Subquery(originals, output_field=IntegerField()), 0),
+            n_candidates=Count("candidates"),
+            **by_state,
+        )
+        .order_by("name")
     )
 
 
@@ -71,6 +92,42 @@ class JobProgress:
     eta_seconds: float | None
     elapsed_seconds: float
     finished: bool
+    waiting_behind: int | None = None
+    stalled_seconds: int | None = None
+
+    @property
+    def stalled(self) -> str:
+        """ "stalled: no worker has …" when no worker has touched an unfinished job for
+        longer than ``JOB_STALE_SECONDS`` (none runs, or none consumes its queue), else ""."""
+        if self.stalled_seconds is None:
+            return ""
+        if self.waiting_behind is None and self.elapsed_seconds == 0:
+            return f"stalled: no worker has picked it up for {self.stalled_seconds} s"
+        return f"stalled: no worker has reported for {self.stalled_seconds} s"
+
+
+def job_waiting_behind(job: Job) -> int | None:
+    """The id of the job a queued job waits behind (another job that changes the same
+    project's candidates was running when it last tried to start), else None."""
+    if job.status != "queued" or not isinstance(job.result, dict):
+        return None
+    blocker = job.result.get("waiting_behind")
+    return blocker if isinstance(blocker, int) else None
+
+
+def job_stalled_seconds(*, job: Job, now: Any = None) -> int | None:
+    """Seconds since a worker last touched an unfinished job, when that is longer than
+    ``JOB_STALE_SECONDS``: a running job's heartbeat, a queued job's (re-)enqueueing (a job
+    waiting behind another is re-sent every few seconds by a worker). None otherwise."""
+    if job.status not in ("queued", "running"):
+        return None
+    now = now or timezone.now()
+    last = job.heartbeat_at if job.status == "running" else (job.enqueued_at or job.created_at)
+    if last is None:
+        return None
+    age = (now - last).total_seconds()
+    threshold = float(settings.COUNTERPART["JOB_STALE_SECONDS"])
+    return int(age) if age > threshold else None
 
 
 def job_progress(*, job: Job, now: Any = None) -> JobProgress:
@@ -92,6 +149,8 @@ def job_progress(*, job: Job, now: Any = None) -> JobProgress:
         eta_seconds=round(eta, 1) if eta is not None else None,
         elapsed_seconds=round(elapsed, 1),
         finished=finished,
+        waiting_behind=job_waiting_behind(job),
+        stalled_seconds=job_stalled_seconds(job=job, now=now),
     )
 
 
@@ -117,6 +176,8 @@ def job_as_dict(*, job: Job, now: Any = None) -> dict[str, Any]:
         "heartbeat_at": job.heartbeat_at.isoformat() if job.heartbeat_at else None,
         "attempts": job.attempts,
         "cancel_requested": job.cancel_requested,
+        "waiting_behind": p.waiting_behind,
+        "stalled": p.stalled or None,
         "params": job.params,
         "result": job.result,
     }

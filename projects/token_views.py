@@ -13,6 +13,7 @@ from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
 
 from projects import permissions
+from projects.inputs import BadInput, form_id
 from projects.services.tokens import token_create, token_revoke
 
 
@@ -29,7 +30,11 @@ def tokens(request: HttpRequest) -> HttpResponse:
         elif action == "revoke":
             owner = request.user
             if request.POST.get("user"):
-                owner = get_object_or_404(get_user_model(), pk=request.POST["user"])
+                try:
+                    owner_id = form_id(request.POST["user"], "user")
+                except BadInput as exc:
+                    return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
+                owner = get_object_or_404(get_user_model(), pk=owner_id)
             existed = token_revoke(owner=owner, by=request.user)  # PermissionDenied -> 403
             messages.success(
                 request, f"Revoked {owner.username}'s token." if existed else "There was no token to revoke."

@@ -1,11 +1,15 @@
-"""An upload handler that stops reading a request as soon as the upload passes the limit,
-so an oversized upload is refused without being stored."""
+"""Upload handlers: one that stops reading a request as soon as the upload passes the limit
+(so an oversized upload is refused without being stored), and one that streams an import's
+upload to a file under the media root (never held in memory)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 from typing import Any
 
 from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 
 
@@ -31,3 +35,71 @@ class MaxSizeUploadHandler(FileUploadHandler):
 
     def file_complete(self, file_size: int) -> None:
         return None
+
+
+class ImportFileUploadHandler(FileUploadHandler):
+    """Streams each uploaded file into a new file under ``MEDIA_ROOT/imports/`` (never into
+    memory), for an import job to read later. Placed after :class:`MaxSizeUploadHandler`.
+
+    The view owns the files: it hands them to an import job (which removes them when it
+    ends) or calls :meth:`discard` (refused request, upload over the limit, bad fields)."""
+
+    def __init__(self, request: Any = None) -> None:
+        super().__init__(request)
+        self.paths: list[str] = []
+
+    def new_file(self, *args: Any, **kwargs: Any) -> None:
+        from projects.services.import_jobs import import_upload_path
+
+        super().new_file(*args, **kwargs)
+        path = import_upload_path(self.file_name or "")
+        # Readable by this user only (the worker runs as the same user): a web server that
+        # serves MEDIA_ROOT cannot hand an upload out even if its folder is not excluded.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        self.file = StoredUpload(
+            open(fd, "w+b"),  # noqa: SIM115 - closed by the request (or discard)
+            path=str(path),
+            name=self.file_name,
+            content_type=self.content_type,
+            charset=self.charset,
+            content_type_extra=self.content_type_extra,
+        )
+        self.paths.append(str(path))
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes | None:
+        self.file.write(raw_data)
+        return None
+
+    def file_complete(self, file_size: int) -> UploadedFile:
+        self.file.flush()
+        self.file.seek(0)
+        self.file.size = file_size
+        return self.file
+
+    def upload_interrupted(self) -> None:
+        self.discard()
+
+    def discard(self, keep: str | None = None) -> None:
+        """Remove the stored files (all but ``keep``, the one handed to a job)."""
+        if hasattr(self, "file"):
+            self.file.close()
+        for path in self.paths:
+            if path != keep:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(path)
+
+
+class StoredUpload(UploadedFile):
+    """An upload stored as a file of its own under the media root (``stored_path``)."""
+
+    def __init__(self, file: Any, *, path: str, **kwargs: Any) -> None:
+        super().__init__(file, size=0, **kwargs)
+        self.stored_path = path
+
+
+def stored_path(upload: Any) -> str:
+    """Where :class:`ImportFileUploadHandler` stored ``upload`` (the only handler of an import
+    request, so every file of one is a :class:`StoredUpload`)."""
+    if not isinstance(upload, StoredUpload):
+        raise TypeError(f"{type(upload).__name__} is not an upload stored under the media root")
+    return upload.stored_path

@@ -21,10 +21,11 @@ from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from projects import permissions, states
-from projects.formats import FORMATS, parse_label_map
+from projects.formats import parse_label_map
+from projects.formats.images import IMAGE_TYPES
 from projects.formats.reading import LABEL_SOURCES
 from projects.http import HtmxHttpRequest
-from projects.inputs import BadInput, form_texts
+from projects.inputs import BadInput, form_text, form_texts
 from projects.models import TASK_DEFAULTS, TASKS, Job, Project
 from projects.permissions import researcher_required
 from projects.selectors import (
@@ -43,16 +44,17 @@ from projects.services.exports import (
     candidates_for_export,
     data_export,
     export_count_over,
-    export_file_for,
+    export_download_file,
     export_filters_parse,
     export_manifest,
     export_splits,
     export_start,
 )
-from projects.services.imports import ImportRefused, data_import, image_root
+from projects.services.import_jobs import UPLOAD_FORMATS, ImportNotStarted, import_upload_start
+from projects.services.imports import image_root
 from projects.services.jobs import BrokerUnavailable
 from projects.services.projects import project_create
-from projects.uploads import MaxSizeUploadHandler
+from projects.uploads import ImportFileUploadHandler, MaxSizeUploadHandler, stored_path
 
 
 @login_required
@@ -171,12 +173,10 @@ def export_download(request: HttpRequest, job_id: int) -> HttpResponse | FileRes
     job = get_object_or_404(Job, pk=job_id, kind="export")
     if job.status != "succeeded":
         return HttpResponse(f"export job {job.pk} is {job.status}; nothing to download yet", status=409)
-    path = export_file_for(job=job, manifest=request.GET.get("part") == "manifest")
-    if path is None:
+    found = export_download_file(job=job, manifest=request.GET.get("part") == "manifest")
+    if found is None:
         raise Http404("the export file is gone")
-    stem = f"{job.project.name if job.project else 'export'}-{job.pk}"
-    name = f"{stem}.manifest.json" if request.GET.get("part") == "manifest" else f"{stem}{path.suffix}"
-    return FileResponse(open(path, "rb"), as_attachment=True, filename=name)
+    return FileResponse(open(found[0], "rb"), as_attachment=True, filename=found[1])
 
 
 SKIP_HINT = "the “Skip bad rows” box ticked"
@@ -185,89 +185,70 @@ SKIP_HINT = "the “Skip bad rows” box ticked"
 @csrf_exempt  # the CSRF check runs below, after the upload handlers are in place
 @researcher_required
 def project_import(request: HttpRequest, pk: int) -> HttpResponse:
-    """Upload a data file into the project. Oversized uploads are refused while streaming."""
+    """Upload a data file into the project: streamed to a file under the media root (refused
+    while streaming once over the size limit), then imported by an ``import`` job; the page
+    answers at once with the job's progress box."""
     project = get_object_or_404(Project, pk=pk)
     limit = settings.COUNTERPART["MAX_UPLOAD_BYTES"]
     if request.method != "POST":
-        return render(request, "projects/project_import.html", {"project": project, "formats": FORMATS, "limit": limit})
+        return render(request, "projects/project_import.html", _import_context(project))
     declared = int(request.META.get("CONTENT_LENGTH") or 0)
     if declared > limit + 64 * 1024:
         return _import_error(request, project, f"upload refused: {declared} bytes is over the {limit}-byte limit", 413)
-    handler = MaxSizeUploadHandler(request, limit)
-    request.upload_handlers = [handler, *request.upload_handlers]
-    reason = CsrfViewMiddleware(lambda r: HttpResponse()).process_view(request, lambda r: HttpResponse(), (), {})
-    if reason is not None:
-        return reason
-    upload = request.FILES.get("file")
-    if handler.exceeded:
-        return _import_error(request, project, f"upload refused: over the {limit}-byte limit", 413)
-    fmt = request.POST.get("format", "")
-    if upload is None:
-        return _import_error(request, project, "choose a file to upload", 400)
-    if fmt not in FORMATS or fmt.startswith("cad-"):
-        return _import_error(
-            request, project, f"choose a file format: {', '.join(f for f in FORMATS if not f.startswith('cad-'))}", 400
-        )
+    size = MaxSizeUploadHandler(request, limit)
+    store = ImportFileUploadHandler(request)
+    request.upload_handlers = [size, store]
+    handed_over = None
     try:
-        label_map = parse_label_map(request.POST.get("label_map", ""))
-    except ValueError as exc:
-        return _import_error(request, project, f"label map: {exc}", 400)
-    suffix = os.path.splitext(upload.name or "")[1][:10]
-    if not all(c.isalnum() or c == "." for c in suffix):
-        suffix = ""
-    with tempfile.TemporaryDirectory() as tmpdir:
-        path = os.path.join(tmpdir, f"upload{suffix}")
-        with open(path, "wb") as fh:
-            for chunk in upload.chunks():
-                fh.write(chunk)
+        reason = CsrfViewMiddleware(lambda r: HttpResponse()).process_view(request, lambda r: HttpResponse(), (), {})
+        if reason is not None:
+            return reason
+        upload = request.FILES.get("file")
+        if size.exceeded:
+            return _import_error(request, project, f"upload refused: over the {limit}-byte limit", 413)
+        fmt = request.POST.get("format", "")
+        if upload is None:
+            return _import_error(request, project, "choose a file to upload", 400)
+        if fmt not in UPLOAD_FORMATS:
+            return _import_error(request, project, f"choose a file format: {', '.join(UPLOAD_FORMATS)}", 400)
         try:
-            report = data_import(
+            label_map = parse_label_map(form_text(request.POST.get("label_map"), "label map"))
+            split = form_text(request.POST.get("split"), "split")
+        except (ValueError, BadInput) as exc:  # both messages name the field
+            return _import_error(request, project, str(exc), 400)
+        path = stored_path(upload)
+        try:
+            job = import_upload_start(
                 project=project,
+                path=path,
+                name=upload.name or "upload",
                 format=fmt,
-                paths=[path],
-                split=request.POST.get("split", ""),
+                split=split,
                 strict=not request.POST.get("skip_bad_rows"),
-                skip_hint=SKIP_HINT,
                 label_map=label_map,
-                image_base=image_root(),  # an upload has no folder of its own
+                skip_hint=SKIP_HINT,
+                created_by=request.user,
             )
-        except ImportRefused as exc:
-            name = upload.name or "upload"
-            return _import_error(
-                request, project, str(exc).replace(path, name), 400, [p.replace(path, name) for p in exc.problems[:200]]
-            )
-    problems = [p.replace(path, upload.name or "upload") for p in report.problems[:200]]
-    warnings = [w.replace(path, upload.name or "upload") for w in report.warnings[:200]]
-    context = {"project": project, "formats": FORMATS, "limit": limit, "report": report}
-    return render(request, "projects/project_import.html", {**context, "problems": problems, "warnings": warnings})
+        except ImportNotStarted as exc:
+            return _import_error(request, project, str(exc), 400)
+        except BrokerUnavailable as exc:
+            return _import_error(request, project, f"Import not started: {exc}", 503)
+        handed_over = path
+        return render(request, "projects/project_import.html", {**_import_context(project), **job_context(job)})
+    finally:
+        store.discard(keep=handed_over)
 
 
-def _import_error(
-    request: HttpRequest, project: Project, message: str, status: int, problems: list[str] | None = None
-) -> HttpResponse:
-    return render(
-        request,
-        "projects/project_import.html",
-        {
-            "project": project,
-            "formats": FORMATS,
-            "limit": settings.COUNTERPART["MAX_UPLOAD_BYTES"],
-            "error": message,
-            "problems": problems or [],
-        },
-        status=status,
-    )
+def _import_context(project: Project) -> dict[str, Any]:
+    return {"project": project, "formats": UPLOAD_FORMATS, "limit": settings.COUNTERPART["MAX_UPLOAD_BYTES"]}
+
+
+def _import_error(request: HttpRequest, project: Project, message: str, status: int) -> HttpResponse:
+    context = {**_import_context(project), "error": message}
+    return render(request, "projects/project_import.html", context, status=status)
 
 
 # -- images -----------------------------------------------------------------
-
-IMAGE_TYPES = {
-    ".jpg": "image/jpeg",
-    ".jpeg": "image/jpeg",
-    ".png": "image/png",
-    ".gif": "image/gif",
-    ".webp": "image/webp",
-}
 
 
 @login_required

@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export NLTK_DATA=${NLTK_DATA:-$PWD/var/nltk_data}
+# The Celery app alone defaults to the production settings (as config.wsgi does); this is local development.
+export DJANGO_SETTINGS_MODULE=${DJANGO_SETTINGS_MODULE:-config.settings.local}
 PORT=${PORT:-8000}
 .venv/bin/python manage.py collectstatic --noinput -v0
 .venv/bin/python manage.py demo

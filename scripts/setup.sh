@@ -13,6 +13,7 @@ apt_pkgs=()
 [ -f /usr/share/wordnet/data.noun ] || apt_pkgs+=(wordnet-base)
 [ -f /usr/share/wordnet/index.sense ] || apt_pkgs+=(wordnet-sense-index)
 if [ "$DEV" = 1 ] && [ ! -x /usr/bin/chromium ]; then apt_pkgs+=(chromium); fi
+if [ "$DEV" = 1 ]; then for pkg in curl jq; do command -v "$pkg" >/dev/null || apt_pkgs+=("$pkg"); done; fi  # the API walk-through test
 if [ ${#apt_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "==> apt-get install ${apt_pkgs[*]}"

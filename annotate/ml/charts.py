@@ -22,8 +22,8 @@ FONT = 'font-family="system-ui, sans-serif" font-size="11"'
 
 def _svg(width: int, height: int, title: str, body: list[str]) -> str:
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" '
-        f'style="max-width:{width}px" role="img" aria-label="{escape(title)}" {FONT}>'
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}" class="chart-svg" role="img" aria-label="{escape(title)}" {FONT}>'
         f"<title>{escape(title)}</title>" + "".join(body) + "</svg>"
     )
 

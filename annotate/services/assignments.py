@@ -142,12 +142,15 @@ def _claim(*, access: Access, annotator_id: int, gold: bool, now: datetime) -> L
     (``item_next_open``, ``item_next_gold``), so the cost does not grow with the pool.
     """
     kind = "caption_choice" if access.task == "image-caption" else "task_label"
-    order = choice_rules.display_order_for(kind, _labels_for(access.project_id), _rng)
+    labels = _labels_for(access.project_id)
     return _backend().claim(
         project_id=access.project_id,
         annotator_id=annotator_id,
         gold=gold,
-        order=order,
+        orders=(
+            choice_rules.display_order_for(kind, labels, swapped=False),
+            choice_rules.display_order_for(kind, labels, swapped=True),
+        ),
         now=now,
         expires=now + lease_duration(),
     )
@@ -412,20 +415,30 @@ class _PostgresPath:
     skip_locked = True
 
     def claim(
-        self, *, project_id: int, annotator_id: int, gold: bool, order: list[str], now: datetime, expires: datetime
+        self,
+        *,
+        project_id: int,
+        annotator_id: int,
+        gold: bool,
+        orders: tuple[list[str], list[str]],
+        now: datetime,
+        expires: datetime,
     ) -> Lease | None:
+        """``orders``: the display order as drawn unswapped and swapped; the statement picks one
+        by ``choices.caption_swapped`` of (item, annotator), computed in SQL."""
         # one statement: atomic by itself, no BEGIN/COMMIT round trips
         params = {
             "pid": project_id,
             "uid": annotator_id,
-            "order": sql.json_param(order),
+            "order": sql.json_param(orders[0]),
+            "order_swapped": sql.json_param(orders[1]),
             "now": sql.dt(now),
             "expires": sql.dt(expires),
         }
         row = sql.fetchone_prepared(sql.CLAIM_PG.format(pick=sql.pick_sql(gold=gold, lock=True)), params)
         if row is None:
             return None
-        return Lease(row[0], row[1], order, expires, tuple(row[3:9]))
+        return Lease(row[0], row[1], list(sql.json_value(row[2])), expires, tuple(row[3:9]))
 
     def renew_live(self, *, annotator_id: int, project_id: int, now: datetime, expires: datetime) -> Lease | None:
         live = sql.fetchone_prepared(sql.RENEW_LIVE_PG, [sql.dt(expires), annotator_id, project_id, sql.dt(now)])
@@ -489,7 +502,14 @@ class _SqlitePath:
     skip_locked = False
 
     def claim(
-        self, *, project_id: int, annotator_id: int, gold: bool, order: list[str], now: datetime, expires: datetime
+        self,
+        *,
+        project_id: int,
+        annotator_id: int,
+        gold: bool,
+        orders: tuple[list[str], list[str]],
+        now: datetime,
+        expires: datetime,
     ) -> Lease | None:
         with transaction.atomic():
             picked = sql.fetchone(sql.pick_sql(gold=gold, lock=False), {"pid": project_id, "uid": annotator_id})
@@ -498,6 +518,7 @@ class _SqlitePath:
             # The WHERE clause is the guarantee; the CHECK (taken <= k) is the backstop.
             if not sql.execute(sql.BUMP_SQLITE, [picked[0]]):
                 return None
+            order = orders[1] if choice_rules.caption_swapped(picked[0], annotator_id) else orders[0]
             row = sql.fetchone(
                 sql.INSERT_LEASE_SQLITE,
                 [project_id, picked[0], annotator_id, sql.json_param(order), sql.dt(now), sql.dt(expires)],

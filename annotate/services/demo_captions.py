@@ -2,13 +2,15 @@
 
 COCO images are not available offline, so the demo uses real photographs that ship with
 scikit-image (``skimage/data``; public domain or CC0, see ``projects/fixtures/README.md``),
-captions written for them, and one-noun swaps made with the caption generator's own code
-(:func:`generation.ml.captions.caption_swaps`, WordNet sister terms when no masked LM is
-configured, realised with the noun's number and article by :func:`~generation.ml.captions.realise`).
-Each pair is (photo A, its caption) and (photo B, the caption with one noun swapped): some pairs
-are valid (each photo matches its own caption), some are not -- what the COCO-Counterfactuals
-human study measures. The photos are copied to ``MEDIA_ROOT/demo/captions/`` and the pairs
-imported from a ``pairs-jsonl`` file written there (FORMATS.md §1 image pairs).
+true captions written by looking at them, and one-noun swaps made with the caption generator's
+own code (:func:`generation.ml.captions.caption_swaps`, WordNet sister terms when no masked LM
+is configured, realised with the noun's number and article by
+:func:`~generation.ml.captions.realise`). Each pair is (photo A, a caption true of A) and
+(photo B, the same caption with one noun swapped, true of B and not of A): the photos stand in
+for the generated image of COCO-Counterfactuals, so the demo shows what a valid pair looks like
+and each image has one right answer (its own caption). The photos are copied to
+``MEDIA_ROOT/demo/captions/`` and the pairs imported from a ``pairs-jsonl`` file written there
+(FORMATS.md §1 image pairs).
 """
 
 from __future__ import annotations
@@ -30,6 +32,13 @@ MEDIA_SUBDIR = "demo/captions"
 
 
 @dataclass(frozen=True)
+class DemoPhoto:
+    licence: str  # from the docstring of skimage.data's loader
+    caption: str  # a true caption, written by looking at the photo
+    shows: frozenset[str]  # nouns for what is plainly in the photo (the demo's consistency tests)
+
+
+@dataclass(frozen=True)
 class DemoPair:
     photo: str  # file in skimage/data: the original's image
     caption: str
@@ -38,20 +47,42 @@ class DemoPair:
     cf_photo: str  # the counterfactual's image
 
 
-# photo -> licence (from the docstrings of skimage.data's loaders)
 PHOTOS = {
-    "chelsea.png": "CC0 (photographer Stefan van der Walt)",
-    "astronaut.png": "public domain (NASA; Eileen Collins)",
-    "camera.png": "CC0 (photographer Lav Varshney)",
-    "coffee.png": "CC0 (photographer Rachel Michetti, Pikolo Espresso Bar)",
-    "rocket.jpg": "public domain (SpaceX, DSCOVR launch)",
+    "chelsea.png": DemoPhoto(
+        "CC0 (photographer Stefan van der Walt)",
+        "a close-up of a tabby cat with green eyes",
+        frozenset({"cat", "eyes", "ears", "whiskers", "nose", "close-up"}),
+    ),
+    "astronaut.png": DemoPhoto(
+        "public domain (NASA; Eileen Collins)",
+        "a smiling woman with short hair in an orange suit",
+        frozenset({"woman", "hair", "suit", "helmet", "flag", "shuttle"}),
+    ),
+    "camera.png": DemoPhoto(
+        "CC0 (photographer Lav Varshney)",
+        "a man with short hair filming with a camera on a tripod",
+        frozenset({"man", "hair", "camera", "tripod", "coat", "grass", "buildings"}),
+    ),
+    "coffee.png": DemoPhoto(
+        "CC0 (photographer Rachel Michetti, Pikolo Espresso Bar)",
+        "a close-up of a red cup of coffee on a saucer",
+        frozenset({"cup", "coffee", "saucer", "spoon", "table", "close-up"}),
+    ),
+    "horse.png": DemoPhoto(
+        "CC0 (Andreas Preuss, openclipart)",
+        "the black silhouette of a horse with pointed ears",
+        frozenset({"horse", "silhouette", "ears", "tail", "legs"}),
+    ),
 }
 
+# Every pair is valid: each photo matches its own caption and not the other one, so the right
+# answers are "Caption <its own>" for both images -- what a good COCO-Counterfactuals pair looks
+# like (the dashboard counts it as "worked").
 PAIRS = [
+    DemoPair("astronaut.png", "a woman with short hair", "woman", "man", "camera.png"),
+    DemoPair("coffee.png", "a close-up of a cup", "cup", "cat", "chelsea.png"),
+    DemoPair("horse.png", "a horse with pointed ears", "horse", "cat", "chelsea.png"),
     DemoPair("chelsea.png", "a cat looking at the camera", "cat", "woman", "astronaut.png"),
-    DemoPair("astronaut.png", "a woman in an orange suit", "woman", "man", "camera.png"),
-    DemoPair("camera.png", "a man with a camera on a tripod", "man", "woman", "astronaut.png"),
-    DemoPair("coffee.png", "a red cup on a wooden table", "cup", "rocket", "rocket.jpg"),
 ]
 
 
@@ -98,7 +129,7 @@ def demo_caption_file() -> Path:
                     "label": None,
                     "image": p.photo,
                     "source": "skimage.data",
-                    "meta": {"licence": PHOTOS[p.photo]},
+                    "meta": {"licence": PHOTOS[p.photo].licence, "photo_caption": PHOTOS[p.photo].caption},
                 },
                 "counterfactual": {
                     "fields": {"caption": cf},
@@ -106,7 +137,11 @@ def demo_caption_file() -> Path:
                     "generator": "coco-counterfactuals",
                     "perturbation": "lexical",
                 },
-                "meta": {**meta, "licence": PHOTOS[p.cf_photo]},
+                "meta": {
+                    **meta,
+                    "licence": PHOTOS[p.cf_photo].licence,
+                    "photo_caption": PHOTOS[p.cf_photo].caption,
+                },
             }
         )
     path = out / "pairs.jsonl"

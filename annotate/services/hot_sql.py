@@ -152,7 +152,8 @@ JOIN generation_example e ON e.id = c.example_id
 """
 
 # PostgreSQL: pick, take the slot, write the lease and read what to show — one statement,
-# one round trip, atomic on its own (no BEGIN/COMMIT needed).
+# one round trip, atomic on its own (no BEGIN/COMMIT needed). The display order is one of the
+# two passed in, chosen by the same md5 bit as ``annotate.choices.caption_swapped``.
 CLAIM_PG = (
     """
 WITH pick AS (SELECT p.id FROM ({pick}) p WHERE p.id IS NOT NULL),
@@ -164,7 +165,10 @@ bump AS (
 ins AS (
     INSERT INTO annotate_assignment
         (project_id, item_id, annotator_id, status, display_order, leased_at, expires_at, finished_at, skip_reason)
-    SELECT %(pid)s::bigint, bump.id, %(uid)s::integer, 'leased', %(order)s::jsonb, %(now)s::timestamptz,
+    SELECT %(pid)s::bigint, bump.id, %(uid)s::integer, 'leased',
+           CASE WHEN get_byte(decode(md5(bump.id::text || ':' || %(uid)s::integer::text), 'hex'), 0) & 1 = 1
+                THEN %(order_swapped)s::jsonb ELSE %(order)s::jsonb END,
+           %(now)s::timestamptz,
            %(expires)s::timestamptz, NULL, '' FROM bump
     RETURNING id, item_id, display_order
 )

@@ -80,8 +80,8 @@ def _select_uncertainty(project: Project, n: int, rng: random.Random, messages: 
     )
     if not rows:
         messages.append(
-            "uncertainty: no classifier confidences on this project's candidates (train a pairwise "
-            "classifier and run autolabel first); fell back to random"
+            "uncertainty: no classifier confidences on this project's candidates (press “Train h” and "
+            "then “Auto-label the rest” on the project page first); fell back to random"
         )
         return _select_random(project, n, rng), "random"
     picked = sampling.uncertainty_sample([r[0] for r in rows], [r[1] for r in rows], n, seed=rng)

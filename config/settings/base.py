@@ -13,6 +13,7 @@ VAR_DIR = BASE_DIR / "var"
 
 SECRET_KEY = env("DJANGO_SECRET_KEY", "")  # production.py requires it; local/test set one
 DEBUG = env_bool("DJANGO_DEBUG", False)
+PRODUCTION = False  # True in config.settings.production (`manage.py demo` refuses there without --force)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
@@ -38,16 +39,58 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "projects.middleware.SecurityHeadersMiddleware",  # CSP, Permissions-Policy (docs/security.md)
     "projects.lockout.TokenFailureThrottleMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "projects.middleware.UnstorableInputMiddleware",  # NUL / lone surrogates: 400 (docs/security.md)
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "axes.middleware.AxesMiddleware",  # last, as axes asks: turns a lockout into its page
 ]
+
+# Content-Security-Policy: this origin only, no inline script or style, no eval, no plugins, no
+# framing; every script is a static file (static/js/), htmx runs with allowEval and its indicator
+# style off (templates/base.html). img-src data: is for Swagger UI's icons. Permissions-Policy:
+# every powerful feature off. Both sent on every response by projects.middleware.SecurityHeadersMiddleware.
+CONTENT_SECURITY_POLICY: dict[str, list[str]] = {
+    "default-src": ["'self'"],
+    "script-src": ["'self'"],
+    "style-src": ["'self'"],
+    "img-src": ["'self'", "data:"],
+    "font-src": ["'self'"],
+    "connect-src": ["'self'"],
+    "object-src": ["'none'"],
+    "base-uri": ["'self'"],
+    "frame-ancestors": ["'none'"],
+    "form-action": ["'self'"],
+}
+PERMISSIONS_POLICY: dict[str, list[str]] = {
+    feature: []
+    for feature in (
+        "accelerometer",
+        "autoplay",
+        "camera",
+        "display-capture",
+        "encrypted-media",
+        "fullscreen",
+        "geolocation",
+        "gyroscope",
+        "magnetometer",
+        "microphone",
+        "midi",
+        "payment",
+        "picture-in-picture",
+        "publickey-credentials-get",
+        "screen-wake-lock",
+        "serial",
+        "usb",
+        "xr-spatial-tracking",
+    )
+}
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
@@ -250,6 +293,7 @@ class CounterpartSettings(TypedDict):
     EXPORT_DIR: str
     EXPORT_SYNC_MAX: int
     IMAGE_ROOT: str
+    MAX_IMAGE_PIXELS: int
     BUNDLED_LM: bool
     PERPLEXITY_MAX_RATIO: float
     MIN_TRAIN_LABELS_WARNING: int
@@ -261,6 +305,8 @@ COUNTERPART: CounterpartSettings = {
     # Imported images must lie inside this folder (symlinks resolved); "" means MEDIA_ROOT.
     # Served to signed-in users at /images/<path relative to the root>.
     "IMAGE_ROOT": env("COUNTERPART_IMAGE_ROOT", ""),
+    # An imported image with more pixels (width x height, read from its header) is refused.
+    "MAX_IMAGE_PIXELS": env_int("COUNTERPART_MAX_IMAGE_PIXELS", 40_000_000),
     "MAX_UPLOAD_BYTES": env_int("COUNTERPART_MAX_UPLOAD_BYTES", 512 * 1024 * 1024),
     "MAX_LINE_BYTES": env_int("COUNTERPART_MAX_LINE_BYTES", 1024 * 1024),
     "IMPORT_BATCH_SIZE": env_int("COUNTERPART_IMPORT_BATCH_SIZE", 1000),

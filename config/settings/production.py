@@ -9,6 +9,8 @@ from config.env import ImproperlyConfiguredEnv, env, env_bool, env_int, env_list
 
 from .base import *
 
+PRODUCTION = True
+
 # Never from DJANGO_DEBUG: a debug page shows settings (DATABASE_URL, CELERY_BROKER_URL) and URLs.
 DEBUG = False
 

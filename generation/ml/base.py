@@ -6,7 +6,7 @@ reason. It never touches the database: ``generation/services/runs.py`` writes wh
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -42,6 +42,22 @@ class GeneratorConfigError(ValueError):
     the run fails at start with this message."""
 
 
+class StopRequested(Exception):
+    """Raised at a stop point when the generator's ``should_stop`` hook says the run was
+    cancelled: the service stops the run there (the batch in progress is not written)."""
+
+
+StopHook = Callable[[], bool]
+
+
+def stop_point(should_stop: StopHook | None) -> None:
+    """Raise :class:`StopRequested` when ``should_stop`` (set by the service on the generator,
+    cheap to call: it checks the database at most once a second) says so. Generators call it
+    between originals and inside long per-original loops, so a cancel lands within seconds."""
+    if should_stop is not None and should_stop():
+        raise StopRequested()
+
+
 class Generator(Protocol):
     name: str
 
@@ -60,9 +76,11 @@ class PerOriginalGenerator:
 
     name: str
     unconfigured: str = ""
+    should_stop: StopHook | None = None  # set by the service: the run was cancelled
 
     def generate(self, originals: Sequence[Original]) -> Iterator[GeneratedCandidate | Skip]:
         for original in originals:
+            stop_point(self.should_stop)
             if self.unconfigured:
                 yield Skip(original.id, self.unconfigured)
                 continue

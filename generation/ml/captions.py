@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from generation.ml import filters as ml_filters
-from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip
+from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip, StopHook, stop_point
 from generation.ml.rules import wordnet as wnx
 from generation.ml.rules.phrases import article_for, pluralize, singularize
 from generation.ml.rules.tokens import Token, match_case, tag
@@ -503,9 +503,12 @@ class CocoCounterfactualGenerator:
         return [float(x) for x in self._perplexity.score(list(texts))]
 
     # -- generation --------------------------------------------------------------------------
+    should_stop: StopHook | None = None  # set by the service: the run was cancelled
+
     def generate(self, originals: Sequence[Original]) -> Iterator[GeneratedCandidate | Skip]:
         per: list[tuple[Original, list[CaptionSwap]]] = []
         for o in originals:
+            stop_point(self.should_stop)
             caption = o.fields.get(FIELD)
             if not isinstance(caption, str) or not caption.strip():
                 yield Skip(o.id, f"missing field {FIELD!r}")
@@ -523,6 +526,7 @@ class CocoCounterfactualGenerator:
         )
         at = 0
         for o, swaps in per:
+            stop_point(self.should_stop)
             sims = results[at : at + len(swaps)]
             at += len(swaps)
             in_band = [s for s, r in zip(swaps, sims, strict=True) if r.keep]
@@ -595,6 +599,7 @@ class CocoCounterfactualGenerator:
         best: tuple[float, ImagePair, ClipVerdict | None, int] | None = None
         verdicts = []
         for attempt in range(self.attempts):
+            stop_point(self.should_stop)  # each image pair is a diffusion run
             seed = self.pair_seed(o.id, k, attempt)
             pair = self._pairs.generate(swap.caption, swap.counterfactual, seed=seed)
             if self._clip is None:

@@ -30,6 +30,7 @@ from generation.ml.base import (
     PerOriginalGenerator,
     Skip,
     edit_field_of,
+    stop_point,
 )
 from generation.ml.llm_prompt import NLI_VERBALIZER, phrase_chunks
 from generation.ml.neurologic import (
@@ -233,6 +234,7 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         made: list[tuple[str, str, float, float, list[str]]] = []
         notes: list[str] = []
         for target in targets:
+            stop_point(self.should_stop)  # one constrained decode per target
             lm = self.steers.get(target.lower(), self.lm)
             if lm is None:
                 notes.append(f"no model for {target!r}")
@@ -377,7 +379,7 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
             banned_ids=special_ids(tok, keep=[eos]) | hf.newline_ids(tok),
             min_new_tokens=min(max_new - 1, max(1, n_words // 2)),
         )
-        hyps = constrained_beam_search(model, clauses, cfg)
+        hyps = constrained_beam_search(model, clauses, cfg, should_stop=self.should_stop)
         out: list[tuple[str, float, float, list[str]]] = []
         picked: list[set[str]] = []
         for h in hyps:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from generation.ml.base import GeneratorConfigError
+from generation.ml.base import GeneratorConfigError, StopHook, stop_point
 
 Kind = Literal["masked-lm", "seq2seq", "causal", "classifier"]
 
@@ -170,6 +170,24 @@ def newline_ids(tokenizer: Any) -> frozenset[int]:
     return _newlines[key]
 
 
+def stop_criteria(should_stop: StopHook | None) -> Any:
+    """``stopping_criteria`` for ``model.generate`` that ends generation at the next token
+    once ``should_stop`` says the run was cancelled (the caller's next stop point then
+    raises); None without a hook."""
+    if should_stop is None:
+        return None
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    hook = should_stop
+
+    class _Cancelled(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            return torch.full((input_ids.shape[0],), bool(hook()), dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([_Cancelled()])
+
+
 def sample_continuations(
     model: Any,
     input_ids: Any,
@@ -182,6 +200,7 @@ def sample_continuations(
     stop_ids: frozenset[int] = frozenset(),
     pad_id: int = 0,
     seed: int = 0,
+    should_stop: StopHook | None = None,
 ) -> list[list[int]]:
     """``n`` sampled continuations of each left-padded prompt of a decoder-only LM, as token ids
     (row ``i * n + j`` is sample ``j`` of prompt ``i``; a sample ends at its first stop id, which
@@ -190,7 +209,8 @@ def sample_continuations(
     What ``generate(num_return_sequences=n)`` computes, without its cost on a CPU: ``generate``
     copies every prompt ``n`` times before running it, so a 170-token chat prompt is run ``n``
     times; here each prompt is run once and its key/value cache copied for the samples. Decoding
-    stops when every sample has hit a stop id."""
+    stops when every sample has hit a stop id. ``should_stop`` is checked before each token
+    (:func:`generation.ml.base.stop_point`: a cancelled run stops within one decoding step)."""
     import torch
 
     b = int(input_ids.shape[0])
@@ -210,6 +230,7 @@ def sample_continuations(
         stop = torch.tensor(sorted(stop_ids), dtype=torch.long)
         steps: list[Any] = []
         for step in range(max_new_tokens):
+            stop_point(should_stop)
             if temperature <= 0:
                 tok = logits.argmax(dim=-1, keepdim=True)
             else:

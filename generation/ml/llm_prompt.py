@@ -33,6 +33,7 @@ from generation.ml.base import (
     PerOriginalGenerator,
     Skip,
     edit_field_of,
+    stop_point,
 )
 from generation.ml.chat_fill import chat_messages, copies_demo, join_fill, rest_fill, sentence_around
 from generation.ml.saliency import ClassifierInput, TextClassifier, is_word, label_index, load_classifier, word_spans
@@ -418,10 +419,7 @@ class LLMPromptGenerator(PerOriginalGenerator):
         fills_per_request: list[list[tuple[str, bool] | None]] = (
             self._chat_fills(requests, o.task, other, [spans[r.span_index] for r in requests])
             if chat
-            else [
-                [(f, False) for f in self._fills(r.prompt, text, spans[r.span_index], r.target, seed=r.seed)]
-                for r in requests
-            ]
+            else [self._fills_between_stops(r, text, spans[r.span_index]) for r in requests]
         )
         for req, fills in zip(requests, fills_per_request, strict=True):
             si, target, prompt = req.span_index, req.target, req.prompt
@@ -619,6 +617,7 @@ class LLMPromptGenerator(PerOriginalGenerator):
                 stop_ids=frozenset(stops),
                 pad_id=pad,
                 seed=requests[0].seed,
+                should_stop=self.should_stop,
             )
         else:
             torch.manual_seed(requests[0].seed)
@@ -630,7 +629,9 @@ class LLMPromptGenerator(PerOriginalGenerator):
                     pad_token_id=pad,
                     do_sample=False,
                     num_beams=max(self.n, 2),
+                    stopping_criteria=hf.stop_criteria(self.should_stop),
                 )
+            stop_point(self.should_stop)
             out = beams[:, enc["input_ids"].shape[1] :].tolist()
         res: list[list[tuple[str, bool] | None]] = []
         for i, (r, sp) in enumerate(zip(requests, spans, strict=True)):
@@ -686,8 +687,14 @@ class LLMPromptGenerator(PerOriginalGenerator):
             out.append((target, multi, " … ".join(f for _, f in chosen), {**o.fields, field: new_text}, window))
         return out
 
+    def _fills_between_stops(self, r: FillRequest, text: str, span: Chunk) -> list[tuple[str, bool] | None]:
+        stop_point(self.should_stop)  # one generate call per blank and target
+        return [(f, False) for f in self._fills(r.prompt, text, span, r.target, seed=r.seed)]
+
     def _fills(self, prompt: str, text: str, span: Chunk, target: str, seed: int) -> list[str]:
         import torch
+
+        from generation.ml import hf
 
         lm = self._configured_lm()
         tok, model = lm.tokenizer, lm.model
@@ -712,7 +719,8 @@ class LLMPromptGenerator(PerOriginalGenerator):
             kw.update(do_sample=False, num_beams=max(self.n, 2))
         torch.manual_seed(seed)
         with torch.no_grad():
-            out = model.generate(**enc, **kw)
+            out = model.generate(**enc, **kw, stopping_criteria=hf.stop_criteria(self.should_stop))
+        stop_point(self.should_stop)
         if not lm.is_encoder_decoder:
             out = out[:, enc["input_ids"].shape[1] :]
         fills = []

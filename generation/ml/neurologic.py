@@ -30,6 +30,8 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from generation.ml.base import StopHook, stop_point
+
 
 @dataclass(frozen=True)
 class Clause:
@@ -169,15 +171,17 @@ def constrained_beam_search(
     model: StepModel,
     clauses: Sequence[Clause],
     config: SearchConfig | None = None,
+    should_stop: StopHook | None = None,
 ) -> list[Hypothesis]:
     """Finished hypotheses, best first: more satisfied clauses first, then length-normalised
-    log-probability."""
+    log-probability. ``should_stop`` is checked before each step (a cancelled run)."""
     cfg = config or SearchConfig()
     clauses = list(clauses)
     eos = model.eos_token_id
     beams = [Hypothesis(tokens=(), logprob=0.0, satisfied=frozenset())]
     finished: list[Hypothesis] = []
     for step in range(cfg.max_new_tokens):
+        stop_point(should_stop)
         if not beams:
             break
         logp = np.asarray(model.step_logprobs([b.tokens for b in beams]), dtype=np.float64)

@@ -40,6 +40,7 @@ from generation.ml.base import (
     Original,
     PerOriginalGenerator,
     Skip,
+    stop_point,
 )
 from generation.ml.saliency import (
     ClassifierInput,
@@ -488,6 +489,7 @@ class RationaleInfillGenerator(PerOriginalGenerator):
             return
         pending: list[tuple[str, dict[str, str]]] = []
         for ti, target in enumerate(targets):
+            stop_point(self.should_stop)  # one infill (LM sampling) per target
             seen: set[tuple[str, ...]] = set()
             for fills in self._infill(o, names, slots, target, seed=self.seed + ti):
                 new = apply_fills(o.fields, slots, fills)
@@ -698,6 +700,8 @@ class RationaleInfillGenerator(PerOriginalGenerator):
     def _seq2seq(self, o: Original, names: list[str], slots: list[Slot], target: str, seed: int) -> list[list[str]]:
         import torch
 
+        from generation.ml import hf
+
         lm = self._configured_lm()
         tok, model = lm.tokenizer, lm.model
         # group adjacent masked words (same field, only spaces between) into one sentinel span
@@ -724,7 +728,9 @@ class RationaleInfillGenerator(PerOriginalGenerator):
                 temperature=0.7,
                 num_return_sequences=self.n,
                 max_new_tokens=8 * len(groups) + 8,
+                stopping_criteria=hf.stop_criteria(self.should_stop),
             )
+        stop_point(self.should_stop)
         results: list[list[str]] = []
         drop = {t for t in (tok.pad_token, tok.eos_token) if t}
         for seq in outs:

@@ -28,12 +28,14 @@ state changes), so no other reader ever sees them half-filtered.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -42,7 +44,7 @@ from django.db.models import Count, F, QuerySet
 from django.utils import timezone
 
 from generation.ml import registry
-from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip
+from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip, StopHook, StopRequested
 from generation.ml.sampling import stratified_sample
 from generation.models import GenerationRun
 from generation.services.run_quality import (
@@ -64,14 +66,17 @@ from projects.models import (
     Label,
     Project,
 )
+from projects.selectors import job_waiting_behind
 from projects.services.candidates import candidates_transition
 from projects.services.jobs import (
+    JobCancelled,
     JobContext,
     JobFailed,
     JobSuperseded,
     job_cancel,
     job_create,
     job_execute,
+    job_wait_seconds,
 )
 
 logger = logging.getLogger(__name__)
@@ -292,18 +297,53 @@ def _to_original(
     )
 
 
-def _generate(generator: Any, originals: Sequence[Original]) -> Iterable[GeneratedCandidate | Skip]:
+def cancel_probe(ctx: JobContext, *, every: float = 1.0) -> StopHook:
+    """A generator's ``should_stop`` hook: whether the job was asked to stop, read from the
+    database at most once every ``every`` seconds."""
+    last = [0.0, False]
+
+    def should_stop() -> bool:
+        now = time.monotonic()
+        if not last[1] and now - float(last[0]) >= every:
+            last[0], last[1] = now, ctx.cancel_requested()
+        return bool(last[1])
+
+    return should_stop
+
+
+def _between_originals(
+    items: Iterable[GeneratedCandidate | Skip], should_stop: StopHook | None
+) -> Iterator[GeneratedCandidate | Skip]:
+    """The generator's output, checking ``should_stop`` whenever it moves to another
+    original (for generators that have no stop points of their own)."""
+    current: str | None = None
+    for item in items:
+        if item.original_id != current:
+            current = item.original_id
+            if should_stop is not None and should_stop():
+                raise StopRequested()
+        yield item
+
+
+def _generate(
+    generator: Any, originals: Sequence[Original], should_stop: StopHook | None = None
+) -> Iterable[GeneratedCandidate | Skip]:
     """The generator's output for a batch; if the batch raises, each original is retried
-    alone so one bad original becomes a skip instead of failing the run."""
+    alone so one bad original becomes a skip instead of failing the run. A cancel
+    (:class:`StopRequested`) stops at once."""
     try:
-        return list(generator.generate(originals))
+        return list(_between_originals(generator.generate(originals), should_stop))
+    except StopRequested:
+        raise
     except Exception:
         if len(originals) == 1:
             raise
     out: list[GeneratedCandidate | Skip] = []
     for o in originals:
         try:
-            out.extend(generator.generate([o]))
+            out.extend(_between_originals(generator.generate([o]), should_stop))
+        except StopRequested:
+            raise
         except Exception as exc:  # noqa: BLE001 - a per-original skip with the reason
             out.append(Skip(o.id, f"generator error: {type(exc).__name__}: {exc}"[:500]))
     return out
@@ -352,6 +392,7 @@ def _process_batch(
     labels: tuple[str, ...],
     encoder: Any,
     scorer: Any = None,
+    should_stop: StopHook | None = None,
 ) -> _BatchOutcome:
     outcome = _BatchOutcome()
     by_id: dict[str, Example] = {}
@@ -366,7 +407,7 @@ def _process_batch(
     per_original: dict[str, list[GeneratedCandidate]] = {o.id: [] for o in originals}
     skipped: dict[str, str] = {}
     if originals:
-        for item in _generate(generator, originals):
+        for item in _generate(generator, originals, should_stop):
             if isinstance(item, Skip):
                 if item.original_id in per_original:
                     skipped.setdefault(item.original_id, item.reason)
@@ -586,17 +627,28 @@ def run_execute(
     encoder: Any = None,
     on_progress: Callable[[GenerationRun], None] | None = None,
     resume: bool = False,
+    on_wait: Callable[[int], None] | None = None,
 ) -> GenerationRun:
     """Execute (or resume) a run in this process, through its job (the ``generate`` command's
     foreground mode; workers run :func:`run_job_handler` from the job task). Safe to call
     again: a finished run is returned as is; a running one continues after its cursor when
-    its heartbeat is stale, or at once with ``resume`` (the caller knows its executor died)."""
+    its heartbeat is stale, or at once with ``resume`` (the caller knows its executor died).
+    While another job that changes the project's candidates runs, it waits (``on_wait(job
+    id)`` each time it looks again)."""
     run = GenerationRun.objects.select_related("job").get(pk=run_id)
-    job_execute(
-        job_id=run.job_id,
-        take_over=resume,
-        handler=lambda job, ctx: _execute(run_id, ctx, encoder=encoder, on_progress=on_progress),
-    )
+    while True:
+        job = job_execute(
+            job_id=run.job_id,
+            take_over=resume,
+            handler=lambda job, ctx: _execute(run_id, ctx, encoder=encoder, on_progress=on_progress),
+        )
+        blocker = job_waiting_behind(job)
+        if blocker is None:
+            break
+        logger.info("run %s waits behind job %s of its project", run_id, blocker)
+        if on_wait is not None:
+            on_wait(blocker)
+        time.sleep(job_wait_seconds())
     return GenerationRun.objects.select_related("job", "project").get(pk=run_id)
 
 
@@ -626,6 +678,9 @@ def _execute(
         except Exception as exc:
             _final_metrics(run, failed=True)
             raise JobFailed(f"the similarity filter needs MiniLM, which could not be loaded: {exc}") from exc
+    should_stop = cancel_probe(ctx)
+    with contextlib.suppress(AttributeError):  # stop points inside the generator, where it has them
+        cast(Any, generator).should_stop = should_stop
     scorer = None
     notes: list[str] = []
     if "perplexity" in run.options.get("filters", []):
@@ -664,6 +719,7 @@ def _execute(
                 labels=labels,
                 encoder=encoder,
                 scorer=scorer,
+                should_stop=should_stop,
             )
             _write_batch(
                 run=run,
@@ -677,6 +733,9 @@ def _execute(
                 on_progress(run)
     except JobSuperseded:
         raise
+    except StopRequested:  # cancelled between originals: the batch in progress is not written
+        _final_metrics(run, failed=False)
+        raise JobCancelled() from None
     except Exception:
         _final_metrics(run, failed=True)
         raise

@@ -29,6 +29,7 @@ from typing import Any
 from projects.formats import cad, coco, pairs, tabular
 from projects.formats.coco import write_cf as write_coco_cf
 from projects.formats.hf import write_hf_datasets
+from projects.formats.images import DEFAULT_MAX_IMAGE_PIXELS
 from projects.formats.pairs import pair_to_json, write_pairs_jsonl
 from projects.formats.reading import (
     DEFAULT_MAX_LINE_BYTES,
@@ -98,6 +99,7 @@ def read(
     image_base: str | None = None,
     label_map: dict[str, str] | None = None,
     warn: Callable[[Problem], None] | None = None,
+    max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
 ) -> Iterator[OriginalRecord | PairRecord | Problem]:
     """Stream the records of ``paths`` in ``format``.
 
@@ -110,7 +112,9 @@ def read(
     it is a Problem that does not say whether the file exists (``None``: no check).
     ``image_base``: where relative image paths start (``None``: the data file's folder).
     ``label_map``: renames of labels as written (``{"yes": "true"}``), applied before the
-    case-insensitive match. ``warn`` receives the notes about rows that were read but
+    case-insensitive match. ``max_image_pixels``: an image with more pixels is a Problem
+    (read from its header, never decoded); every image must be a JPEG, PNG, WebP or GIF file
+    that Pillow verifies (:mod:`projects.formats.images`). ``warn`` receives the notes about rows that were read but
     deserve a look (the CAD NLI rows aligned only up to whitespace).
     """
     _check_format(format, task)
@@ -128,6 +132,8 @@ def read(
     }
     if format in ("cad-nli", "cad-sentiment", "coco-captions", "coco-cf"):
         kwargs["warn"] = warn
+    if not format.startswith("cad-"):  # the CAD formats have no images
+        kwargs["max_image_pixels"] = max_image_pixels
     if format == "cad-nli":
         return cad.read_nli(paths, **kwargs)
     if format == "cad-sentiment":

@@ -54,6 +54,7 @@ def read_captions(
     image_base: str | None = None,
     label_map: dict[str, str] | None = None,
     warn: Callable[[Problem], None] | None = None,
+    max_image_pixels: int = r.DEFAULT_MAX_IMAGE_PIXELS,
 ) -> Iterator[Record]:
     _check_fields(text_fields)
     dirs = [p for p in paths if os.path.isdir(p)]
@@ -90,7 +91,9 @@ def read_captions(
                 found, error = [], ""
                 for name in names:
                     try:
-                        found.append(r.resolve_image(name, base_dir=image_dir, root=image_root))
+                        found.append(
+                            r.resolve_image(name, base_dir=image_dir, root=image_root, max_pixels=max_image_pixels)
+                        )
                     except ValueError as exc:
                         error = error or str(exc)
                 if not found:
@@ -118,6 +121,7 @@ def read_cf(
     image_base: str | None = None,
     label_map: dict[str, str] | None = None,
     warn: Callable[[Problem], None] | None = None,
+    max_image_pixels: int = r.DEFAULT_MAX_IMAGE_PIXELS,
 ) -> Iterator[Record]:
     _check_fields(text_fields)
     files, image_dir = cf_split_paths(paths)
@@ -152,7 +156,7 @@ def read_cf(
             for k in ("image_0", "image_1"):
                 name = obj[k] if obj[k].lower().endswith((".jpg", ".jpeg", ".png")) else f"{obj[k]}.jpg"
                 try:
-                    images.append(r.resolve_image(name, base_dir=folder, root=image_root))
+                    images.append(r.resolve_image(name, base_dir=folder, root=image_root, max_pixels=max_image_pixels))
                 except ValueError as exc:
                     errors.append(str(exc))
             if errors:

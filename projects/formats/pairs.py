@@ -71,12 +71,12 @@ def _label(value: Any, key: str, label_of: r.LabelMap) -> str | None:
         raise RowError(f"{key}: {exc}") from None
 
 
-def _image(obj: dict[str, Any], where: str, base_dir: str, root: str | None) -> str:
+def _image(obj: dict[str, Any], where: str, base_dir: str, root: str | None, max_pixels: int) -> str:
     value = _str(obj, "image", where, limit=r.MAX_IMAGE)
     if not value:
         return ""
     try:
-        path = r.resolve_image(value, base_dir=base_dir, root=root, where=where)
+        path = r.resolve_image(value, base_dir=base_dir, root=root, where=where, max_pixels=max_pixels)
     except ValueError as exc:
         raise RowError(str(exc)) from None
     if msg := r.too_long(where + "image", path, r.MAX_IMAGE):
@@ -92,6 +92,7 @@ def pair_from_json(
     text_fields: list[str] | None,
     base_dir: str,
     image_root: str | None = None,
+    max_image_pixels: int = r.DEFAULT_MAX_IMAGE_PIXELS,
 ) -> PairRecord:
     """Validate one decoded line and build its :class:`PairRecord` (raises :class:`RowError`)."""
     if not isinstance(obj, dict):
@@ -122,7 +123,7 @@ def pair_from_json(
         id=orig_id,
         fields=o_fields,
         label=_label(original["label"], "original.label", label_of),
-        image=_image(original, "original.", base_dir, image_root),
+        image=_image(original, "original.", base_dir, image_root, max_image_pixels),
         source=_str(original, "source", "original.", limit=r.MAX_SOURCE),
         split=_str(original, "split", "original.", limit=r.MAX_SPLIT) or split,
         meta=_dict(original, "meta", "original."),
@@ -153,7 +154,7 @@ def pair_from_json(
         perturbation=_str(cf, "perturbation", "counterfactual.", limit=r.MAX_PERTURBATION),
         label_source=label_source,
         confidence=confidence,
-        cf_image=_image(cf, "counterfactual.", base_dir, image_root),
+        cf_image=_image(cf, "counterfactual.", base_dir, image_root, max_image_pixels),
         meta=_dict(obj, "meta", ""),
         gold_label=_label(cf.get("gold_label"), "counterfactual.gold_label", label_of),
         scores=scores,
@@ -171,6 +172,7 @@ def read_pairs_jsonl(
     image_root: str | None = None,
     image_base: str | None = None,
     label_map: dict[str, str] | None = None,
+    max_image_pixels: int = r.DEFAULT_MAX_IMAGE_PIXELS,
 ) -> Iterator[Record]:
     label_of = r.LabelMap(labels, label_map)
     for path in paths:
@@ -190,6 +192,7 @@ def read_pairs_jsonl(
                     text_fields=text_fields,
                     base_dir=base_dir,
                     image_root=image_root,
+                    max_image_pixels=max_image_pixels,
                 )
             except RowError as exc:
                 yield Problem(path, lineno, str(exc))

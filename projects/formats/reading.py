@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from projects.formats.images import DEFAULT_MAX_IMAGE_PIXELS as DEFAULT_MAX_IMAGE_PIXELS
+from projects.formats.images import image_problem
 from projects.formats.records import Problem
 
 # Per-task defaults (the same as generation.models.TASK_DEFAULTS, repeated here because this
@@ -139,10 +142,20 @@ def iter_json_lines(path: str, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) 
         except RecursionError:
             yield Problem(path, lineno, f"not valid JSON: nested more than {MAX_JSON_DEPTH} levels deep")
             continue
-        if msg := unstorable(value):
+        if _may_be_unstorable(text) and (msg := unstorable(value)):
             yield Problem(path, lineno, msg)
             continue
         yield lineno, value
+
+
+# A JSON line can decode to a NUL or a lone surrogate only through a \u escape (a raw NUL
+# is refused above and decoded UTF-8 holds no surrogates), and can nest deeper than
+# MAX_JSON_DEPTH only with more brackets than that: other lines need no walk (imports).
+_RISKY_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+
+
+def _may_be_unstorable(text: str) -> bool:
+    return text.count("[") + text.count("{") > MAX_JSON_DEPTH or _RISKY_ESCAPE.search(text) is not None
 
 
 NUL_MESSAGE = "contains a NUL character (U+0000), which the database cannot store"
@@ -184,13 +197,17 @@ def bad_text(text: str) -> str | None:
     return None
 
 
-def resolve_image(value: str, *, base_dir: str, root: str | None, where: str = "") -> str:
+def resolve_image(
+    value: str, *, base_dir: str, root: str | None, where: str = "", max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS
+) -> str:
     """The absolute path of the image ``value`` (relative paths are taken from ``base_dir``).
 
     With ``root`` (``COUNTERPART["IMAGE_ROOT"]``) the image must lie inside it once every
     symlink is resolved; anything else raises ``ValueError`` *before* the file system is
     asked whether the file exists, so the message never tells whether a path outside the
-    root exists. A missing image inside the root raises ``ValueError`` ("not found")."""
+    root exists. A missing image inside the root raises ``ValueError`` ("not found"), and so
+    does a file that is not a JPEG, PNG, WebP or GIF image of at most ``max_pixels`` pixels
+    (:func:`projects.formats.images.image_problem`)."""
     if msg := bad_text(value):
         raise ValueError(f"{where}image {msg}")
     path = os.path.abspath(value if os.path.isabs(value) else os.path.join(base_dir, value))
@@ -204,6 +221,8 @@ def resolve_image(value: str, *, base_dir: str, root: str | None, where: str = "
         path = real
     if not os.path.isfile(path):
         raise ValueError(f"{where}image not found: {value if root is not None else path}")
+    if problem := image_problem(path, max_pixels=max_pixels):
+        raise ValueError(f"{where}image {value} {problem}")
     return path
 
 

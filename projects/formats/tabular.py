@@ -101,6 +101,7 @@ def read_csv(
     image_root: str | None = None,
     image_base: str | None = None,
     label_map: dict[str, str] | None = None,
+    max_image_pixels: int = r.DEFAULT_MAX_IMAGE_PIXELS,
 ) -> Iterator[Record]:
     label_of = r.LabelMap(labels, label_map)
     for path in paths:
@@ -151,10 +152,17 @@ def read_csv(
                         text_fields=text_fields,
                         base_dir=base_dir,
                         image_root=image_root,
+                        max_image_pixels=max_image_pixels,
                     )
                 else:
                     yield _original(
-                        values, found, split=split, label_of=label_of, base_dir=base_dir, image_root=image_root
+                        values,
+                        found,
+                        split=split,
+                        label_of=label_of,
+                        base_dir=base_dir,
+                        image_root=image_root,
+                        max_image_pixels=max_image_pixels,
                     )
             except RowError as exc:
                 yield Problem(path, lineno, str(exc))
@@ -199,6 +207,7 @@ def _original(
     label_of: r.LabelMap,
     base_dir: str,
     image_root: str | None = None,
+    max_image_pixels: int = r.DEFAULT_MAX_IMAGE_PIXELS,
 ) -> OriginalRecord:
     """An originals-shape CSV row as an :class:`OriginalRecord` (raises :class:`RowError`)."""
     oid = values["id"].strip()
@@ -213,7 +222,7 @@ def _original(
         id=oid,
         fields={f: values[f] for f in fields},
         label=_label(values.get("label") or None, "label", label_of),
-        image=_image(obj, "", base_dir, image_root),
+        image=_image(obj, "", base_dir, image_root, max_image_pixels),
         source=_str(obj, "source", "", limit=r.MAX_SOURCE),
         split=_str(obj, "split", "", limit=r.MAX_SPLIT) or split,
         meta=_dict(obj, "meta", ""),

@@ -42,13 +42,20 @@ class OverrideRefused(ValueError):
     pass
 
 
+class OverrideUnchanged(Exception):
+    """The override would change nothing (the pair already has that label from a human), so
+    nothing is written and no override is recorded; ``str()`` says so for the user."""
+
+
 def candidate_override(*, candidate: Candidate, label: str, by: Any, note: str = "") -> Candidate:
     """A researcher relabels a pair. The candidate becomes ``human_labeled`` with
     ``label_source="human"`` and confidence 1 (so it wins over every auto label and is never
     auto-labelled again); a :class:`~projects.models.LabelOverride` records who, when and what
     it replaced. A pair still being annotated (``routed``) may be overridden too: the
     annotators' answers then no longer change its label. ``filtered_out`` and ``generated``
-    candidates are refused (they are not part of the data set)."""
+    candidates are refused (they are not part of the data set). Relabelling a pair with the
+    human label it already has changes nothing and records nothing (:class:`OverrideUnchanged`);
+    confirming an auto label does change its source, and is recorded."""
     from projects.models import Label, LabelOverride
 
     target = Label.objects.filter(project_id=candidate.project_id, name=label).first()
@@ -59,6 +66,10 @@ def candidate_override(*, candidate: Candidate, label: str, by: Any, note: str =
         locked = Candidate.objects.select_for_update().get(pk=candidate.pk)
         if locked.state in (states.FILTERED_OUT, states.GENERATED):
             raise OverrideRefused(f"a {locked.state} candidate is not in the data set; it cannot be relabelled")
+        if locked.state == states.HUMAN_LABELED and locked.label_id == target.pk and locked.label_source == "human":
+            raise OverrideUnchanged(
+                f"Nothing changed: {locked.external_id} is already labelled {target.name} by a human."
+            )
         LabelOverride.objects.create(
             candidate=locked,
             label=target,

@@ -35,6 +35,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -288,11 +289,12 @@ def data_export(
     split: list[str] | None = None,
     include_invalid: bool = False,
     manifest: bool = True,
+    progress: Callable[[int, int], None] | None = None,
 ) -> int:
     """Write the project's (filtered) pairs to ``out`` (a path, ``"-"`` for stdout, or a
     text stream). A path is written to a temporary file first and renamed when complete,
     then its manifest beside it (``manifest=False``: none). Returns how many pairs were
-    written."""
+    written. ``progress(rows, total)`` is called at the start and about once a second."""
     if format not in EXPORT_FORMATS:
         raise ExportError(f"unknown export format {format!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     qs = candidates_for_export(
@@ -304,6 +306,8 @@ def data_export(
         include_invalid=include_invalid,
     )
     records = pair_records(project=project, candidates=qs)
+    if progress is not None:
+        records = _reporting(records, progress=progress, total=qs.count())
     if format in DIRECTORY_FORMATS:
         if not isinstance(out, str) or out == "-":
             raise ExportError(f"{format} writes a directory: give --out a directory path")
@@ -340,6 +344,23 @@ def data_export(
         doc = export_manifest(project=project, format=format, filters=filters, rows=n, path=out)
         manifest_path(out).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return n
+
+
+_clock = time.monotonic  # the export progress reports' clock (tests replace it)
+
+
+def _reporting(
+    records: Iterator[PairRecord], *, progress: Callable[[int, int], None], total: int, every: float = 1.0
+) -> Iterator[PairRecord]:
+    """``records`` as they are handed to the writer, calling ``progress(rows, total)`` at the
+    start and then at most once every ``every`` seconds (each call is one UPDATE)."""
+    progress(0, total)
+    last = _clock()
+    for n, record in enumerate(records, start=1):
+        yield record
+        if _clock() - last >= every:
+            progress(n, total)
+            last = _clock()
 
 
 def _write_directory(*, project: Project, format: str, records: Iterator[PairRecord], out: str) -> int:
@@ -404,6 +425,16 @@ def export_file_for(*, job: Job, manifest: bool = False) -> Path | None:
     return path
 
 
+def export_download_file(*, job: Job, manifest: bool = False) -> tuple[Path, str] | None:
+    """The file a succeeded export job wrote and the name to download it as (``<project>-<job>``
+    plus its extension, or ``.manifest.json``); None if it is gone."""
+    path = export_file_for(job=job, manifest=manifest)
+    if path is None:
+        return None
+    stem = f"{job.project.name if job.project else 'export'}-{job.pk}"
+    return path, f"{stem}.manifest.json" if manifest else f"{stem}{path.suffix}"
+
+
 def export_path(*, job_id: int, format: str) -> Path:
     """Where the export job's result lands: a file, or for the directory formats a zip archive
     of the directory."""
@@ -430,11 +461,11 @@ def export_job(job: Job, ctx: JobContext) -> dict[str, Any]:
         if fmt in DIRECTORY_FORMATS:
             path.parent.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory(dir=path.parent, prefix=".export-") as tmp:
-                n = data_export(project=job.project, format=fmt, out=os.path.join(tmp, fmt), **p)
+                n = data_export(project=job.project, format=fmt, out=os.path.join(tmp, fmt), progress=ctx.progress, **p)
                 archive = shutil.make_archive(os.path.join(tmp, "archive"), "zip", tmp, fmt)
                 os.replace(archive, path)
         else:
-            n = data_export(project=job.project, format=fmt, out=str(path), **p)
+            n = data_export(project=job.project, format=fmt, out=str(path), progress=ctx.progress, **p)
     except ExportError as exc:
         raise JobFailed(str(exc)) from exc
     ctx.progress(n, n)

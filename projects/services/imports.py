@@ -14,6 +14,11 @@ Policy
   written ``COUNTERPART["IMPORT_BATCH_SIZE"]`` at a time, each batch in one transaction
   with two bulk look-ups (existing originals, existing pairs) and two bulk inserts: a batch
   lands completely or not at all.
+- **Marked with the import job.** Run as an ``import`` job (``job_id``), every row written is
+  marked with the job (``Example.job`` / ``Candidate.job``), so a cancelled or failed job can
+  remove exactly what it wrote and a resumed one can tell its own rows from older ones
+  (:mod:`projects.services.import_jobs`). ``on_progress(phase, rows, total)`` is called
+  after every batch of both passes (``checking``, then ``writing``); it may raise to stop.
 - **Idempotent.** Ids are unique per project; a record whose id is already there (in the
   database or earlier in the same input) is skipped, so importing a file twice adds nothing.
   A pair's original is found by its id and created when missing (the first import of an id
@@ -32,6 +37,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, models, transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from projects import formats, states
@@ -90,6 +96,8 @@ def data_import(
     skip_hint: str = "--skip-bad-rows",
     label_map: dict[str, str] | None = None,
     image_base: str | None = None,
+    job_id: int | None = None,
+    on_progress: Callable[[str, int, int | None], None] | None = None,
 ) -> ImportReport:
     """Import ``paths`` (in ``format``) into ``project``. See the module docstring for the
     policy. Raises :class:`ImportRefused` when the input is refused as a whole, and when it
@@ -124,6 +132,7 @@ def data_import(
             image_base=image_base,
             label_map=label_map,
             warn=warnings.append,
+            max_image_pixels=cfg["MAX_IMAGE_PIXELS"],
         )
 
     try:
@@ -141,14 +150,20 @@ def data_import(
     except FormatError as exc:
         raise ImportRefused(str(exc)) from None
 
+    read_total: int | None = None
     if strict:
         dry = ImportReport()
         rows = 0
-        for rec in records(paths):
+        for n, rec in enumerate(records(paths), 1):
             if isinstance(rec, Problem):
                 dry.add_problem(rec, max_problems)
             else:
                 rows += 1
+            if on_progress and n % batch_size == 0:
+                on_progress("checking", n, None)
+        read_total = rows + dry.problem_count
+        if on_progress:
+            on_progress("checking", read_total, read_total)
         if dry.problem_count:
             raise ImportRefused(
                 f"{dry.problem_count} problem(s) found; nothing was imported "
@@ -161,21 +176,30 @@ def data_import(
     report = ImportReport()
     warnings.clear()  # the checks above read the input too; count the writing pass only
     label_ids = dict(Label.objects.filter(project=project).values_list("name", "id"))
+    earlier = _Earlier.of(job_id) if job_id is not None else None
     batch: list[OriginalRecord | PairRecord] = []
-    for rec in records(paths):
+    n = 0
+    for n, rec in enumerate(records(paths), 1):
         if isinstance(rec, Problem):
             report.add_problem(rec, max_problems)
             continue
         batch.append(rec)
         if len(batch) >= batch_size:
-            _write_batch(project, batch, label_ids, report)
+            _write_batch(project, batch, label_ids, report, job_id, earlier)
             batch = []
             if on_batch:
                 on_batch(report)
+            if on_progress:
+                on_progress("writing", n, read_total)
     if batch:
-        _write_batch(project, batch, label_ids, report)
+        _write_batch(project, batch, label_ids, report, job_id, earlier)
         if on_batch:
             on_batch(report)
+    if on_progress:
+        on_progress("writing", n, n)
+    if job_id is not None:  # the truth, across every execution of the job
+        report.imported_originals = Example.objects.filter(job_id=job_id).count()
+        report.imported_pairs = Candidate.objects.filter(job_id=job_id).count()
     for warning in warnings:
         report.add_warning(warning, max_problems)
     if report.batches == 0 and report.problem_count == 0:
@@ -197,7 +221,12 @@ def _write_batch(
     batch: Iterable[OriginalRecord | PairRecord],
     label_ids: dict[str, int],
     report: ImportReport,
+    job_id: int | None = None,
+    earlier: _Earlier | None = None,
 ) -> None:
+    """Write one batch in one transaction, its rows marked with ``job_id``. A row that is
+    there already, marked with the same job and older than this execution (``earlier``) was
+    written before a resume: it is not counted as skipped."""
     originals: dict[str, OriginalRecord] = {}  # every original the batch needs, first one wins
     explicit: list[str] = []  # ids of originals given as records of their own
     pairs: dict[str, PairRecord] = {}
@@ -216,12 +245,15 @@ def _write_batch(
         return label_ids[name] if name is not None else None
 
     with transaction.atomic():
-        example_ids = dict(
-            Example.objects.filter(project=project, external_id__in=list(originals)).values_list("external_id", "id")
+        found = Example.objects.filter(project=project, external_id__in=list(originals)).values_list(
+            "external_id", "id", "job_id"
         )
+        example_ids = {ext: pk for ext, pk, _ in found}
+        resumed_originals = {ext for ext, pk, job in found if earlier and earlier.example(job, pk)}
         new_examples = [
             {
                 "project_id": project.pk,
+                "job_id": job_id,
                 "external_id": o.id,
                 "fields": o.fields,
                 "image": o.image,
@@ -241,11 +273,13 @@ def _write_batch(
                     "external_id", "id"
                 )
             )
-        existing_pairs = set(
-            Candidate.objects.filter(project=project, external_id__in=list(pairs)).values_list("external_id", flat=True)
+        found_pairs = Candidate.objects.filter(project=project, external_id__in=list(pairs)).values_list(
+            "external_id", "id", "job_id"
         )
+        existing_pairs = {ext for ext, _, _ in found_pairs}
+        resumed_pairs = {ext for ext, pk, job in found_pairs if earlier and earlier.candidate(job, pk)}
         new_candidates = [
-            _candidate(project, p, example_ids[p.original.id], label)
+            {**_candidate(project, p, example_ids[p.original.id], label), "job_id": job_id}
             for pid, p in pairs.items()
             if pid not in existing_pairs
         ]
@@ -253,16 +287,41 @@ def _write_batch(
             _bulk_insert(Candidate, new_candidates)
 
     # Counts: an explicit original is imported once (its first record) and skipped otherwise.
+    # (A job's imported counts are recounted from its marked rows at the end.)
     counted: set[str] = set()
     for oid in explicit:
-        if oid in created_originals and oid not in counted:
+        if (oid in created_originals or oid in resumed_originals) and oid not in counted:
             counted.add(oid)
         else:
             report.skipped += 1
     report.imported_originals += len(created_originals)
     report.imported_pairs += len(new_candidates)
-    report.skipped += len(existing_pairs) + duplicates
+    report.skipped += len(existing_pairs) - len(resumed_pairs) + duplicates
     report.batches += 1
+
+
+@dataclass(frozen=True)
+class _Earlier:
+    """The rows an import job wrote in its earlier executions: marked with the job, with a
+    primary key up to the largest it had when this execution started (ids only grow)."""
+
+    job_id: int
+    max_example: int
+    max_candidate: int
+
+    @classmethod
+    def of(cls, job_id: int) -> _Earlier:
+        return cls(
+            job_id,
+            Example.objects.filter(job_id=job_id).aggregate(m=Max("pk"))["m"] or 0,
+            Candidate.objects.filter(job_id=job_id).aggregate(m=Max("pk"))["m"] or 0,
+        )
+
+    def example(self, job: int | None, pk: int) -> bool:
+        return job == self.job_id and pk <= self.max_example
+
+    def candidate(self, job: int | None, pk: int) -> bool:
+        return job == self.job_id and pk <= self.max_candidate
 
 
 def _candidate(

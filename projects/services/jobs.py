@@ -16,11 +16,25 @@ job id and calls :func:`job_execute`, which
 
 A worker killed outright (SIGKILL of the main process and its pool) leaves the job
 ``running`` with a heartbeat that stops moving. :func:`jobs_sweep` — run every
-``JOB_SWEEP_SECONDS`` by celery beat and once when a worker starts — re-enqueues every job
+``JOB_SWEEP_SECONDS`` by celery beat, and by every worker when it starts and again once
+``JOB_STALE_SECONDS`` have passed (so recovery does not need beat) — re-enqueues every job
 whose heartbeat is older than ``JOB_STALE_SECONDS``; the new execution claims it and the
 handler resumes from what was committed (generation runs continue after their cursor). The
 message of the killed execution may be redelivered later by the broker; it finds the job
 finished or owned and does nothing.
+
+**Per-project serialization.** Kinds registered ``exclusive`` (those that change a project's
+candidates: generation, route, train, autolabel, import — :data:`EXCLUSIVE_KINDS`) run one at
+a time per project. The claim of such a job locks the project row (``SELECT … FOR UPDATE``;
+SQLite's ``IMMEDIATE`` transactions serialize it there) and looks for another exclusive job of
+the project that is ``running``; if there is one, the job stays ``queued``, records
+``result["waiting_behind"]`` (the page says "waiting behind job #N") and its message is sent
+again after :func:`job_wait_seconds`. A running job with a stale heartbeat still holds its
+project: it is resumed by the sweep, never overtaken.
+
+**Errors.** A handler's :class:`JobFailed` message is shown as written. Any other exception is
+logged with its traceback under a reference, and the job shows only "an internal error
+stopped the job (logged as job-N-…)": never raw database text.
 
 Enqueueing happens after the transaction commits (:func:`job_start`). When the broker cannot
 be reached the job is marked failed with a clear message and :class:`BrokerUnavailable` is
@@ -29,6 +43,7 @@ raised, which pages and APIs answer with 503 — the job never runs inside the w
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import uuid
@@ -44,6 +59,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from projects.models import JOB_ACTIVE, JOB_KINDS, Job, Project
+from projects.selectors import job_waiting_behind
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +81,9 @@ class JobSuperseded(Exception):
 
 
 Handler = Callable[[Job, "JobContext"], dict[str, Any]]
+# Called with (job id, final status) once a job has ended, wherever it ended: run to its end,
+# cancelled while queued, refused by a down broker, cancelled while its executor was dead.
+EndHook = Callable[[int, str], None]
 
 
 @dataclass(frozen=True)
@@ -73,16 +92,40 @@ class JobKind:
     queue: str
     handler: Handler
     time_limit: int | None = None
+    exclusive: bool = False
+    on_end: EndHook | None = None
 
 
 _KINDS: dict[str, JobKind] = {}
 
+#: Kinds that change a project's candidates: one of them at a time per project (the default of
+#: ``job_kind_register(exclusive=...)``).
+EXCLUSIVE_KINDS = frozenset({"generation", "route", "train", "autolabel", "import"})
 
-def job_kind_register(*, name: str, queue: str, handler: Handler, time_limit: int | None = None) -> None:
-    """Called from an app's ``AppConfig.ready()``: ``name`` must be one of ``JOB_KINDS``."""
+
+def job_kind_register(
+    *,
+    name: str,
+    queue: str,
+    handler: Handler,
+    time_limit: int | None = None,
+    exclusive: bool | None = None,
+    on_end: EndHook | None = None,
+) -> None:
+    """Called from an app's ``AppConfig.ready()``: ``name`` must be one of ``JOB_KINDS``.
+    ``exclusive`` (default: ``name in EXCLUSIVE_KINDS``): jobs of this kind run one at a time
+    per project, together with every other exclusive kind. ``on_end(job_id, status)``
+    (optional) cleans up after a job of this kind has ended."""
     if name not in JOB_KINDS:
         raise ValueError(f"unknown job kind {name!r}; add it to projects.models.JOB_KINDS")
-    _KINDS[name] = JobKind(name=name, queue=queue, handler=handler, time_limit=time_limit)
+    exclusive = name in EXCLUSIVE_KINDS if exclusive is None else exclusive
+    _KINDS[name] = JobKind(
+        name=name, queue=queue, handler=handler, time_limit=time_limit, exclusive=exclusive, on_end=on_end
+    )
+
+
+def _exclusive_kinds() -> list[str]:
+    return sorted(k.name for k in _KINDS.values() if k.exclusive)
 
 
 def job_kind(name: str) -> JobKind:
@@ -113,14 +156,24 @@ def job_create(
     return Job.objects.create(kind=kind, project=project, params=dict(params or {}), created_by=user, total=total)
 
 
-def job_enqueue(*, job_id: int) -> None:
-    """Send the job's message now (callers use :func:`job_start`, which does it on commit).
-    A broker that cannot be reached marks the job failed and raises ``BrokerUnavailable``."""
+def job_wait_seconds() -> float:
+    """How long a job waiting behind another of its project waits before it tries again:
+    short enough that a waiting job is never shown as stalled (a third of the stale
+    threshold), at most 10 s."""
+    return max(1.0, min(10.0, float(_cfg("JOB_STALE_SECONDS")) / 3))
+
+
+def job_enqueue(*, job_id: int, countdown: float | None = None) -> None:
+    """Send the job's message now (callers use :func:`job_start`, which does it on commit),
+    or after ``countdown`` seconds. A broker that cannot be reached marks the job failed and
+    raises ``BrokerUnavailable``."""
     from projects.tasks import job_execute_task
 
     job = Job.objects.get(pk=job_id)
     kind = job_kind(job.kind)
     options: dict[str, Any] = {"queue": kind.queue}
+    if countdown:
+        options["countdown"] = countdown
     if kind.time_limit:
         options.update(time_limit=kind.time_limit, soft_time_limit=max(kind.time_limit - 60, 1))
     Job.objects.filter(pk=job_id).update(enqueued_at=timezone.now())
@@ -129,9 +182,10 @@ def job_enqueue(*, job_id: int) -> None:
     except _broker_errors() as exc:
         message = f"could not enqueue the job: the task broker is unreachable ({type(exc).__name__})"
         logger.error("job %s: %s: %s", job_id, message, exc)
-        Job.objects.filter(pk=job_id, status="queued").update(
+        if Job.objects.filter(pk=job_id, status="queued").update(
             status="failed", error=message, finished_at=timezone.now()
-        )
+        ):
+            _ended(job_id, "failed")
         raise BrokerUnavailable(message) from exc
 
 
@@ -163,10 +217,12 @@ def job_cancel(*, job: Job) -> Job:
     between steps). A finished job is left as it is."""
     now = timezone.now()
     with transaction.atomic():
-        Job.objects.filter(pk=job.pk, status="queued").update(
+        was_queued = Job.objects.filter(pk=job.pk, status="queued").update(
             cancel_requested=True, status="cancelled", finished_at=now
         )
         Job.objects.filter(pk=job.pk, status="running").update(cancel_requested=True)
+    if was_queued:
+        _ended(job.pk, "cancelled")
     job.refresh_from_db()
     return job
 
@@ -233,6 +289,32 @@ class _Heartbeat:
 
 
 def _claim(job_id: int, *, take_over: bool) -> str | None:
+    """A fresh token if this execution now owns the job, else None (finished, cancelled,
+    owned by a live execution, or waiting behind another job of its project)."""
+    row = Job.objects.filter(pk=job_id).values_list("kind", "project_id", "status").first()
+    if row is None:
+        return None
+    kind, project_id, status = row
+    if status == "queued" and project_id is not None and kind in _exclusive_kinds():
+        with transaction.atomic():
+            # The project's row lock serializes the claims of its exclusive jobs (on SQLite the
+            # IMMEDIATE transaction does): the check below and the UPDATE see the same world.
+            list(Project.objects.select_for_update().filter(pk=project_id).values_list("pk", flat=True))
+            blocker = (
+                Job.objects.filter(project_id=project_id, status="running", kind__in=_exclusive_kinds())
+                .exclude(pk=job_id)
+                .order_by("pk")
+                .values_list("pk", flat=True)
+                .first()
+            )
+            if blocker is not None:
+                Job.objects.filter(pk=job_id, status="queued").update(result={"waiting_behind": blocker})
+                return None
+            return _claim_row(job_id, take_over=take_over)
+    return _claim_row(job_id, take_over=take_over)
+
+
+def _claim_row(job_id: int, *, take_over: bool) -> str | None:
     now = timezone.now()
     stale = now - timedelta(seconds=float(_cfg("JOB_STALE_SECONDS")))
     token = uuid.uuid4().hex
@@ -240,6 +322,7 @@ def _claim(job_id: int, *, take_over: bool) -> str | None:
     claimable = Q(status="queued") | Q(status="running") & (Q() if take_over else dead)
     n = Job.objects.filter(claimable, pk=job_id).update(
         status="running",
+        result={},
         token=token,
         heartbeat_at=now,
         attempts=F("attempts") + 1,
@@ -252,7 +335,20 @@ def _finish(job_id: int, token: str, status: str, *, error: str = "", result: di
     values: dict[str, Any] = {"status": status, "error": error[:5000], "finished_at": timezone.now()}
     if result is not None:
         values["result"] = result
-    Job.objects.filter(pk=job_id, token=token, status="running").update(**values)
+    if Job.objects.filter(pk=job_id, token=token, status="running").update(**values):
+        _ended(job_id, status)
+
+
+def _ended(job_id: int, status: str) -> None:
+    """Run the kind's ``on_end`` hook for a job that has just ended. A failing hook is logged
+    (the job's outcome stands; hooks are written to be run again safely)."""
+    kind = _KINDS.get(Job.objects.filter(pk=job_id).values_list("kind", flat=True).first() or "")
+    if kind is None or kind.on_end is None:
+        return
+    try:
+        kind.on_end(job_id, status)
+    except Exception:
+        logger.exception("job %s: the end hook of kind %s failed", job_id, kind.name)
 
 
 def job_execute(*, job_id: int, handler: Handler | None = None, take_over: bool = False) -> Job:
@@ -264,10 +360,11 @@ def job_execute(*, job_id: int, handler: Handler | None = None, take_over: bool 
         status="cancelled", finished_at=timezone.now()
     )
     if cancelled_while_queued:
+        _ended(job_id, "cancelled")
         return Job.objects.get(pk=job_id)
     token = _claim(job_id, take_over=take_over)
     if token is None:
-        return Job.objects.get(pk=job_id)
+        return Job.objects.get(pk=job_id)  # see job_waiting_behind: the caller may try later
     job = Job.objects.select_related("project", "created_by").get(pk=job_id)
     if job.cancel_requested:  # asked to stop while its last executor was dead
         _finish(job_id, token, "cancelled")
@@ -286,14 +383,46 @@ def job_execute(*, job_id: int, handler: Handler | None = None, take_over: bool 
         except JobFailed as exc:
             logger.warning("%s job %s failed: %s", job.kind, job_id, exc)
             _finish(job_id, token, "failed", error=str(exc))
-        except Exception as exc:
-            logger.exception("%s job %s failed", job.kind, job_id)
-            _finish(job_id, token, "failed", error=f"{type(exc).__name__}: {exc}")
+        except Exception:
+            ref = f"job-{job_id}-{token[:8]}"
+            logger.exception("%s job %s failed (reference %s)", job.kind, job_id, ref)
+            _finish(job_id, token, "failed", error=internal_error_message(ref))
             raise
         else:
             final = "cancelled" if ctx.cancel_requested() else "succeeded"
             _finish(job_id, token, final, result=_jsonable(result or {}))
     return Job.objects.get(pk=job_id)
+
+
+def job_execute_or_wait(*, job_id: int) -> Job:
+    """What the job task does: :func:`job_execute`, and if the job waits behind another job
+    of its project, send its message again after :func:`job_wait_seconds`."""
+    job = job_execute(job_id=job_id)
+    if job_waiting_behind(job) is not None and not _eager():
+        with contextlib.suppress(BrokerUnavailable):  # job_enqueue marked it failed, clearly
+            job_enqueue(job_id=job_id, countdown=job_wait_seconds())
+        job.refresh_from_db()
+    return job
+
+
+def _eager() -> bool:
+    """Celery runs tasks in the caller (unit tests): a delayed re-send would run at once,
+    over and over; the job stays queued and the caller tries again."""
+    from projects.tasks import job_execute_task
+
+    return bool(job_execute_task.app.conf.task_always_eager)
+
+
+def sweep_after_start_seconds() -> float:
+    """When a starting worker sweeps a second time: once the heartbeat of a job its killed
+    predecessor was running is surely older than ``JOB_STALE_SECONDS``."""
+    return float(_cfg("JOB_STALE_SECONDS")) + max(5.0, float(_cfg("JOB_HEARTBEAT_SECONDS")))
+
+
+def internal_error_message(ref: str) -> str:
+    """What a job shows for an unexpected exception: no exception text (it may be raw
+    database text), a reference to find the traceback in the worker's log."""
+    return f"an internal error stopped the job (logged as {ref} in the worker log); it can be started again"
 
 
 def _jsonable(value: Any) -> Any:
@@ -339,22 +468,37 @@ def jobs_sweep(*, now: Any = None) -> list[int]:
             except BrokerUnavailable:
                 continue
             sent.append(job_id)
+    # A waiting job whose delayed message was lost (the worker holding it died): send it again.
+    waiting = Job.objects.filter(status="queued", result__has_key="waiting_behind", enqueued_at__lt=stale)
+    for job_id in list(waiting.values_list("pk", flat=True)):
+        if Job.objects.filter(pk=job_id, status="queued", enqueued_at__lt=stale).update(enqueued_at=now):
+            try:
+                job_enqueue(job_id=job_id)
+            except BrokerUnavailable:
+                continue
+            sent.append(job_id)
     return sent
 
 
 __all__ = [
+    "EXCLUSIVE_KINDS",
     "JOB_ACTIVE",
     "BrokerUnavailable",
     "JobCancelled",
     "JobContext",
     "JobFailed",
     "JobSuperseded",
+    "internal_error_message",
     "job_cancel",
     "job_create",
     "job_enqueue",
     "job_execute",
+    "job_execute_or_wait",
     "job_kind",
     "job_kind_register",
     "job_start",
+    "job_wait_seconds",
+    "job_waiting_behind",
     "jobs_sweep",
+    "sweep_after_start_seconds",
 ]

@@ -36,6 +36,13 @@ def project_create(
     text_fields = list(text_fields or TASK_DEFAULTS[task]["fields"])
     if len(set(labels)) != len(labels) or not labels:
         raise ValidationError("labels must be a non-empty list without repeats")
+    # Checked here, before the database (PostgreSQL would refuse an over-long value with an error).
+    label_max = Label._meta.get_field("name").max_length or 64
+    if too_long := [n for n in [*labels, *text_fields] if len(n) > label_max]:
+        raise ValidationError(f"label and field names are at most {label_max} characters ({len(too_long[0])} given)")
+    name_max = Project._meta.get_field("name").max_length or 200
+    if len(name) > name_max:
+        raise ValidationError(f"the name is at most {name_max} characters")
     if not 0 <= human_budget <= 1:
         raise ValidationError("human budget must be between 0 and 1")
     project = Project.objects.create(

@@ -3,10 +3,29 @@
  * 1-9 choose · s skip (optional reason, Enter confirms, Esc cancels) · u undo · o original.
  * Active time per item: the clock runs while the tab is visible and pauses when it is hidden;
  * the total goes out with the answer as duration_ms.
+ *
+ * History: every item shown gets its own URL (?a=<assignment id>, the stage's data-url); an
+ * answer pushes a new history entry, anything else replaces the current one. Back / Forward
+ * loads that URL from the server, which shows an item already answered as answered (with the
+ * answer and Undo) instead of a stale copy of the page (issue 20.11).
  */
 (function () {
   "use strict";
-  var activeMs = 0, since = null, busy = false;
+  var activeMs = 0, since = null, busy = false, lastAction = "";
+
+  function syncHistory() {
+    var stage = document.getElementById("stage");
+    var url = stage && stage.dataset.url;
+    var action = lastAction;
+    lastAction = "";
+    if (!url || url === location.pathname + location.search) { return; }
+    if (action === "answer-form") { history.pushState({ annotate: true }, "", url); }
+    else { history.replaceState({ annotate: true }, "", url); }
+  }
+  // Same-document Back / Forward between items, and a page restored from the back-forward
+  // cache: ask the server for the current state of that item.
+  window.addEventListener("popstate", function () { location.reload(); });
+  window.addEventListener("pageshow", function (e) { if (e.persisted) { location.reload(); } });
 
   function startClock() { activeMs = 0; since = document.hidden ? null : performance.now(); busy = false; }
   function elapsed() { return Math.round(activeMs + (since === null ? 0 : performance.now() - since)); }
@@ -22,6 +41,7 @@
 
   function prepare() {
     startClock();
+    syncHistory();
     var stage = document.getElementById("stage");
     if (stage) { stage.dataset.ready = "1"; }
     var form = document.getElementById("answer-form");
@@ -41,7 +61,10 @@
   });
   document.addEventListener("htmx:beforeRequest", function (evt) {
     var elt = evt.detail.elt;
-    if (elt && (elt.id === "answer-form" || elt.id === "skip-form" || elt.classList.contains("undo-bar"))) { busy = true; }
+    if (elt && (elt.id === "answer-form" || elt.id === "skip-form" || elt.classList.contains("undo-bar"))) {
+      busy = true;
+      lastAction = elt.id || "undo";
+    }
   });
   document.addEventListener("htmx:load", function (evt) {
     if (evt.detail.elt && evt.detail.elt.id === "stage") { prepare(); }

@@ -135,3 +135,30 @@ def test_pair_view_shows_the_edit_annotations_and_override(project):
     c.post(f"/candidates/{cand.pk}/override/", {"label": "entailment"})
     cand.refresh_from_db()
     assert cand.label.name == "entailment" and LabelOverride.objects.filter(candidate=cand).count() == 2
+
+
+def test_relabel_without_a_change_records_nothing(project):
+    """Issue 20.14: the same human label again is "nothing changed", not a no-op override; an
+    auto label confirmed by a researcher does change (its source) and is recorded."""
+    from rest_framework.test import APIClient
+
+    cand = Candidate.objects.filter(project=project).first()
+    r = researcher(username="boss2")
+    c = login(r)
+    c.post(f"/candidates/{cand.pk}/override/", {"label": "neutral"})
+    assert LabelOverride.objects.filter(candidate=cand).count() == 1
+    again = c.post(f"/candidates/{cand.pk}/override/", {"label": "neutral", "note": "sure"}, follow=True)
+    assert again.status_code == 200
+    assert f"Nothing changed: {cand.external_id} is already labelled neutral by a human" in again.content.decode()
+    assert LabelOverride.objects.filter(candidate=cand).count() == 1
+    api = APIClient()
+    api.force_authenticate(r)
+    resp = api.post(f"/api/v1/candidates/{cand.pk}/override/", {"label": "neutral"}, format="json")
+    assert resp.status_code == 200 and LabelOverride.objects.filter(candidate=cand).count() == 1
+    # an auto label confirmed as it is: the source changes to human, so it is recorded
+    other = Candidate.objects.filter(project=project).exclude(pk=cand.pk).first()
+    label = Label.objects.get(project=project, name="entailment")
+    Candidate.objects.filter(pk=other.pk).update(state="auto_labeled", label=label, label_source="auto", confidence=0.9)
+    c.post(f"/candidates/{other.pk}/override/", {"label": "entailment"})
+    other.refresh_from_db()
+    assert other.label_source == "human" and LabelOverride.objects.filter(candidate=other).count() == 1

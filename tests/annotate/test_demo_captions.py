@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from annotate.models import Item
-from annotate.services.demo_captions import PAIRS, PHOTOS, swap_caption
+from annotate.services.demo_captions import PAIRS, PHOTOS, skimage_data_dir, swap_caption
 from projects.models import Candidate, Project
 
 pytestmark = pytest.mark.django_db
@@ -23,8 +23,31 @@ def run(*args: str) -> str:
 
 
 def test_swaps_use_the_caption_generator() -> None:
-    assert swap_caption("a woman in an orange suit", "woman", "man") == ("a man in an orange suit", "wordnet")
-    assert swap_caption("a red cup on a wooden table", "cup", "rocket")[0] == "a red rocket on a wooden table"
+    assert swap_caption("a woman with short hair", "woman", "man") == ("a man with short hair", "wordnet")
+    assert swap_caption("a close-up of a cup", "cup", "cat")[0] == "a close-up of a cat"
+
+
+def test_demo_pairs_are_consistent_with_their_photos() -> None:
+    """Issue 20.12: each caption is true of its photo and the one-noun swap is true of the
+    counterfactual's photo and not of the original's, so each image has one right answer."""
+    data = skimage_data_dir()
+    used = {p.photo for p in PAIRS} | {p.cf_photo for p in PAIRS}
+    assert used == set(PHOTOS), "every bundled photo is used, and only those"
+    for name, photo in PHOTOS.items():
+        assert (data / name).is_file(), name
+        assert photo.licence and photo.caption
+        assert any(w in photo.shows for w in photo.caption.replace(",", "").split()), name
+    for p in PAIRS:
+        assert p.photo != p.cf_photo
+        original, cf = PHOTOS[p.photo], PHOTOS[p.cf_photo]
+        assert p.replaced in original.shows and p.replaced not in cf.shows, p
+        assert p.by in cf.shows and p.by not in original.shows, p
+        swapped, _ = swap_caption(p.caption, p.replaced, p.by)
+        before, after = p.caption.split(), swapped.split()
+        assert len(before) == len(after)
+        changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
+        assert changed == [(p.replaced, p.by)], (p, swapped)
+    assert len({(p.photo, p.caption) for p in PAIRS}) == len(PAIRS)
 
 
 def test_demo_creates_the_caption_project_and_items(settings, tmp_path: Path) -> None:

@@ -174,3 +174,59 @@ def test_dashboard_renders_for_empty_and_caption_projects():
     html = r.get(f"/annotate/projects/{cap.pk}/dashboard/").content.decode()
     assert "Image pairs fully judged: 2, of which 2" in html
     assert "66%" in html or "66 %" in html
+
+
+def test_coming_back_to_an_answered_item_shows_it_answered_with_undo(project, settings):
+    """Issue 20.11: Back / Forward to an item (``?a=<assignment>``) already answered shows the
+    answer and Undo, not a fresh item with a stale count; the page is never cached."""
+    u = annotator(project)
+    c = login(u)
+    first = c.get(f"/annotate/projects/{project.pk}/")
+    assert "no-store" in first["Cache-Control"]
+    a = Assignment.objects.get(annotator=u)
+    assert f'data-url="/annotate/projects/{project.pk}/?a={a.pk}"' in first.content.decode()
+    c.post(f"/annotate/assignments/{a.pk}/answer/", {"choice": "neutral"}, HTTP_HX_REQUEST="true")
+    live = Assignment.objects.get(annotator=u, status="leased")
+
+    r = c.get(f"/annotate/projects/{project.pk}/?a={a.pk}")
+    html = r.content.decode()
+    assert r.status_code == 200 and "no-store" in r["Cache-Control"]
+    assert 'data-testid="answered">1<' in html
+    assert "You answered this item: <strong>neutral</strong>" in html
+    assert 'aria-pressed="true" class="chosen"' in html and 'value="neutral"' not in html
+    assert f'hx-post="/annotate/assignments/{a.pk}/undo/"' in html and 'id="undo"' in html
+    assert a.item.candidate.fields["hypothesis"] in html
+    assert "answer-form" not in html  # nothing to submit again, no second lease taken
+    assert Assignment.objects.filter(annotator=u).count() == 2
+
+    # undo from there: the item comes back live
+    r = c.post(f"/annotate/assignments/{a.pk}/undo/", HTTP_HX_REQUEST="true")
+    assert f'data-assignment="{a.pk}"' in r.content.decode()
+    # the live item's own URL shows it to answer
+    html = c.get(f"/annotate/projects/{project.pk}/?a={live.pk}").content.decode()
+    assert "You answered" not in html and "answer-form" in html
+
+    # once the undo window has passed: shown answered, without Undo
+    c.post(f"/annotate/assignments/{a.pk}/answer/", {"choice": "entailment"}, HTTP_HX_REQUEST="true")
+    settings.COUNTERPART = {**settings.COUNTERPART, "UNDO_SECONDS": 0}
+    html = c.get(f"/annotate/projects/{project.pk}/?a={a.pk}").content.decode()
+    assert "You answered this item: <strong>entailment</strong>" in html
+    assert 'id="undo"' not in html and "can no longer be undone" in html
+
+
+def test_item_url_of_someone_else_or_garbage(project):
+    u, other = annotator(project), annotator(project)
+    c = login(u)
+    c.get(f"/annotate/projects/{project.pk}/")
+    a = Assignment.objects.get(annotator=u)
+    c.post(f"/annotate/assignments/{a.pk}/answer/", {"choice": "neutral"}, HTTP_HX_REQUEST="true")
+    # someone else's answered item: not shown; the other annotator just gets an item to answer
+    html = login(other).get(f"/annotate/projects/{project.pk}/?a={a.pk}").content.decode()
+    assert "You answered" not in html and "answer-form" in html
+    assert login(u).get(f"/annotate/projects/{project.pk}/?a=x1").status_code == 400
+
+
+def test_instructions_number_the_labels_in_their_fixed_order(project):
+    html = login(annotator(project)).get(f"/annotate/projects/{project.pk}/instructions/").content.decode()
+    assert "labels keep the same order on every item" in html
+    assert "(<kbd>1</kbd> entailment, <kbd>2</kbd> neutral, <kbd>3</kbd> contradiction, <kbd>4</kbd> Unclear" in html

@@ -18,18 +18,6 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def annotation_settings(settings):
-    settings.COUNTERPART = {
-        **settings.COUNTERPART,
-        "GOLD_RATE": 0.0,
-        "QUALIFICATION_GOLD": 0,
-        "LEASE_SECONDS": 120,
-        "UNDO_SECONDS": 300,
-    }
-    return settings
-
-
 def _current_assignment(page) -> int:
     return int(page.locator("#stage").get_attribute("data-assignment"))
 

@@ -157,7 +157,7 @@ def test_researcher_journey(page, browser, live_server, worker, tmp_path):
     page.set_input_files("#id_file", str(data))
     page.select_option("#id_format", "pairs-jsonl")
     page.click("form button[type=submit]:has-text('Import')")
-    page.wait_for_selector("text=Import finished")
+    page.wait_for_selector(".job[data-status=succeeded]")  # the import job box, polled to its end
     assert Candidate.objects.filter(project=project, state="pooled").count() == N_ORIGINALS
     assert Example.objects.filter(project=project).count() == N_ORIGINALS
 
@@ -262,7 +262,7 @@ def test_researcher_journey(page, browser, live_server, worker, tmp_path):
     page.set_input_files("#id_file", str(exported))
     page.select_option("#id_format", "pairs-jsonl")
     page.click("form button[type=submit]:has-text('Import')")
-    page.wait_for_selector("text=Import finished")
+    page.wait_for_selector(".job[data-status=succeeded]")  # the import job box, polled to its end
     copied = Candidate.objects.filter(project=again)
     assert copied.count() == routed
     assert copied.filter(state="human_labeled", label_source="human").count() == routed

@@ -58,12 +58,39 @@ def test_an_explicit_settings_module_still_wins_over_the_wsgi_default():
     assert proc.stdout.strip() == "config.settings.local"
 
 
-def test_manage_py_and_the_celery_worker_still_default_to_local_settings():
+def test_manage_py_still_defaults_to_local_settings():
     assert 'setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")' in (REPO / "manage.py").read_text()
-    code = "import os, config.celery; print(os.environ['DJANGO_SETTINGS_MODULE'])"
-    proc = _run(["-c", code], _production_env())
+
+
+@pytest.mark.parametrize("module_env", [{}, {"DJANGO_SETTINGS_MODULE": ""}])
+def test_the_celery_app_defaults_to_the_same_settings_as_wsgi(module_env):
+    """``celery -A config worker`` imports ``config`` and then ``config.celery``: with no (or an
+    empty) DJANGO_SETTINGS_MODULE it must load the production settings, DEBUG off, like
+    ``config.wsgi`` — not the local ones with DEBUG on."""
+    code = (
+        "import config.celery, config.wsgi; from django.conf import settings; "
+        "print(config.celery.app.main, settings.SETTINGS_MODULE, settings.DEBUG, settings.PRODUCTION)"
+    )
+    proc = _run(["-c", code], _production_env(DJANGO_DEBUG="true", **module_env))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "config.settings.local"
+    assert proc.stdout.split() == ["counterpart", "config.settings.production", "False", "True"]
+
+
+def test_a_celery_worker_without_settings_or_secrets_refuses_to_start():
+    """The production default needs DJANGO_SECRET_KEY: a worker started bare fails loudly
+    instead of running with the local settings' insecure key."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "COUNTERPART_"))}
+    proc = _run(["-m", "celery", "-A", "config", "inspect", "ping", "--timeout", "1"], env)
+    assert proc.returncode != 0
+    assert "DJANGO_SECRET_KEY" in proc.stderr + proc.stdout
+
+
+def test_demo_refuses_under_production_settings_without_force():
+    proc = _run(
+        ["manage.py", "demo", "--no-data"], _production_env(DJANGO_SETTINGS_MODULE="config.settings.production")
+    )
+    assert proc.returncode != 0
+    assert "refusing to create the demo accounts" in proc.stderr and "--force" in proc.stderr
 
 
 def _import_production(monkeypatch, **env: str):

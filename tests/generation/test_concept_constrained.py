@@ -145,7 +145,7 @@ def test_near_copies_among_the_beams_are_passed_over(gpt2_path, monkeypatch) -> 
         "movie and the horse in the park were brilliant .",
     ]
 
-    def fake_search(model, clauses, cfg):
+    def fake_search(model, clauses, cfg, should_stop=None):
         return [
             Hypothesis(tuple(tok(" " + b, add_special_tokens=False)["input_ids"]), -1.0, frozenset(range(len(clauses))))
             for b in beams

@@ -82,3 +82,15 @@ def test_demo_from_shared_data(shared_data: Path, settings) -> None:
     text = run()
     assert "CAD NLI dev" in text and "imported 200 originals, 800 pairs" in text
     assert Candidate.objects.filter(project__name="demo-nli").count() == 800
+
+
+def test_demo_refuses_under_production_settings_unless_forced(settings) -> None:
+    from django.core.management.base import CommandError
+
+    settings.PRODUCTION = True
+    with pytest.raises(CommandError, match="--force"):
+        run("--no-data")
+    assert not get_user_model().objects.filter(username="researcher").exists()
+    assert not Group.objects.filter(name=RESEARCHER).exists()
+    run("--no-data", "--force", "--password", "s3cret-pass")
+    assert get_user_model().objects.get(username="researcher").check_password("s3cret-pass")

@@ -7,6 +7,7 @@ from projects import permissions
 from projects.models import Candidate, Example
 from projects.services.projects import project_create
 from tests.generation.conftest import user_with_role
+from tests.projects.import_uploads import Imported, post_import
 
 
 def pair(i, label="positive", source="gold"):
@@ -34,18 +35,19 @@ def project(db):
     return project_create(name="sent", task="sentiment")
 
 
-def upload(client, project, content: bytes, fmt="pairs-jsonl", name="pairs.jsonl", skip_bad_rows=False):
+def upload(client, project, content: bytes, fmt="pairs-jsonl", name="pairs.jsonl", skip_bad_rows=False) -> Imported:
+    """The page queues an import job (run here at once); ``.html`` is the page and its job box."""
     data = {"format": fmt, "file": SimpleUploadedFile(name, content)}
     if skip_bad_rows:
         data["skip_bad_rows"] = "1"
-    return client.post(f"/projects/{project.pk}/import/", data)
+    return post_import(client, project, data)
 
 
 def test_malformed_upload_is_refused_whole_with_line_numbers(researcher_client, project):
     body = "\n".join([pair(1), pair(2), '{"id": "broken"', pair(3, label="meh")]).encode()
     resp = upload(researcher_client, project, body)
-    html = resp.content.decode()
-    assert resp.status_code == 400
+    html = resp.html
+    assert resp.status_code == 200 and resp.job.status == "failed"
     assert "nothing was imported" in html
     assert "pairs.jsonl:3:" in html and "pairs.jsonl:4:" in html
     assert Example.objects.filter(project=project).count() == 0
@@ -54,8 +56,8 @@ def test_malformed_upload_is_refused_whole_with_line_numbers(researcher_client, 
 def test_upload_skipping_bad_rows_imports_and_reports(researcher_client, project):
     body = "\n".join([pair(1), pair(2), '{"id": "broken"', pair(3, label="meh")]).encode()
     resp = upload(researcher_client, project, body, skip_bad_rows=True)
-    html = resp.content.decode()
-    assert resp.status_code == 200
+    html = resp.html
+    assert resp.status_code == 200 and resp.job.status == "succeeded"
     assert "imported 2 originals, 2 pairs" in html
     assert "pairs.jsonl:3:" in html and "pairs.jsonl:4:" in html  # bad rows named with file:line
     assert Candidate.objects.filter(project=project).count() == 2
@@ -87,7 +89,7 @@ def test_upload_without_csrf_token_is_refused(db, project):
 def test_bad_utf8_upload_reports_line(researcher_client, project):
     body = pair(1).encode() + b"\n" + b'{"id": "x\xff\xfe"}\n'
     resp = upload(researcher_client, project, body)
-    assert resp.status_code == 400 and b"pairs.jsonl:2:" in resp.content
+    assert resp.job.status == "failed" and "pairs.jsonl:2:" in resp.html
     assert Candidate.objects.filter(project=project).count() == 0
 
 
@@ -116,14 +118,13 @@ def test_export_bad_filter_is_400(researcher_client, project):
 @pytest.mark.parametrize("skip_bad_rows", [False, True])
 def test_an_empty_file_is_an_error(researcher_client, project, skip_bad_rows):
     resp = upload(researcher_client, project, b"", skip_bad_rows=skip_bad_rows)
-    assert resp.status_code == 400
-    assert "the file has no rows" in resp.content.decode()
+    assert resp.job.status == "failed" and "the file has no rows" in resp.html
     resp = upload(researcher_client, project, b"\n\n", skip_bad_rows=skip_bad_rows)
-    assert resp.status_code == 400 and "the file has no rows" in resp.content.decode()
+    assert resp.job.status == "failed" and "the file has no rows" in resp.html
 
 
 def test_page_refusal_speaks_of_the_checkbox_not_the_command_flag(researcher_client, project):
     resp = upload(researcher_client, project, b"this is not json\n")
-    html = resp.content.decode()
-    assert resp.status_code == 400
+    html = resp.html
+    assert resp.job.status == "failed"
     assert "--skip-bad-rows" not in html and "Skip bad rows" in html

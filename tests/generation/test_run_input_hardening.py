@@ -50,7 +50,8 @@ def test_the_run_api_answers_400_without_sql(project, researcher, kind):
         f"/api/v1/generation/projects/{project.pk}/runs/", {"generator": "rules", "options": options}, format="json"
     )
     assert resp.status_code == 400, resp.content
-    assert message in " ".join(resp.json()[field])
+    detail = resp.json()["detail"]  # refused by projects.middleware before the view: where, not the value
+    assert message in detail and field in detail, detail
     assert "LINE 1" not in resp.content.decode() and "escape sequence" not in resp.content.decode()
     assert GenerationRun.objects.count() == 0 and Job.objects.count() == 0
 

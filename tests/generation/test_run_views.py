@@ -201,6 +201,8 @@ def test_run_metrics_read_accepted_over_all_with_percentages(project):
     run.metrics = {
         "candidates": 10,
         "accepted": 4,
+        "originals_with_accepted": 1.0,
+        "accepted_all_filters": 0.4,
         "acceptance_by_filter": {"dedup": 1.0, "artifacts": 0.4567},
         "share_per_code": {"negation": 0.5},
         "accepted_share_per_code": {"negation": 1.0},
@@ -209,6 +211,9 @@ def test_run_metrics_read_accepted_over_all_with_percentages(project):
     }
     rows = dict(run_metrics_rows(run=run))
     assert rows["candidates (accepted / all)"] == "4 / 10"
+    # shares of originals / candidates, not a bare 1 (issue 20.14)
+    assert rows["originals with an accepted candidate"] == "100%"
+    assert rows["accepted by all filters"] == "40%"
     assert rows["acceptance by filter: dedup"] == "100%" and rows["acceptance by filter: artifacts"] == "45.7%"
     assert rows["share of code negation (accepted / all)"] == "100% / 50%"
     assert rows["share of the most frequent introduced token (accepted / all)"] == "25% / 50%"

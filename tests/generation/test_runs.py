@@ -367,6 +367,7 @@ def test_progress_rate_and_eta(project):
     assert (p.done, p.total, p.percent) == (4, 10, 40)
     assert p.rate == pytest.approx(0.5) and p.eta_seconds == pytest.approx(12.0)
     assert not p.finished
+    Job.objects.filter(pk=run.job_id).update(status="cancelled")  # else the next run waits behind it
     finished = run_execute(run_id=_run(project).pk)
     p2 = run_progress(run=finished)
     assert p2.finished and p2.eta_seconds is None and p2.percent == 100 and p2.candidates == 30

@@ -117,3 +117,29 @@ def test_provenance_and_manifest(project, tmp_path: Path):
     assert doc["annotators_per_item"] == 2 and doc["excluded_by_default"] == ["filtered_out", "generated", "invalid"]
     # a stream export writes no manifest
     data_export(project=project, format="pairs-jsonl", out=StringIO())
+
+
+def test_the_api_download_serves_an_export_job_file_to_a_token(project, export_dir, django_capture_on_commit_callbacks):
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    def api(user):
+        c = APIClient()
+        c.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+        return c
+
+    c = api(researcher())
+    with django_capture_on_commit_callbacks(execute=True):  # the job runs (eagerly) on commit
+        resp = c.post(f"/api/v1/projects/{project.pk}/export/", {"run_as_job": True}, format="json")
+    assert resp.status_code == 202, resp.content
+    job = Job.objects.get(pk=resp.json()["id"])
+    assert job.status == "succeeded", job.error
+    dl = c.get(f"/api/v1/exports/{job.pk}/download/")
+    assert dl.status_code == 200 and len(ids_of(dl)) == 12
+    assert dl["Content-Disposition"] == f'attachment; filename="{project.name}-{job.pk}.jsonl"'
+    man = c.get(f"/api/v1/exports/{job.pk}/download/?part=manifest")
+    assert json.loads(b"".join(man.streaming_content))["rows"] == 12
+    assert api(annotator(project)).get(f"/api/v1/exports/{job.pk}/download/").status_code == 403
+    running = Job.objects.create(kind="export", project=project, status="running", params={"format": "pairs-jsonl"})
+    assert c.get(f"/api/v1/exports/{running.pk}/download/").status_code == 409
+    assert c.get(f"/api/v1/exports/{running.pk + 1}/download/").status_code == 404

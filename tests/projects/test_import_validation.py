@@ -15,11 +15,13 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
+from PIL import Image
 
 from projects.models import Candidate, Example, Project, ProjectMembership
 from projects.services.imports import ImportRefused, data_import
 from projects.services.projects import project_create
 from tests.generation.conftest import user_with_role
+from tests.projects.import_uploads import Imported, upload_page
 
 pytestmark = pytest.mark.django_db
 
@@ -155,11 +157,9 @@ def researcher_client(client, db):
     return client
 
 
-def upload(client: Any, project: Project, content: bytes, **extra: str) -> Any:
-    from django.core.files.uploadedfile import SimpleUploadedFile
-
-    data = {"file": SimpleUploadedFile("p.jsonl", content), "format": "pairs-jsonl", **extra}
-    return client.post(f"/projects/{project.pk}/import/", data)
+def upload(client: Any, project: Project, content: bytes, **extra: str) -> Imported:
+    """The page queues an import job (run here at once); ``.html``: the page and its job box."""
+    return upload_page(client, project, content, **extra)
 
 
 @pytest.mark.parametrize("kind", ["NUL in id", "lone surrogate in a text field", "100,000 nested brackets"])
@@ -167,13 +167,13 @@ def test_the_import_page_refuses_with_400_or_imports_the_good_rows(researcher_cl
     line, _ = BAD_LINES[kind]
     content = "\n".join([pair(1), line, pair(2)]).encode()
     resp = upload(researcher_client, project, content)
-    assert resp.status_code == 400
-    html = resp.content.decode()
+    assert resp.status_code == 200 and resp.job.status == "failed"
+    html = resp.html
     assert "p.jsonl:2: " in html and "nothing was imported" in html
     assert db_state() == ([], [])
     resp = upload(researcher_client, project, content, skip_bad_rows="1")
-    assert resp.status_code == 200
-    assert "imported 2 originals, 2 pairs" in resp.content.decode()
+    assert resp.status_code == 200 and resp.job.status == "succeeded"
+    assert "imported 2 originals, 2 pairs" in resp.html
     assert db_state() == (["p1", "p2"], ["p1", "p2"])
 
 
@@ -206,7 +206,7 @@ def test_on_postgresql_every_unstorable_row_is_a_problem_not_a_500(require_postg
 def image_root(settings, tmp_path: Path) -> Path:
     root = tmp_path / "images"
     (root / "sub").mkdir(parents=True)
-    (root / "sub" / "cat.jpg").write_bytes(b"\xff\xd8\xff\xe0 a jpeg")
+    Image.new("RGB", (8, 6), (200, 120, 40)).save(root / "sub" / "cat.jpg")
     settings.COUNTERPART = {**settings.COUNTERPART, "IMAGE_ROOT": str(root)}
     return root
 
@@ -289,7 +289,7 @@ def test_an_imported_caption_image_is_served_to_its_annotator(client, tmp_path: 
     ProjectMembership.objects.create(project=project, user=ann)
     client.force_login(ann)
     resp = client.get(url)
-    assert resp.status_code == 200 and b"".join(resp.streaming_content) == b"\xff\xd8\xff\xe0 a jpeg"
+    assert resp.status_code == 200 and b"".join(resp.streaming_content) == (image_root / "sub" / "cat.jpg").read_bytes()
     assert resp["Content-Type"] == "image/jpeg"
     for bad in ("/images/../secret.jpg", "/images/%2e%2e/%2e%2e/etc/passwd", "/images/sub/nope.jpg"):
         assert client.get(bad).status_code == 404
@@ -351,5 +351,5 @@ def test_the_import_page_takes_a_label_map(researcher_client) -> None:
     project = project_create(name="bq", task="boolean-qa")
     content = (bool_pair(1, "no", "yes") + "\n").encode()
     resp = upload(researcher_client, project, content, label_map="no=false,yes=true")
-    assert resp.status_code == 200 and "imported 1 originals, 1 pairs" in resp.content.decode()
+    assert resp.status_code == 200 and "imported 1 originals, 1 pairs" in resp.html
     assert upload(researcher_client, project, content, label_map="nope").status_code == 400

@@ -83,16 +83,24 @@ def test_a_handler_failure_is_recorded_not_hidden(project):
     assert (job.status, job.error) == ("failed", "the data cannot do that")
 
 
-def test_an_unexpected_exception_fails_the_job_and_is_raised(project, monkeypatch):
+def test_an_unexpected_exception_fails_the_job_with_a_plain_message_and_is_logged(project, monkeypatch, caplog):
+    """No raw exception text (it may be database text) on the job: a reference to the
+    traceback in the worker's log."""
+
     def boom(job, ctx):
-        raise RuntimeError("disk full")
+        raise RuntimeError('duplicate key value violates unique constraint "item_unique_candidate_side"')
 
     monkeypatch.setitem(svc._KINDS, "export", svc.JobKind("export", "default", boom))
     job = svc.job_create(kind="export", project=project)
     with pytest.raises(RuntimeError):
         svc.job_execute(job_id=job.pk)
     job.refresh_from_db()
-    assert job.status == "failed" and job.error == "RuntimeError: disk full"
+    assert job.status == "failed"
+    assert job.error.startswith("an internal error stopped the job (logged as job-")
+    assert "duplicate" not in job.error and "RuntimeError" not in job.error
+    ref = job.error.split("logged as ")[1].split(" ")[0]
+    logged = [r for r in caplog.records if ref in r.getMessage()]
+    assert logged and logged[0].exc_info and "item_unique_candidate_side" in str(logged[0].exc_info[1])
 
 
 def test_finished_and_live_jobs_are_left_alone_stale_ones_are_taken_over(project):

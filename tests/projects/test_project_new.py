@@ -44,9 +44,11 @@ def test_every_error_is_shown_next_to_its_field_at_once(client_r):
     for field in ("id_name-error", "id_task-error", "id_human_budget-error", "id_annotators_per_item-error"):
         assert field in html, field
     r = client_r.post("/projects/new/", {"name": "a\x00b", "task": "nli"})
-    assert r.status_code == 400 and b"id_name-error" in r.content  # Django refuses NUL characters
+    assert r.status_code == 400 and b"name contains a NUL character" in r.content  # projects.middleware
     r = client_r.post("/projects/new/", {"name": "dup-labels", "task": "nli", "labels": "a,a"})
     assert r.status_code == 400 and b"without repeats" in r.content
+    r = client_r.post("/projects/new/", {"name": "long-label", "task": "nli", "labels": "a," + "b" * 65})
+    assert r.status_code == 400 and b"at most 64 characters (65 given)" in r.content  # before the database
     assert not Project.objects.exclude(name="taken").exists()
 
 

@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 
 from projects.models import Candidate, LabelOverride, ProjectMembership
 from tests.annotate.factories import UserFactory, annotator, project_with_candidates, researcher
+from tests.projects.import_uploads import post_import
 
 pytestmark = pytest.mark.django_db
 
@@ -38,20 +39,30 @@ def pair(i):
 
 
 def test_import_api_same_checks_as_the_page(project):
+    """202 with the queued import job; the job's outcome carries what the page shows."""
     c = client_for(researcher())
     url = f"/api/v1/projects/{project.pk}/import/"
-    ok = c.post(
-        url, {"format": "pairs-jsonl", "file": SimpleUploadedFile("p.jsonl", f"{pair(1)}\n{pair(2)}\n".encode())}
-    )
-    assert ok.status_code == 200, ok.content
-    assert ok.json()["imported_pairs"] == 2
-    empty = c.post(url, {"format": "pairs-jsonl", "file": SimpleUploadedFile("e.jsonl", b"")})
-    assert empty.status_code == 400 and "no rows" in empty.json()["detail"]
-    bad = c.post(url, {"format": "pairs-jsonl", "file": SimpleUploadedFile("b.jsonl", b"not json\n")})
-    assert bad.status_code == 400 and bad.json()["problems"] and "skip_bad_rows" in bad.json()["detail"]
-    assert "--skip-bad-rows" not in bad.json()["detail"]
+
+    def post(name, body, **extra):
+        return post_import(
+            c, project, {"format": "pairs-jsonl", "file": SimpleUploadedFile(name, body), **extra}, api=True
+        )
+
+    ok = post("p.jsonl", f"{pair(1)}\n{pair(2)}\n".encode())
+    assert ok.status_code == 202, ok.response.content
+    assert ok.response.json()["kind"] == "import" and ok.response.json()["id"] == ok.job.pk
+    assert ok.job.status == "succeeded" and ok.job.result["imported_pairs"] == 2
+    assert c.get(f"/api/v1/jobs/{ok.job.pk}/").json()["result"]["imported_pairs"] == 2
+    empty = post("e.jsonl", b"")
+    assert empty.status_code == 202 and empty.job.status == "failed" and "no rows" in empty.job.error
+    bad = post("b.jsonl", b"not json\n")
+    assert bad.job.status == "failed" and "skip_bad_rows" in bad.job.error
+    assert bad.job.result["problems"][0].startswith("b.jsonl:1: not valid JSON")
+    assert "--skip-bad-rows" not in bad.job.error
     fmt = c.post(url, {"format": "xml", "file": SimpleUploadedFile("b.jsonl", b"x")})
     assert fmt.status_code == 400 and "format" in fmt.json()
+    mapped = post("m.jsonl", f"{pair(3)}\n".encode(), label_map="nope")
+    assert mapped.status_code == 400 and "label_map" in mapped.response.json()
     assert client_for(annotator(project)).post(url, {}).status_code == 403
 
 

@@ -11,6 +11,9 @@ to label at once (``--no-route``: leave everything pooled). A second project,
 ``demo-image-caption``, holds four image pairs (scikit-image's public-domain / CC0 photos,
 one-noun caption swaps) routed as caption-choice items (see annotate/services/demo_captions.py).
 Running it again is harmless: it re-sets the passwords and imports nothing twice.
+
+Under the production settings (``settings.PRODUCTION``) it refuses unless given ``--force``:
+it would create accounts with a published password on a real server.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from annotate.services.routing import project_add_annotators, project_route
@@ -58,8 +61,16 @@ class Command(BaseCommand):
         )
         parser.add_argument("--no-data", action="store_true", help="only the groups and accounts, no demo project")
         parser.add_argument("--no-route", action="store_true", help="leave every demo candidate in the pool")
+        parser.add_argument(
+            "--force", action="store_true", help="run even under the production settings (creates the demo accounts)"
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        if getattr(settings, "PRODUCTION", False) and not opts["force"]:
+            raise CommandError(
+                "refusing to create the demo accounts (researcher, annotator, annotator2, annotator3) and projects "
+                f"under the production settings ({settings.SETTINGS_MODULE}); pass --force if you really mean it"
+            )
         password = opts["password"] or settings.COUNTERPART.get("DEMO_PASSWORD") or "counterpart-demo"
         with transaction.atomic():
             groups = {name: Group.objects.get_or_create(name=name)[0] for name in (RESEARCHER, ANNOTATOR)}

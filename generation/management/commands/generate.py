@@ -131,7 +131,17 @@ class Command(BaseCommand):
 
         self.stdout.write(f"run {run.pk}: {run.generator} on project {run.project.name}")
         try:
-            run = run_execute(run_id=run.pk, on_progress=progress, resume=bool(opts.get("resume")))
+            waited: set[int] = set()
+
+            def waiting(blocker: int) -> None:
+                if blocker not in waited:
+                    waited.add(blocker)
+                    self.stderr.write(
+                        f"waiting behind job {blocker} of this project (jobs that change its candidates run "
+                        "one at a time; see `manage.py jobs`); Ctrl-C stops waiting"
+                    )
+
+            run = run_execute(run_id=run.pk, on_progress=progress, resume=bool(opts.get("resume")), on_wait=waiting)
         except KeyboardInterrupt:
             raise CommandError(f"interrupted; continue with: manage.py generate --resume {run.pk}") from None
         finally:

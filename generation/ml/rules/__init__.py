@@ -15,7 +15,7 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip
+from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip, StopHook, stop_point
 from generation.ml.rules import lexical_codes, structural_codes
 from generation.ml.rules.lexical_codes import Proposal, Sentence
 from generation.ml.rules.phrases import fix_tags
@@ -203,8 +203,11 @@ class RulesGenerator:
         )
 
     # -- interface -----------------------------------------------------------------------------
+    should_stop: StopHook | None = None  # set by the service: the run was cancelled
+
     def generate(self, originals: Sequence[Original]) -> Iterator[GeneratedCandidate | Skip]:
         for original in originals:  # lazily: memory does not grow with the number of originals
+            stop_point(self.should_stop)
             result = self.candidates_for(original)
             if isinstance(result, Skip):
                 yield result

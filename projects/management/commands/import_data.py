@@ -6,18 +6,25 @@ each problem (the first 50, then how many more) and ends with
 ``imported N originals, M pairs; skipped K; problems P`` (plus ``; warnings W`` when rows
 were imported with a warning, each printed as ``warning: file:line: …``). Labels are matched
 to the project's case-insensitively; ``--label-map old=new[,old=new]`` renames others.
+
+``--async`` queues an ``import`` job instead (a Celery worker runs it; follow it with
+``manage.py jobs``) and prints its id: the worker must be able to read the PATHs, which are
+never removed. The job checks the whole input first and writes all or nothing.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from projects.formats import FORMAT_TASKS, FORMATS, parse_label_map
+from projects.formats import FORMAT_TASKS, FORMATS, FormatError, input_files, parse_label_map
 from projects.models import TASKS, Project
+from projects.services.import_jobs import ImportNotStarted, import_start
 from projects.services.imports import ImportRefused, data_import
+from projects.services.jobs import BrokerUnavailable
 from projects.services.projects import project_get_or_create
 
 SHOW_PROBLEMS = 50
@@ -56,6 +63,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--batch-size", type=int, help="rows per transaction (default COUNTERPART_IMPORT_BATCH_SIZE)"
         )
+        parser.add_argument(
+            "--async",
+            action="store_true",
+            dest="run_async",
+            help="queue an import job for a worker and print its id (all or nothing; see `manage.py jobs`)",
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         fmt = opts["data_format"]
@@ -84,6 +97,10 @@ class Command(BaseCommand):
                     f"project {project.name!r} exists with text fields {','.join(project.text_fields)}, "
                     f"not {','.join(opts['text_fields'])}"
                 )
+
+        if opts["run_async"]:
+            self._start_job(project, fmt, label_map, opts)
+            return
 
         def progress(report: Any) -> None:
             if opts["verbosity"] >= 2:
@@ -120,3 +137,25 @@ class Command(BaseCommand):
         if report.warning_count > SHOW_PROBLEMS:
             self.stderr.write(f"… and {report.warning_count - SHOW_PROBLEMS} more warnings")
         self.stdout.write(report.summary())
+
+    def _start_job(self, project: Project, fmt: str, label_map: dict[str, str], opts: dict[str, Any]) -> None:
+        try:
+            input_files(fmt, opts["paths"], split=opts["split"])  # a missing file is refused here
+        except FormatError as exc:
+            raise CommandError(f"import not started: {exc}") from None
+        try:
+            job = import_start(
+                project=project,
+                format=fmt,
+                paths=[os.path.abspath(p) for p in opts["paths"]],
+                split=opts["split"],
+                strict=not opts["skip_bad_rows"],
+                label_map=label_map,
+                batch_size=opts["batch_size"],
+            )
+        except (ImportNotStarted, BrokerUnavailable) as exc:
+            raise CommandError(f"import not started: {exc}") from None
+        self.stdout.write(
+            f"queued import job {job.pk} into project {project.name!r}; "
+            f"follow it with: python manage.py jobs --project {project.name!r}"
+        )

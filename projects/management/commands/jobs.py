@@ -15,7 +15,7 @@ from projects.selectors import job_as_dict, jobs_list
 
 
 class Command(BaseCommand):
-    help = "List background jobs (generation, train, autolabel, route, export, evaluate) and their progress."
+    help = "List background jobs (generation, train, autolabel, route, export, evaluate, import) and their progress."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", help="only this project's jobs")

@@ -1,0 +1,47 @@
+"""Fixtures shared by the browser tests.
+
+Every browser test runs under the Content-Security-Policy (projects.middleware) and fails on
+any violation: an init script (injected by the browser, so not subject to the page's policy)
+reports each ``securitypolicyviolation`` event on the console, and Chromium's own "Refused to
+…" console errors are caught as well."""
+
+from __future__ import annotations
+
+import pytest
+
+REPORT_VIOLATIONS = """
+document.addEventListener("securitypolicyviolation", (e) => {
+  console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI || "inline"} `
+    + `at ${e.sourceFile || location.href}:${e.lineNumber}`);
+});
+"""
+
+
+def _is_violation(text: str) -> bool:
+    return text.startswith("CSP violation") or "Content Security Policy" in text
+
+
+@pytest.fixture(autouse=True)
+def csp_violations(request):
+    """The violations seen by the test's ``page`` (a list the test may inspect and clear)."""
+    if "page" not in request.fixturenames:
+        yield []
+        return
+    page = request.getfixturevalue("page")
+    seen: list[str] = []
+    page.add_init_script(REPORT_VIOLATIONS)
+    page.on("console", lambda message: seen.append(message.text) if _is_violation(message.text) else None)
+    yield seen
+    assert not seen, "Content-Security-Policy violations:\n" + "\n".join(seen)
+
+
+@pytest.fixture
+def annotation_settings(settings):
+    settings.COUNTERPART = {
+        **settings.COUNTERPART,
+        "GOLD_RATE": 0.0,
+        "QUALIFICATION_GOLD": 0,
+        "LEASE_SECONDS": 120,
+        "UNDO_SECONDS": 300,
+    }
+    return settings
