@@ -13,5 +13,8 @@ class ProjectsConfig(AppConfig):
         from projects.services.jobs import job_kind_register
 
         job_kind_register(
-            name="export", queue="default", handler=export_job, time_limit=int(settings.COUNTERPART["JOB_TIME_LIMIT"])
+            name="export",
+            queue="interactive",
+            handler=export_job,
+            time_limit=int(settings.COUNTERPART["JOB_TIME_LIMIT"]),
         )
