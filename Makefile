@@ -13,8 +13,8 @@ lint:   ## set up, then ruff (lint + format check), mypy and import-linter
 setup:  ## only set up (.venv, WordNet, database)
 	bash scripts/setup.sh --dev
 
-worker: ## both Celery workers (as `make run` starts them): interactive with beat, and generation
-	$(MAKE) -j2 worker-interactive worker-generation
+worker: ## both Celery workers (scripts/workers.sh, as `make run` starts them; logs in var/)
+	bash scripts/workers.sh
 
 worker-interactive: ## train, auto-label, route, export, evaluate, import + the embedded beat (stale-job sweep)
 	.venv/bin/celery -A config worker -B -n interactive@%h -Q default,ml,interactive --loglevel INFO

@@ -1,6 +1,7 @@
 """Issue 20.5: every job kind's queue is the one docs/operations.md gives, long generation runs
-have a queue of their own, and the workers `make run` (scripts/run.sh) and `make worker` start
-consume every queue, with generation and the interactive kinds on different workers."""
+have a queue of their own, and the workers that `make run` and `make worker` start
+(scripts/workers.sh) consume every queue, with generation and the interactive kinds on
+different workers."""
 
 from __future__ import annotations
 
@@ -69,14 +70,20 @@ def check_workers(commands: list[list[str]]) -> None:
     assert len(set(names)) == len(names)  # two workers on one host need distinct node names
 
 
-def test_make_run_starts_workers_that_cover_every_queue():
-    commands = worker_commands((ROOT / "scripts" / "run.sh").read_text(encoding="utf-8"))
+def read(*parts: str) -> str:
+    return ROOT.joinpath(*parts).read_text(encoding="utf-8")
+
+
+def test_make_run_and_make_worker_start_workers_that_cover_every_queue():
+    commands = worker_commands(read("scripts", "workers.sh"))
     check_workers(commands)
     assert all(argv[argv.index("--concurrency") + 1].endswith(":-1}") for argv in commands)
+    assert re.search(r"^bash scripts/workers\.sh &$", read("scripts", "run.sh"), flags=re.M)
+    assert re.search(r"^worker:.*\n\tbash scripts/workers\.sh$", read("Makefile"), flags=re.M)
 
 
-def test_make_worker_starts_the_same_workers():
-    commands = worker_commands((ROOT / "Makefile").read_text(encoding="utf-8"))
+def test_the_one_worker_make_targets_cover_the_same_queues():
+    commands = worker_commands(read("Makefile"))
     check_workers(commands)
-    run = worker_commands((ROOT / "scripts" / "run.sh").read_text(encoding="utf-8"))
-    assert sorted(map(sorted, map(queues_of, commands))) == sorted(map(sorted, map(queues_of, run)))
+    both = worker_commands(read("scripts", "workers.sh"))
+    assert sorted(map(sorted, map(queues_of, commands))) == sorted(map(sorted, map(queues_of, both)))
