@@ -90,13 +90,14 @@ def researcher_or_token_required(view: Callable[..., HttpResponseBase]) -> Calla
         from projects.authentication import FastTokenAuthentication
 
         auth = FastTokenAuthentication()
+        drf_request = Request(request)
         try:
-            found = auth.authenticate(Request(request))
+            found = auth.authenticate(drf_request)
         except exceptions.AuthenticationFailed as exc:
             response = HttpResponse(str(exc.detail), status=401, content_type="text/plain; charset=utf-8")
-            response["WWW-Authenticate"] = auth.authenticate_header(request)
+            response["WWW-Authenticate"] = str(auth.authenticate_header(drf_request))
             return response
-        if found is None:  # pragma: no cover - authenticate() returns None only without the header
+        if found is None:  # the header's keyword was not "Token": as without a header
             return page(request, *args, **kwargs)
         request.user = found[0]
         if not is_researcher(request.user):

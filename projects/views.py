@@ -143,8 +143,8 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponse | FileResponse
         if not query.is_valid():
             return HttpResponseBadRequest("job: a job id")
         job = get_object_or_404(Job, pk=query.cleaned_data["job"], kind="export", project=project)
-        form = {**BLANK_EXPORT, **{k: v for k, v in job.params.items() if k in BLANK_EXPORT}}
-        return _export_page(request, project, form, {}, job=job)
+        started = {**BLANK_EXPORT, **{k: v for k, v in job.params.items() if k in BLANK_EXPORT}}
+        return _export_page(request, project, started, {}, job=job)
     if not [k for k in params if k != "csrfmiddlewaretoken"]:
         return _export_page(request, project, dict(BLANK_EXPORT), {})
     parsed, errors = export_filters_parse(params)
