@@ -26,7 +26,13 @@ from django.db import transaction
 from django.db.models import Case, FloatField, Max, Q, Value, When
 
 from labeling.ml.base_classifier import CrossFitted, TooFewLabels, make_base_classifier
-from labeling.ml.feature_cache import EncodingCache, encode_pairs_chunked, encoding_key, files_digest
+from labeling.ml.feature_cache import (
+    EncodingCache,
+    embed_records_chunked,
+    encode_pairs_chunked,
+    encoding_key,
+    files_digest,
+)
 from labeling.ml.features import Pair, PairEncoding
 from labeling.ml.pairs import pairs_from_records, parse_warm_spec, unique_originals
 from labeling.ml.pairwise import MIN_LABELS as MIN_LABELS  # re-exported: the dashboard's "enough labels"
@@ -333,6 +339,10 @@ def pairwise_train(
                 device=settings.COUNTERPART["DEVICE"],
             )
 
+        if base == "minilm":  # embed the originals first, a chunk at a time, with progress
+            embed_records_chunked(
+                orig_records, fields, embedder().encode, lambda done, total: report.step_progress(done, total)
+            )
         try:
             # trained bases are cross-fitted (f(x) is never a memorised label; see CrossFitted);
             # a ready-made HF model never saw these originals and is used as is

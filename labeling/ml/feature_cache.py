@@ -67,6 +67,25 @@ def encode_pairs_chunked(
     return enc
 
 
+def embed_records_chunked(
+    records: Sequence[dict[str, str]],
+    fields: Sequence[str],
+    embed: Embed,
+    progress: ProgressFn | None = None,
+    chunk: int = 4 * CHUNK,
+) -> None:
+    """Embed the records' field texts as :func:`features.embed_fields` does, ``chunk``
+    records at a time with ``progress(done, total)``; the encoder caches them, so a fit that
+    embeds the same records next (f on the originals) finds them ready."""
+    total = len(records)
+    if progress is not None:
+        progress(0, total)
+    for start in range(0, total, chunk):
+        features.embed_fields(records[start : start + chunk], fields, embed)
+        if progress is not None:
+            progress(min(start + chunk, total), total)
+
+
 def files_digest(path: str) -> str:
     """SHA-256 over the content of ``path`` (a file, or every file under a directory, in
     sorted order with their relative names)."""

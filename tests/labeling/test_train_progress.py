@@ -105,6 +105,10 @@ def test_progress_is_reported_inside_the_warm_start_step(encoder, tmp_path):
     assert done == [0, CHUNK, 2 * CHUNK, 2 * CHUNK + 50]  # chunk by chunk, up to every pair
     assert model.n_warm == 2 * CHUNK + 50 and model.metrics["warm_features_cached"] is False
     assert rec.updates("encoding the project's pairs")[-1] == 30  # the human-labelled pairs (no siblings)
+    # f's step embeds the originals (80 of the project, 2 * CHUNK + 50 of the warm start) with progress
+    f_step = rec.updates("training f on the labelled originals")
+    assert f_step[0] == 0 and f_step[-1] == 80 + 2 * CHUNK + 50 and len(f_step) >= 2
+    assert rec.texts_during("training f on the labelled originals") > 0
 
 
 def test_a_second_train_with_the_same_warm_start_reuses_its_features(encoder, tmp_path):
