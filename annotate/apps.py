@@ -12,7 +12,10 @@ class AnnotateConfig(AppConfig):
         from projects.services.jobs import job_kind_register
 
         job_kind_register(
-            name="route", queue="ml", handler=project_route_job, time_limit=int(settings.COUNTERPART["JOB_TIME_LIMIT"])
+            name="route",
+            queue="interactive",
+            handler=project_route_job,
+            time_limit=int(settings.COUNTERPART["JOB_TIME_LIMIT"]),
         )
 
         from annotate.services.quality import export_manifest, export_provenance

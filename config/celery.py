@@ -1,5 +1,7 @@
-"""The Celery app. Queues: ``default`` (light work), ``ml`` (training, auto-labelling),
-``generation`` (generation runs). Routes and limits live in settings (``CELERY_*``).
+"""The Celery app. Queues: ``default`` (housekeeping), ``interactive`` (train, auto-label,
+route, export, evaluate, import), ``generation`` (long generation runs, a worker of their own);
+``ml`` is legacy. Each job kind's queue is given at ``job_kind_register`` (docs/operations.md);
+limits live in settings (``CELERY_*``).
 
 Without ``DJANGO_SETTINGS_MODULE`` the worker runs the production settings, as ``config.wsgi``
 does (``config.DEFAULT_SETTINGS_MODULE``, set by ``config/__init__.py`` before this module is

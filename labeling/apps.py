@@ -13,9 +13,9 @@ class LabelingConfig(AppConfig):
         from projects.services.jobs import job_kind_register
 
         limit = int(settings.COUNTERPART["JOB_TIME_LIMIT"])
-        job_kind_register(name="train", queue="ml", handler=pairwise_train_job, time_limit=limit)
-        job_kind_register(name="autolabel", queue="ml", handler=autolabel_job, time_limit=limit)
-        job_kind_register(name="evaluate", queue="ml", handler=evaluation_job, time_limit=limit)
+        job_kind_register(name="train", queue="interactive", handler=pairwise_train_job, time_limit=limit)
+        job_kind_register(name="autolabel", queue="interactive", handler=autolabel_job, time_limit=limit)
+        job_kind_register(name="evaluate", queue="interactive", handler=evaluation_job, time_limit=limit)
 
         from labeling.selectors import export_manifest, export_provenance
         from projects.services.exports import export_provenance_register

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,9 +13,10 @@ from django.db.models import Count, Q
 
 from labeling.ml.active import diverse_uncertain, margin_uncertainty, reduce_features
 from labeling.ml.features import Pair
+from labeling.ml.pairs import parse_warm_spec
 from labeling.ml.pairwise import LabelingModel
 from labeling.models import PairwiseModel
-from labeling.services import PAIR_VALUES, candidate_pair, latest_model, load_model
+from labeling.services import PAIR_VALUES, candidate_pair, latest_model, load_model, warm_feature_cache
 from projects import states
 from projects.models import Candidate, Project
 
@@ -235,6 +237,57 @@ def warm_start_choices(*, project: Project) -> list[tuple[str, str, str]]:
                 continue
             out.append((f"{fmt}:{split}", f"CAD {task} {split} ({fmt})", f"{fmt}:{cad}:{split}"))
     return out
+
+
+# pairs encoded per second for h's features, until this machine has measured its own
+# (bench_train_warm on the 2-core development machine under load; docs/labelling.md)
+DEFAULT_PAIRS_PER_S = 10.0
+
+
+_PAIR_COUNTS: dict[tuple[str, float], int] = {}
+
+
+def _warm_pairs_estimate(spec: str) -> int:
+    """About how many pairs a CAD warm-start set holds, from its files' line counts."""
+    from projects.formats import FormatError
+    from projects.formats.cad import nli_files, sentiment_file
+
+    fmt, path, split = parse_warm_spec(spec)
+    try:
+        files = (
+            [v for k, v in nli_files(path, split).items() if k != "original"]
+            if fmt == "cad-nli"
+            else [sentiment_file(path, split)]
+        )
+    except FormatError:
+        return 0
+    stamp = (spec, max(os.path.getmtime(f) for f in files))
+    if stamp not in _PAIR_COUNTS:
+        lines = 0
+        for name in files:
+            with open(name, "rb") as fh:
+                lines += max(0, sum(1 for _ in fh) - 1)
+        _PAIR_COUNTS[stamp] = lines if fmt == "cad-nli" else lines // 2
+    return _PAIR_COUNTS[stamp]
+
+
+def warm_start_cost(*, spec: str) -> str:
+    """What the warm start adds to "Train h", for the train form: seconds when its features
+    are cached on this machine, else minutes the first time (pairs / the measured rate)."""
+    cache = warm_feature_cache()
+    if cache.cached(spec):
+        return "features cached: adds seconds"
+    entry = cache.index().get(spec) or {}
+    pairs = int(entry.get("pairs") or 0) or _warm_pairs_estimate(spec)
+    rate = cache.pairs_per_second() or DEFAULT_PAIRS_PER_S
+    minutes = max(1, round(pairs / rate / 60)) if pairs else None
+    first = f"about {minutes} min the first time ({pairs:,} pairs to encode)" if minutes else "minutes the first time"
+    return f"{first}, then seconds (cached)"
+
+
+def warm_start_options(*, project: Project) -> list[tuple[str, str, str]]:
+    """The train form's warm-start select: ``(key, label, expected cost)``."""
+    return [(key, label, warm_start_cost(spec=spec)) for key, label, spec in warm_start_choices(project=project)]
 
 
 # -- the dashboard's flip-rate heatmap (annotate's dashboard reads this) -------------------

@@ -11,12 +11,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from django.conf import settings
@@ -25,14 +27,21 @@ from django.db import transaction
 from django.db.models import Case, F, FloatField, Max, Q, Value, When
 
 from labeling.ml.base_classifier import CrossFitted, TooFewLabels, make_base_classifier
-from labeling.ml.features import Pair
+from labeling.ml.feature_cache import (
+    EncodingCache,
+    embed_records_chunked,
+    encode_pairs_chunked,
+    encoding_key,
+    files_digest,
+)
+from labeling.ml.features import Pair, PairEncoding
 from labeling.ml.pairs import pairs_from_records, parse_warm_spec, unique_originals
 from labeling.ml.pairwise import MIN_LABELS as MIN_LABELS  # re-exported: the dashboard's "enough labels"
 from labeling.ml.pairwise import (
     LabelingModel,
+    PairInputs,
     PairwiseClassifier,
     check_labels,
-    prepare_inputs,
 )
 from labeling.ml.siblings import sibling_keys
 from labeling.ml.validity import MIN_VALID, ValidityPrior
@@ -53,6 +62,23 @@ CHUNK = 500
 
 
 Progress = Callable[[int, int], None]
+
+
+class StepProgress(Protocol):
+    """How training reports its steps and the work inside each (``JobContext`` is one; the
+    bench and the tests pass recorders)."""
+
+    def step(self, name: str, *, index: int, count: int, total: int = 0, unit: str = "") -> None: ...
+
+    def step_progress(self, done: int, total: int | None = None) -> None: ...
+
+
+class _Silent:
+    def step(self, name: str, *, index: int, count: int, total: int = 0, unit: str = "") -> None:
+        pass
+
+    def step_progress(self, done: int, total: int | None = None) -> None:
+        pass
 
 
 def embedder() -> Encoder:
@@ -172,6 +198,84 @@ def model_path(project: Project, version: int) -> Path:
     return Path(settings.COUNTERPART["MODEL_DIR"]) / f"project-{project.pk}" / f"pairwise-v{version}.joblib"
 
 
+def warm_feature_cache() -> EncodingCache:
+    """The process-wide cache of warm-start encodings, on disk beside the MiniLM embedding
+    cache (``EMBEDDING_CACHE_DIR/pair-features``), shared by every project on the machine."""
+    directory = str(Path(settings.COUNTERPART["EMBEDDING_CACHE_DIR"]) / "pair-features")
+    if directory not in _WARM_CACHES:
+        _WARM_CACHES[directory] = EncodingCache(directory)
+    return _WARM_CACHES[directory]
+
+
+_WARM_CACHES: dict[str, EncodingCache] = {}
+
+
+def _pairs_digest(pairs: Sequence[Pair], ys: Sequence[str]) -> str:
+    rows = [[p.original, p.counterfactual, p.y, p.perturbation, y2] for p, y2 in zip(pairs, ys, strict=True)]
+    return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
+
+
+def warm_encoding(
+    *,
+    spec: str,
+    pairs: Sequence[Pair],
+    ys: Sequence[str],
+    labels: Sequence[str],
+    fields: Sequence[str],
+    encoder: Any,
+    progress: Progress | None = None,
+) -> tuple[PairEncoding, bool]:
+    """The features of the warm-start pairs, from the cross-project cache when this set was
+    encoded before (same spec, same file content, same pairs, same encoder model, labels and
+    fields, same feature code), else computed chunk by chunk (``progress(pairs, total)``) and
+    cached. Returns the encoding and whether it was a cache hit."""
+    _, path, _ = parse_warm_spec(spec)
+    model = str(getattr(encoder, "model_path", "") or type(encoder).__qualname__)
+    key = encoding_key(
+        spec=spec,
+        content=f"{files_digest(path)}:{_pairs_digest(pairs, ys)}",
+        model=model,
+        labels=labels,
+        fields=fields,
+    )
+    cache = warm_feature_cache()
+    enc = cache.get(key)
+    if enc is not None and len(enc) == len(pairs):
+        if progress is not None:
+            progress(len(pairs), len(pairs))
+        return enc, True
+    t0 = time.perf_counter()
+    enc = encode_pairs_chunked(pairs, labels=labels, fields=fields, embed=encoder.encode, progress=progress)
+    cache.put(key, enc)
+    cache.record(spec=spec, key=key, pairs=len(pairs), seconds=time.perf_counter() - t0)
+    return enc, False
+
+
+def _with_base(enc: PairEncoding, pairs: Sequence[Pair], base: Any) -> PairInputs:
+    """h's inputs: the encoding plus f's probabilities on x and x' (CAPC; cross-fitted f
+    answers each original from the copy that did not train on it)."""
+    if base is None:
+        return PairInputs(enc)
+    originals = [p.original for p in pairs]
+    records = originals + [p.counterfactual for p in pairs]
+    if isinstance(base, CrossFitted):
+        both = base.predict_proba(records, keys=originals * 2)
+    else:
+        both = base.predict_proba(records)
+    return PairInputs(enc, both[: len(pairs)], both[len(pairs) :])
+
+
+def train_steps(*, mode: str, warm_start: str) -> list[str]:
+    """The steps of a "Train h" job, as its box shows them."""
+    return [
+        "reading the labels" + (" and the warm-start set" if warm_start else ""),
+        *(["training f on the labelled originals"] if mode == "capc" else []),
+        *(["encoding the warm-start pairs"] if warm_start else []),
+        "encoding the project's pairs",
+        "fitting h and saving it",
+    ]
+
+
 def pairwise_train(
     *,
     project: Project,
@@ -181,15 +285,24 @@ def pairwise_train(
     threshold: float | None = None,
     learner: str = "linear",
     created_by: Any = None,
-    progress: Progress | None = None,
+    progress: StepProgress | None = None,
 ) -> PairwiseModel:
     """Train h on the project's human labels. Raises ``ValidationError`` (and writes nothing)
     when there are too few labels, a label class has none, or f cannot be trained.
-    ``progress(done, total)`` is told each of the TRAIN_STEPS steps (f, features, h, saved)."""
+    ``progress`` is told each step of :func:`train_steps` as it starts and, in the encoding
+    steps, the pairs encoded so far (a chunk at a time). The warm-start set's features come
+    from a cache shared by all projects after the first time (:func:`warm_encoding`)."""
     t0 = time.perf_counter()
-    step = progress or (lambda done, total: None)
+    report: StepProgress = progress or _Silent()
     if mode not in MODES:
         raise ValidationError(f"unknown mode {mode!r}; choose pc or capc")
+    steps = train_steps(mode=mode, warm_start=warm_start)
+    at = iter(range(1, len(steps) + 1))
+
+    def step(total: int = 0, unit: str = "") -> None:
+        index = next(at)
+        report.step(steps[index - 1], index=index, count=len(steps), total=total, unit=unit)
+
     threshold = settings.COUNTERPART["MIN_CONFIDENCE"] if threshold is None else float(threshold)
     if not 0 <= threshold <= 1:
         raise ValidationError("threshold must be between 0 and 1")
@@ -202,6 +315,7 @@ def pairwise_train(
     if learner == "cross-encoder":
         pairs, ys, _ = _training_pairs(project)
         return _train_cross_encoder(project, pairs, ys, threshold, created_by, t0)
+    step()  # reading
     pairs, ys = pairwise_training_data(project=project)
 
     originals = list(Example.objects.filter(project=project, label__isnull=False).values_list("fields", "label__name"))
@@ -214,9 +328,9 @@ def pairwise_train(
         w_orig, w_oy = unique_originals(warm_pairs)
         orig_records, orig_y = orig_records + w_orig, orig_y + w_oy
 
-    step(0, TRAIN_STEPS)
     f: Any = None
     if mode == "capc":
+        step(len(orig_records), "originals")
 
         def make_f() -> Any:
             return make_base_classifier(
@@ -228,6 +342,10 @@ def pairwise_train(
                 device=settings.COUNTERPART["DEVICE"],
             )
 
+        if base == "minilm":  # embed the originals first, a chunk at a time, with progress
+            embed_records_chunked(
+                orig_records, fields, embedder().encode, lambda done, total: report.step_progress(done, total)
+            )
         try:
             # trained bases are cross-fitted (f(x) is never a memorised label; see CrossFitted);
             # a ready-made HF model never saw these originals and is used as is
@@ -236,17 +354,35 @@ def pairwise_train(
             raise ValidationError(f"CAPC needs f: {exc}; import labelled originals or use --mode pc") from None
         except (ValueError, FileNotFoundError) as exc:
             raise ValidationError(f"base classifier: {exc}") from None
-    step(1, TRAIN_STEPS)
-    embed = embedder().encode
+        report.step_progress(len(orig_records))
+    encoder = embedder()
     h = PairwiseClassifier(labels, fields, mode=mode, threshold=threshold)
+    warm_cached = False
     if warm_pairs:
-        warm_inputs = prepare_inputs(warm_pairs, labels=labels, fields=fields, embed=embed, base=f)
-        warm_h = PairwiseClassifier(labels, fields, mode=mode).fit_warm(warm_inputs, warm_y)
+        step(len(warm_pairs), "pairs")
+        warm_enc, warm_cached = warm_encoding(
+            spec=warm_start,
+            pairs=warm_pairs,
+            ys=warm_y,
+            labels=labels,
+            fields=fields,
+            encoder=encoder,
+            progress=lambda done, total: report.step_progress(done, total),
+        )
+        warm_h = PairwiseClassifier(labels, fields, mode=mode).fit_warm(_with_base(warm_enc, warm_pairs, f), warm_y)
         h.with_warm(warm_h)
     context = _sibling_context(project)
     pool = pairs + context
-    inputs = prepare_inputs(pool, labels=labels, fields=fields, embed=embed, base=f)
-    step(2, TRAIN_STEPS)
+    step(len(pool), "pairs")
+    enc = encode_pairs_chunked(
+        pool,
+        labels=labels,
+        fields=fields,
+        embed=encoder.encode,
+        progress=lambda done, total: report.step_progress(done, total),
+    )
+    inputs = _with_base(enc, pool, f)
+    step()  # fitting h
     train_rows = list(range(len(pairs)))
     try:
         h.fit(inputs.subset(train_rows), ys)
@@ -266,7 +402,8 @@ def pairwise_train(
     cv.update(invariant_baseline(pairs, ys))
     cv["sibling_stage"] = h.sibling_stage is not None
     cv["sibling_context"] = len(context)  # unlabelled siblings the sibling stage saw
-    step(3, TRAIN_STEPS)
+    if warm_pairs:
+        cv["warm_features_cached"] = warm_cached
     return _save_model(
         project,
         bundle,
@@ -527,7 +664,6 @@ def _autolabel_block(
 
 
 # -- jobs (kinds ``train`` and ``autolabel``, registered in LabelingConfig.ready) -----------
-TRAIN_STEPS = 4
 
 
 def pairwise_train_start(
@@ -547,7 +683,7 @@ def pairwise_train_start(
         kind="train",
         project=project,
         created_by=created_by,
-        total=TRAIN_STEPS,
+        total=len(train_steps(mode=mode, warm_start=warm_start)),
         params={"mode": mode, "warm_start": warm_start, "threshold": threshold},
     )
 
@@ -573,11 +709,11 @@ def pairwise_train_job(job: Job, ctx: JobContext) -> dict[str, Any]:
             warm_start=p.get("warm_start") or "",
             threshold=p.get("threshold"),
             created_by=job.created_by,
-            progress=ctx.progress,
+            progress=ctx,
         )
     except ValidationError as exc:
         raise JobFailed(" ".join(exc.messages)) from exc
-    ctx.progress(TRAIN_STEPS, TRAIN_STEPS)
+    ctx.progress(job.total or 1, job.total or 1)
     return {
         "model": model.pk,
         "version": model.version,

@@ -17,7 +17,13 @@ from labeling import evaluation as services_evaluation
 from labeling import services
 from labeling.evaluation import MAX_SEEDS, evaluation_choices
 from labeling.ml.augmentation import CLASSIFIERS
-from labeling.selectors import CLASSIFIER_NAMES, evaluation_for, flip_rates_for, warm_start_choices
+from labeling.selectors import (
+    CLASSIFIER_NAMES,
+    evaluation_for,
+    flip_rates_for,
+    warm_start_choices,
+    warm_start_options,
+)
 from projects.models import Project
 from projects.permissions import researcher_required
 from projects.selectors import job_latest, job_progress
@@ -47,7 +53,7 @@ def _fragment(
         "message": message,
         "error": error,
         "jobs": [{"job": j, "progress": job_progress(job=j)} for j in jobs],
-        "warm_starts": warm_start_choices(project=project),
+        "warm_starts": warm_start_options(project=project),
         "errors": errors or {},
     }
     return render(request, "labeling/_flip_rates.html", context, status=status)

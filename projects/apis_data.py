@@ -23,10 +23,12 @@ from projects.models import Job, Project
 from projects.permissions import IsResearcher
 from projects.selectors import job_as_dict
 from projects.services.exports import (
+    DIRECTORY_FORMATS,
     EXPORT_FORMATS,
+    NOTHING_TO_EXPORT,
     ExportError,
     data_export,
-    export_count_over,
+    export_count,
     export_download_file,
     export_filters_parse,
     export_start,
@@ -127,9 +129,11 @@ class DataImportApi(APIView):
 
 
 class DataExportApi(APIView):
-    """Export a project's pairs with the export filters. Up to ``EXPORT_SYNC_MAX`` rows: the
-    file itself (200, streamed); more: an ``export`` job (202; download its file from
-    ``/exports/{job}/download/`` when it has succeeded). Filtered-out candidates are left
+    """Export a project's pairs with the export filters. Up to ``EXPORT_SYNC_MAX`` rows of
+    ``pairs-jsonl`` or ``csv``: the file itself (200, streamed); more, or ``hf-datasets`` /
+    ``coco-cf`` (a zipped directory): an ``export`` job (202; download its file from
+    ``/exports/{job}/download/`` with the same token when it has succeeded). No matching
+    pair: 400 "Nothing to export". Filtered-out candidates are left
     out unless ``state`` names them, and pairs judged invalid unless ``include_invalid``."""
 
     permission_classes = (IsResearcher,)
@@ -168,7 +172,16 @@ class DataExportApi(APIView):
         if errors:
             return Response({k: [msg] for k, msg in errors.items()}, status=status.HTTP_400_BAD_REQUEST)
         fmt = form.pop("format")
-        if as_job or export_count_over(project=project, filters=form, limit=settings.COUNTERPART["EXPORT_SYNC_MAX"]):
+        sync_max = int(settings.COUNTERPART["EXPORT_SYNC_MAX"])
+        n = export_count(project=project, filters=form, limit=sync_max)
+        if n == 0:
+            return Response({"detail": NOTHING_TO_EXPORT}, status=status.HTTP_400_BAD_REQUEST)
+        if fmt == "coco-cf" and project.task != "image-caption":
+            msg = f"coco-cf holds image-caption pairs; this project's task is {project.task}"
+            return Response({"format": [msg]}, status=status.HTTP_400_BAD_REQUEST)
+        # A directory format is always a job: it is written into the job's own fresh directory
+        # and zipped (writing it beside a temporary file here was the "exists" 400).
+        if as_job or fmt in DIRECTORY_FORMATS or n > sync_max:
             try:
                 job = export_start(project=project, format=fmt, filters=form, created_by=request.user)
             except BrokerUnavailable as exc:

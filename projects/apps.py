@@ -14,5 +14,7 @@ class ProjectsConfig(AppConfig):
         from projects.services.jobs import job_kind_register
 
         limit = int(settings.COUNTERPART["JOB_TIME_LIMIT"])
-        job_kind_register(name="export", queue="default", handler=export_job, time_limit=limit)
-        job_kind_register(name="import", queue="default", handler=import_job, time_limit=limit, on_end=import_job_end)
+        job_kind_register(name="export", queue="interactive", handler=export_job, time_limit=limit)
+        job_kind_register(
+            name="import", queue="interactive", handler=import_job, time_limit=limit, on_end=import_job_end
+        )

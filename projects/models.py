@@ -255,6 +255,12 @@ class Job(models.Model):
     done = models.PositiveIntegerField(default=0)
     total = models.PositiveIntegerField(default=0)
     result = models.JSONField(default=dict, blank=True, help_text="summary written when the job ends")
+    step = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="the current step of a job of several (name, index, count, done, total, unit, started_at): "
+        "progress inside a long step and its rate",
+    )
     error = models.TextField(blank=True, default="")
     cancel_requested = models.BooleanField(default=False)
     attempts = models.PositiveSmallIntegerField(default=0)

@@ -8,7 +8,8 @@ Roles are Django groups: ``researcher`` or ``annotator``; a superuser is an admi
 | researcher | every project: create, import/export, generate, route, train, auto-label, jobs  |
 | annotator  | only projects they are a member of, and only the annotation pages and API        |
 
-Pages use :func:`researcher_required`; DRF views use :class:`IsResearcher`; reads that list
+Pages use :func:`researcher_required` (files a script downloads, such as a finished export:
+:func:`researcher_or_token_required`); DRF views use :class:`IsResearcher`; reads that list
 projects use :func:`projects.selectors.projects_visible_to`, which applies the same rule.
 """
 
@@ -20,7 +21,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from rest_framework.permissions import BasePermission
 
@@ -66,6 +67,39 @@ def researcher_required(view: Callable[..., HttpResponseBase]) -> Callable[..., 
     @login_required
     @functools.wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        if not is_researcher(request.user):
+            raise PermissionDenied("researchers only")
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def researcher_or_token_required(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    """A page a script also fetches (an export's download): ``Authorization: Token …`` is
+    checked as the API checks it (unknown or inactive → 401, as the API answers); without
+    that header it is :func:`researcher_required` (log in first, then researchers only)."""
+    page = researcher_required(view)
+
+    @functools.wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        if not request.META.get("HTTP_AUTHORIZATION", "").lower().startswith("token "):
+            return page(request, *args, **kwargs)
+        from rest_framework import exceptions
+        from rest_framework.request import Request
+
+        from projects.authentication import FastTokenAuthentication
+
+        auth = FastTokenAuthentication()
+        drf_request = Request(request)
+        try:
+            found = auth.authenticate(drf_request)
+        except exceptions.AuthenticationFailed as exc:
+            response = HttpResponse(str(exc.detail), status=401, content_type="text/plain; charset=utf-8")
+            response["WWW-Authenticate"] = str(auth.authenticate_header(drf_request))
+            return response
+        if found is None:  # the header's keyword was not "Token": as without a header
+            return page(request, *args, **kwargs)
+        request.user = found[0]
         if not is_researcher(request.user):
             raise PermissionDenied("researchers only")
         return view(request, *args, **kwargs)

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from projects import permissions, states
 from projects.models import JOB_FINISHED, Candidate, Example, Job, Project
@@ -80,9 +81,13 @@ def project_overview(*, project: Project) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class JobProgress:
-    """How far a job is: ``rate`` in units (``done``) per second over its wall time so far
-    (time a killed worker was down counts, so a resumed job's rate is conservative) and the
-    ``eta_seconds`` left at that rate; ``None`` when unknown or finished."""
+    """How far a job is: ``rate`` in units (``done``) per second and the ``eta_seconds`` left
+    at that rate; ``None`` when unknown or finished. A job of several steps that reports
+    progress inside its current step (``Job.step``: training h encodes thousands of pairs in
+    one step) is measured by that step: ``rate`` is the step's units per second since the step
+    began and ``eta_seconds`` the rest of the step at that rate, so a long step neither stalls
+    the figure nor stretches it. Otherwise it is the job's wall time so far (time a killed
+    worker was down counts, so a resumed job's rate is conservative)."""
 
     done: int
     total: int
@@ -94,6 +99,7 @@ class JobProgress:
     finished: bool
     waiting_behind: int | None = None
     stalled_seconds: int | None = None
+    step: dict[str, Any] | None = None  # name, index, count, done, total, unit, started_at
 
     @property
     def stalled(self) -> str:
@@ -130,6 +136,22 @@ def job_stalled_seconds(*, job: Job, now: Any = None) -> int | None:
     return int(age) if age > threshold else None
 
 
+def _step_rate(job: Job, now: Any) -> tuple[dict[str, Any], float | None, float | None] | None:
+    """The current step of a running job and its rate and ETA, or None when it has none."""
+    info = job.step if isinstance(job.step, dict) else {}
+    if not info.get("name"):
+        return None
+    done, total = int(info.get("done") or 0), int(info.get("total") or 0)
+    rate = eta = None
+    started = parse_datetime(str(info.get("started_at") or ""))
+    if started is not None and done > 0:
+        seconds = (now - started).total_seconds()
+        if seconds > 0:
+            rate = done / seconds
+            eta = max(0.0, (total - done) / rate) if total else None
+    return info, rate, eta
+
+
 def job_progress(*, job: Job, now: Any = None) -> JobProgress:
     now = now or timezone.now()
     finished = job.status in JOB_FINISHED
@@ -139,6 +161,9 @@ def job_progress(*, job: Job, now: Any = None) -> JobProgress:
         elapsed = max(0.0, (end - job.started_at).total_seconds())
     rate = job.done / elapsed if elapsed > 0 and job.done else None
     eta = max(0.0, (job.total - job.done) / rate) if (not finished and rate) else None
+    step = None if finished else _step_rate(job, now)
+    if step is not None:
+        _, rate, eta = step
     fraction = min(1.0, job.done / job.total) if job.total else (1.0 if job.status == "succeeded" else 0.0)
     return JobProgress(
         done=job.done,
@@ -151,6 +176,7 @@ def job_progress(*, job: Job, now: Any = None) -> JobProgress:
         finished=finished,
         waiting_behind=job_waiting_behind(job),
         stalled_seconds=job_stalled_seconds(job=job, now=now),
+        step=step[0] if step is not None else None,
     )
 
 
@@ -173,6 +199,7 @@ def job_as_dict(*, job: Job, now: Any = None) -> dict[str, Any]:
         "rate": p.rate,
         "eta_seconds": p.eta_seconds,
         "percent": p.percent,
+        "step": p.step,
         "heartbeat_at": job.heartbeat_at.isoformat() if job.heartbeat_at else None,
         "attempts": job.attempts,
         "cancel_requested": job.cancel_requested,

@@ -16,8 +16,9 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpRe
 from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from projects import permissions, states
@@ -27,7 +28,7 @@ from projects.formats.reading import LABEL_SOURCES
 from projects.http import HtmxHttpRequest
 from projects.inputs import BadInput, form_text, form_texts
 from projects.models import TASK_DEFAULTS, TASKS, Job, Project
-from projects.permissions import researcher_required
+from projects.permissions import researcher_or_token_required, researcher_required
 from projects.selectors import (
     image_visible_to,
     job_get,
@@ -40,10 +41,11 @@ from projects.services.exports import (
     DIRECTORY_FORMATS,
     EXCLUDED_BY_DEFAULT,
     EXPORT_FORMATS,
+    NOTHING_TO_EXPORT,
     ExportError,
     candidates_for_export,
     data_export,
-    export_count_over,
+    export_count,
     export_download_file,
     export_filters_parse,
     export_manifest,
@@ -85,6 +87,7 @@ def _export_context(project: Project, form: dict[str, Any], errors: dict[str, st
         "form": form,
         "errors": errors,
         "formats": EXPORT_FORMATS,
+        "directory_formats": DIRECTORY_FORMATS,
         "states": states.STATES,
         "label_sources": [*LABEL_SOURCES, "none"],
         "excluded_by_default": EXCLUDED_BY_DEFAULT,
@@ -95,48 +98,80 @@ def _export_context(project: Project, form: dict[str, Any], errors: dict[str, st
     }
 
 
+BLANK_EXPORT: dict[str, Any] = {
+    "format": "pairs-jsonl",
+    "state": [],
+    "label_source": [],
+    "min_confidence": None,
+    "split": [],
+    "include_invalid": False,
+}
+
+
+class ExportJobQuery(forms.Form):
+    """``?job=<id>``: the export page showing the job a POST started (Post/Redirect/Get)."""
+
+    job = forms.IntegerField(min_value=1, max_value=2**63 - 1)
+
+
+def _export_page(
+    request: HttpRequest,
+    project: Project,
+    form: dict[str, Any],
+    errors: dict[str, str],
+    status: int = 200,
+    job: Any = None,
+) -> HttpResponse:
+    return render(request, "projects/project_export.html", _export_context(project, form, errors, job), status=status)
+
+
 @researcher_required
-@require_GET
+@require_http_methods(["GET", "POST"])
 def project_export(request: HttpRequest, pk: int) -> HttpResponse | FileResponse:
-    """No query: the export form. With a format or filters: up to ``EXPORT_SYNC_MAX`` rows
-    download at once; more run as an ``export`` job whose file downloads when ready."""
+    """GET: the form (``?job=<id>``: with that export job's box). POST (the form): up to
+    ``EXPORT_SYNC_MAX`` pairs download at once; more, and the directory formats, start an
+    ``export`` job and redirect to ``?job=<id>`` so that a reload shows the job instead of
+    starting another. A GET with filters (a bookmarked link) downloads a small file as
+    before; one that needs a job only fills the form in. An export of nothing says so."""
     project = get_object_or_404(Project, pk=pk)
+    params = request.POST if request.method == "POST" else request.GET
     try:
-        for name in request.GET:
-            form_texts(request.GET.getlist(name), name)
+        for name in params:
+            form_texts(params.getlist(name), name)
     except BadInput as exc:
         return HttpResponseBadRequest(str(exc))
-    if not request.GET:
-        blank: dict[str, Any] = {
-            "format": "pairs-jsonl",
-            "state": [],
-            "label_source": [],
-            "min_confidence": None,
-            "split": [],
-            "include_invalid": False,
-        }
-        return render(request, "projects/project_export.html", _export_context(project, blank, {}))
-    parsed, errors = export_filters_parse(request.GET)
+    if request.method == "GET" and "job" in request.GET:
+        query = ExportJobQuery(request.GET)
+        if not query.is_valid():
+            return HttpResponseBadRequest("job: a job id")
+        job = get_object_or_404(Job, pk=query.cleaned_data["job"], kind="export", project=project)
+        started = {**BLANK_EXPORT, **{k: v for k, v in job.params.items() if k in BLANK_EXPORT}}
+        return _export_page(request, project, started, {}, job=job)
+    if not [k for k in params if k != "csrfmiddlewaretoken"]:
+        return _export_page(request, project, dict(BLANK_EXPORT), {})
+    parsed, errors = export_filters_parse(params)
     form: dict[str, Any] = dict(parsed)
     if errors:
-        return render(request, "projects/project_export.html", _export_context(project, form, errors), status=400)
+        return _export_page(request, project, form, errors, 400)
     fmt = str(form.pop("format"))
+    shown = {"format": fmt, **form}
     if fmt == "coco-cf" and project.task != "image-caption":
         errors = {"format": f"coco-cf holds image-caption pairs; this project's task is {project.task}"}
-        ctx = _export_context(project, {"format": fmt, **form}, errors)
-        return render(request, "projects/project_export.html", ctx, status=400)
+        return _export_page(request, project, shown, errors, 400)
+    sync_max = int(settings.COUNTERPART["EXPORT_SYNC_MAX"])
+    n = export_count(project=project, filters=form, limit=sync_max)
+    if n == 0:
+        return _export_page(request, project, shown, {"general": NOTHING_TO_EXPORT}, 400)
     # Directory formats (hf-datasets, coco-cf) and large exports run as a job (a file, or a zip).
-    if fmt in DIRECTORY_FORMATS or export_count_over(
-        project=project, filters=form, limit=settings.COUNTERPART["EXPORT_SYNC_MAX"]
-    ):
+    if fmt in DIRECTORY_FORMATS or n > sync_max:
+        if request.method != "POST":
+            note = "This export runs as a background job: press Export to start it."
+            return _export_page(request, project, shown, {"general": note})
         try:
             job = export_start(project=project, format=fmt, filters=form, created_by=request.user)
         except BrokerUnavailable as exc:
-            ctx = _export_context(project, {"format": fmt, **form}, {"general": f"Export not started: {exc}"})
-            return render(request, "projects/project_export.html", ctx, status=503)
-        return render(
-            request, "projects/project_export.html", _export_context(project, {"format": fmt, **form}, {}, job)
-        )
+            return _export_page(request, project, shown, {"general": f"Export not started: {exc}"}, 503)
+        return redirect(f"{reverse('project-export', args=[project.pk])}?job={job.pk}")
     fd, path = tempfile.mkstemp(suffix=".export")
     os.close(fd)
     try:
@@ -165,11 +200,12 @@ def project_export_manifest(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
-@researcher_required
+@researcher_or_token_required
 @require_GET
 def export_download(request: HttpRequest, job_id: int) -> HttpResponse | FileResponse:
     """The file an ``export`` job wrote (``?part=manifest``: its manifest). Only files inside
-    ``EXPORT_DIR`` named by the job itself are served."""
+    ``EXPORT_DIR`` named by the job itself are served. A script may send its API token
+    (``Authorization: Token …``) instead of logging in."""
     job = get_object_or_404(Job, pk=job_id, kind="export")
     if job.status != "succeeded":
         return HttpResponse(f"export job {job.pk} is {job.status}; nothing to download yet", status=409)

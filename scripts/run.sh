@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Sets up, creates the demo project and runs Counterpart on embedded defaults:
-# SQLite, a Celery worker over kombu's SQLAlchemy transport (a SQLite file, no server),
-# and the web app at http://127.0.0.1:8000. Ctrl-C stops both.
+# SQLite, Celery workers over kombu's SQLAlchemy transport (a SQLite file, no server),
+# and the web app at http://127.0.0.1:8000. Ctrl-C stops all three.
+#
+# Two workers (scripts/workers.sh), so that a long generation run never blocks the interactive
+# jobs (train h, auto-label, route, export, evaluate, import). See docs/operations.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -11,10 +14,8 @@ export DJANGO_SETTINGS_MODULE=${DJANGO_SETTINGS_MODULE:-config.settings.local}
 PORT=${PORT:-8000}
 .venv/bin/python manage.py collectstatic --noinput -v0
 .venv/bin/python manage.py demo
-.venv/bin/celery -A config worker -B -Q "${CELERY_WORKER_QUEUES:-default,ml,generation}" \
-  --concurrency "${CELERY_CONCURRENCY:-1}" --loglevel INFO >var/worker.log 2>&1 &
-WORKER=$!
-trap 'kill $WORKER 2>/dev/null; wait $WORKER 2>/dev/null' EXIT INT TERM
-echo "==> Celery worker (pid $WORKER) logging to var/worker.log"
+bash scripts/workers.sh &
+WORKERS=$!
+trap 'kill $WORKERS 2>/dev/null; wait $WORKERS 2>/dev/null' EXIT INT TERM
 echo "==> Counterpart at http://127.0.0.1:$PORT"
 .venv/bin/python manage.py runserver "127.0.0.1:$PORT"

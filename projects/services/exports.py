@@ -401,15 +401,21 @@ def _remove(path: str) -> None:
 EXPORT_FILTERS = ("state", "label_source", "min_confidence", "split", "include_invalid")
 
 
-def export_count_over(*, project: Project, filters: dict[str, Any], limit: int) -> bool:
-    """Whether the filtered export has more than ``limit`` rows (counts at most limit + 1)."""
-    qs = candidates_for_export(project=project, **filters).select_related(None).order_by()
-    return qs.values("id")[: limit + 1].count() > limit
-
-
 def export_splits(*, project: Project) -> list[str]:
-    """The project's splits (for the export form)."""
-    return sorted(s for s in Example.objects.filter(project=project).values_list("split", flat=True).distinct() if s)
+    """The project's splits (for the export form), each once: ``order_by()`` drops the model's
+    ``id`` ordering, which would otherwise join the DISTINCT and repeat a split per example."""
+    rows = Example.objects.filter(project=project).order_by().values_list("split", flat=True).distinct()
+    return sorted(s for s in rows if s)
+
+
+NOTHING_TO_EXPORT = "Nothing to export: no pair matches these filters."
+
+
+def export_count(*, project: Project, filters: dict[str, Any], limit: int) -> int:
+    """How many pairs the filtered export holds, counted up to ``limit + 1`` (so that a caller
+    can tell "more than limit" without counting a million rows)."""
+    qs = candidates_for_export(project=project, **filters).select_related(None).order_by()
+    return int(qs.values("id")[: limit + 1].count())
 
 
 def export_file_for(*, job: Job, manifest: bool = False) -> Path | None:
@@ -468,6 +474,10 @@ def export_job(job: Job, ctx: JobContext) -> dict[str, Any]:
             n = data_export(project=job.project, format=fmt, out=str(path), progress=ctx.progress, **p)
     except ExportError as exc:
         raise JobFailed(str(exc)) from exc
+    if n == 0:  # the data changed since the job was started: say so, leave no empty file
+        _remove(str(path))
+        _remove(str(manifest_path(path)))
+        raise JobFailed(NOTHING_TO_EXPORT)
     ctx.progress(n, n)
     return {
         "pairs": n,

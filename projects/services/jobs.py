@@ -84,6 +84,7 @@ Handler = Callable[[Job, "JobContext"], dict[str, Any]]
 # Called with (job id, final status) once a job has ended, wherever it ended: run to its end,
 # cancelled while queued, refused by a down broker, cancelled while its executor was dead.
 EndHook = Callable[[int, str], None]
+STEP_WRITE_SECONDS = 0.5  # a step's progress is written at most this often (the page polls every 1 s)
 
 
 @dataclass(frozen=True)
@@ -246,6 +247,43 @@ class JobContext:
         if total is not None:
             values["total"] = max(0, int(total))
         if not self.owned().update(**values):
+            raise JobSuperseded(f"job {self.job_id} is no longer owned by this execution")
+
+    def step(self, name: str, *, index: int, count: int, total: int = 0, unit: str = "") -> None:
+        """Start step ``index`` (1-based) of ``count``: the job's ``done``/``total`` count steps
+        (``index - 1`` of ``count`` done) and ``Job.step`` the work inside this one, which
+        :meth:`step_progress` advances; the ETA is this step's rate (``job_progress``)."""
+        now = timezone.now()
+        info = {
+            "name": name,
+            "index": index,
+            "count": count,
+            "done": 0,
+            "total": max(0, int(total)),
+            "unit": unit,
+            "started_at": now.isoformat(),
+        }
+        self._last["step"] = info
+        self._last["step_written"] = now
+        values = {"done": max(0, index - 1), "total": count, "step": info, "heartbeat_at": now}
+        if not self.owned().update(**values):
+            raise JobSuperseded(f"job {self.job_id} is no longer owned by this execution")
+
+    def step_progress(self, done: int, total: int | None = None) -> None:
+        """``done`` units of the current step (``total``: changed). Written at most every
+        ``STEP_WRITE_SECONDS`` and always at the end of the step."""
+        info = self._last.get("step")
+        if info is None:
+            return
+        info["done"] = max(0, int(done))
+        if total is not None:
+            info["total"] = max(0, int(total))
+        now = timezone.now()
+        last = self._last.get("step_written")
+        if done < info["total"] and last is not None and (now - last).total_seconds() < STEP_WRITE_SECONDS:
+            return
+        self._last["step_written"] = now
+        if not self.owned().update(step=dict(info), heartbeat_at=now):
             raise JobSuperseded(f"job {self.job_id} is no longer owned by this execution")
 
     def cancel_requested(self) -> bool:

@@ -204,14 +204,14 @@ def test_the_export_page_runs_directory_formats_as_a_job_and_serves_the_zip(
     c = Client()
     c.force_login(researcher())
     with django_capture_on_commit_callbacks(execute=True):
-        r = c.get(f"/projects/{project.pk}/export/", {"format": "hf-datasets"})
-    assert r.status_code == 200
+        r = c.post(f"/projects/{project.pk}/export/", {"format": "hf-datasets"})
+    assert r.status_code == 302
     job = Job.objects.get(kind="export", project=project)
     assert job.status == "succeeded" and job.params["format"] == "hf-datasets"
     download = c.get(f"/exports/{job.pk}/download/")
     assert download.status_code == 200
     names = zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content))).namelist()
     assert any(n.endswith("dataset_info.json") for n in names)
-    r = c.get(f"/projects/{project.pk}/export/", {"format": "coco-cf"})
+    r = c.post(f"/projects/{project.pk}/export/", {"format": "coco-cf"})
     assert r.status_code == 400 and b"coco-cf holds image-caption pairs" in r.content
     assert Job.objects.filter(kind="export").count() == 1

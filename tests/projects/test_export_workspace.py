@@ -69,9 +69,10 @@ def test_export_form_errors_next_to_each_field(project):
 def test_a_large_export_runs_as_a_job_and_downloads(project, settings, export_dir):
     settings.COUNTERPART = {**settings.COUNTERPART, "EXPORT_SYNC_MAX": 5}
     c = login(researcher())
-    resp = c.get(f"/projects/{project.pk}/export/?format=pairs-jsonl")
-    assert resp.status_code == 200 and "running as a job" in resp.content.decode()
+    resp = c.post(f"/projects/{project.pk}/export/", {"format": "pairs-jsonl"})
     job = Job.objects.get(kind="export")
+    assert resp.status_code == 302 and resp["Location"].endswith(f"?job={job.pk}")
+    assert "More than 5 pairs matched" in c.get(resp["Location"]).content.decode()
     # eager in unit tests: on_commit runs at once under the test client's autocommit
     job.refresh_from_db()
     if job.status != "succeeded":
