@@ -29,6 +29,9 @@ wait_job() { # wait_job JOB: poll the job until it has ended; stop unless it suc
       succeeded) return 0 ;;
       failed | cancelled) jq -r '"job \(.id) \(.status): \(.error)"' <<<"$job" >&2 && return 1 ;;
     esac
+    if [ -n "$(jq -r '.stalled // ""' <<<"$job")" ]; then # e.g. no worker consumes its queue
+      jq -r '"job \(.id): \(.stalled)"' <<<"$job" >&2 && return 1
+    fi
     sleep 2
   done
 }

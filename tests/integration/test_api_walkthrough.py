@@ -117,7 +117,7 @@ def test_the_walkthrough_runs_the_loop_from_zero_against_a_live_server(tmp_path)
         worker = subprocess.Popen(
             [
                 *(sys.executable, "-m", "celery", "-A", "config", "worker"),
-                *("-Q", "default,ml,generation", "--pool", "solo", "--loglevel", "WARNING"),
+                *("-Q", "default,ml,interactive,generation", "--pool", "solo", "--loglevel", "WARNING"),
                 *("--without-gossip", "--without-mingle", "--without-heartbeat"),
             ],
             cwd=REPO,
