@@ -262,12 +262,52 @@ def check_file(path: str, *, max_file_bytes: int | None, max_line_bytes: int | N
         )
     if max_line_bytes is None:
         return
+    with open(path, "rb") as fh:
+        kind = binary_kind(fh.read(SNIFF_BYTES))
+    if kind is not None:
+        raise FormatError(f"{path}: this is not a text file ({kind}); nothing was imported")
     for lineno, raw in _raw_lines(path, max_line_bytes):
         if raw is None:
             raise FormatError(
                 f"{path}:{lineno}: line is longer than {_human(max_line_bytes)} "
                 "(COUNTERPART_MAX_LINE_BYTES); nothing was imported"
             )
+
+
+SNIFF_BYTES = 4096
+# Leading bytes of the binary files people upload by mistake, and what to call them.
+MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "PNG image"),
+    (b"\xff\xd8\xff", "JPEG image"),
+    (b"GIF87a", "GIF image"),
+    (b"GIF89a", "GIF image"),
+    (b"%PDF-", "PDF document"),
+    (b"PK\x03\x04", "ZIP archive, or an Excel/Word file"),
+    (b"\x1f\x8b", "gzip archive"),
+    (b"BZh", "bzip2 archive"),
+    (b"\xfd7zXZ\x00", "xz archive"),
+    (b"7z\xbc\xaf\x27\x1c", "7-Zip archive"),
+    (b"SQLite format 3\x00", "SQLite database"),
+    (b"\xd0\xcf\x11\xe0", "old Office document"),
+)
+
+
+def binary_kind(head: bytes) -> str | None:
+    """What a file that starts with ``head`` is, when it is clearly not text: a known binary
+    format by its leading bytes (RIFF…WEBP too), or data of which more than a tenth is control
+    bytes or not UTF-8. ``None`` for text (a stray NUL in a text file stays a per-row problem)."""
+    for magic, kind in MAGIC:
+        if head.startswith(magic):
+            return kind
+    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
+        return "WebP image"
+    if not head:
+        return None
+    text = head.decode("utf-8", errors="replace")
+    if len(head) == SNIFF_BYTES:  # a character cut at the end is not an error
+        text = text.rstrip("\ufffd")
+    odd = sum(1 for ch in text if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\n\r\f"))
+    return "binary data" if odd > max(1, len(text) // 10) else None
 
 
 def _human(n: float) -> str:
