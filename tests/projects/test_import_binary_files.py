@@ -80,3 +80,20 @@ def test_the_import_page_says_a_png_is_not_a_text_file(client, settings):
     assert "not valid UTF-8" not in done.html and "codec" not in done.html  # no line-by-line decoding errors
     assert not Example.objects.filter(project=project).exists() and not Candidate.objects.exists()
     assert not os.listdir(os.path.join(settings.MEDIA_ROOT, "imports"))  # the upload is removed
+
+
+@pytest.mark.django_db
+def test_a_finished_import_links_the_next_step(client):
+    project = project_create(name="next", task="sentiment")
+    client.force_login(researcher())
+    originals = b"id,text,label\no0,A film.,positive\no1,Another film.,negative\n"
+    done = upload_page(client, project, originals, name="o.csv", format="csv")
+    assert done.job is not None and done.job.status == "succeeded", done.html
+    assert f'href="/projects/{project.pk}/runs/new/">Generate candidates' in done.html
+    pairs = (
+        b'{"id": "p1", "original": {"id": "o1", "fields": {"text": "A film 1."}, "label": "positive"}, '
+        b'"counterfactual": {"fields": {"text": "A film 1, sadly."}}}\n'
+    )
+    done = upload_page(client, project, pairs)
+    assert done.job is not None and done.job.status == "succeeded", done.html
+    assert f'href="/annotate/projects/{project.pk}/route/">Route pairs to annotators' in done.html
