@@ -115,7 +115,7 @@ def read_csv(
             raise r.FormatError(f"{first} (in the header row)")
         header = [c.strip() for c in first[1]]
         if "id" not in header:
-            raise r.FormatError(f"{path}:1: the header has no id column (found {', '.join(header)})")
+            raise r.FormatError(f"{path}:1: the header has no id column. {expected_columns(header, text_fields)}")
         if len(set(header)) != len(header):
             raise r.FormatError(f"{path}:1: the header repeats a column name")
         is_pairs = any(c.startswith("counterfactual.") for c in header)
@@ -128,7 +128,7 @@ def read_csv(
         else:
             found = [c for c in header if c not in ORIGINAL_KEYS]
         if msg := r.check_text_fields(found, text_fields):
-            raise r.FormatError(f"{path}:1: text columns: {msg}")
+            raise r.FormatError(f"{path}:1: text columns: {msg}. {expected_columns(header, text_fields)}")
         if not found:
             raise r.FormatError(f"{path}:1: the header names no text field column")
         base_dir = image_base or os.path.dirname(os.path.abspath(path))
@@ -197,6 +197,33 @@ def _nest(values: dict[str, str], fields: list[str]) -> dict[str, Any]:
         if not obj[side]["fields"]:
             del obj[side]["fields"]
     return obj
+
+
+# The header rows of the CAD files (Kaushik et al.), which have formats of their own.
+CAD_HEADERS = {
+    "cad-nli": {"sentence1", "sentence2", "gold_label"},
+    "cad-sentiment": {"sentiment", "text", "batch_id"},
+}
+
+
+def expected_columns(header: list[str], text_fields: list[str] | None) -> str:
+    """Which columns a csv/tsv file needs and which this one has, and the CAD format to choose
+    when the header is a CAD file's."""
+    fields = list(text_fields or ["text"])
+    originals = ", ".join(["id", *fields, "label"])
+    pairs = ", ".join(
+        ["id", "original.id", *(f"original.{f}" for f in fields), "original.label"]
+        + [f"counterfactual.{f}" for f in fields]
+    )
+    text = (
+        f"Expected the columns {originals} (originals; split, source, image, meta optional) or "
+        f"{pairs} (pairs); found {', '.join(header) or 'none'}."
+    )
+    lowered = {c.lower() for c in header}
+    for fmt, columns in CAD_HEADERS.items():
+        if columns <= lowered:
+            text += f" This looks like a CAD file: choose the {fmt} format."
+    return text
 
 
 def _original(
