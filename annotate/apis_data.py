@@ -35,6 +35,13 @@ class CandidateRowSerializer(serializers.Serializer):
     original_label = serializers.CharField(allow_null=True)
     flip = serializers.BooleanField(allow_null=True, help_text="label differs from the original's label")
     text = serializers.CharField(help_text="the counterfactual's first text field, cut at 160 characters")
+    edits = serializers.ListField(
+        child=serializers.DictField(),
+        help_text=(
+            "every text field as the edit reads: {name, changed, segments: [{op: equal|del|ins, text}]}, "
+            "clipped around the first change"
+        ),
+    )
 
 
 class CandidatePageSerializer(serializers.Serializer):

@@ -158,6 +158,41 @@ class BrowsePage:
     labels: dict[int, str] = field(default_factory=dict)
 
 
+ROW_FIELD_CHARS = 240  # per field in a data-browser row (the pair page shows all of it)
+
+
+def _field_edits(original: dict[str, Any], edited: dict[str, Any], names: list[str]) -> list[dict[str, Any]]:
+    """Every text field of a row as the edit reads (``equal`` / ``del`` / ``ins`` segments, as
+    on the pair page), clipped to ``ROW_FIELD_CHARS`` characters of text around the first
+    change; ``changed`` marks the fields the counterfactual edits (an NLI pair may edit the
+    hypothesis only). Plain dicts: the browse API returns the rows as JSON."""
+    out = []
+    for name in names or sorted(set(original) | set(edited)):
+        segs = word_diff(str(original.get(name, "")), str(edited.get(name, "")))
+        changed = any(seg.op != "equal" for seg in segs)
+        out.append({"name": name, "changed": changed, "segments": _clip(segs, ROW_FIELD_CHARS)})
+    return out
+
+
+def _clip(segs: list[Segment], limit: int) -> list[dict[str, str]]:
+    """The segments from a little before the first change, up to ``limit`` characters."""
+    first = next((i for i, seg in enumerate(segs) if seg.op != "equal"), 0)
+    start_text = segs[first - 1].text if first > 0 else ""
+    lead = start_text[-40:] if len(start_text) > 40 else start_text
+    out: list[dict[str, str]] = []
+    if first > 0:
+        out.append({"op": "equal", "text": ("…" if len(start_text) > 40 or first > 1 else "") + lead})
+    used = len(lead)
+    for seg in segs[first:]:
+        if used >= limit:
+            out.append({"op": "equal", "text": "…"})
+            break
+        text = seg.text[: limit - used]
+        out.append({"op": seg.op, "text": text + ("…" if len(text) < len(seg.text) else "")})
+        used += len(text)
+    return out
+
+
 def _first_text(fields: dict[str, Any], names: list[str]) -> str:
     for n in names:
         if fields.get(n):
@@ -189,6 +224,7 @@ def candidates_browse(
         "fields",
         "example__label_id",
         "example__external_id",
+        "example__fields",
     )
     if before is not None:
         got = list(qs.filter(id__lt=before).order_by("-id").values(*cols)[: size + 1])
@@ -223,6 +259,7 @@ def candidates_browse(
                 "original_label": orig,
                 "flip": None if label is None or orig is None else label != orig,
                 "text": _first_text(r["fields"] or {}, text_fields)[:160],
+                "edits": _field_edits(r["example__fields"] or {}, r["fields"] or {}, text_fields),
             }
         )
     return BrowsePage(

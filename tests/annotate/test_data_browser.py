@@ -162,3 +162,48 @@ def test_relabel_without_a_change_records_nothing(project):
     c.post(f"/candidates/{other.pk}/override/", {"label": "entailment"})
     other.refresh_from_db()
     assert other.label_source == "human" and LabelOverride.objects.filter(candidate=other).count() == 1
+
+
+def test_rows_show_every_field_with_the_edit_highlighted():
+    """An NLI pair that edits only the hypothesis is visible as such (issue 20.6): every text
+    field is shown, the edited one with <del>/<ins>, the same on the page and in the API."""
+    from projects.services.projects import project_create
+
+    project = project_create(name="nli-fields", task="nli")
+    label = Label.objects.get(project=project, name="neutral")
+    ex = project.examples.create(
+        external_id="snli-dev-0",
+        fields={"premise": "A boy kicks a ball.", "hypothesis": "A boy plays outside."},
+        label=label,
+    )
+    for i, hyp in enumerate(["A boy plays inside.", "A girl plays outside."]):
+        Candidate.objects.create(
+            project=project,
+            example=ex,
+            external_id=f"snli-dev-0-rh{i}",
+            fields={"premise": "A boy kicks a ball.", "hypothesis": hyp},
+            state="pooled",
+        )
+    page = candidates_browse(project=project, filters=CandidateFilters())
+    first, second = (row["edits"] for row in page.rows)
+    assert [f["name"] for f in first] == ["premise", "hypothesis"]
+    assert [f["changed"] for f in first] == [False, True]
+    assert [s for s in first[1]["segments"] if s["op"] != "equal"] == [
+        {"op": "del", "text": "outside"},
+        {"op": "ins", "text": "inside"},
+    ]
+    assert [s["text"] for s in second[1]["segments"] if s["op"] == "ins"] == ["girl"]
+    html = login(researcher()).get(f"/projects/{project.pk}/candidates/").content.decode()
+    assert '<del class="diff">outside</del><ins class="diff">inside</ins>' in html
+    assert '<span class="field-name">premise:</span> A boy kicks a ball.' in html
+    api = login(researcher()).get(f"/api/v1/projects/{project.pk}/candidates/").json()
+    assert api["results"][0]["edits"][1]["segments"][1] == {"op": "del", "text": "outside"}
+
+
+def test_a_long_field_is_clipped_around_its_first_change():
+    from annotate.data_browser import ROW_FIELD_CHARS, _field_edits
+
+    before = "word " * 200 + "good film."
+    (edit,) = _field_edits({"text": before}, {"text": before.replace("good", "bad")}, ["text"])
+    text = "".join(s["text"] for s in edit["segments"])
+    assert text.startswith("…") and "bad" in text and len(text) <= ROW_FIELD_CHARS + 45
