@@ -171,7 +171,7 @@ def h_charts(*, project: Project) -> tuple[list[Chart], dict[str, Any] | None]:
 
 
 def _canonical_choices(project: Project) -> tuple[str, list[str]]:
-    from annotate.services.quality import canonical_choices
+    from annotate.choices import canonical_choices
 
     labels = list(Label.objects.filter(project=project).order_by("position").values_list("name", flat=True))
     kind = "caption_choice" if project.task == "image-caption" else "task_label"
