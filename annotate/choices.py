@@ -66,3 +66,10 @@ def caption_texts(display_order: Sequence[str], original: str, counterfactual: s
     """The two caption texts in the order shown (caption 1, caption 2)."""
     by_key = {"caption_a": original, "caption_b": counterfactual}
     return [by_key[c] for c in display_order if c in by_key]
+
+
+def canonical_choices(kind: str, labels: list[str]) -> list[str]:
+    """The answers an item of ``kind`` can have, in canonical order (``labels``: the project's)."""
+    if kind == "caption_choice":
+        return CAPTION_CANONICAL + CAPTION_EXTRA
+    return [*labels, UNCLEAR]
