@@ -22,8 +22,11 @@ MAX_PAGE = 200
 
 
 class CandidateRowSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    external_id = serializers.CharField()
+    id = serializers.IntegerField(help_text="the candidate's database id (/api/v1/candidates/{id}/)")
+    external_id = serializers.CharField(help_text="the stable id, as in imports and exports: 1:snli-dev-12:11")
+    title = serializers.CharField(help_text="readable: the original's id and the candidate's label")
+    candidate_label = serializers.CharField(help_text="'cand. 11 (rules/negation)', 'rh1', or '' (see title)")
+    run = serializers.IntegerField(allow_null=True, help_text="the generation run of a generated candidate")
     original_id = serializers.CharField()
     state = serializers.CharField()
     generator = serializers.CharField()
@@ -44,7 +47,17 @@ class CandidateRowSerializer(serializers.Serializer):
     )
 
 
+class TotalSerializer(serializers.Serializer):
+    value = serializers.IntegerField()
+    kind = serializers.ChoiceField(
+        choices=["exact", "estimate", "at_least"],
+        help_text="exact; estimate (PostgreSQL's planner, over 10,000 rows); at_least (counted up to 10,000)",
+    )
+    text = serializers.CharField(help_text="as the page shows it: '1,234', 'about 1,000,000', '10,000+'")
+
+
 class CandidatePageSerializer(serializers.Serializer):
+    total = TotalSerializer(help_text="how many candidates match the filters")
     results = CandidateRowSerializer(many=True)
     next_after = serializers.IntegerField(allow_null=True, help_text="pass as ?after= for the next page")
     prev_before = serializers.IntegerField(allow_null=True, help_text="pass as ?before= for the previous page")
@@ -52,7 +65,9 @@ class CandidatePageSerializer(serializers.Serializer):
 
 class CandidateListApi(APIView):
     """Researchers: a page of a project's candidates with the data browser's filters, in id
-    order (keyset pages: ``after`` / ``before`` a candidate id). Bad filters: 400 per field."""
+    order (keyset pages: ``after`` / ``before`` a candidate id), with the total that match
+    (exact up to 10,000; above, PostgreSQL's planner estimate, or "10,000+" on SQLite) and a
+    readable title per row beside its stable id. Bad filters: 400 per field."""
 
     permission_classes = (IsResearcher,)
 
@@ -91,8 +106,11 @@ class CandidateListApi(APIView):
             errors["limit"] = f"a whole number from 1 to {MAX_PAGE}"
         if errors:
             return Response({k: [v] for k, v in errors.items()}, status=status.HTTP_400_BAD_REQUEST)
-        page = candidates_browse(project=project, filters=filters, size=int(raw_limit), **cursor)
+        page = candidates_browse(
+            project=project, filters=filters, size=int(raw_limit), after=cursor["after"], before=cursor["before"]
+        )
         out = {
+            "total": page.total.as_dict() if page.total is not None else None,
             "results": page.rows,
             "next_after": page.last_id if page.has_next else None,
             "prev_before": page.first_id if page.has_prev else None,

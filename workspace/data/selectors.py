@@ -19,6 +19,8 @@ from projects import states
 from projects.formats.reading import LABEL_SOURCES
 from projects.ml.textdiff import Segment, word_diff
 from projects.models import Candidate, Label, LabelOverride, Project
+from workspace.data.titles import CandidateTitle, candidate_title
+from workspace.data.totals import Total, matching_total
 
 PAGE_SIZE = 50
 FLIP_CHOICES = ["", "flip", "keep"]
@@ -156,6 +158,7 @@ class BrowsePage:
     last_id: int | None
     size: int = PAGE_SIZE
     labels: dict[int, str] = field(default_factory=dict)
+    total: Total | None = None  # how many match the filters (exact, estimated or "N+")
 
 
 ROW_FIELD_CHARS = 240  # per field in a data-browser row (the pair page shows all of it)
@@ -207,9 +210,10 @@ def candidates_browse(
     after: int | None = None,
     before: int | None = None,
     size: int = PAGE_SIZE,
+    with_total: bool = True,
 ) -> BrowsePage:
     """One page of the filtered candidates in id order: after ``after``, before ``before``,
-    or from the start."""
+    or from the start; with the total that match (:mod:`workspace.data.totals`)."""
     qs = candidates_filtered(project=project, filters=filters)
     cols = (
         "id",
@@ -244,10 +248,19 @@ def candidates_browse(
     rows = []
     for r in got:
         label, orig = names.get(r["label_id"]), names.get(r["example__label_id"])
+        title = candidate_title(
+            external_id=r["external_id"],
+            original_id=r["example__external_id"],
+            generator=r["generator"],
+            perturbation=r["perturbation"],
+        )
         rows.append(
             {
                 "id": r["id"],
                 "external_id": r["external_id"],
+                "title": title.text,
+                "candidate_label": title.label,
+                "run": title.run,
                 "original_id": r["example__external_id"],
                 "state": r["state"],
                 "generator": r["generator"],
@@ -270,12 +283,14 @@ def candidates_browse(
         last_id=rows[-1]["id"] if rows else None,
         size=size,
         labels=names,
+        total=matching_total(qs) if with_total else None,
     )
 
 
 @dataclass
 class PairView:
     candidate: Candidate
+    title: CandidateTitle
     diffs: list[tuple[str, list[Segment]]]
     original_label: str | None
     annotations: list[dict[str, Any]]
@@ -314,6 +329,12 @@ def pair_view(*, candidate: Candidate) -> PairView:
     latest = pairwise_models_for(project=candidate.project).first()
     return PairView(
         candidate=candidate,
+        title=candidate_title(
+            external_id=candidate.external_id,
+            original_id=ex.external_id,
+            generator=candidate.generator,
+            perturbation=candidate.perturbation,
+        ),
         diffs=diffs,
         original_label=ex.label.name if ex.label is not None else None,
         annotations=anns,
