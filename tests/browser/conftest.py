@@ -79,3 +79,11 @@ def jobs_run_in_threads(monkeypatch, delay: float):
     finally:
         for t in threads:
             t.join(30)
+
+
+def log_in(page, live_server, username: str, password: str = "pw-123456", next_path: str = "/") -> None:
+    """Sign in through the log-in form and land on ``next_path``."""
+    page.goto(f"{live_server.url}/accounts/login/?next={next_path}")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")

@@ -13,7 +13,7 @@ import pytest
 from projects.models import Candidate, Example
 from projects.services.projects import project_create
 from tests.annotate.factories import researcher
-from tests.browser.conftest import jobs_run_in_threads
+from tests.browser.conftest import jobs_run_in_threads, log_in
 from tests.projects.test_import_cad_uploads import N, nli_part, sentiment_rows
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
@@ -29,10 +29,7 @@ def worker(monkeypatch):
 
 def _login(page, live_server, path: str) -> None:
     researcher(username="res")
-    page.goto(f"{live_server.url}/accounts/login/?next={path}")
-    page.fill("#id_username", "res")
-    page.fill("#id_password", "pw-123456")
-    page.click("button[type=submit]")
+    log_in(page, live_server, "res", next_path=path)
 
 
 def test_cad_uploads_through_the_import_page(page, live_server, worker, tmp_path, shared_data):

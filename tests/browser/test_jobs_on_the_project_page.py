@@ -14,7 +14,7 @@ from django.contrib.auth.models import Group, User
 
 from labeling import services
 from projects.models import Candidate
-from tests.browser.conftest import jobs_run_in_threads
+from tests.browser.conftest import jobs_run_in_threads, log_in
 from tests.labeling.conftest import FakeEncoder
 from tests.labeling.test_services import make_project
 
@@ -37,10 +37,7 @@ def test_train_and_autolabel_show_progress_then_results_without_a_reload(page, l
     user.groups.add(Group.objects.get_or_create(name="researcher")[0])
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{live_server.url}/accounts/login/?next=/projects/{project.pk}/")
-    page.fill("#id_username", "res")
-    page.fill("#id_password", "pw-123456")
-    page.click("button[type=submit]")
+    log_in(page, live_server, "res", next_path=f"/projects/{project.pk}/")
     page.wait_for_selector("section#flip-rates #pairwise-model")
     assert "No pairwise classifier trained yet" in page.inner_text("#pairwise-model")
     page.evaluate("window.__same_page = true")

@@ -38,6 +38,13 @@ class CandidateRowSerializer(serializers.Serializer):
     original_label = serializers.CharField(allow_null=True)
     flip = serializers.BooleanField(allow_null=True, help_text="label differs from the original's label")
     text = serializers.CharField(help_text="the counterfactual's first text field, cut at 160 characters")
+    images = serializers.DictField(
+        allow_null=True,
+        help_text=(
+            "image–caption projects: {original, counterfactual}, each {url, missing, caption}; url is '' "
+            "and missing says why when there is no image to load; null for text projects"
+        ),
+    )
     edits = serializers.ListField(
         child=serializers.DictField(),
         help_text=(
@@ -131,6 +138,7 @@ class PairOutputSerializer(serializers.Serializer):
     h_version = serializers.IntegerField(allow_null=True)
     annotations = serializers.ListField(child=serializers.JSONField())
     overrides = serializers.ListField(child=serializers.JSONField())
+    images = serializers.JSONField(allow_null=True, help_text="image–caption projects: as in the browse rows")
 
 
 def _pair(candidate: Candidate) -> dict[str, Any]:
@@ -154,6 +162,7 @@ def _pair(candidate: Candidate) -> dict[str, Any]:
         "confidence": candidate.confidence,
         "h_confidence": v.h_confidence,
         "h_version": v.h_version,
+        "images": v.images,
         "annotations": [{**a, "created_at": a["created_at"].isoformat()} for a in v.annotations],
         "overrides": [
             {
