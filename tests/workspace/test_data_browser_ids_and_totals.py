@@ -119,3 +119,22 @@ def test_on_postgresql_a_large_total_is_the_planners_estimate_and_a_small_one_is
     assert matching_total(few, exact_up_to=100) == Total(0, "exact")
     page = candidates_browse(project=project, filters=CandidateFilters())
     assert page.total == Total(n, "exact")  # under the default 10,000: counted
+
+
+@pytest.mark.postgres
+def test_on_postgresql_a_slow_count_falls_back_to_the_estimate_and_leaves_the_timeout_as_it_was(require_postgres):
+    project = project_with_candidates(n=60, k=2)
+    with connection.cursor() as cur:
+        cur.execute("SHOW statement_timeout")
+        before = cur.fetchone()[0]
+    slow = candidates_filtered(project=project, filters=CandidateFilters()).extra(
+        where=["pg_sleep(0.01) IS NOT NULL"]  # 10 ms a row: well over COUNT_BUDGET_MS for 60 rows
+    )
+    got = matching_total(slow)
+    assert got.kind == "estimate"  # the planner's figure, not a count that took 0.6 s
+    assert matching_total(candidates_filtered(project=project, filters=CandidateFilters())) == Total(
+        Candidate.objects.filter(project=project).count(), "exact"
+    )
+    with connection.cursor() as cur:
+        cur.execute("SHOW statement_timeout")
+        assert cur.fetchone()[0] == before
