@@ -113,6 +113,12 @@ def test_the_page_offers_the_cad_layouts_of_the_projects_task_and_no_command(pag
     assert "manage.py" not in html and "import_data" not in html
     html = page.get(f"/projects/{sentiment.pk}/import/").content.decode()
     assert '<option value="cad-sentiment">' in html and "_paired.tsv" in html
+    assert "import_data" not in page.get("/projects/new/").content.decode()
+
+
+def test_the_empty_project_list_points_to_the_import_page_not_the_command(page):
+    html = page.get("/projects/").content.decode()
+    assert "No projects yet" in html and "import_data" not in html
 
 
 # --- CAD NLI -------------------------------------------------------------------------------------
