@@ -34,7 +34,8 @@ from projects.services.exports import (
     export_start,
 )
 from projects.services.import_bundles import CAD_NLI_PARTS
-from projects.services.import_jobs import UPLOAD_FORMATS, ImportNotStarted, import_files_start
+from projects.services.import_jobs import UPLOAD_FORMATS, ImportNotStarted
+from projects.services.import_uploads import import_files_start
 from projects.services.jobs import BrokerUnavailable
 from projects.states import STATES
 from projects.uploads import ImportFileUploadHandler, MaxSizeUploadHandler, stored_path

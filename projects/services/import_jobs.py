@@ -30,7 +30,6 @@ import contextlib
 import os
 import time
 import uuid
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,18 +38,8 @@ from django.db import transaction
 
 from projects import formats
 from projects.models import JOB_ACTIVE, JOB_FINISHED, Candidate, Example, Job, Project
-from projects.services.import_bundles import (
-    CAD_FORMATS,
-    CAD_NLI_PARTS,
-    BundleRefused,
-    cad_targets,
-    is_zip,
-    remove_uploads,
-    stage_dir,
-    zip_plan,
-    zip_unpack,
-)
-from projects.services.imports import ImportRefused, data_import, image_root
+from projects.services.import_bundles import BundleRefused, remove_uploads, zip_unpack
+from projects.services.imports import ImportRefused, data_import
 from projects.services.jobs import JobContext, JobFailed, job_start
 
 # What the page and the API accept: every format (the CAD layouts as their files or a zip).
@@ -110,7 +99,7 @@ def import_start(
         problem = msg
     if problem:
         if uploaded:
-            _remove_uploads([*paths, *([archive] if archive else [])])
+            import_uploads_remove([*paths, *([archive] if archive else [])])
         raise ImportNotStarted(problem)
     params = {
         "format": format,
@@ -126,150 +115,6 @@ def import_start(
         "batch_size": batch_size,
     }
     return job_start(kind="import", project=project, params=params, created_by=created_by)
-
-
-def import_upload_start(
-    *,
-    project: Project,
-    path: str,
-    name: str,
-    format: str,
-    split: str = "",
-    strict: bool = True,
-    label_map: dict[str, str] | None = None,
-    skip_hint: str,
-    created_by: Any = None,
-) -> Job:
-    """Queue the import of one uploaded file (the page and the API: one rule for both).
-    An upload has no folder of its own, so its relative image paths start at the image root."""
-    return import_start(
-        project=project,
-        format=format,
-        paths=[path],
-        split=split,
-        strict=strict,
-        label_map=label_map,
-        image_base=image_root(),
-        names={path: name or "upload"},
-        uploaded=True,
-        skip_hint=skip_hint,
-        created_by=created_by,
-    )
-
-
-def import_files_start(
-    *,
-    project: Project,
-    format: str,
-    split: str,
-    files: Mapping[str, tuple[str, str]],
-    strict: bool = True,
-    label_map: dict[str, str] | None = None,
-    skip_hint: str,
-    created_by: Any = None,
-) -> Job:
-    """Queue the import of uploaded files (the page and the API: one rule for both).
-    ``files`` maps a field (``file``, or for ``cad-nli`` also ``original``,
-    ``revised_premise``, ``revised_hypothesis``) to ``(stored path, the user's file name)``;
-    every stored file is the job's from here on (moved into its folder, or removed when the
-    import is refused). Raises :class:`ImportNotStarted` with the reason."""
-    paths = [p for p, _ in files.values()]
-    try:
-        if format not in CAD_FORMATS:
-            if set(files) != {"file"}:
-                raise ImportNotStarted(f"{format} takes one data file (the field 'file')")
-            path, name = files["file"]
-            return import_upload_start(
-                project=project,
-                path=path,
-                name=name,
-                format=format,
-                split=split,
-                strict=strict,
-                label_map=label_map,
-                skip_hint=skip_hint,
-                created_by=created_by,
-            )
-        return _cad_start(
-            project=project,
-            format=format,
-            split=split,
-            files=files,
-            strict=strict,
-            label_map=label_map,
-            skip_hint=skip_hint,
-            created_by=created_by,
-        )
-    except BundleRefused as exc:
-        _remove_uploads(paths)
-        raise ImportNotStarted(str(exc)) from None
-    except ImportNotStarted:
-        _remove_uploads(paths)
-        raise
-
-
-def _cad_start(*, project: Project, format: str, split: str, files: Mapping[str, tuple[str, str]], **job: Any) -> Job:
-    if split not in ("train", "dev", "test"):
-        raise ImportNotStarted(f"{format} needs the split: train, dev or test")
-    limit = int(settings.COUNTERPART["MAX_UPLOAD_BYTES"])
-    parts = {k: v for k, v in files.items() if k in CAD_NLI_PARTS}
-    whole = files.get("file")
-    wrong = set(files) - {"file", *CAD_NLI_PARTS}
-    if wrong or (parts and format != "cad-nli"):
-        raise ImportNotStarted(f"{format} takes the field 'file' (a .tsv or a .zip), not {', '.join(sorted(files))}")
-    if whole is not None and parts:
-        raise ImportNotStarted("give either a .zip of the folder or the three .tsv files, not both")
-    if whole is not None and is_zip(whole[0]):
-        zip_plan(whole[0], format=format, split=split, max_bytes=limit)
-        dest = str(stage_dir(import_upload_dir()))
-        return import_start(
-            project=project,
-            format=format,
-            paths=[dest],
-            split=split,
-            image_base=image_root(),
-            names={dest + os.sep: f"{whole[1]}:"},
-            uploaded=True,
-            archive=whole[0],
-            **job,
-        )
-    if format == "cad-sentiment":
-        if whole is None:
-            raise ImportNotStarted(f"choose the {split}_paired.tsv file, or a .zip of the CAD folder")
-        return import_start(
-            project=project,
-            format=format,
-            paths=[whole[0]],
-            split=split,
-            image_base=image_root(),
-            names={whole[0]: whole[1] or "upload"},
-            uploaded=True,
-            **job,
-        )
-    missing = [p for p in CAD_NLI_PARTS if p not in parts]
-    if missing:
-        why = "missing " + ", ".join(missing) if whole is None else "one .tsv is not enough"
-        raise ImportNotStarted(
-            f"cad-nli needs the three files of the split (original, revised_premise, revised_hypothesis: {why}), "
-            "or a .zip of the folder"
-        )
-    folder = stage_dir(import_upload_dir())
-    names = {}
-    for role, target in cad_targets(format, split).items():
-        path = folder / target
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(parts[role][0], path)
-        names[str(path)] = f"{parts[role][1] or 'upload'} ({role})"
-    return import_start(
-        project=project,
-        format=format,
-        paths=[str(folder)],
-        split=split,
-        image_base=image_root(),
-        names=names,
-        uploaded=True,
-        **job,
-    )
 
 
 def import_job(job: Job, ctx: JobContext) -> dict[str, Any]:
@@ -347,7 +192,7 @@ def import_job_end(job_id: int, status: str) -> None:
         import_discard(job_id=job_id)
     if job.params.get("uploaded"):
         archive = job.params.get("archive")
-        _remove_uploads([*(job.params.get("paths") or []), *([archive] if archive else [])])
+        import_uploads_remove([*(job.params.get("paths") or []), *([archive] if archive else [])])
 
 
 def import_discard(*, job_id: int) -> int:
@@ -393,12 +238,12 @@ def import_uploads_sweep(*, older_than: float = ORPHAN_SECONDS) -> list[str]:
         real = os.path.realpath(entry)
         with contextlib.suppress(FileNotFoundError):
             if real not in needed and entry.stat().st_mtime < cutoff and (entry.is_file() or entry.is_dir()):
-                _remove_uploads([real])
+                import_uploads_remove([real])
                 removed.append(real)
     return removed
 
 
-def _remove_uploads(paths: list[str]) -> None:
+def import_uploads_remove(paths: list[str]) -> None:
     """Remove uploaded files and staged folders, and only those inside the upload folder."""
     remove_uploads(paths, root=import_upload_dir())
 
