@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from projects import permissions, states
-from projects.formats import parse_label_map
+from projects.formats import FORMAT_TASKS, parse_label_map
 from projects.formats.images import IMAGE_TYPES
 from projects.formats.reading import LABEL_SOURCES
 from projects.http import HtmxHttpRequest
@@ -52,7 +52,9 @@ from projects.services.exports import (
     export_splits,
     export_start,
 )
-from projects.services.import_jobs import UPLOAD_FORMATS, ImportNotStarted, import_upload_start
+from projects.services.import_bundles import CAD_NLI_PARTS
+from projects.services.import_jobs import UPLOAD_FORMATS, ImportNotStarted
+from projects.services.import_uploads import import_files_start
 from projects.services.imports import image_root
 from projects.services.jobs import BrokerUnavailable
 from projects.services.projects import project_create
@@ -221,9 +223,10 @@ SKIP_HINT = "the “Skip bad rows” box ticked"
 @csrf_exempt  # the CSRF check runs below, after the upload handlers are in place
 @researcher_required
 def project_import(request: HttpRequest, pk: int) -> HttpResponse:
-    """Upload a data file into the project: streamed to a file under the media root (refused
-    while streaming once over the size limit), then imported by an ``import`` job; the page
-    answers at once with the job's progress box."""
+    """Upload data into the project: one data file, or for the CAD layouts the files of a split
+    (or a .zip of the folder). Streamed to files under the media root (refused while streaming
+    once over the size limit), then imported by an ``import`` job; the page answers at once
+    with the job's progress box."""
     project = get_object_or_404(Project, pk=pk)
     limit = settings.COUNTERPART["MAX_UPLOAD_BYTES"]
     if request.method != "POST":
@@ -234,34 +237,28 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
     size = MaxSizeUploadHandler(request, limit)
     store = ImportFileUploadHandler(request)
     request.upload_handlers = [size, store]
-    handed_over = None
+    handed_over: set[str] = set()  # once the job has the files, the job removes them
     try:
         reason = CsrfViewMiddleware(lambda r: HttpResponse()).process_view(request, lambda r: HttpResponse(), (), {})
         if reason is not None:
             return reason
-        upload = request.FILES.get("file")
+        uploads = {field: request.FILES.getlist(field)[-1] for field in request.FILES}
+        files = {field: (stored_path(f), f.name or "upload") for field, f in uploads.items()}
         if size.exceeded:
             return _import_error(request, project, f"upload refused: over the {limit}-byte limit", 413)
-        fmt = request.POST.get("format", "")
-        if upload is None:
+        form = ImportForm(request.POST)
+        if not form.is_valid():
+            return _import_error(request, project, _form_errors(form), 400)
+        if not files:
             return _import_error(request, project, "choose a file to upload", 400)
-        if fmt not in UPLOAD_FORMATS:
-            return _import_error(request, project, f"choose a file format: {', '.join(UPLOAD_FORMATS)}", 400)
         try:
-            label_map = parse_label_map(form_text(request.POST.get("label_map"), "label map"))
-            split = form_text(request.POST.get("split"), "split")
-        except (ValueError, BadInput) as exc:  # both messages name the field
-            return _import_error(request, project, str(exc), 400)
-        path = stored_path(upload)
-        try:
-            job = import_upload_start(
+            job = import_files_start(
                 project=project,
-                path=path,
-                name=upload.name or "upload",
-                format=fmt,
-                split=split,
-                strict=not request.POST.get("skip_bad_rows"),
-                label_map=label_map,
+                format=form.cleaned_data["format"],
+                split=form.cleaned_data["split"],
+                files=files,
+                strict=not form.cleaned_data["skip_bad_rows"],
+                label_map=form.cleaned_data["label_map"],
                 skip_hint=SKIP_HINT,
                 created_by=request.user,
             )
@@ -269,14 +266,53 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
             return _import_error(request, project, str(exc), 400)
         except BrokerUnavailable as exc:
             return _import_error(request, project, f"Import not started: {exc}", 503)
-        handed_over = path
+        handed_over = {path for path, _name in files.values()}
         return render(request, "projects/project_import.html", {**_import_context(project), **job_context(job)})
     finally:
         store.discard(keep=handed_over)
 
 
+class ImportForm(forms.Form):
+    """The import page's fields (the files come through the upload handlers)."""
+
+    format = forms.ChoiceField(choices=[(f, f) for f in UPLOAD_FORMATS])
+    split = forms.CharField(required=False, max_length=32)
+    label_map = forms.CharField(required=False, max_length=2000)
+    skip_bad_rows = forms.BooleanField(required=False)
+
+    def clean_split(self) -> str:
+        return self._storable("split")
+
+    def clean_label_map(self) -> dict[str, str]:
+        try:
+            return parse_label_map(self._storable("label_map"))
+        except ValueError as exc:
+            raise ValidationError(f"label map: {exc}") from None
+
+    def _storable(self, name: str) -> str:
+        try:
+            return form_text(self.cleaned_data.get(name), name.replace("_", " ")).strip()
+        except BadInput as exc:
+            raise ValidationError(str(exc)) from None
+
+
+def _form_errors(form: forms.Form) -> str:
+    if "format" in form.errors:
+        return f"choose a file format: {', '.join(UPLOAD_FORMATS)}"
+    return "; ".join(str(m) for errors in form.errors.values() for m in errors)
+
+
 def _import_context(project: Project) -> dict[str, Any]:
-    return {"project": project, "formats": UPLOAD_FORMATS, "limit": settings.COUNTERPART["MAX_UPLOAD_BYTES"]}
+    # The formats that can hold this project's task (a CAD or COCO layout holds one task):
+    # the generic ones first, then the data sets' own layouts.
+    shown = [f for f in UPLOAD_FORMATS if f not in FORMAT_TASKS]
+    shown += [f for f in UPLOAD_FORMATS if FORMAT_TASKS.get(f) == project.task]
+    return {
+        "project": project,
+        "formats": shown,
+        "limit": settings.COUNTERPART["MAX_UPLOAD_BYTES"],
+        "cad_nli_parts": CAD_NLI_PARTS,
+    }
 
 
 def _import_error(request: HttpRequest, project: Project, message: str, status: int) -> HttpResponse:
