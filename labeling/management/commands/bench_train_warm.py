@@ -29,6 +29,7 @@ from projects import states
 from projects.models import Candidate, Project
 from projects.services.imports import data_import
 from projects.services.projects import project_create
+from projects.services.stats import project_stats_recompute
 
 
 class _Recorder:
@@ -132,4 +133,5 @@ class Command(BaseCommand):
         Candidate.objects.filter(id__in=keep).update(
             state=states.HUMAN_LABELED, label=F("gold_label"), label_source="human"
         )
+        project_stats_recompute(project_id=project.pk)  # written around the services: recount
         return project
