@@ -103,6 +103,8 @@ _KINDS: dict[str, JobKind] = {}
 #: Kinds that change a project's candidates: one of them at a time per project (the default of
 #: ``job_kind_register(exclusive=...)``).
 EXCLUSIVE_KINDS = frozenset({"generation", "route", "train", "autolabel", "import"})
+#: Kinds that write candidates: their project's aggregates are recounted when they end.
+RECOUNT_KINDS = frozenset({"generation", "route", "autolabel", "import"})
 
 
 def job_kind_register(
@@ -390,7 +392,7 @@ def _ended(job_id: int, status: str) -> None:
             kind.on_end(job_id, status)
         except Exception:
             logger.exception("job %s: the end hook of kind %s failed", job_id, kind.name)
-    if kind.exclusive and project_id is not None:
+    if kind.name in RECOUNT_KINDS and project_id is not None:
         _stats_recompute(job_id, project_id)
 
 

@@ -17,7 +17,7 @@ How they stay equal to a full recount:
   costs two small grouped queries over its primary key. The writers: ``candidates_transition``
   (generation, routing, aggregation of answers, auto-labelling), ``candidate_override``, the
   inserts of imports and generation runs, and the deletes of a discarded import.
-- **Bulk jobs** (the exclusive kinds: generation, import, route, autolabel, train) also end with
+- **Bulk jobs** (``RECOUNT_KINDS``: generation, import, route, autolabel) also end with
   :func:`project_stats_recompute` (``projects/services/jobs.py``), a full recount of the
   project inside the job: what a batch kept incrementally is checked and made exact.
 - **Safety net**: a project without a ``ProjectStats`` row (created before the table existed,

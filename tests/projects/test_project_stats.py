@@ -140,6 +140,16 @@ def test_an_import_job_and_its_discard_keep_them(tmp_path):
     assert project_counts(project=project).total == 6
 
 
+def test_a_job_that_writes_candidates_ends_with_a_recount(tmp_path):
+    project = project_with_candidates(n=3)
+    project_stats_mark_stale(project_id=project.pk)
+    job = import_start(project=project, format="pairs-jsonl", paths=[pairs_file(tmp_path, 4)])
+    job_execute(job_id=job.pk)
+    stats = ProjectStats.objects.get(project=project)
+    assert stats.stale is False and stats.computed_at is not None  # recounted by the job, not a read
+    assert_exact(project)
+
+
 def test_a_discard_without_the_job_end_is_incremental(tmp_path):
     project = project_create(name="k", task="nli")
     job = import_start(project=project, format="pairs-jsonl", paths=[pairs_file(tmp_path, 8)])
