@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models import F, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -23,27 +23,47 @@ def projects_visible_to(*, user: Any) -> QuerySet[Project]:
     return Project.objects.filter(memberships__user=user)
 
 
+def _with_fresh_stats(projects: QuerySet[Project]) -> QuerySet[Project]:
+    """``projects``, after recounting the aggregates of those whose row is missing or stale
+    (the safety net of ``projects/services/stats.py``; once per project)."""
+    from projects.services.stats import project_stats_fresh
+
+    for pk in projects.filter(Q(stats__isnull=True) | Q(stats__stale=True)).values_list("pk", flat=True):
+        project_stats_fresh(project_id=pk)
+    return projects
+
+
+def _candidates_counted(**cell: Any) -> Coalesce:
+    """The project's candidates (of the cells matching ``cell``), from its aggregates."""
+    total = (
+        CandidateCount.objects.filter(project=OuterRef("pk"), **cell)
+        .order_by()
+        .values("project")
+        .annotate(n=Sum("n"))
+        .values("n")
+    )
+    return Coalesce(Subquery(total, output_field=IntegerField()), 0)
+
+
 def project_list_with_counts(*, user: Any) -> QuerySet[Project]:
-    """Projects with their example/candidate counts in one query (no N+1)."""
-    return projects_visible_to(user=user).annotate(
-        n_examples=Count("examples", distinct=True),
-        n_candidates=Count("candidates", distinct=True),
+    """Projects with their example/candidate counts in one query, from the per-project
+    aggregates (no count of the candidate table)."""
+    return _with_fresh_stats(projects_visible_to(user=user)).annotate(
+        n_examples=Coalesce(F("stats__n_examples"), 0),
+        n_candidates=_candidates_counted(),
     )
 
 
 def projects_with_state_counts(*, user: Any) -> QuerySet[Project]:
     """The projects ``user`` sees, each annotated with ``n_originals``, ``n_candidates`` and
-    ``n_<state>`` for every candidate state — one SQL query for the whole list (the originals
-    are counted in a subquery, so the candidate join is not multiplied by the examples)."""
-    originals = (
-        Example.objects.filter(project=OuterRef("pk")).order_by().values("project").annotate(n=Count("pk")).values("n")
-    )
-    by_state = {f"n_{s}": Count("candidates", filter=Q(candidates__state=s)) for s in states.STATES}
+    ``n_<state>`` for every candidate state — one SQL query for the whole list, reading the
+    per-project aggregates (``projects/services/stats.py``), not the candidate table."""
+    by_state = {f"n_{s}": _candidates_counted(state=s) for s in states.STATES}
     return (
-        projects_visible_to(user=user)
+        _with_fresh_stats(projects_visible_to(user=user))
         .annotate(
-            n_originals=Coalesce(Subquery(originals, output_field=IntegerField()), 0),
-            n_candidates=Count("candidates"),
+            n_originals=Coalesce(F("stats__n_examples"), 0),
+            n_candidates=_candidates_counted(),
             **by_state,
         )
         .order_by("name")

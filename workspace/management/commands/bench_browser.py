@@ -117,6 +117,7 @@ class Command(BaseCommand):
                 {"project_id": project.pk},
             ),
             "project page": (project_views.project_detail, f"/projects/{project.pk}/", {"pk": project.pk}),
+            "project list": (project_views.project_list, "/projects/", {}),
         }
         for label, (view, path, kwargs) in other_pages.items():
             times = sorted(self._time_view(view, path, user, kwargs) for _ in range(reps))
