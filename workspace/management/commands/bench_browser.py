@@ -9,7 +9,7 @@ SQLite) and the tables analysed, the project's aggregates counted once (as at th
 import job; ``stats_seconds``), then each scenario is requested R times; p50/p95 in
 milliseconds are printed, with a JSON object on the last line. The project is deleted at the
 end unless ``--keep``; ``--reuse`` times the project an earlier ``--keep`` left (building 1M rows
-takes minutes) and keeps it; ``--pages-only`` times only the dashboard and the project page.
+takes minutes) and keeps it; ``--pages-only`` times only the dashboard, the project page and the project list.
 A benchmark prints figures; it asserts nothing about time.
 """
 
@@ -61,7 +61,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--pages-only",
             action="store_true",
-            help="time only the project dashboard and the project page, not the data browser's scenarios",
+            help="time only the project dashboard, the project page and the project list, not the data browser",
         )
 
     def handle(self, *args: Any, **opts: Any) -> None:
