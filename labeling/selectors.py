@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import random
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from django.core.exceptions import ValidationError
-from django.db.models import Count, Q
+from django.db.models import Q
 
 from labeling.ml.active import diverse_uncertain, margin_uncertainty, reduce_features
 from labeling.ml.features import Pair
@@ -19,6 +20,7 @@ from labeling.models import PairwiseModel
 from labeling.services import PAIR_VALUES, candidate_pair, latest_model, load_model, warm_feature_cache
 from projects import states
 from projects.models import Candidate, Project
+from projects.selectors import project_counts
 
 SOURCES = {"human": ("human", "gold"), "auto": ("auto",)}
 
@@ -41,21 +43,25 @@ class FlipRates:
     model: PairwiseModel | None = None
 
 
+def _flip_rows(project: Project) -> list[dict[str, Any]]:
+    """Human- or auto-labelled candidates whose original has a label, counted by (label
+    source, perturbation, original label, final label), from the project's aggregates."""
+    rows: dict[tuple[str, str, str, str], int] = defaultdict(int)
+    for c in project_counts(project=project).cells:
+        if c.state in (states.HUMAN_LABELED, states.AUTO_LABELED) and c.label and c.original_label:
+            rows[(c.label_source, c.perturbation, c.original_label, c.label)] += c.n
+    return [
+        {"label_source": k[0], "perturbation": k[1], "original_label": k[2], "label": k[3], "n": n}
+        for k, n in rows.items()
+    ]
+
+
 def flip_rates_for(*, project: Project) -> FlipRates:
     """Flip rate (counterfactual label != original label) of human and of auto labels, by
     perturbation type and by direction (original label -> counterfactual label), plus the
-    latest pairwise model (its cross-validated accuracy). One grouped query."""
-    rows = (
-        Candidate.objects.filter(
-            project=project,
-            label__isnull=False,
-            example__label__isnull=False,
-            state__in=[states.HUMAN_LABELED, states.AUTO_LABELED],
-        )
-        .values("label_source", "perturbation", "example__label__name", "label__name")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
+    latest pairwise model (its cross-validated accuracy). From the project's stored
+    aggregates (``projects.selectors.project_counts``), not a count of its candidates."""
+    rows = _flip_rows(project)
     out = FlipRates(overall={s: FlipCell() for s in SOURCES})
     by_pert: dict[str, dict[str, FlipCell]] = {}
     by_dir: dict[tuple[str, str], dict[str, int]] = {}
@@ -63,7 +69,7 @@ def flip_rates_for(*, project: Project) -> FlipRates:
         source = next((s for s, members in SOURCES.items() if r["label_source"] in members), None)
         if source is None:
             continue
-        y, y2, n = r["example__label__name"], r["label__name"], r["n"]
+        y, y2, n = r["original_label"], r["label"], r["n"]
         flipped = n if y != y2 else 0
         for cell in (
             out.overall[source],
@@ -306,25 +312,16 @@ class FlipCount:
 
 def flip_counts_for(*, project: Project) -> list[FlipCount]:
     """Labelled candidates counted by (label source, perturbation, original label,
-    counterfactual label): the cells behind :func:`flip_rates_for`, finer. One grouped query."""
-    rows = (
-        Candidate.objects.filter(
-            project=project,
-            label__isnull=False,
-            example__label__isnull=False,
-            state__in=[states.HUMAN_LABELED, states.AUTO_LABELED],
-        )
-        .values("label_source", "perturbation", "example__label__name", "label__name")
-        .annotate(n=Count("id"))
-        .order_by("perturbation", "example__label__name", "label__name", "label_source")
+    counterfactual label): the cells behind :func:`flip_rates_for`, finer. From the stored
+    aggregates."""
+    rows = sorted(
+        _flip_rows(project), key=lambda r: (r["perturbation"], r["original_label"], r["label"], r["label_source"])
     )
     out = []
     for r in rows:
         source = next((s for s, members in SOURCES.items() if r["label_source"] in members), None)
         if source is not None:
-            out.append(
-                FlipCount(source, r["perturbation"] or "(none)", r["example__label__name"], r["label__name"], r["n"])
-            )
+            out.append(FlipCount(source, r["perturbation"] or "(none)", r["original_label"], r["label"], r["n"]))
     return out
 
 

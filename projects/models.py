@@ -166,6 +166,61 @@ class Candidate(models.Model):
         return self.external_id
 
 
+class ProjectStats(models.Model):
+    """The header of a project's candidate aggregates (``CandidateCount`` rows): how many
+    originals it has, a ``version`` bumped on every write that changes its candidates, and
+    ``stale`` when the cells must be recounted before they are read (a row created by a write
+    that found none, or a write path that does not keep them). Written only by
+    ``projects/aggregates.py``; its row is also the lock that serializes those writes."""
+
+    project = models.OneToOneField(Project, primary_key=True, on_delete=models.CASCADE, related_name="stats")
+    n_examples = models.BigIntegerField(default=0)
+    version = models.BigIntegerField(default=0)
+    stale = models.BooleanField(default=True)
+    computed_at = models.DateTimeField(null=True, blank=True, help_text="last full recount")
+    updated_at = models.DateTimeField(auto_now=True)
+
+
+# The columns a CandidateCount cell is keyed by (after its project).
+CELL_KEY = (
+    "state",
+    "label_source",
+    "perturbation",
+    "generator",
+    "original_label_id",
+    "target_label_id",
+    "label_id",
+    "gold",
+)
+
+
+class CandidateCount(models.Model):
+    """How many of a project's candidates share one combination of the columns the project
+    page and the dashboard count by (a cell of the project's count cube). Label columns hold
+    the ``Label`` id, or 0 for none (so that the unique constraint also covers "none");
+    ``original_label_id`` is the original's (``Example``) label. Kept equal to a full recount
+    by ``projects/aggregates.py``."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="candidate_counts")
+    state = models.CharField(max_length=16)
+    label_source = models.CharField(max_length=16, blank=True, default="")
+    perturbation = models.CharField(max_length=32, blank=True, default="")
+    generator = models.CharField(max_length=64, blank=True, default="")
+    original_label_id = models.BigIntegerField(default=0)
+    target_label_id = models.BigIntegerField(default=0)
+    label_id = models.BigIntegerField(default=0)
+    gold = models.BooleanField(default=False, help_text="the candidates carry a known (gold) label")
+    n = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            models.UniqueConstraint(
+                fields=["project", *CELL_KEY],
+                name="candidatecount_cell_unique",
+            ),
+        ]
+
+
 MEMBER_ROLES = ["annotator", "researcher"]
 PAUSE_REASON_PREFIX = "paused by"  # a pause is a flag with this reason (projects/services/memberships.py)
 

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models import F, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from projects import permissions, states
-from projects.models import JOB_FINISHED, Candidate, Example, Job, Project
+from projects.models import JOB_FINISHED, Candidate, CandidateCount, Example, Job, Label, Project
 
 
 def projects_visible_to(*, user: Any) -> QuerySet[Project]:
@@ -23,56 +23,136 @@ def projects_visible_to(*, user: Any) -> QuerySet[Project]:
     return Project.objects.filter(memberships__user=user)
 
 
+def _with_fresh_stats(projects: QuerySet[Project]) -> QuerySet[Project]:
+    """``projects``, after recounting the aggregates of those whose row is missing or stale
+    (the safety net of ``projects/aggregates.py``; once per project)."""
+    from projects.aggregates import project_stats_fresh
+
+    for pk in projects.filter(Q(stats__isnull=True) | Q(stats__stale=True)).values_list("pk", flat=True):
+        project_stats_fresh(project_id=pk)
+    return projects
+
+
+def _candidates_counted(**cell: Any) -> Coalesce:
+    """The project's candidates (of the cells matching ``cell``), from its aggregates."""
+    total = (
+        CandidateCount.objects.filter(project=OuterRef("pk"), **cell)
+        .order_by()
+        .values("project")
+        .annotate(n=Sum("n"))
+        .values("n")
+    )
+    return Coalesce(Subquery(total, output_field=IntegerField()), 0)
+
+
 def project_list_with_counts(*, user: Any) -> QuerySet[Project]:
-    """Projects with their example/candidate counts in one query (no N+1)."""
-    return projects_visible_to(user=user).annotate(
-        n_examples=Count("examples", distinct=True),
-        n_candidates=Count("candidates", distinct=True),
+    """Projects with their example/candidate counts in one query, from the per-project
+    aggregates (no count of the candidate table)."""
+    return _with_fresh_stats(projects_visible_to(user=user)).annotate(
+        n_examples=Coalesce(F("stats__n_examples"), 0),
+        n_candidates=_candidates_counted(),
     )
 
 
 def projects_with_state_counts(*, user: Any) -> QuerySet[Project]:
     """The projects ``user`` sees, each annotated with ``n_originals``, ``n_candidates`` and
-    ``n_<state>`` for every candidate state — one SQL query for the whole list (the originals
-    are counted in a subquery, so the candidate join is not multiplied by the examples)."""
-    originals = (
-        Example.objects.filter(project=OuterRef("pk")).order_by().values("project").annotate(n=Count("pk")).values("n")
-    )
-    by_state = {f"n_{s}": Count("candidates", filter=Q(candidates__state=s)) for s in states.STATES}
+    ``n_<state>`` for every candidate state — one SQL query for the whole list, reading the
+    per-project aggregates (``projects/aggregates.py``), not the candidate table."""
+    by_state = {f"n_{s}": _candidates_counted(state=s) for s in states.STATES}
     return (
-        projects_visible_to(user=user)
+        _with_fresh_stats(projects_visible_to(user=user))
         .annotate(
-            n_originals=Coalesce(Subquery(originals, output_field=IntegerField()), 0),
-            n_candidates=Count("candidates"),
+            n_originals=Coalesce(F("stats__n_examples"), 0),
+            n_candidates=_candidates_counted(),
             **by_state,
         )
         .order_by("name")
     )
 
 
+@dataclass(frozen=True)
+class CountCell:
+    """How many of a project's candidates share these values (labels by name, None for none)."""
+
+    state: str
+    label_source: str
+    perturbation: str
+    generator: str
+    original_label: str | None  # the original's label
+    target_label: str | None
+    label: str | None  # the final label
+    gold: bool  # they carry a known (gold) label
+    n: int
+
+
+@dataclass(frozen=True)
+class ProjectCounts:
+    """A project's stored candidate aggregates (``projects/aggregates.py``): ``version``
+    changes with every write to its candidates."""
+
+    version: int
+    n_examples: int
+    cells: list[CountCell]
+
+    @property
+    def total(self) -> int:
+        return sum(c.n for c in self.cells)
+
+    def by_state(self) -> dict[str, int]:
+        """Candidates per state, every state present (zeros included)."""
+        counts = dict.fromkeys(states.STATES, 0)
+        for c in self.cells:
+            counts[c.state] = counts.get(c.state, 0) + c.n
+        return counts
+
+
+def project_counts(*, project: Project) -> ProjectCounts:
+    """The project's candidate counts from its aggregates: two small queries, whatever the
+    number of candidates. Missing or stale aggregates are recounted once first (the safety
+    net of ``projects/aggregates.py``); the candidate table is never counted otherwise."""
+    from projects.aggregates import KEY, project_stats_fresh
+
+    stats = project_stats_fresh(project_id=project.pk)
+    names = dict(Label.objects.filter(project=project).values_list("id", "name"))
+    cells = [
+        CountCell(
+            state=row[0],
+            label_source=row[1],
+            perturbation=row[2],
+            generator=row[3],
+            original_label=names.get(row[4]),
+            target_label=names.get(row[5]),
+            label=names.get(row[6]),
+            gold=bool(row[7]),
+            n=int(row[8]),
+        )
+        for row in CandidateCount.objects.filter(project=project, n__gt=0).values_list(*KEY, "n")
+    ]
+    return ProjectCounts(version=stats.version, n_examples=stats.n_examples, cells=cells)
+
+
 def project_state_counts(*, project: Project) -> dict[str, int]:
-    """Candidates per state, every state present (zeros included), in one query."""
-    rows = Candidate.objects.filter(project=project).values("state").annotate(n=Count("id"))
-    counts = dict.fromkeys(states.STATES, 0)
-    for row in rows:
-        counts[row["state"]] = row["n"]
-    return counts
+    """Candidates per state, every state present (zeros included), from the aggregates."""
+    return project_counts(project=project).by_state()
 
 
 def project_overview(*, project: Project) -> dict[str, Any]:
-    by_state = project_state_counts(project=project)
-    sources = Candidate.objects.filter(project=project).aggregate(
-        human=Count("id", filter=Q(label_source="human")),
-        auto=Count("id", filter=Q(label_source="auto")),
-        imported=Count("id", filter=Q(label_source="imported")),
-        with_gold=Count("id", filter=Q(gold_label__isnull=False)),
-    )
+    """The project page's figures, from the stored aggregates (issue 20.8)."""
+    counts = project_counts(project=project)
+    by_state = counts.by_state()
+    sources = {
+        "human": sum(c.n for c in counts.cells if c.label_source == "human"),
+        "auto": sum(c.n for c in counts.cells if c.label_source == "auto"),
+        "imported": sum(c.n for c in counts.cells if c.label_source == "imported"),
+        "with_gold": sum(c.n for c in counts.cells if c.gold),
+    }
     return {
         "by_state": by_state,
         "total": sum(by_state.values()),
-        "n_examples": project.examples.count(),
+        "n_examples": counts.n_examples,
         "label_sources": sources,
         "labels": list(project.labels.values_list("name", flat=True)),
+        "counts": counts,
     }
 
 

@@ -56,6 +56,7 @@ from generation.services.run_quality import (
     parse_band,
 )
 from projects import states
+from projects.aggregates import stats_write
 from projects.formats.reading import unstorable
 from projects.models import (
     JOB_ACTIVE,
@@ -497,13 +498,16 @@ def _write_batch(
 ) -> None:
     """One transaction: candidates, their state moves, progress and the cursor. The job row
     is locked and must still be owned by this execution with the ``done`` it last saw."""
-    with transaction.atomic():
+    with stats_write() as stats:
         locked = Job.objects.select_for_update().get(pk=run.job_id)
         if locked.token != ctx.token or locked.status != "running" or locked.done != run.job.done:
             raise JobSuperseded(f"run {run.pk} moved on (done {locked.done}, status {locked.status})")
         locked_run = GenerationRun.objects.get(pk=run.pk)
+        stats.lock([run.project_id])  # the project's aggregates follow (projects/aggregates.py)
         Candidate.objects.bulk_create(outcome.rows)
         mine = Candidate.objects.filter(project_id=run.project_id, job_id=run.job_id)
+        if outcome.rows:
+            stats.added(mine.filter(external_id__in=[c.external_id for c in outcome.rows]))
         if outcome.kept_ids:
             candidates_transition(candidates=mine.filter(external_id__in=outcome.kept_ids), to=states.POOLED)
         if outcome.dropped_ids:

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from projects import states
+from projects.aggregates import ID_CHUNK, stats_write
 from projects.models import Candidate
 
 
@@ -22,8 +23,17 @@ def candidates_transition(*, candidates: QuerySet[Candidate] | Iterable[int], to
     """
     sources = states.sources_for(to)
     qs = candidates if isinstance(candidates, QuerySet) else Candidate.objects.filter(pk__in=list(candidates))
-    with transaction.atomic():
-        return qs.filter(state__in=sources).update(state=to, **fields)
+    # The per-project aggregates (projects/aggregates.py) follow the same rows: counted
+    # before and after, under the projects' stats locks, in this transaction.
+    with stats_write() as w:
+        ids = list(qs.filter(state__in=sources).order_by().values_list("pk", flat=True))
+        moved = 0
+        for start in range(0, len(ids), ID_CHUNK):
+            chunk = ids[start : start + ID_CHUNK]
+            w.before(chunk)
+            moved += Candidate.objects.filter(pk__in=chunk, state__in=sources).update(state=to, **fields)
+            w.after(chunk)
+        return moved
 
 
 def candidate_transition(*, candidate: Candidate, to: str, **fields: Any) -> Candidate:
@@ -62,7 +72,8 @@ def candidate_override(*, candidate: Candidate, label: str, by: Any, note: str =
     if target is None:
         names = list(Label.objects.filter(project_id=candidate.project_id).values_list("name", flat=True))
         raise OverrideRefused(f"{label!r} is not one of this project's labels ({', '.join(names)})")
-    with transaction.atomic():
+    with stats_write() as w:
+        w.lock([candidate.project_id])  # the stats lock first, as every tracked write takes it
         locked = Candidate.objects.select_for_update().get(pk=candidate.pk)
         if locked.state in (states.FILTERED_OUT, states.GENERATED):
             raise OverrideRefused(f"a {locked.state} candidate is not in the data set; it cannot be relabelled")
@@ -82,9 +93,11 @@ def candidate_override(*, candidate: Candidate, label: str, by: Any, note: str =
         )
         # human_labeled is terminal in the state machine; a researcher's override of an
         # already human-labelled pair changes the label only.
+        w.before([locked.pk])
         Candidate.objects.filter(pk=locked.pk).update(
             state=states.HUMAN_LABELED, label=target, label_source="human", confidence=1.0
         )
+        w.after([locked.pk])
     candidate.refresh_from_db()
     return candidate
 

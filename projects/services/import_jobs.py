@@ -30,13 +30,14 @@ import contextlib
 import os
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 
 from projects import formats
+from projects.aggregates import stats_write
 from projects.models import JOB_ACTIVE, JOB_FINISHED, Candidate, Example, Job, Project
 from projects.services.import_bundles import BundleRefused, remove_uploads, zip_unpack
 from projects.services.imports import ImportRefused, data_import
@@ -204,7 +205,14 @@ def import_discard(*, job_id: int) -> int:
             ids = list(model.objects.filter(job_id=job_id).order_by().values_list("pk", flat=True)[:DISCARD_CHUNK])
             if not ids:
                 break
-            with transaction.atomic():
+            with stats_write() as stats:
+                rows = model.objects.filter(pk__in=ids)
+                by_project = Counter(rows.values_list("project_id", flat=True))
+                stats.lock(by_project)
+                # the aggregates lose the rows deleted (an original takes its candidates along)
+                stats.removed(Candidate.objects.filter(**{"pk__in" if model is Candidate else "example_id__in": ids}))
+                for pid, n in by_project.items():
+                    stats.examples(pid, -n if model is Example else 0)
                 deleted += model.objects.filter(pk__in=ids).delete()[1].get(model._meta.label, 0)
     return deleted
 

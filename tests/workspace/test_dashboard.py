@@ -4,17 +4,21 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
-from annotate.models import Item
+from annotate.models import Annotation, Item
 from annotate.selectors import project_quality
 from annotate.services import assignments as svc
 from annotate.services.routing import project_route
 from labeling.models import PairwiseModel
 from labeling.selectors import flip_rates_for
 from projects import states
+from projects.aggregates import project_stats_recompute
 from projects.models import Candidate, Label
 from projects.selectors import project_overview
+from projects.services.candidates import candidates_transition
 from tests.annotate.factories import annotator, project_with_candidates, researcher
 from workspace.dashboard.selectors import (
     agreement_chart,
@@ -24,6 +28,7 @@ from workspace.dashboard.selectors import (
     gold_chart,
     h_charts,
     project_dashboard,
+    quality_charts,
     science_warnings,
     waiting_items_count,
 )
@@ -234,6 +239,7 @@ def test_science_warnings():
         threshold=0.7,
         path="/nowhere",
     )
+    project_stats_recompute(project_id=project.pk)  # rows written around the services: recount
     warnings = {w.code: w.message for w in science_warnings(project=project)}
     assert set(warnings) - {"stuck-items"} == {
         "few-human-labels",
@@ -279,6 +285,44 @@ def test_pages():
     assert a.get(f"/projects/{project.pk}/dashboard/").status_code == 403
     dash = project_dashboard(project=project)
     assert next(h for h, _ in dash["sections"]) == "Candidates"
+
+
+def test_pages_read_the_aggregates_not_the_candidate_table():
+    """Issue 20.8: the dashboard, its warnings, the project page and its flip rates count
+    nothing over the candidate table (they read the project's aggregates); they agree with
+    what is in it after writes through the services."""
+    project = labelled_nli_project()
+    ex = Candidate.objects.filter(project=project).first().example
+    Candidate.objects.create(
+        project=project, external_id="x1", example=ex, fields=ex.fields, perturbation="swap", state=states.POOLED
+    )
+    project_stats_recompute(project_id=project.pk)  # the row above went around the services
+    candidates_transition(candidates=Candidate.objects.filter(external_id="x1"), to=states.ROUTED)
+    c = Client()
+    c.force_login(researcher())
+    table = f'FROM "{Candidate._meta.db_table}"'
+    for url in ("dashboard/", "warnings/", "", "flip-rates/"):
+        prefix = "/labeling" if url == "flip-rates/" else ""
+        with CaptureQueriesContext(connection) as ctx:
+            response = c.get(f"{prefix}/projects/{project.pk}/{url}")
+        assert response.status_code == 200, url
+        scans = [q["sql"] for q in ctx.captured_queries if table in q["sql"]]
+        assert not scans, (url, scans)
+    page = c.get(f"/projects/{project.pk}/").content.decode()
+    routed = Candidate.objects.filter(project=project, state=states.ROUTED).count()
+    assert f'data-state="routed">{routed}<' in page and routed > 0
+
+
+def test_quality_charts_are_cached_until_the_answers_change():
+    project = labelled_nli_project()
+    first = quality_charts(project=project)
+    with CaptureQueriesContext(connection) as ctx:
+        again = quality_charts(project=project)
+    assert len(ctx.captured_queries) == 1  # the key: how many answers, the newest one's id
+    assert [c.rows for c in again] == [c.rows for c in first]
+    answers = first[0].rows[0][2]  # the "all" row's answer count
+    Annotation.objects.filter(project=project, is_gold=False).order_by("-id").first().delete()
+    assert quality_charts(project=project)[0].rows[0][2] < answers  # recomputed, not the cached chart
 
 
 def test_stats_units():

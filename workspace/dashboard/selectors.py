@@ -17,7 +17,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.db.models import Count, Q
+from django.core.cache import cache
+from django.db.models import Count, Max, Q
 from django.urls import reverse
 
 from annotate.choices import UNCLEAR
@@ -29,7 +30,7 @@ from labeling.selectors import flip_counts_for, pairwise_model_latest
 from labeling.services import MIN_LABELS
 from projects import states
 from projects.models import Candidate, Label, Project
-from projects.selectors import project_overview
+from projects.selectors import project_counts
 from workspace.ml import charts
 from workspace.ml import dashboard_stats as stats
 
@@ -68,7 +69,7 @@ def _num(x: float | None, digits: int = 3) -> str:
 
 # -- charts ----------------------------------------------------------------------------------
 def funnel_chart(*, project: Project) -> Chart:
-    by_state = project_overview(project=project)["by_state"]
+    by_state = project_counts(project=project).by_state()
     rows = [(s, int(by_state.get(s, 0))) for s in FUNNEL]
     chart = Chart("funnel", "Candidates by state", headers=["state", "candidates"], rows=[list(r) for r in rows])
     if not any(n for _, n in rows):
@@ -371,6 +372,22 @@ def _swap_category(ex_fields: dict[str, Any], fields: dict[str, Any], meta: dict
     return stats.noun_category(str(word)) if word else "unknown"
 
 
+QUALITY_CACHE_SECONDS = 24 * 3600
+
+
+def quality_charts(*, project: Project) -> list[Chart]:
+    """The agreement (with its bootstrap: seconds on a large project) and gold charts, cached
+    per project under the state of its answers: their number and the newest one's id (an
+    answer added or undone changes the key, so a cached chart is never out of date)."""
+    answers = Annotation.objects.filter(project=project).aggregate(n=Count("id"), last=Max("id"))
+    key = f"dashboard:quality:{project.pk}:{answers['n']}:{answers['last']}"
+    charts_ = cache.get(key)
+    if charts_ is None:
+        charts_ = [agreement_chart(project=project), gold_chart(project=project)]
+        cache.set(key, charts_, QUALITY_CACHE_SECONDS)
+    return list(charts_)
+
+
 # -- the page --------------------------------------------------------------------------------
 def project_dashboard(*, project: Project) -> dict[str, Any]:
     flips = flip_charts(project=project)
@@ -380,7 +397,7 @@ def project_dashboard(*, project: Project) -> dict[str, Any]:
         ("Generation", [runs_chart(project=project)]),
         ("Labels: how often the label flips", flips),
         ("The pairwise classifier h", h),
-        ("Annotation quality", [agreement_chart(project=project), gold_chart(project=project)]),
+        ("Annotation quality", quality_charts(project=project)),
     ]
     if project.task == "image-caption":
         sections.append(("Image–caption pairs", caption_charts(project=project)))
@@ -457,20 +474,9 @@ def science_warnings(*, project: Project) -> list[Warning]:
     flips"; h's auto labels flip far more or less often than the human ones, or extrapolate;
     a generator and code whose candidates humans call invalid; items no annotator can finish.
     An empty list only when every check could run and passed."""
-    rows = (
-        Candidate.objects.filter(project=project, state__in=[*AUTO_POOL, states.HUMAN_LABELED])
-        .values(
-            "state",
-            "label_source",
-            "perturbation",
-            "generator",
-            "example__label__name",
-            "target_label__name",
-            "label__name",
-        )
-        .annotate(n=Count("id"))
-        .order_by()
-    )
+    # from the project's stored aggregates (issue 20.8), not a count of its candidates
+    counts = project_counts(project=project)
+    rows = [c for c in counts.cells if c.state in (*AUTO_POOL, states.HUMAN_LABELED)]
     human: dict[str, set[str]] = {"perturbation": set(), "generator": set(), "direction": set()}
     pool: dict[str, dict[str, int]] = {
         "perturbation": defaultdict(int),
@@ -483,29 +489,29 @@ def science_warnings(*, project: Project) -> list[Warning]:
     auto_flips = [0, 0]  # auto labels: the same
     for r in rows:
         keys = {
-            "perturbation": r["perturbation"] or "(none)",
-            "generator": r["generator"] or "(none)",
-            "direction": _direction(r["example__label__name"], r["target_label__name"]),
+            "perturbation": r.perturbation or "(none)",
+            "generator": r.generator or "(none)",
+            "direction": _direction(r.original_label, r.target_label),
         }
-        known = r["label__name"] and r["example__label__name"]
-        flipped = r["n"] if known and r["label__name"] != r["example__label__name"] else 0
-        if r["state"] == states.HUMAN_LABELED and r["label_source"] in HUMAN_SOURCES:
+        known = r.label and r.original_label
+        flipped = r.n if known and r.label != r.original_label else 0
+        if r.state == states.HUMAN_LABELED and r.label_source in HUMAN_SOURCES:
             for k, v in keys.items():
                 if v is not None:
                     human[k].add(v)
-            if r["label__name"]:
-                human_labels[r["label__name"]] += r["n"]
+            if r.label:
+                human_labels[r.label] += r.n
                 if known:
-                    flips[1] += r["n"]
+                    flips[1] += r.n
                     flips[0] += flipped
-        elif r["state"] in AUTO_POOL:
+        elif r.state in AUTO_POOL:
             for k, v in keys.items():
                 if v is not None:
-                    pool[k][v] += r["n"]
-            if r["state"] == states.AUTO_LABELED:
-                auto_by_pert[str(keys["perturbation"])] += r["n"]
+                    pool[k][v] += r.n
+            if r.state == states.AUTO_LABELED:
+                auto_by_pert[str(keys["perturbation"])] += r.n
                 if known:
-                    auto_flips[1] += r["n"]
+                    auto_flips[1] += r.n
                     auto_flips[0] += flipped
     pk = project.pk
     route = Warning("", "", "Route candidates to annotators", reverse("annotate-route", args=[pk]))
@@ -516,7 +522,7 @@ def science_warnings(*, project: Project) -> list[Warning]:
     reroute = Warning("", "", "Re-route with the stratified strategy (below)", "#reroute")
     out: list[Warning] = []
     label_task = project.task != "image-caption"  # caption choices are not class labels h learns
-    if not any(pool[k] for k in pool) and not human_labels and not Candidate.objects.filter(project=project).exists():
+    if not any(pool[k] for k in pool) and not human_labels and not counts.total:
         out.append(
             Warning(
                 "no-data",

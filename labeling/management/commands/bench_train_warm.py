@@ -26,6 +26,7 @@ from django.db.models import F
 
 from labeling import services
 from projects import states
+from projects.aggregates import project_stats_recompute
 from projects.models import Candidate, Project
 from projects.services.imports import data_import
 from projects.services.projects import project_create
@@ -132,4 +133,5 @@ class Command(BaseCommand):
         Candidate.objects.filter(id__in=keep).update(
             state=states.HUMAN_LABELED, label=F("gold_label"), label_source="human"
         )
+        project_stats_recompute(project_id=project.pk)  # written around the services: recount
         return project

@@ -1,14 +1,18 @@
-"""``python manage.py bench_browser [--candidates N] [--requests R] [--keep] [--json]``
+"""``python manage.py bench_browser [--candidates N] [--requests R] [--keep] [--reuse] [--pages-only] [--json]``
 
 Times the data browser's pages (``/projects/<id>/candidates/``, rendered by the real view and
 template; and, separately, the selector alone: the page's queries and row building), the project
 dashboard (``/projects/<id>/dashboard/``) and the project page over a
 synthetic project of N candidates: the first page, pages deep in the id range (``?after=``,
 ``?before=``), and the filters. The rows are written with PostgreSQL ``COPY`` (bulk inserts on
-SQLite) and the tables analysed, then each scenario is requested R times; p50/p95 in
-milliseconds are printed, with a JSON object on the last line. With each data-browser scenario, the total of
-matching rows alone (``matching_total``: estimate or bounded count) and what the page shows.
-The project is deleted at the end unless ``--keep``. A benchmark prints figures; it asserts nothing about time.
+SQLite) and the tables analysed, the project's aggregates counted once (as at the end of an
+import job; ``stats_seconds``), then each scenario is requested R times; p50/p95 in
+milliseconds are printed, with a JSON object on the last line. With each data-browser
+scenario, the total of matching rows alone (``matching_total``: estimate or bounded count) and
+what the page shows. The project is deleted at the end unless ``--keep``; ``--reuse`` times the
+project an earlier ``--keep`` left (building 1M rows takes minutes) and keeps it;
+``--pages-only`` times only the dashboard, the project page and the project list.
+A benchmark prints figures; it asserts nothing about time.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from django.utils import timezone
 from django_htmx.middleware import HtmxDetails
 
 from projects import views as project_views
+from projects.aggregates import project_stats_recompute
 from projects.models import Candidate, Example, Label, Project
 from projects.permissions import RESEARCHER
 from projects.services.projects import project_create
@@ -51,15 +56,33 @@ class Command(BaseCommand):
         parser.add_argument("--requests", type=int, default=30, help="requests per scenario")
         parser.add_argument("--keep", action="store_true", help="keep the synthetic project")
         parser.add_argument("--json", action="store_true", help="only the JSON line")
+        parser.add_argument(
+            "--reuse",
+            action="store_true",
+            help="reuse the synthetic project of this size left by an earlier --keep run (and keep it)",
+        )
+        parser.add_argument(
+            "--pages-only",
+            action="store_true",
+            help="time only the project dashboard, the project page and the project list, not the data browser",
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         n, reps = opts["candidates"], opts["requests"]
         name = f"bench-browser-{n}"
+        project = Project.objects.filter(name=name).order_by("-pk").first() if opts["reuse"] else None
         for old in Project.objects.filter(name=name):
-            self._drop(old)
+            if project is None or old.pk != project.pk:
+                self._drop(old)
         t0 = time.perf_counter()
-        project = self._create(name, n)
+        if project is None:
+            project = self._create(name, n)
         created_s = time.perf_counter() - t0
+        # The rows went in around the services (COPY): count the project's aggregates once, as
+        # the end of an import or generation job does (projects/aggregates.py).
+        t0 = time.perf_counter()
+        project_stats_recompute(project_id=project.pk)
+        stats_s = time.perf_counter() - t0
         user = self._researcher()
         ids = list(
             Candidate.objects.filter(project=project).order_by("id").values_list("id", flat=True)[:: max(1, n // 20)]
@@ -77,6 +100,8 @@ class Command(BaseCommand):
             "gold=yes": {"gold": "yes"},
             "disagreement": {"disagreement": "1"},
         }
+        if opts["pages_only"]:
+            scenarios = {}
         results: dict[str, dict[str, Any]] = {}
         for label, params in scenarios.items():
             times = sorted(self._request(project, user, params) for _ in range(reps))
@@ -98,6 +123,7 @@ class Command(BaseCommand):
                 {"project_id": project.pk},
             ),
             "project page": (project_views.project_detail, f"/projects/{project.pk}/", {"pk": project.pk}),
+            "project list": (project_views.project_list, "/projects/", {}),
         }
         for label, (view, path, kwargs) in other_pages.items():
             times = sorted(self._time_view(view, path, user, kwargs) for _ in range(reps))
@@ -112,11 +138,13 @@ class Command(BaseCommand):
             "database": connection.vendor,
             "requests_per_scenario": reps,
             "create_seconds": round(created_s, 1),
+            "stats_seconds": round(stats_s, 2),
             "pages": results,
         }
         if not opts["json"]:
             self.stdout.write(
-                f"{n} candidates on {connection.vendor}; created in {created_s:.1f} s; {reps} requests each"
+                f"{n} candidates on {connection.vendor}; created in {created_s:.1f} s; aggregates counted in "
+                f"{stats_s:.2f} s; {reps} requests each"
             )
             for label, r in results.items():
                 line = f"  {label:<38} page p50 {r['p50_ms']:>8.2f} ms  p95 {r['p95_ms']:>8.2f} ms"
@@ -126,7 +154,7 @@ class Command(BaseCommand):
                     line += f"   | total {r['total']} in {r['total_p50_ms']:.2f} ms (p50)"
                 self.stdout.write(line)
         self.stdout.write(json.dumps(out))
-        if not opts["keep"]:
+        if not (opts["keep"] or opts["reuse"]):
             self._drop(project)
 
     # -- set-up ---------------------------------------------------------------------------
