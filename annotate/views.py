@@ -19,7 +19,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from annotate import selectors
+from annotate import kinds, selectors
 from annotate.models import Assignment
 from annotate.services import assignments as svc
 from annotate.services.quality import items_settle_waiting, membership_unflag
@@ -97,16 +97,15 @@ def home(request: HttpRequest) -> HttpResponse:
 @require_GET
 def instructions(request: HttpRequest, project_id: int) -> HttpResponse:
     project = _project_for_annotator(request, project_id)
-    from annotate import choices as choice_rules
-
+    kind = kinds.kind_for_task(project.task)
     return render(
         request,
         "annotate/instructions.html",
         {
             "project": project,
             "labels": [lab.name for lab in project.labels.all()],
-            "caption_instruction": choice_rules.CAPTION_INSTRUCTION,
-            "is_caption": project.task == "image-caption",
+            "kind": kind,
+            "instructions": kind.instructions_template,
             "undo_seconds": f"{settings.COUNTERPART['UNDO_SECONDS']} seconds",
         },
     )

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
-from annotate import choices as choice_rules
+from annotate import kinds
 from annotate.ml import agreement, policy
 from annotate.models import Annotation, Item
 from projects import states
@@ -31,9 +31,8 @@ def _cfg(key: str) -> Any:
 
 
 def canonical_choices(kind: str, labels: list[str]) -> list[str]:
-    if kind == "caption_choice":
-        return choice_rules.CAPTION_CANONICAL + choice_rules.CAPTION_EXTRA
-    return [*labels, choice_rules.UNCLEAR]
+    """Every canonical answer of an item of ``kind`` (``ItemKind.canonical_choices``)."""
+    return kinds.kind_named(kind).canonical_choices(labels)
 
 
 # --- items ----------------------------------------------------------------------------------
@@ -125,19 +124,19 @@ def items_settle_waiting(*, project: Project, now: datetime | None = None, batch
 
 def _candidate_finalize(*, item: Item, result: str, share: float) -> None:
     """Set the candidate's final human label when its items are complete and agree on one."""
-    if item.kind == "caption_choice":
-        siblings = list(
+    decided = kinds.kind_named(item.kind).candidate_result(
+        result=result,
+        share=share,
+        siblings=lambda: list(
             Item.objects.filter(candidate_id=item.candidate_id, is_gold=False).values(
                 "side", "status", "result", "result_agreement"
             )
-        )
-        if any(s["status"] != "complete" for s in siblings):
-            return
-        cf = next((s for s in siblings if s["side"] == "counterfactual"), None)
-        if cf is None:
-            return
-        result, share = cf["result"], float(cf["result_agreement"] or 0.0)
-    if result == choice_rules.UNCLEAR:
+        ),
+    )
+    if decided is None:
+        return  # the candidate's other items are still open
+    result, share = decided
+    if result == kinds.UNCLEAR:
         # judged invalid: a first-class outcome (no task label, no auto label, left out of
         # exports by default); the candidate stays routed, visible on the dashboard
         candidate_judge_validity(candidate_id=item.candidate_id, valid=False)
