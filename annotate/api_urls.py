@@ -1,18 +1,11 @@
 from django.urls import path
 
-from annotate import apis, apis_data
+from annotate import apis
 
 urlpatterns: list = [
     path("projects/<int:project_id>/next-item/", apis.ItemNextApi.as_view(), name="api-next-item"),
     path("projects/<int:project_id>/quality/", apis.ProjectQualityApi.as_view(), name="api-project-quality"),
     path("projects/<int:project_id>/route/", apis.ProjectRouteApi.as_view(), name="api-project-route"),
-    path("projects/<int:project_id>/candidates/", apis_data.CandidateListApi.as_view(), name="api-candidate-list"),
-    path("candidates/<int:candidate_id>/", apis_data.CandidateDetailApi.as_view(), name="api-candidate-detail"),
-    path(
-        "candidates/<int:candidate_id>/override/",
-        apis_data.CandidateOverrideApi.as_view(),
-        name="api-candidate-override",
-    ),
     path("assignments/<int:assignment_id>/annotation/", apis.AnnotationSubmitApi.as_view(), name="api-annotation"),
     path("assignments/<int:assignment_id>/skip/", apis.AssignmentSkipApi.as_view(), name="api-skip"),
     path("assignments/<int:assignment_id>/undo/", apis.AnnotationUndoApi.as_view(), name="api-undo"),

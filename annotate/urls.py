@@ -8,7 +8,6 @@ urlpatterns: list = [
     path("projects/<int:project_id>/", views.work, name="annotate-work"),
     path("projects/<int:project_id>/dashboard/", views.dashboard, name="annotate-dashboard"),
     path("projects/<int:project_id>/route/", views.route, name="annotate-route"),
-    path("projects/<int:project_id>/members/", views.members, name="annotate-members"),
     path("projects/<int:project_id>/waiting/", views.waiting, name="annotate-waiting"),
     path("assignments/<int:assignment_id>/answer/", views.answer, name="annotate-answer"),
     path("assignments/<int:assignment_id>/skip/", views.skip, name="annotate-skip"),

@@ -8,7 +8,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
@@ -22,24 +21,17 @@ from django_htmx.http import HttpResponseStopPolling
 from annotate import kinds, selectors
 from annotate.models import Assignment
 from annotate.services import assignments as svc
-from annotate.services.quality import items_settle_waiting, membership_unflag
+from annotate.services.quality import items_settle_waiting
 from annotate.services.routing import (
     STRATEGIES,
-    project_add_annotators,
     project_route_start,
 )
 from projects.http import HtmxHttpRequest
-from projects.inputs import BadInput, form_id, form_ids, form_text
-from projects.models import MEMBER_ROLES, Project, ProjectMembership
-from projects.permissions import ANNOTATOR, researcher_required
+from projects.inputs import BadInput, form_id, form_text
+from projects.models import Project
+from projects.permissions import researcher_required
 from projects.selectors import job_latest, job_progress
 from projects.services.jobs import BrokerUnavailable
-from projects.services.memberships import (
-    MembershipConflict,
-    membership_add,
-    membership_pause,
-    membership_remove,
-)
 
 
 def _project_for_annotator(request: HttpRequest, project_id: int) -> Project:
@@ -298,77 +290,3 @@ def route(request: HttpRequest, project_id: int) -> HttpResponse:
         )
     messages.success(request, f"Routing queued (job {job.pk}); its progress is shown below.")
     return redirect("annotate-route", project_id=project.pk)
-
-
-def _members_context(project: Project) -> dict[str, Any]:
-    return {
-        "project": project,
-        "members": selectors.memberships_for(project=project),
-        "candidates": selectors.member_candidates(project=project),
-        "roles": MEMBER_ROLES,
-        "errors": {},
-        "form": {"role": "annotator", "username": ""},
-    }
-
-
-@researcher_required
-@require_http_methods(["GET", "POST"])
-def members(request: HttpRequest, project_id: int) -> HttpResponse:
-    """GET: the project's annotators and researchers. POST ``action``: ``add`` (username, role),
-    ``remove``/``pause``/``resume`` (membership id); the old dashboard forms (``user`` ids,
-    ``unflag``) keep working."""
-    project = get_object_or_404(Project, pk=project_id)
-    action = request.POST.get("action", "")
-    if request.method == "GET":
-        return render(request, "annotate/members.html", _members_context(project))
-    try:
-        unflag = form_id(request.POST["unflag"], "unflag") if request.POST.get("unflag") else None
-        membership_id = form_id(request.POST["membership"], "membership") if request.POST.get("membership") else 0
-        user_ids = form_ids(request.POST.getlist("user"), "user")
-    except BadInput as exc:
-        return HttpResponseBadRequest(str(exc))
-    if unflag is not None:
-        m = get_object_or_404(ProjectMembership, pk=unflag, project=project)
-        was_paused = m.paused
-        membership_unflag(membership=m)
-        fresh = "" if was_paused else ": a fresh qualification window starts (earlier check answers no longer count)"
-        messages.success(request, f"Cleared the flag on {m.user.username}{fresh}.")
-        back = "annotate-members" if request.POST.get("next") == "members" else "annotate-dashboard"
-        return redirect(back, project_id=project.pk)
-    if action in ("remove", "pause", "resume"):
-        m = get_object_or_404(ProjectMembership, pk=membership_id, project=project)
-        if action == "remove":
-            membership_remove(membership=m)
-            messages.success(request, f"Removed {m.user.username} from {project.name}.")
-        elif action == "pause":
-            membership_pause(membership=m, by=request.user)
-            messages.success(request, f"Paused {m.user.username}: no more items until resumed.")
-        else:
-            was_paused = m.paused
-            membership_unflag(membership=m)
-            fresh = "" if was_paused else "; a fresh qualification window starts"
-            messages.success(request, f"Resumed {m.user.username}{fresh}.")
-        return redirect("annotate-members", project_id=project.pk)
-    if action == "add":
-        form = {"username": request.POST.get("username", "").strip(), "role": request.POST.get("role", "annotator")}
-        errors: dict[str, str] = {}
-        if not form["username"]:
-            errors["username"] = "choose an account"
-        else:
-            try:
-                membership_add(project=project, username=form["username"], role=form["role"])
-            except ValidationError as exc:
-                errors = {k: " ".join(v) for k, v in exc.message_dict.items()}
-            except MembershipConflict as exc:
-                errors["username"] = str(exc)
-        if errors:
-            ctx = {**_members_context(project), "errors": errors, "form": form}
-            status = 409 if "already" in errors.get("username", "") else 400
-            return render(request, "annotate/members.html", ctx, status=status)
-        messages.success(request, f"Added {form['username']} as {form['role']}.")
-        return redirect("annotate-members", project_id=project.pk)
-    # The dashboard's multi-select of annotator ids.
-    users = list(get_user_model().objects.filter(pk__in=user_ids, groups__name=ANNOTATOR))
-    added = project_add_annotators(project=project, users=users)
-    messages.success(request, f"Added {added} annotator(s).")
-    return redirect("annotate-dashboard", project_id=project.pk)

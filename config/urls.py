@@ -27,13 +27,15 @@ urlpatterns = [
         name="api-docs",
     ),
     path("api/v1/", include("annotate.api_urls")),
+    path("api/v1/", include("workspace.data.api_urls")),
     path("api/v1/", include("projects.api_urls")),
     path("api/v1/", include("labeling.api_urls")),
     path("", include("projects.urls")),
     path("", include("generation.urls")),
-    path("", include("annotate.data_urls")),
-    path("", include("annotate.dashboard_urls")),
+    path("", include("workspace.data.urls")),
+    path("", include("workspace.dashboard.urls")),
     path("annotate/", include("annotate.urls")),
+    path("annotate/", include("workspace.members.urls")),
     path("labeling/", include("labeling.urls")),
 ]
 

@@ -189,7 +189,7 @@ def invariant_baseline(pairs: list[Pair], ys: list[str]) -> dict[str, Any]:
     """The ``invariant`` baseline ("nothing flips": y' = y) on the pairs h is trained on, in
     the same order as h's out-of-fold predictions: its accuracy and per pair whether it was
     right. It needs no training, so its accuracy on them is its cross-validated accuracy; the
-    dashboard compares h's with it (``annotate/selectors_dashboard.py``)."""
+    dashboard compares h's with it (``workspace/dashboard/selectors.py``)."""
     right = [int(p.y == y2) for p, y2 in zip(pairs, ys, strict=True)]
     return {"invariant_accuracy": round(sum(right) / len(right), 4) if right else None, "invariant_correct": right}
 

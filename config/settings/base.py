@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "generation",
     "annotate",
     "labeling",
+    "workspace",
 ]
 
 MIDDLEWARE = [

@@ -11,9 +11,9 @@ import pytest
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
-from annotate.ml import charts
 from tests.annotate.factories import project_with_candidates, researcher
 from tests.conftest import REPO
+from workspace.ml import charts
 
 pytestmark = pytest.mark.django_db
 

@@ -70,7 +70,7 @@ def test_train_then_autolabel_moves_pooled_candidates():
     # the invariant baseline ("nothing flips") on the same pairs, for the dashboard's warning:
     # every synthetic pair flips, so it is never right, and h is far better
     assert model.metrics["invariant_accuracy"] == 0.0 and model.metrics["invariant_correct"] == [0] * 60
-    from annotate.selectors_dashboard import science_warnings
+    from workspace.dashboard.selectors import science_warnings
 
     assert "h-not-better-than-invariant" not in {w.code for w in science_warnings(project=project)}
     run = services.autolabel(project=project, min_confidence=0.5)

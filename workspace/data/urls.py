@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from annotate import data_views
+from workspace.data import views as data_views
 
 urlpatterns: list = [
     path("projects/<int:pk>/candidates/", data_views.candidate_list, name="candidate-list"),

@@ -28,12 +28,13 @@ from django.test import RequestFactory
 from django.utils import timezone
 from django_htmx.middleware import HtmxDetails
 
-from annotate import data_views, views_dashboard
-from annotate.data_browser import candidate_filters_parse, candidates_browse
 from projects import views as project_views
 from projects.models import Candidate, Example, Label, Project
 from projects.permissions import RESEARCHER
 from projects.services.projects import project_create
+from workspace.dashboard import views as views_dashboard
+from workspace.data import views as data_views
+from workspace.data.selectors import candidate_filters_parse, candidates_browse
 
 GENERATORS = ["rules", "rationale-infill", "llm-prompt", "human"]
 PERTURBATIONS = ["negation", "quantifier", "lexical", "insert", "delete", "shuffle"]

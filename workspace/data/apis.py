@@ -11,12 +11,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotate.data_browser import candidate_filters_parse, candidates_browse, pair_view
 from projects.formats.reading import LABEL_SOURCES
 from projects.models import Candidate, Project
 from projects.permissions import IsResearcher
 from projects.services.candidates import OverrideRefused, OverrideUnchanged, candidate_override
 from projects.states import STATES
+from workspace.data.selectors import candidate_filters_parse, candidates_browse, pair_view
 
 MAX_PAGE = 200
 

@@ -6,10 +6,17 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from annotate.ml import dashboard_stats as stats
 from annotate.models import Item
 from annotate.selectors import project_quality
-from annotate.selectors_dashboard import (
+from annotate.services import assignments as svc
+from annotate.services.routing import project_route
+from labeling.models import PairwiseModel
+from labeling.selectors import flip_rates_for
+from projects import states
+from projects.models import Candidate, Label
+from projects.selectors import project_overview
+from tests.annotate.factories import annotator, project_with_candidates, researcher
+from workspace.dashboard.selectors import (
     agreement_chart,
     caption_charts,
     flip_charts,
@@ -20,15 +27,7 @@ from annotate.selectors_dashboard import (
     science_warnings,
     waiting_items_count,
 )
-from annotate.services import assignments as svc
-from annotate.services.routing import project_route
-from labeling.models import PairwiseModel
-from labeling.selectors import flip_rates_for
-from projects import states
-from projects.models import Candidate, Label
-from projects.selectors import project_overview
-
-from .factories import annotator, project_with_candidates, researcher
+from workspace.ml import dashboard_stats as stats
 
 pytestmark = pytest.mark.django_db
 

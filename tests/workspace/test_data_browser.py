@@ -3,14 +3,13 @@
 import pytest
 from django.test import Client
 
-from annotate.data_browser import CandidateFilters, candidates_browse
 from annotate.models import Assignment
 from annotate.services import assignments as svc
 from annotate.services.routing import project_route
 from projects.ml.textdiff import word_diff
 from projects.models import Candidate, Label, LabelOverride
-
-from .factories import annotator, project_with_candidates, researcher
+from tests.annotate.factories import annotator, project_with_candidates, researcher
+from workspace.data.selectors import CandidateFilters, candidates_browse
 
 pytestmark = pytest.mark.django_db
 
@@ -201,7 +200,7 @@ def test_rows_show_every_field_with_the_edit_highlighted():
 
 
 def test_a_long_field_is_clipped_around_its_first_change():
-    from annotate.data_browser import ROW_FIELD_CHARS, _field_edits
+    from workspace.data.selectors import ROW_FIELD_CHARS, _field_edits
 
     before = "word " * 200 + "good film."
     (edit,) = _field_edits({"text": before}, {"text": before.replace("good", "bad")}, ["text"])

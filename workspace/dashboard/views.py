@@ -7,9 +7,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from annotate.selectors_dashboard import CHECKS, project_dashboard, science_warnings
 from projects.models import Project
 from projects.permissions import researcher_required
+from workspace.dashboard.selectors import CHECKS, project_dashboard, science_warnings
 
 
 @researcher_required
@@ -18,7 +18,7 @@ def dashboard(request: HttpRequest, project_id: int) -> HttpResponse:
     project = get_object_or_404(Project, pk=project_id)
     return render(
         request,
-        "annotate/project_dashboard.html",
+        "workspace/project_dashboard.html",
         {"project": project, "checks": CHECKS, **project_dashboard(project=project)},
     )
 
@@ -29,7 +29,7 @@ def warnings(request: HttpRequest, project_id: int) -> HttpResponse:
     project = get_object_or_404(Project, pk=project_id)
     return render(
         request,
-        "annotate/_science_warnings.html",
+        "workspace/_science_warnings.html",
         {
             "project": project,
             "warnings": science_warnings(project=project),

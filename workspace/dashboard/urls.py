@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from annotate import views_dashboard
+from workspace.dashboard import views as views_dashboard
 
 urlpatterns: list = [
     path("projects/<int:project_id>/dashboard/", views_dashboard.dashboard, name="project-dashboard"),

@@ -1,8 +1,8 @@
 """Reads behind the researcher's project dashboard (``/projects/<id>/dashboard/``) and its
 science warnings. ``annotate`` is the top layer, so it may combine the apps: candidate counts
 come from ``projects.selectors``, flip rates and h from ``labeling.selectors``, runs from
-``generation.selectors``; the statistics are in :mod:`annotate.ml.dashboard_stats` and the SVG
-in :mod:`annotate.ml.charts` (both Django-free).
+``generation.selectors``; the statistics are in :mod:`workspace.ml.dashboard_stats` and the SVG
+in :mod:`workspace.ml.charts` (both Django-free).
 
 Every chart is a :class:`Chart`: its SVG, the table of the numbers it draws (shown in a
 ``<details>`` under it), and ``na`` -- "n/a (why)" -- when there is too little data to draw it.
@@ -21,8 +21,7 @@ from django.db.models import Count, Q
 from django.urls import reverse
 
 from annotate.choices import UNCLEAR
-from annotate.ml import agreement, charts
-from annotate.ml import dashboard_stats as stats
+from annotate.ml import agreement
 from annotate.models import Annotation, Item
 from annotate.selectors import items_waiting_summary
 from generation.selectors import runs_of_project
@@ -31,6 +30,8 @@ from labeling.services import MIN_LABELS
 from projects import states
 from projects.models import Candidate, Label, Project
 from projects.selectors import project_overview
+from workspace.ml import charts
+from workspace.ml import dashboard_stats as stats
 
 FUNNEL = [
     states.GENERATED,

@@ -11,19 +11,19 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from annotate.data_browser import (
-    FLIP_CHOICES,
-    GOLD_CHOICES,
-    candidate_filters_parse,
-    candidates_browse,
-    pair_view,
-)
 from projects import states
 from projects.formats.reading import LABEL_SOURCES
 from projects.http import HtmxHttpRequest
 from projects.models import Candidate, Label, Project
 from projects.permissions import researcher_required
 from projects.services.candidates import OverrideRefused, OverrideUnchanged, candidate_override
+from workspace.data.selectors import (
+    FLIP_CHOICES,
+    GOLD_CHOICES,
+    candidate_filters_parse,
+    candidates_browse,
+    pair_view,
+)
 
 
 def _int(raw: str | None) -> int | None:
@@ -59,7 +59,7 @@ def candidate_list(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "flip_choices": FLIP_CHOICES[1:],
         "gold_choices": GOLD_CHOICES[1:],
     }
-    template = "annotate/candidates.html#results" if request.htmx else "annotate/candidates.html"
+    template = "workspace/candidates.html#results" if request.htmx else "workspace/candidates.html"
     return render(request, template, ctx, status=400 if errors else 200)
 
 
@@ -69,7 +69,7 @@ def candidate_detail(request: HttpRequest, pk: int) -> HttpResponse:
     candidate = get_object_or_404(
         Candidate.objects.select_related("project", "example", "example__label", "label"), pk=pk
     )
-    return render(request, "annotate/pair.html", {"view": pair_view(candidate=candidate), "errors": {}})
+    return render(request, "workspace/pair.html", {"view": pair_view(candidate=candidate), "errors": {}})
 
 
 @researcher_required
@@ -92,6 +92,6 @@ def candidate_override_view(request: HttpRequest, pk: int) -> HttpResponse:
             return redirect("candidate-detail", pk=candidate.pk)
     if errors:
         ctx = {"view": pair_view(candidate=candidate), "errors": errors, "note": request.POST.get("note", "")}
-        return render(request, "annotate/pair.html", ctx, status=400)
+        return render(request, "workspace/pair.html", ctx, status=400)
     messages.success(request, f"Relabelled {candidate.external_id} as {label} (label source human; recorded).")
     return redirect("candidate-detail", pk=candidate.pk)

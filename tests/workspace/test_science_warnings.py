@@ -7,21 +7,20 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from annotate.ml import dashboard_stats as stats
-from annotate.selectors_dashboard import (
-    FLIP_SHARE_DIFFERENCE,
-    INVALID_MIN_ANSWERS,
-    science_warnings,
-    waiting_items_count,
-)
 from annotate.services import assignments as svc
 from annotate.services.routing import project_route
 from labeling.models import PairwiseModel
 from projects import states
 from projects.models import Candidate, Example, Label
 from projects.services.projects import project_create
-
-from .factories import annotator, project_with_candidates, researcher
+from tests.annotate.factories import annotator, project_with_candidates, researcher
+from workspace.dashboard.selectors import (
+    FLIP_SHARE_DIFFERENCE,
+    INVALID_MIN_ANSWERS,
+    science_warnings,
+    waiting_items_count,
+)
+from workspace.ml import dashboard_stats as stats
 
 pytestmark = pytest.mark.django_db
 
