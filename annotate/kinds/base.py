@@ -68,6 +68,7 @@ class ItemKind(ABC):
     name: ClassVar[str]  # ``Item.kind`` in the database
     template: ClassVar[str]  # the partial that renders the item body (heading included)
     instructions_template: ClassVar[str]  # the instructions page's parts: partials "intro" and "keys"
+    answers_are_labels: ClassVar[bool] = True  # the answers are the project's class labels (h learns them)
     instruction: ClassVar[str] = ""  # a one-line instruction shown with the item, if any
 
     @abstractmethod

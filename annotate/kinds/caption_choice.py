@@ -48,6 +48,7 @@ class CaptionChoice(ItemKind):
     template = "annotate/kinds/_caption_choice.html"
     instructions_template = "annotate/kinds/caption_choice_instructions.html"
     instruction = CAPTION_INSTRUCTION
+    answers_are_labels = False  # caption_a / caption_b / both / neither: not labels h learns
 
     def handles_task(self, task: str) -> bool:
         return task == "image-caption"
