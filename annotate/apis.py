@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from annotate import selectors
 from annotate.services import assignments as svc
-from annotate.services.routing import STRATEGIES, project_route_start
+from annotate.services.routing import STRATEGIES, budget_validator, project_route_start
 from projects.apis import JobOutputSerializer
 from projects.authentication import AUTHENTICATION
 from projects.models import Project
@@ -198,7 +198,7 @@ class ProjectRouteApi(APIView):
     permission_classes = (IsResearcher,)
 
     class InputSerializer(serializers.Serializer):
-        budget = serializers.FloatField(min_value=0, max_value=1, required=False, allow_null=True)
+        budget = serializers.FloatField(required=False, allow_null=True, validators=[budget_validator])
         strategy = serializers.ChoiceField(choices=STRATEGIES, default="random")
         seed = serializers.IntegerField(required=False, allow_null=True)
 

@@ -38,6 +38,27 @@ CHUNK = 5000
 _LIVE_STATES = [states.POOLED, states.ROUTED, states.HUMAN_LABELED, states.AUTO_LABELED, states.ABSTAINED]
 
 
+BUDGET_ERROR = "the budget must be a number between 0 and 1"
+
+
+def validate_budget(value: Any) -> float:
+    """The routing budget (the share of a project's candidates sent to humans) as a float in
+    [0, 1]; ValidationError otherwise. The one check behind the route form, the route API's
+    serializer, ``manage.py route --budget`` and the services below."""
+    try:
+        budget = float(value)
+    except (TypeError, ValueError):
+        raise ValidationError(BUDGET_ERROR, code="budget") from None
+    if not 0 <= budget <= 1:  # NaN fails this too
+        raise ValidationError(BUDGET_ERROR, code="budget")
+    return budget
+
+
+def budget_validator(value: float) -> None:
+    """``validate_budget`` as a field validator (the route API's serializer)."""
+    validate_budget(value)
+
+
 @dataclass(frozen=True)
 class RoutingResult:
     strategy: str  # the strategy actually used (uncertainty and active may fall back to random)
@@ -141,9 +162,7 @@ def project_route(
     routed count (at least the qualification size) without changing those candidates' state."""
     if strategy not in STRATEGIES:
         raise ValidationError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    budget = project.human_budget if budget is None else float(budget)
-    if not 0 <= budget <= 1:
-        raise ValidationError("budget must be between 0 and 1")
+    budget = validate_budget(project.human_budget if budget is None else budget)
     gold_rate = float(settings.COUNTERPART["GOLD_RATE"]) if gold_rate is None else float(gold_rate)
     rng = random.Random(seed)
     messages: list[str] = []
@@ -237,8 +256,8 @@ def project_route_start(
     MiniLM, so routing never runs inside a web request)."""
     if strategy not in STRATEGIES:
         raise ValidationError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    if budget is not None and not 0 <= float(budget) <= 1:
-        raise ValidationError("budget must be between 0 and 1")
+    if budget is not None:
+        budget = validate_budget(budget)
     return job_start(
         kind="route",
         project=project,

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.services.routing import STRATEGIES, project_route
+from annotate.services.routing import STRATEGIES, project_route, validate_budget
 from projects.models import Project
+
+
+def _budget(raw: str) -> float:
+    """``--budget``, checked as the route form and API check it."""
+    try:
+        return validate_budget(raw)
+    except ValidationError as exc:
+        raise argparse.ArgumentTypeError(" ".join(exc.messages)) from exc
 
 
 class Command(BaseCommand):
@@ -18,7 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("--project", required=True, help="project name")
         parser.add_argument(
             "--budget",
-            type=float,
+            type=_budget,
             default=None,
             help="fraction of the project's candidates for humans (default: the project's budget)",
         )

@@ -34,7 +34,8 @@ from projects.permissions import RESEARCHER
 from projects.services.projects import project_create
 from workspace.dashboard import views as views_dashboard
 from workspace.data import views as data_views
-from workspace.data.selectors import candidate_filters_parse, candidates_browse
+from workspace.data.forms import CandidateFiltersForm
+from workspace.data.selectors import candidates_browse
 
 GENERATORS = ["rules", "rationale-infill", "llm-prompt", "human"]
 PERTURBATIONS = ["negation", "quantifier", "lexical", "insert", "delete", "shuffle"]
@@ -229,7 +230,7 @@ class Command(BaseCommand):
         for k, v in params.items():
             query[k] = str(v)
         start = time.perf_counter()
-        filters, _ = candidate_filters_parse(query, project=project)
+        filters = CandidateFiltersForm.parse(query, project=project).filters()
         after, before = params.get("after"), params.get("before")
         candidates_browse(project=project, filters=filters, after=after, before=before)
         return (time.perf_counter() - start) * 1000
