@@ -14,13 +14,14 @@ from rest_framework.views import APIView
 
 from annotate import selectors
 from annotate.services import assignments as svc
-from annotate.services.routing import STRATEGIES, budget_validator, project_route_start
+from annotate.services.routing import STRATEGIES, project_route_start
 from projects.apis import JobOutputSerializer
 from projects.authentication import AUTHENTICATION
 from projects.models import Project
 from projects.permissions import IsResearcher
 from projects.selectors import job_as_dict
 from projects.services.jobs import BrokerUnavailable
+from projects.validators import budget_validator
 
 
 def _error(exc: svc.AnnotationError) -> Response:

@@ -7,8 +7,9 @@ from typing import Any
 
 from django import forms
 
-from annotate.services.routing import BUDGET_ERROR, STRATEGIES, validate_budget
+from annotate.services.routing import STRATEGIES
 from projects.inputs import IdField, InputForm, StorableCharField
+from projects.validators import validate_budget
 
 MAX_DURATION_MS = 24 * 3600 * 1000
 
@@ -60,4 +61,4 @@ class RouteForm(InputForm):
         return {"budget": str(self.data.get("budget", "")).strip(), "strategy": self.data.get("strategy", "random")}
 
 
-__all__ = ["BUDGET_ERROR", "AnswerForm", "ItemHistoryQuery", "RouteForm", "SkipForm"]
+__all__ = ["AnswerForm", "ItemHistoryQuery", "RouteForm", "SkipForm"]

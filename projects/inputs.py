@@ -129,8 +129,8 @@ class InputForm(forms.Form):
         return " ".join(str(m) for errors in self.errors.values() for m in errors)
 
     @classmethod
-    def parse(cls, data: Any, **kwargs: Any) -> Any:
-        """The form bound to ``data``, validated (``is_valid()`` already called)."""
-        form = cls(data, **kwargs)
+    def parse(cls, data: Any, files: Any = None, **kwargs: Any) -> Any:
+        """The form bound to ``data`` (and ``files``), validated (``is_valid()`` already called)."""
+        form = cls(data, files, **kwargs)
         form.is_valid()
         return form

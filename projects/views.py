@@ -22,11 +22,10 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from projects import permissions, states
-from projects.formats import parse_label_map
 from projects.formats.images import IMAGE_TYPES
 from projects.formats.reading import LABEL_SOURCES
+from projects.forms import DownloadQuery, ExportForm, ExportJobQuery, ImportForm
 from projects.http import HtmxHttpRequest
-from projects.inputs import BadInput, form_text, form_texts
 from projects.models import TASK_DEFAULTS, TASKS, Job, Project
 from projects.permissions import researcher_or_token_required, researcher_required
 from projects.selectors import (
@@ -47,7 +46,6 @@ from projects.services.exports import (
     data_export,
     export_count,
     export_download_file,
-    export_filters_parse,
     export_manifest,
     export_splits,
     export_start,
@@ -57,6 +55,7 @@ from projects.services.imports import image_root
 from projects.services.jobs import BrokerUnavailable
 from projects.services.projects import project_create
 from projects.uploads import ImportFileUploadHandler, MaxSizeUploadHandler, stored_path
+from projects.validators import budget_validator
 
 
 @login_required
@@ -108,12 +107,6 @@ BLANK_EXPORT: dict[str, Any] = {
 }
 
 
-class ExportJobQuery(forms.Form):
-    """``?job=<id>``: the export page showing the job a POST started (Post/Redirect/Get)."""
-
-    job = forms.IntegerField(min_value=1, max_value=2**63 - 1)
-
-
 def _export_page(
     request: HttpRequest,
     project: Project,
@@ -134,32 +127,28 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponse | FileResponse
     starting another. A GET with filters (a bookmarked link) downloads a small file as
     before; one that needs a job only fills the form in. An export of nothing says so."""
     project = get_object_or_404(Project, pk=pk)
-    params = request.POST if request.method == "POST" else request.GET
-    try:
-        for name in params:
-            form_texts(params.getlist(name), name)
-    except BadInput as exc:
-        return HttpResponseBadRequest(str(exc))
-    if request.method == "GET" and "job" in request.GET:
-        query = ExportJobQuery(request.GET)
+    form = ExportForm.parse(request.POST if request.method == "POST" else request.GET)
+    if (problem := form.unstorable()) is not None:
+        return HttpResponseBadRequest(problem)
+    query = ExportJobQuery.parse(request.GET)
+    if request.method == "GET" and "job" in query.data:
         if not query.is_valid():
             return HttpResponseBadRequest("job: a job id")
         job = get_object_or_404(Job, pk=query.cleaned_data["job"], kind="export", project=project)
         started = {**BLANK_EXPORT, **{k: v for k, v in job.params.items() if k in BLANK_EXPORT}}
         return _export_page(request, project, started, {}, job=job)
-    if not [k for k in params if k != "csrfmiddlewaretoken"]:
+    if form.is_blank():
         return _export_page(request, project, dict(BLANK_EXPORT), {})
-    parsed, errors = export_filters_parse(params)
-    form: dict[str, Any] = dict(parsed)
-    if errors:
-        return _export_page(request, project, form, errors, 400)
-    fmt = str(form.pop("format"))
-    shown = {"format": fmt, **form}
+    shown: dict[str, Any] = form.filters()
+    if not form.is_valid():
+        return _export_page(request, project, shown, form.field_errors(), 400)
+    filters = dict(shown)
+    fmt = str(filters.pop("format"))
     if fmt == "coco-cf" and project.task != "image-caption":
         errors = {"format": f"coco-cf holds image-caption pairs; this project's task is {project.task}"}
         return _export_page(request, project, shown, errors, 400)
     sync_max = int(settings.COUNTERPART["EXPORT_SYNC_MAX"])
-    n = export_count(project=project, filters=form, limit=sync_max)
+    n = export_count(project=project, filters=filters, limit=sync_max)
     if n == 0:
         return _export_page(request, project, shown, {"general": NOTHING_TO_EXPORT}, 400)
     # Directory formats (hf-datasets, coco-cf) and large exports run as a job (a file, or a zip).
@@ -168,14 +157,14 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponse | FileResponse
             note = "This export runs as a background job: press Export to start it."
             return _export_page(request, project, shown, {"general": note})
         try:
-            job = export_start(project=project, format=fmt, filters=form, created_by=request.user)
+            job = export_start(project=project, format=fmt, filters=filters, created_by=request.user)
         except BrokerUnavailable as exc:
             return _export_page(request, project, shown, {"general": f"Export not started: {exc}"}, 503)
         return redirect(f"{reverse('project-export', args=[project.pk])}?job={job.pk}")
     fd, path = tempfile.mkstemp(suffix=".export")
     os.close(fd)
     try:
-        data_export(project=project, format=fmt, out=path, manifest=False, **form)
+        data_export(project=project, format=fmt, out=path, manifest=False, **filters)
         fh = open(path, "rb")  # noqa: SIM115 - FileResponse closes it
     except ExportError as exc:
         return HttpResponseBadRequest(str(exc))
@@ -190,13 +179,14 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponse | FileResponse
 def project_export_manifest(request: HttpRequest, pk: int) -> HttpResponse:
     """The manifest of the export the same query would download (JSON)."""
     project = get_object_or_404(Project, pk=pk)
-    form, errors = export_filters_parse(request.GET)
-    if errors:
-        return JsonResponse({"errors": errors}, status=400)
-    fmt = form.pop("format")
-    rows = candidates_for_export(project=project, **form).count()
+    form = ExportForm.parse(request.GET)
+    if not form.is_valid():
+        return JsonResponse({"errors": form.field_errors()}, status=400)
+    filters = form.filters()
+    fmt = filters.pop("format")
+    rows = candidates_for_export(project=project, **filters).count()
     return JsonResponse(
-        export_manifest(project=project, format=fmt, filters=form, rows=rows), json_dumps_params={"indent": 2}
+        export_manifest(project=project, format=fmt, filters=filters, rows=rows), json_dumps_params={"indent": 2}
     )
 
 
@@ -209,7 +199,7 @@ def export_download(request: HttpRequest, job_id: int) -> HttpResponse | FileRes
     job = get_object_or_404(Job, pk=job_id, kind="export")
     if job.status != "succeeded":
         return HttpResponse(f"export job {job.pk} is {job.status}; nothing to download yet", status=409)
-    found = export_download_file(job=job, manifest=request.GET.get("part") == "manifest")
+    found = export_download_file(job=job, manifest=DownloadQuery(request.GET).manifest())
     if found is None:
         raise Http404("the export file is gone")
     return FileResponse(open(found[0], "rb"), as_attachment=True, filename=found[1])
@@ -239,19 +229,12 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
         reason = CsrfViewMiddleware(lambda r: HttpResponse()).process_view(request, lambda r: HttpResponse(), (), {})
         if reason is not None:
             return reason
-        upload = request.FILES.get("file")
+        form = ImportForm.parse(request.POST, request.FILES)  # reads the upload through the handlers
         if size.exceeded:
             return _import_error(request, project, f"upload refused: over the {limit}-byte limit", 413)
-        fmt = request.POST.get("format", "")
-        if upload is None:
-            return _import_error(request, project, "choose a file to upload", 400)
-        if fmt not in UPLOAD_FORMATS:
-            return _import_error(request, project, f"choose a file format: {', '.join(UPLOAD_FORMATS)}", 400)
-        try:
-            label_map = parse_label_map(form_text(request.POST.get("label_map"), "label map"))
-            split = form_text(request.POST.get("split"), "split")
-        except (ValueError, BadInput) as exc:  # both messages name the field
-            return _import_error(request, project, str(exc), 400)
+        if not form.is_valid():
+            return _import_error(request, project, form.first_error(), 400)
+        upload, fmt = form.cleaned_data["file"], form.cleaned_data["format"]
         path = stored_path(upload)
         try:
             job = import_upload_start(
@@ -259,9 +242,9 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
                 path=path,
                 name=upload.name or "upload",
                 format=fmt,
-                split=split,
-                strict=not request.POST.get("skip_bad_rows"),
-                label_map=label_map,
+                split=form.cleaned_data["split"],
+                strict=not form.cleaned_data["skip_bad_rows"],
+                label_map=form.cleaned_data["label_map"],
                 skip_hint=SKIP_HINT,
                 created_by=request.user,
             )
@@ -359,7 +342,7 @@ class ProjectCreateForm(forms.Form):
     text_fields = forms.CharField(
         required=False, max_length=2000, help_text="comma-separated; empty: the task's default fields"
     )
-    human_budget = forms.FloatField(min_value=0, max_value=1, required=False, help_text="share routed to humans")
+    human_budget = forms.FloatField(required=False, validators=[budget_validator], help_text="share routed to humans")
     annotators_per_item = forms.IntegerField(min_value=1, max_value=50, required=False)
     description = forms.CharField(required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 3}))
 

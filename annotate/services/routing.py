@@ -32,31 +32,11 @@ from projects import states
 from projects.models import Candidate, Job, Project
 from projects.services.candidates import candidates_transition
 from projects.services.jobs import JobContext, JobFailed, job_start
+from projects.validators import validate_budget
 
 STRATEGIES = ["random", "stratified", "uncertainty", "active"]
 CHUNK = 5000
 _LIVE_STATES = [states.POOLED, states.ROUTED, states.HUMAN_LABELED, states.AUTO_LABELED, states.ABSTAINED]
-
-
-BUDGET_ERROR = "the budget must be a number between 0 and 1"
-
-
-def validate_budget(value: Any) -> float:
-    """The routing budget (the share of a project's candidates sent to humans) as a float in
-    [0, 1]; ValidationError otherwise. The one check behind the route form, the route API's
-    serializer, ``manage.py route --budget`` and the services below."""
-    try:
-        budget = float(value)
-    except (TypeError, ValueError):
-        raise ValidationError(BUDGET_ERROR, code="budget") from None
-    if not 0 <= budget <= 1:  # NaN fails this too
-        raise ValidationError(BUDGET_ERROR, code="budget")
-    return budget
-
-
-def budget_validator(value: float) -> None:
-    """``validate_budget`` as a field validator (the route API's serializer)."""
-    validate_budget(value)
 
 
 @dataclass(frozen=True)

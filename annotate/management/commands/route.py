@@ -8,8 +8,9 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.services.routing import STRATEGIES, project_route, validate_budget
+from annotate.services.routing import STRATEGIES, project_route
 from projects.models import Project
+from projects.validators import validate_budget
 
 
 def _budget(raw: str) -> float:
