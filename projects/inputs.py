@@ -1,7 +1,9 @@
 """Checking the values of plain (non-DRF) forms and query strings before they reach the
 database: a value that is not a whole number where an id is expected, or text with a NUL
-character (PostgreSQL cannot store or even compare it), is a :class:`BadInput` that the view
-answers with a 400 and the message — never a 500."""
+character (PostgreSQL cannot store or even compare it), is a form error that the view answers
+with a 400 and the message — never a 500. The form fields below (``IdField``,
+``IdListField``, ``StorableCharField``) and ``InputForm`` are what the pages' forms are built
+from."""
 
 from __future__ import annotations
 
@@ -43,19 +45,6 @@ def unstorable(text: str) -> str | None:
         except UnicodeEncodeError:  # UTF-8 encodes every code point but the surrogates
             return "a lone surrogate (not valid Unicode)"
     return None
-
-
-def form_text(value: str | None, name: str) -> str:
-    """``value`` (``""`` when absent) when the database can store it; raises :class:`BadInput`."""
-    text = value or ""
-    problem = unstorable(text)
-    if problem is not None:
-        raise BadInput(f"{name} contains {problem}")
-    return text
-
-
-def form_texts(values: Iterable[str], name: str) -> list[str]:
-    return [form_text(v, name) for v in values]
 
 
 def _shown(value: str | None) -> str:
