@@ -175,7 +175,7 @@ class AssignmentHeartbeatApi(APIView):
 
 
 class ProjectQualityApi(APIView):
-    """Researchers: the project's aggregation and agreement figures (what the dashboard shows):
+    """Researchers: the project's aggregation and agreement figures (what the annotation-quality page shows):
     items, answers, agreement, gold accuracy per annotator and the like."""
 
     permission_classes = (IsResearcher,)

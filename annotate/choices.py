@@ -27,12 +27,18 @@ def to_canonical(kind: str, display_order: Sequence[str], shown: str) -> str | N
     return kind_named(kind).to_canonical(display_order, shown)
 
 
+def canonical_choices(kind: str, labels: Sequence[str]) -> list[str]:
+    """The answers an item of ``kind`` can have, in canonical order (``ItemKind.canonical_choices``)."""
+    return kind_named(kind).canonical_choices(labels)
+
+
 __all__ = [
     "CAPTION_CANONICAL",
     "CAPTION_EXTRA",
     "CAPTION_INSTRUCTION",
     "CAPTION_SHOWN",
     "UNCLEAR",
+    "canonical_choices",
     "caption_swapped",
     "display_order_for",
     "offered",

@@ -1,12 +1,13 @@
-"""Reads of the annotation workflow: visibility, item payloads, progress, the quality dashboard."""
+"""Reads of the annotation workflow: visibility, item payloads, progress, the annotation-quality page."""
 
 from __future__ import annotations
 
 import math
 import os
 from collections import Counter, defaultdict
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -17,11 +18,39 @@ from django.urls import reverse
 from annotate import kinds
 from annotate.ml import agreement
 from annotate.models import Annotation, Assignment, Item
-from annotate.services.assignments import PAUSED_MESSAGE, REMOVED_MESSAGE
 from projects import permissions
 from projects.models import Label, Project, ProjectMembership
 from projects.selectors import projects_visible_to
 from projects.services.imports import image_root
+
+# What a member who may not annotate is told (the item page and the API say the same).
+PAUSED_MESSAGE = "Your work on this project is paused by the project's researchers. Your answers so far are kept."
+REMOVED_MESSAGE = "You are no longer a member of this project."
+
+
+def _cfg(key: str) -> Any:
+    counterpart: Mapping[str, Any] = settings.COUNTERPART  # a TypedDict: a str key needs this view
+    return counterpart[key]
+
+
+def undo_window() -> timedelta:
+    """How long after answering an annotator may take the answer back (``UNDO_SECONDS``)."""
+    return timedelta(seconds=int(_cfg("UNDO_SECONDS")))
+
+
+def qualification_required() -> int:
+    """Check answers needed before qualification is decided (``COUNTERPART_QUALIFICATION_GOLD``)."""
+    return max(0, int(_cfg("QUALIFICATION_GOLD")))
+
+
+def gold_window_answers(*, membership: ProjectMembership) -> Any:
+    """The member's check answers that count now (oldest first): those given since their
+    qualification window opened (``gold_window_start``, set when a researcher clears a flag)."""
+    qs = Annotation.objects.filter(project_id=membership.project_id, annotator_id=membership.user_id, is_gold=True)
+    if membership.gold_window_start is not None:
+        qs = qs.filter(created_at__gte=membership.gold_window_start)
+    return qs.order_by("created_at", "id")
+
 
 # --- visibility -----------------------------------------------------------------------------
 
@@ -159,8 +188,6 @@ def annotation_undoable(annotation: Annotation) -> bool:
     window (``UNDO_SECONDS``) has not passed (the rules ``annotation_undo`` enforces)."""
     from django.utils import timezone
 
-    from annotate.services.assignments import undo_window
-
     return annotation.item.status == "open" and timezone.now() - annotation.created_at <= undo_window()
 
 
@@ -252,7 +279,7 @@ def items_waiting_for_annotators(*, project: Project) -> QuerySet[Item]:
     paused or flagged, qualified or still in qualification) who have not had the item than the
     item still has free slots (``k − taken``). Annotated with ``available``. A derived state:
     it goes away by itself when annotators are added or resumed, or by
-    ``items_settle_waiting`` (the one-click remedy on the annotation dashboard)."""
+    ``items_settle_waiting`` (the one-click remedy on the annotation-quality page)."""
     available = eligible_annotators(project_id=OuterRef("project_id"), qualified=False).filter(
         _not_had(OuterRef(OuterRef("pk")))
     )
@@ -265,7 +292,7 @@ def items_waiting_for_annotators(*, project: Project) -> QuerySet[Item]:
 
 
 def items_waiting_summary(*, project: Project, sample: int = 20) -> dict[str, Any]:
-    """Count and a few of the items waiting for annotators (the dashboard, the API, warnings)."""
+    """Count and a few of the items waiting for annotators (the annotation-quality page, the API, warnings)."""
     qs = items_waiting_for_annotators(project=project)
     columns = ("id", "candidate__external_id", "side", "k", "taken", "done", "available")
     rows = list(qs.values(*columns)[: max(sample, 0)])  # "available": an annotation
@@ -314,8 +341,6 @@ def qualification_feedback(*, membership: ProjectMembership, first: int | None =
     ``first`` answers when given: the qualification itself), with the expected answer and its
     explanation (the pair's ``meta.gold_explanation``), as MTurk qualification feedback does.
     Shown to that annotator only (never anyone else's answers)."""
-    from annotate.services.quality import gold_window_answers
-
     window = gold_window_answers(membership=membership)
     if first is not None:
         window = window.filter(pk__in=list(window.values_list("pk", flat=True)[:first]))
@@ -340,8 +365,6 @@ def qualification_feedback(*, membership: ProjectMembership, first: int | None =
 
 def member_state(*, project: Project, user: Any) -> MemberState:
     """The member's standing on ``project`` for the annotator's pages (home, item page)."""
-    from annotate.services.quality import gold_window_answers, qualification_required
-
     required = qualification_required()
     m = ProjectMembership.objects.filter(project=project, user=user).first()
     if m is None:
@@ -375,7 +398,7 @@ def member_state(*, project: Project, user: Any) -> MemberState:
     return MemberState("ok", "", required, answered, correct, feedback)
 
 
-# --- quality dashboard ----------------------------------------------------------------------
+# --- the annotation-quality page -------------------------------------------------------------
 
 
 def _nan_to_none(x: float | None) -> float | None:
@@ -396,7 +419,7 @@ def _score(s: agreement.AgreementScore) -> dict[str, Any]:
 
 
 def project_quality(*, project: Project) -> dict[str, Any]:
-    """Aggregation and agreement figures for the researcher dashboard and its API."""
+    """Aggregation and agreement figures for the annotation-quality page and its API."""
     labels = list(Label.objects.filter(project=project).order_by("position").values_list("name", flat=True))
     kind = kinds.kind_for_task(project.task)
     allowed = kind.canonical_choices(labels)

@@ -6,7 +6,8 @@ urlpatterns: list = [
     path("", views.home, name="annotate-home"),
     path("projects/<int:project_id>/instructions/", views.instructions, name="annotate-instructions"),
     path("projects/<int:project_id>/", views.work, name="annotate-work"),
-    path("projects/<int:project_id>/dashboard/", views.dashboard, name="annotate-dashboard"),
+    # The annotation-quality page; path and name kept from when it was called a dashboard.
+    path("projects/<int:project_id>/dashboard/", views.quality, name="annotate-dashboard"),
     path("projects/<int:project_id>/route/", views.route, name="annotate-route"),
     path("projects/<int:project_id>/waiting/", views.waiting, name="annotate-waiting"),
     path("assignments/<int:assignment_id>/answer/", views.answer, name="annotate-answer"),

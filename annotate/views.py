@@ -1,5 +1,5 @@
 """Annotator pages (home, instructions, the keyboard-first item page) and the researcher's
-quality dashboard. Thin: parse, call one service/selector, render. htmx requests get the
+annotation-quality and routing pages. Thin: parse, call one service/selector, render. htmx requests get the
 ``annotate/item.html#stage`` fragment; plain form posts redirect (works without JavaScript)."""
 
 from __future__ import annotations
@@ -202,12 +202,15 @@ def heartbeat(request: HttpRequest, assignment_id: int) -> HttpResponse:
 
 @researcher_required
 @require_GET
-def dashboard(request: HttpRequest, project_id: int) -> HttpResponse:
+def quality(request: HttpRequest, project_id: int) -> HttpResponse:
+    """The annotation-quality page (``/annotate/projects/<id>/dashboard/``, URL name
+    ``annotate-dashboard``, kept for bookmarks): items, agreement, annotators, routing. Not the
+    project dashboard (``workspace.dashboard``, ``/projects/<id>/dashboard/``)."""
     project = get_object_or_404(Project, pk=project_id)
-    return render(request, "annotate/dashboard.html", _dashboard_context(project))
+    return render(request, "annotate/quality.html", _quality_context(project))
 
 
-def _dashboard_context(project: Project) -> dict[str, Any]:
+def _quality_context(project: Project) -> dict[str, Any]:
     route_job = job_latest(project=project, kind="route")
     return {
         "route_job": route_job,

@@ -9,6 +9,9 @@ class ProjectsConfig(AppConfig):
     def ready(self) -> None:
         from django.conf import settings
 
+        # Register the Celery tasks in every process, not only in workers: the job service finds
+        # the job task by name (projects.services.jobs.JOB_TASK) instead of importing this module.
+        import projects.tasks  # noqa: F401
         from projects.services.exports import export_job
         from projects.services.import_jobs import import_job, import_job_end
         from projects.services.jobs import job_kind_register

@@ -10,12 +10,12 @@ from typing import Any
 from celery import shared_task
 from celery.signals import worker_ready
 
-from projects.services.jobs import job_execute_or_wait, jobs_sweep, sweep_after_start_seconds
+from projects.services.jobs import JOB_TASK, job_execute_or_wait, jobs_sweep, sweep_after_start_seconds
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="projects.tasks.job_execute_task", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@shared_task(name=JOB_TASK, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def job_execute_task(job_id: int) -> str:
     return job_execute_or_wait(job_id=job_id).status
 

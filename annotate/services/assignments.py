@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from annotate import kinds
 from annotate.models import Annotation, Assignment, Item
+from annotate.selectors import PAUSED_MESSAGE, REMOVED_MESSAGE, image_url, undo_window
 from annotate.services import hot_sql as sql
 from projects import permissions
 from projects.models import PAUSE_REASON_PREFIX, Project, ProjectMembership
@@ -55,8 +56,6 @@ class NotAllowed(AnnotationError):
     status = 403
 
 
-PAUSED_MESSAGE = "Your work on this project is paused by the project's researchers. Your answers so far are kept."
-REMOVED_MESSAGE = "You are no longer a member of this project."
 FLAGGED_MESSAGE = "Your answers on the check items were below the project's threshold; a researcher has to review them."
 WAITING_CHECKS_MESSAGE = (
     "You have answered every check item there is for you, fewer than the {required} needed to qualify; "
@@ -244,8 +243,6 @@ def lease_payload(*, lease: Lease, access: Access) -> dict[str, Any]:
     assert row is not None
     kind, side, c_fields, c_image, e_fields, e_image = row
     c_fields, e_fields = sql.json_value(c_fields), sql.json_value(e_fields)
-    from annotate.selectors import image_url
-
     rules = kinds.kind_named(kind)
     source = kinds.ItemSource(
         side=side,
@@ -675,10 +672,6 @@ def assignment_skip(*, assignment_id: int, annotator: Any, reason: str = "", now
         Item.objects.filter(pk=a.item_id).update(taken=F("taken") - 1)
     a.refresh_from_db()
     return a
-
-
-def undo_window() -> timedelta:
-    return timedelta(seconds=int(_cfg("UNDO_SECONDS")))
 
 
 def annotation_undo(*, assignment_id: int, annotator: Any, now: datetime | None = None) -> Assignment:

@@ -19,6 +19,12 @@ from django.utils import timezone
 from annotate import kinds
 from annotate.ml import agreement, policy
 from annotate.models import Annotation, Item
+from annotate.selectors import (
+    annotators_available_for,
+    gold_window_answers,
+    items_waiting_for_annotators,
+    qualification_required,
+)
 from projects import states
 from projects.models import Label, Project, ProjectMembership
 from projects.services.candidates import candidate_judge_validity, candidates_transition
@@ -28,11 +34,6 @@ from projects.services.memberships import membership_resume
 def _cfg(key: str) -> Any:
     counterpart: Mapping[str, Any] = settings.COUNTERPART  # a TypedDict: a str key needs this view
     return counterpart[key]
-
-
-def canonical_choices(kind: str, labels: list[str]) -> list[str]:
-    """Every canonical answer of an item of ``kind`` (``ItemKind.canonical_choices``)."""
-    return kinds.kind_named(kind).canonical_choices(labels)
 
 
 # --- items ----------------------------------------------------------------------------------
@@ -59,14 +60,12 @@ def item_complete_if_ready(*, item_id: int, now: datetime | None = None) -> str 
     extra = policy.extra_annotations_needed(votes, k=item.k, k_max=k_max, min_agreement=float(_cfg("MIN_AGREEMENT")))
     if extra > 0:
         # Never ask for more answers than the project's annotators can still give.
-        from annotate.selectors import annotators_available_for
-
         extra = min(extra, annotators_available_for(item_id=item_id, project_id=item.project_id, qualified=True))
     if extra > 0:
         Item.objects.filter(pk=item_id, status="open", k=item.k).update(k=F("k") + extra)
         return "extended"
     labels = list(Label.objects.filter(project_id=item.project_id).order_by("position").values_list("name", flat=True))
-    allowed = canonical_choices(item.kind, labels)
+    allowed = kinds.kind_named(item.kind).canonical_choices(labels)
     outcome = agreement.majority_vote(
         [(item_id, i, v) for i, v in enumerate(votes)], labels=allowed, tie_break="abstain"
     )[item_id]
@@ -96,8 +95,6 @@ def items_settle_waiting(*, project: Project, now: datetime | None = None, batch
     least the answers already given), and aggregate with the answers there where that is all
     it can get. An item without any answer and without anyone to answer it is left as it is
     (counted in ``no_annotator``). At most ``batch`` items per call."""
-    from annotate.selectors import annotators_available_for, items_waiting_for_annotators
-
     now = now or timezone.now()
     ids = list(items_waiting_for_annotators(project=project).values_list("pk", flat=True)[: batch + 1])
     left = max(0, len(ids) - batch)
@@ -178,20 +175,6 @@ def membership_unrecord_gold(*, project_id: int, annotator: Any, correct: bool) 
         gold_answered=F("gold_answered") - 1,
         gold_correct=Case(When(gold_correct__gt=0, then=F("gold_correct") - (1 if correct else 0)), default=Value(0)),
     )
-
-
-def gold_window_answers(*, membership: ProjectMembership) -> Any:
-    """The member's check answers that count now (oldest first): those given since their
-    qualification window opened (``gold_window_start``, set when a researcher clears a flag)."""
-    qs = Annotation.objects.filter(project_id=membership.project_id, annotator_id=membership.user_id, is_gold=True)
-    if membership.gold_window_start is not None:
-        qs = qs.filter(created_at__gte=membership.gold_window_start)
-    return qs.order_by("created_at", "id")
-
-
-def qualification_required() -> int:
-    """Check answers needed before qualification is decided (``COUNTERPART_QUALIFICATION_GOLD``)."""
-    return max(0, int(_cfg("QUALIFICATION_GOLD")))
 
 
 def membership_settle_qualification(

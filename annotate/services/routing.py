@@ -7,18 +7,21 @@ makes the next-item order random without sorting the pool at request time.
 
 Strategies: ``random`` and ``stratified`` sample the pooled candidates; ``uncertainty`` takes the
 least confident by the stored ``Candidate.confidence`` (the sampling itself is the Django-free
-``annotate.ml.routing``); ``active`` asks the labelling app
-(``labeling.selectors.active_selection_for``) to rank the pooled candidates with the project's
-latest pairwise model (k-means over the pair features, in each cluster the smallest top-2
-margin weighted by density).
+``annotate.ml.routing``); ``active`` asks the selector registered with
+:func:`active_selector_register` to rank the pooled candidates with the project's latest
+pairwise model (k-means over the pair features, in each cluster the smallest top-2 margin
+weighted by density). That selector is the labelling app's
+``labeling.selectors.active_selection_for``, registered by the workspace app at start-up
+(``workspace/apps.py``): annotate and labeling sit side by side and import neither the other.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -27,7 +30,6 @@ from django.db import transaction
 from annotate import kinds
 from annotate.ml import routing as sampling
 from annotate.models import Item
-from labeling.selectors import active_selection_for
 from projects import states
 from projects.models import Candidate, Job, Project
 from projects.services.candidates import candidates_transition
@@ -37,6 +39,31 @@ from projects.validators import validate_budget
 STRATEGIES = ["random", "stratified", "uncertainty", "active"]
 CHUNK = 5000
 _LIVE_STATES = [states.POOLED, states.ROUTED, states.HUMAN_LABELED, states.AUTO_LABELED, states.ABSTAINED]
+
+
+class ActiveChoice(Protocol):
+    """What an active selector answers: ``ids``, the pooled candidates picked (None when it has
+    no usable model: ``unavailable`` says why); ``messages`` for the researcher."""
+
+    @property
+    def ids(self) -> list[int] | None: ...
+
+    @property
+    def messages(self) -> list[str]: ...
+
+    @property
+    def unavailable(self) -> str: ...
+
+
+# (project=, n=, seed=) -> ActiveChoice
+ActiveSelector = Callable[..., ActiveChoice]
+_active_selectors: list[ActiveSelector] = []
+
+
+def active_selector_register(selector: ActiveSelector) -> None:
+    """Register the ``active`` strategy's ranking (called once at start-up; a second call
+    replaces the first)."""
+    _active_selectors[:] = [selector]
 
 
 @dataclass(frozen=True)
@@ -98,7 +125,10 @@ def _select_uncertainty(project: Project, n: int, rng: random.Random, messages: 
 def _select_active(project: Project, n: int, rng: random.Random, messages: list[str]) -> tuple[list[int], str]:
     """Uncertain and diverse, as ranked by the project's latest pairwise model (the labelling
     app's selector); without a usable model: random, with a message saying why."""
-    choice = active_selection_for(project=project, n=n, seed=rng.getrandbits(30))
+    if not _active_selectors:
+        messages.append("active: no pairwise-model ranking is installed (the workspace app); fell back to random")
+        return _select_random(project, n, rng), "random"
+    choice = _active_selectors[0](project=project, n=n, seed=rng.getrandbits(30))
     messages.extend(choice.messages)
     if choice.ids is None:
         messages.append(f"active: {choice.unavailable}; fell back to random")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -50,9 +50,6 @@ from labeling.ml.siblings import (
     sibling_lists,
     stage_matrix,
 )
-
-if TYPE_CHECKING:
-    from labeling.ml.cross_encoder import CrossEncoderH
 
 MODES = ("pc", "capc")
 # With few labels the low-dimensional features (edits, y, f) generalise better; with many,
@@ -634,6 +631,17 @@ class PairwiseClassifier:
         return [self.labels[k] if c >= self.threshold else None for k, c in zip(pred, conf, strict=True)], conf
 
 
+class TextPairH(Protocol):
+    """An h that reads the pairs' texts itself instead of ``PairInputs`` features: the
+    cross-encoder (``labeling.ml.cross_encoder.CrossEncoderH``). A protocol, so that this module
+    does not import the cross-encoder (which builds on this one)."""
+
+    def predict_proba_pairs(self, pairs: Sequence[Pair]) -> Proba: ...
+
+    @property
+    def feature_set_name(self) -> str: ...
+
+
 @dataclass
 class LabelingModel:
     """What is saved to disk: f (for CAPC), h (with its warm model inside) and metadata."""
@@ -641,7 +649,7 @@ class LabelingModel:
     labels: list[str]
     fields: list[str]
     mode: str
-    h: PairwiseClassifier | CrossEncoderH
+    h: PairwiseClassifier | TextPairH
     base: BaseClassifier | CrossFitted | None = None
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -666,7 +674,7 @@ class LabelingModel:
 
     def predict_proba(self, pairs: Sequence[Pair], inputs: PairInputs | None = None) -> Proba:
         """``inputs``: ``self.inputs(pairs)`` when the caller already has them (not computed twice)."""
-        if hasattr(self.h, "predict_proba_pairs"):  # the cross-encoder reads the texts itself
+        if not isinstance(self.h, PairwiseClassifier):  # the cross-encoder reads the texts itself
             return self.h.predict_proba_pairs(pairs)
         return self.h.predict_proba(inputs if inputs is not None else self.inputs(pairs))
 

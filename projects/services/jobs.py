@@ -164,12 +164,23 @@ def job_wait_seconds() -> float:
     return max(1.0, min(10.0, float(_cfg("JOB_STALE_SECONDS")) / 3))
 
 
+# The Celery task that runs a job (``projects/tasks.py``, registered at start-up by
+# ``projects.apps``). This module finds it by this name in the Celery app's registry rather than
+# importing the tasks module, which imports this one: the dependency goes one way.
+JOB_TASK = "projects.tasks.job_execute_task"
+
+
+def _job_task() -> Any:
+    from celery import current_app
+
+    return current_app.tasks[JOB_TASK]
+
+
 def job_enqueue(*, job_id: int, countdown: float | None = None) -> None:
     """Send the job's message now (callers use :func:`job_start`, which does it on commit),
     or after ``countdown`` seconds. A broker that cannot be reached marks the job failed and
     raises ``BrokerUnavailable``."""
-    from projects.tasks import job_execute_task
-
+    job_execute_task = _job_task()
     job = Job.objects.get(pk=job_id)
     kind = job_kind(job.kind)
     options: dict[str, Any] = {"queue": kind.queue}
@@ -446,9 +457,7 @@ def job_execute_or_wait(*, job_id: int) -> Job:
 def _eager() -> bool:
     """Celery runs tasks in the caller (unit tests): a delayed re-send would run at once,
     over and over; the job stays queued and the caller tries again."""
-    from projects.tasks import job_execute_task
-
-    return bool(job_execute_task.app.conf.task_always_eager)
+    return bool(_job_task().app.conf.task_always_eager)
 
 
 def sweep_after_start_seconds() -> float:

@@ -185,3 +185,13 @@ def test_active_is_offered_by_the_command_the_dashboard_and_the_api(capsys, djan
     job = api.get(f"/api/v1/jobs/{r.json()['id']}/").json()
     assert job["status"] == "succeeded", job
     assert job["result"]["strategy"] == "random" and job["result"]["routed"] == 3
+
+
+def test_the_workspace_app_registers_labelling_ranking_and_without_it_active_falls_back(monkeypatch):
+    """annotate does not import labeling: the ranking is registered at start-up by workspace."""
+    assert routing._active_selectors == [labeling_selectors.active_selection_for]
+    monkeypatch.setattr(routing, "_active_selectors", [])
+    project = project_with_candidates(n=8, k=1)
+    r = project_route(project=project, budget=0.5, strategy="active", seed=0)
+    assert r.strategy == "random" and r.routed == 4
+    assert any("no pairwise-model ranking is installed" in m for m in r.messages)

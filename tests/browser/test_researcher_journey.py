@@ -232,9 +232,9 @@ def test_researcher_journey(page, browser, live_server, worker, tmp_path):
     assert page.evaluate("window.__same_page") is True
     assert Candidate.objects.filter(project=project, label_source="auto").exists()
 
-    # -- the dashboard ---------------------------------------------------------------------------------
+    # -- the project dashboard -------------------------------------------------------------------------
     with page.expect_response(lambda r: r.url.endswith(f"/projects/{project.pk}/dashboard/")) as info:
-        page.get_by_role("link", name="Dashboard", exact=True).click()
+        page.get_by_role("link", name="Project dashboard", exact=True).click()
     response = info.value
     assert response.status == 200
     assert page.locator("figure.chart").count() >= 1

@@ -261,3 +261,15 @@ def test_broker_down_answers_503_from_every_page_and_api_that_starts_a_job(broke
     assert {j.status for j in Job.objects.all()} == {"failed"} and Job.objects.count() == 4
     assert all("could not enqueue the job" in j.error for j in Job.objects.all())
     assert not GenerationRun.objects.filter(job__status="succeeded").exists()
+
+
+def test_the_job_service_finds_the_job_task_by_name_without_importing_the_tasks_module():
+    """projects.services.jobs and projects.tasks import one way only (tasks -> service): the
+    service looks the task up in the Celery registry, where projects.apps registered it."""
+    import ast
+    import inspect
+
+    task = svc._job_task()
+    assert task.name == svc.JOB_TASK == tasks.job_execute_task.name
+    imported = {node.module for node in ast.walk(ast.parse(inspect.getsource(svc))) if isinstance(node, ast.ImportFrom)}
+    assert "projects.tasks" not in imported

@@ -9,7 +9,7 @@ project: CAD NLI dev (200 originals, 800 human-written counterfactuals) from
 project, and the project's human budget (10%) is routed to annotators so there is something
 to label at once (``--no-route``: leave everything pooled). A second project,
 ``demo-image-caption``, holds four image pairs (scikit-image's public-domain / CC0 photos,
-one-noun caption swaps) routed as caption-choice items (see annotate/services/demo_captions.py).
+one-noun caption swaps) routed as caption-choice items (see workspace/services/demo_captions.py).
 Running it again is harmless: it re-sets the passwords and imports nothing twice.
 
 Under the production settings (``settings.PRODUCTION``) it refuses unless given ``--force``:
@@ -114,8 +114,8 @@ class Command(BaseCommand):
         )
 
     def _caption_demo(self, researcher: Any, annotators: list[Any], *, route: bool) -> None:
-        """The second demo project: image-caption choice (annotate/services/demo_captions.py)."""
-        from annotate.services.demo_captions import demo_caption_project
+        """The second demo project: image-caption choice (workspace/services/demo_captions.py)."""
+        from workspace.services.demo_captions import demo_caption_project
 
         line, report, routed = demo_caption_project(researcher=researcher, annotators=annotators, route=route)
         self.stdout.write(line)

@@ -10,8 +10,8 @@ from django.core.management import call_command
 from django.test import Client
 
 from annotate.models import Item
-from annotate.services.demo_captions import PAIRS, PHOTOS, skimage_data_dir, swap_caption
 from projects.models import Candidate, Project
+from workspace.services.demo_captions import PAIRS, PHOTOS, skimage_data_dir, swap_caption
 
 pytestmark = pytest.mark.django_db
 
