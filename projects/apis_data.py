@@ -34,7 +34,9 @@ from projects.services.exports import (
     export_filters_parse,
     export_start,
 )
-from projects.services.import_jobs import UPLOAD_FORMATS, ImportNotStarted, import_upload_start
+from projects.services.import_bundles import CAD_NLI_PARTS
+from projects.services.import_jobs import UPLOAD_FORMATS, ImportNotStarted
+from projects.services.import_uploads import import_files_start
 from projects.services.jobs import BrokerUnavailable
 from projects.states import STATES
 from projects.uploads import ImportFileUploadHandler, MaxSizeUploadHandler, stored_path
@@ -45,9 +47,12 @@ def _project(project_id: int) -> Project | None:
 
 
 class DataImportApi(APIView):
-    """Upload one data file into a project (multipart ``file``); it is streamed to a file
+    """Upload a data file into a project (multipart ``file``); it is streamed to a file
     under the media root and imported by an ``import`` job: 202 with the job (follow it at
-    ``/api/v1/jobs/{id}/``). As on the import page: a file with any bad row is refused whole
+    ``/api/v1/jobs/{id}/``). The CAD layouts need ``split``: ``cad-sentiment`` takes the
+    ``{split}_paired.tsv`` file or a zip holding it; ``cad-nli`` a zip of the ``cad/`` or
+    ``NLI/`` folder as ``file``, or the three files as ``original``, ``revised_premise`` and
+    ``revised_hypothesis``. As on the import page: a file with any bad row is refused whole
     (the job fails, its ``result.problems`` lists them as ``file:line: …``) unless
     ``skip_bad_rows``; an empty file is refused; an upload over ``MAX_UPLOAD_BYTES`` is cut
     off while streaming (413); relative image paths start at the image root."""
@@ -56,7 +61,12 @@ class DataImportApi(APIView):
     parser_classes = (MultiPartParser,)
 
     class InputSerializer(serializers.Serializer):
-        file = serializers.FileField(allow_empty_file=True)  # an empty file: "the file has no rows"
+        file = serializers.FileField(
+            allow_empty_file=True, required=False, help_text="the data file (for cad-*: also a .zip of the folder)"
+        )  # an empty file: "the file has no rows"
+        original = serializers.FileField(required=False, help_text="cad-nli: original/{split}.tsv")
+        revised_premise = serializers.FileField(required=False, help_text="cad-nli: revised_premise/{split}.tsv")
+        revised_hypothesis = serializers.FileField(required=False, help_text="cad-nli: revised_hypothesis/{split}.tsv")
         format = serializers.ChoiceField(choices=UPLOAD_FORMATS)
         split = serializers.CharField(required=False, allow_blank=True, default="", max_length=32)
         skip_bad_rows = serializers.BooleanField(required=False, default=False)
@@ -81,7 +91,7 @@ class DataImportApi(APIView):
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
         # Whatever happened, only the file handed to a job is kept.
         if hasattr(self, "_store"):
-            self._store.discard(keep=getattr(self, "_handed_over", None))
+            self._store.discard(keep=getattr(self, "_handed_over", set()))
         return super().finalize_response(request, response, *args, **kwargs)
 
     @extend_schema(
@@ -107,15 +117,15 @@ class DataImportApi(APIView):
             return Response({"detail": f"upload over the {limit}-byte limit"}, status=413)
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        upload = v["file"]
-        path = stored_path(upload)
+        files = {f: (stored_path(v[f]), v[f].name or "upload") for f in ("file", *CAD_NLI_PARTS) if f in v}
+        if not files:
+            return Response({"file": ["No file was submitted."]}, status=status.HTTP_400_BAD_REQUEST)
         try:
-            job = import_upload_start(
+            job = import_files_start(
                 project=project,
-                path=path,
-                name=upload.name or "upload",
                 format=v["format"],
-                split=v["split"],
+                split=v["split"].strip(),
+                files=files,
                 strict=not v["skip_bad_rows"],
                 label_map=v["label_map"],
                 skip_hint='"skip_bad_rows": true',
@@ -125,7 +135,7 @@ class DataImportApi(APIView):
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         except BrokerUnavailable as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
-        self._handed_over = path
+        self._handed_over = {path for path, _name in files.values()}
         return Response(job_as_dict(job=job), status=status.HTTP_202_ACCEPTED)
 
 

@@ -72,38 +72,34 @@ class DownloadQuery(InputForm):
         return bool(self.is_valid() and self.cleaned_data["part"] == "manifest")
 
 
+def uploads_parse(files: Any) -> dict[str, Any]:
+    """The import page's uploaded files by field name (``file``, or a CAD layout's parts),
+    the last one where a field came twice (the files come through the upload handlers)."""
+    return {field: files.getlist(field)[-1] for field in files}
+
+
 class ImportForm(InputForm):
-    """The import page's upload: ``file``, ``format``, ``label_map`` (old=new,…), ``split`` and
-    ``skip_bad_rows``. Errors come in this order, and the page shows the first."""
+    """The import page's fields: ``format``, ``split``, ``label_map`` (old=new,…) and
+    ``skip_bad_rows``; the page shows the first error."""
 
-    file = forms.FileField(required=False)
-    format = forms.CharField(required=False)
-    label_map = StorableCharField(label="label map")
-    split = StorableCharField()
-    skip_bad_rows = forms.CharField(required=False)
+    format = forms.ChoiceField(choices=[(f, f) for f in UPLOAD_FORMATS])
+    split = StorableCharField(max_length=32)
+    label_map = StorableCharField(label="label map", max_length=2000)
+    skip_bad_rows = forms.BooleanField(required=False)
 
-    def clean_file(self) -> Any:
-        if not self.cleaned_data.get("file"):
-            raise forms.ValidationError("choose a file to upload")
-        return self.cleaned_data["file"]
-
-    def clean_format(self) -> str:
-        fmt = str(self.cleaned_data.get("format") or "")
-        if fmt not in UPLOAD_FORMATS:
-            raise forms.ValidationError(f"choose a file format: {', '.join(UPLOAD_FORMATS)}")
-        return fmt
+    def clean_split(self) -> str:
+        return str(self.cleaned_data["split"]).strip()
 
     def clean_label_map(self) -> dict[str, str]:
         try:
-            return parse_label_map(self.cleaned_data["label_map"])
+            return parse_label_map(str(self.cleaned_data["label_map"]).strip())
         except ValueError as exc:
-            raise forms.ValidationError(str(exc)) from exc
-
-    def clean_skip_bad_rows(self) -> bool:
-        return bool(self.cleaned_data.get("skip_bad_rows"))
+            raise forms.ValidationError(f"label map: {exc}") from None
 
     def first_error(self) -> str:
-        return next(str(m) for errors in self.errors.values() for m in errors)
+        if "format" in self.errors:
+            return f"choose a file format: {', '.join(UPLOAD_FORMATS)}"
+        return "; ".join(str(m) for errors in self.errors.values() for m in errors)
 
 
 class TokenForm(InputForm):

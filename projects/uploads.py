@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Collection
 from typing import Any
 
 from django.conf import settings
@@ -79,12 +80,12 @@ class ImportFileUploadHandler(FileUploadHandler):
     def upload_interrupted(self) -> None:
         self.discard()
 
-    def discard(self, keep: str | None = None) -> None:
-        """Remove the stored files (all but ``keep``, the one handed to a job)."""
+    def discard(self, keep: Collection[str] = ()) -> None:
+        """Remove the stored files (all but those in ``keep``, handed to a job)."""
         if hasattr(self, "file"):
             self.file.close()
         for path in self.paths:
-            if path != keep:
+            if path not in keep:
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(path)
 

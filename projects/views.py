@@ -22,9 +22,10 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from projects import permissions, states
+from projects.formats import FORMAT_TASKS
 from projects.formats.images import IMAGE_TYPES
 from projects.formats.reading import LABEL_SOURCES
-from projects.forms import DownloadQuery, ExportForm, ExportJobQuery, ImportForm
+from projects.forms import DownloadQuery, ExportForm, ExportJobQuery, ImportForm, uploads_parse
 from projects.http import HtmxHttpRequest
 from projects.models import TASK_DEFAULTS, TASKS, Job, Project
 from projects.permissions import researcher_or_token_required, researcher_required
@@ -50,7 +51,9 @@ from projects.services.exports import (
     export_splits,
     export_start,
 )
-from projects.services.import_jobs import UPLOAD_FORMATS, ImportNotStarted, import_upload_start
+from projects.services.import_bundles import CAD_NLI_PARTS
+from projects.services.import_jobs import UPLOAD_FORMATS, ImportNotStarted
+from projects.services.import_uploads import import_files_start
 from projects.services.imports import image_root
 from projects.services.jobs import BrokerUnavailable
 from projects.services.projects import project_create
@@ -211,9 +214,10 @@ SKIP_HINT = "the “Skip bad rows” box ticked"
 @csrf_exempt  # the CSRF check runs below, after the upload handlers are in place
 @researcher_required
 def project_import(request: HttpRequest, pk: int) -> HttpResponse:
-    """Upload a data file into the project: streamed to a file under the media root (refused
-    while streaming once over the size limit), then imported by an ``import`` job; the page
-    answers at once with the job's progress box."""
+    """Upload data into the project: one data file, or for the CAD layouts the files of a split
+    (or a .zip of the folder). Streamed to files under the media root (refused while streaming
+    once over the size limit), then imported by an ``import`` job; the page answers at once
+    with the job's progress box."""
     project = get_object_or_404(Project, pk=pk)
     limit = settings.COUNTERPART["MAX_UPLOAD_BYTES"]
     if request.method != "POST":
@@ -224,25 +228,26 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
     size = MaxSizeUploadHandler(request, limit)
     store = ImportFileUploadHandler(request)
     request.upload_handlers = [size, store]
-    handed_over = None
+    handed_over: set[str] = set()  # once the job has the files, the job removes them
     try:
         reason = CsrfViewMiddleware(lambda r: HttpResponse()).process_view(request, lambda r: HttpResponse(), (), {})
         if reason is not None:
             return reason
-        form = ImportForm.parse(request.POST, request.FILES)  # reads the upload through the handlers
+        uploads = uploads_parse(request.FILES)  # reads the upload through the handlers
+        files = {field: (stored_path(f), f.name or "upload") for field, f in uploads.items()}
         if size.exceeded:
             return _import_error(request, project, f"upload refused: over the {limit}-byte limit", 413)
+        form = ImportForm.parse(request.POST)
         if not form.is_valid():
             return _import_error(request, project, form.first_error(), 400)
-        upload, fmt = form.cleaned_data["file"], form.cleaned_data["format"]
-        path = stored_path(upload)
+        if not files:
+            return _import_error(request, project, "choose a file to upload", 400)
         try:
-            job = import_upload_start(
+            job = import_files_start(
                 project=project,
-                path=path,
-                name=upload.name or "upload",
-                format=fmt,
+                format=form.cleaned_data["format"],
                 split=form.cleaned_data["split"],
+                files=files,
                 strict=not form.cleaned_data["skip_bad_rows"],
                 label_map=form.cleaned_data["label_map"],
                 skip_hint=SKIP_HINT,
@@ -252,14 +257,23 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
             return _import_error(request, project, str(exc), 400)
         except BrokerUnavailable as exc:
             return _import_error(request, project, f"Import not started: {exc}", 503)
-        handed_over = path
+        handed_over = {path for path, _name in files.values()}
         return render(request, "projects/project_import.html", {**_import_context(project), **job_context(job)})
     finally:
         store.discard(keep=handed_over)
 
 
 def _import_context(project: Project) -> dict[str, Any]:
-    return {"project": project, "formats": UPLOAD_FORMATS, "limit": settings.COUNTERPART["MAX_UPLOAD_BYTES"]}
+    # The formats that can hold this project's task (a CAD or COCO layout holds one task):
+    # the generic ones first, then the data sets' own layouts.
+    shown = [f for f in UPLOAD_FORMATS if f not in FORMAT_TASKS]
+    shown += [f for f in UPLOAD_FORMATS if FORMAT_TASKS.get(f) == project.task]
+    return {
+        "project": project,
+        "formats": shown,
+        "limit": settings.COUNTERPART["MAX_UPLOAD_BYTES"],
+        "cad_nli_parts": CAD_NLI_PARTS,
+    }
 
 
 def _import_error(request: HttpRequest, project: Project, message: str, status: int) -> HttpResponse:

@@ -38,11 +38,12 @@ from django.db import transaction
 
 from projects import formats
 from projects.models import JOB_ACTIVE, JOB_FINISHED, Candidate, Example, Job, Project
-from projects.services.imports import ImportRefused, data_import, image_root
+from projects.services.import_bundles import BundleRefused, remove_uploads, zip_unpack
+from projects.services.imports import ImportRefused, data_import
 from projects.services.jobs import JobContext, JobFailed, job_start
 
-# What the page and the API accept (CAD is a directory of files: the command line only).
-UPLOAD_FORMATS = [f for f in formats.FORMATS if not f.startswith("cad-")]
+# What the page and the API accept: every format (the CAD layouts as their files or a zip).
+UPLOAD_FORMATS = list(formats.FORMATS)
 SHOWN_PROBLEMS = 200  # problems and warnings kept in the job's result
 PROGRESS_SECONDS = 1.0  # at most one progress write (and cancel check) per second
 DISCARD_CHUNK = 5000
@@ -80,15 +81,17 @@ def import_start(
     image_base: str | None = None,
     names: dict[str, str] | None = None,
     uploaded: bool = False,
+    archive: str | None = None,
     skip_hint: str = "--skip-bad-rows",
     batch_size: int | None = None,
     created_by: Any = None,
 ) -> Job:
     """Queue an ``import`` job for ``paths``. ``names`` maps a path to the name problems show
     (an upload's own file name); ``uploaded``: the files are uploads the job removes when it
-    ends. Raises :class:`ImportNotStarted` for a wrong format or split (an uploaded file is
-    removed then), and ``BrokerUnavailable`` when the job cannot be queued (the job is then
-    failed and its upload removed)."""
+    ends; ``archive``: an uploaded zip the job unpacks into ``paths[0]`` first (a CAD
+    folder, :mod:`projects.services.import_bundles`). Raises :class:`ImportNotStarted` for a
+    wrong format or split (an uploaded file is removed then), and ``BrokerUnavailable`` when
+    the job cannot be queued (the job is then failed and its upload removed)."""
     problem = None
     if format not in formats.FORMATS:
         problem = f"unknown format {format!r}; choose one of {', '.join(formats.FORMATS)}"
@@ -96,7 +99,7 @@ def import_start(
         problem = msg
     if problem:
         if uploaded:
-            _remove_uploads(paths)
+            import_uploads_remove([*paths, *([archive] if archive else [])])
         raise ImportNotStarted(problem)
     params = {
         "format": format,
@@ -107,39 +110,11 @@ def import_start(
         "label_map": dict(label_map or {}),
         "image_base": image_base,
         "uploaded": uploaded,
+        "archive": archive,
         "skip_hint": skip_hint,
         "batch_size": batch_size,
     }
     return job_start(kind="import", project=project, params=params, created_by=created_by)
-
-
-def import_upload_start(
-    *,
-    project: Project,
-    path: str,
-    name: str,
-    format: str,
-    split: str = "",
-    strict: bool = True,
-    label_map: dict[str, str] | None = None,
-    skip_hint: str,
-    created_by: Any = None,
-) -> Job:
-    """Queue the import of one uploaded file (the page and the API: one rule for both).
-    An upload has no folder of its own, so its relative image paths start at the image root."""
-    return import_start(
-        project=project,
-        format=format,
-        paths=[path],
-        split=split,
-        strict=strict,
-        label_map=label_map,
-        image_base=image_root(),
-        names={path: name or "upload"},
-        uploaded=True,
-        skip_hint=skip_hint,
-        created_by=created_by,
-    )
 
 
 def import_job(job: Job, ctx: JobContext) -> dict[str, Any]:
@@ -150,6 +125,17 @@ def import_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     shown = _namer(p.get("names") or {})
     import_discard_leftovers(project=job.project)
     import_uploads_sweep()
+    if p.get("archive"):  # a zipped CAD folder: checked again, then unpacked (again, on a resume)
+        try:
+            zip_unpack(
+                p["archive"],
+                paths[0],
+                format=p["format"],
+                split=p.get("split", ""),
+                max_bytes=int(settings.COUNTERPART["MAX_UPLOAD_BYTES"]),
+            )
+        except BundleRefused as exc:
+            raise JobFailed(str(exc)) from None
     total = _count_lines(p["format"], paths, p.get("split", ""))
     state: dict[str, Any] = {"phase": "", "at": 0.0}
 
@@ -205,7 +191,8 @@ def import_job_end(job_id: int, status: str) -> None:
     if status != "succeeded":
         import_discard(job_id=job_id)
     if job.params.get("uploaded"):
-        _remove_uploads(job.params.get("paths") or [])
+        archive = job.params.get("archive")
+        import_uploads_remove([*(job.params.get("paths") or []), *([archive] if archive else [])])
 
 
 def import_discard(*, job_id: int) -> int:
@@ -242,27 +229,23 @@ def import_uploads_sweep(*, older_than: float = ORPHAN_SECONDS) -> list[str]:
     needed = {
         os.path.realpath(path)
         for params in Job.objects.filter(kind="import", status__in=JOB_ACTIVE).values_list("params", flat=True)
-        for path in (params or {}).get("paths", [])
+        for path in [*(params or {}).get("paths", []), (params or {}).get("archive") or ""]
+        if path
     }
     cutoff = time.time() - older_than
     removed = []
     for entry in folder.iterdir():
         real = os.path.realpath(entry)
         with contextlib.suppress(FileNotFoundError):
-            if entry.is_file() and real not in needed and entry.stat().st_mtime < cutoff:
-                os.remove(real)
+            if real not in needed and entry.stat().st_mtime < cutoff and (entry.is_file() or entry.is_dir()):
+                import_uploads_remove([real])
                 removed.append(real)
     return removed
 
 
-def _remove_uploads(paths: list[str]) -> None:
-    """Remove uploaded files, and only files inside the upload folder."""
-    root = os.path.realpath(import_upload_dir())
-    for path in paths:
-        real = os.path.realpath(path)
-        if real.startswith(root + os.sep):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(real)
+def import_uploads_remove(paths: list[str]) -> None:
+    """Remove uploaded files and staged folders, and only those inside the upload folder."""
+    remove_uploads(paths, root=import_upload_dir())
 
 
 def _namer(names: dict[str, str]) -> Any:

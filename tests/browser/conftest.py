@@ -7,6 +7,9 @@ reports each ``securitypolicyviolation`` event on the console, and Chromium's ow
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
+
 import pytest
 
 REPORT_VIOLATIONS = """
@@ -45,3 +48,42 @@ def annotation_settings(settings):
         "UNDO_SECONDS": 300,
     }
     return settings
+
+
+@contextmanager
+def jobs_run_in_threads(monkeypatch, delay: float):
+    """A stand-in worker: each job task's message runs ``job_execute`` in a background thread
+    ``delay`` seconds later (queued for a moment, as behind a busy worker); the threads are
+    joined on exit. (The real worker path is covered by tests/integration/.)"""
+    from django.db import connection
+
+    from projects import tasks
+    from projects.services.jobs import job_execute
+
+    threads: list[threading.Thread] = []
+
+    def run_later(job_id: int) -> None:
+        try:
+            job_execute(job_id=job_id)
+        finally:
+            connection.close()
+
+    def send(args, **options):
+        t = threading.Timer(delay, run_later, args)
+        threads.append(t)
+        t.start()
+
+    monkeypatch.setattr(tasks.job_execute_task, "apply_async", send)
+    try:
+        yield
+    finally:
+        for t in threads:
+            t.join(30)
+
+
+def log_in(page, live_server, username: str, password: str = "pw-123456", next_path: str = "/") -> None:
+    """Sign in through the log-in form and land on ``next_path``."""
+    page.goto(f"{live_server.url}/accounts/login/?next={next_path}")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")

@@ -8,16 +8,13 @@ moment later (the real worker path is covered by tests/integration/)."""
 from __future__ import annotations
 
 import os
-import threading
 
 import pytest
 from django.contrib.auth.models import Group, User
-from django.db import connection
 
 from labeling import services
-from projects import tasks
 from projects.models import Candidate
-from projects.services.jobs import job_execute
+from tests.browser.conftest import jobs_run_in_threads, log_in
 from tests.labeling.conftest import FakeEncoder
 from tests.labeling.test_services import make_project
 
@@ -30,23 +27,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def worker(monkeypatch, settings, tmp_path):
     settings.COUNTERPART = {**settings.COUNTERPART, "MODEL_DIR": str(tmp_path / "models")}
     monkeypatch.setattr(services, "embedder", lambda: FakeEncoder())
-    threads: list[threading.Thread] = []
-
-    def run_later(job_id: int) -> None:
-        try:
-            job_execute(job_id=job_id)
-        finally:
-            connection.close()
-
-    def send(args, **options):
-        t = threading.Timer(1.5, run_later, args)  # queued for a moment, as behind a busy worker
-        threads.append(t)
-        t.start()
-
-    monkeypatch.setattr(tasks.job_execute_task, "apply_async", send)
-    yield
-    for t in threads:
-        t.join(30)
+    with jobs_run_in_threads(monkeypatch, delay=1.5):
+        yield
 
 
 def test_train_and_autolabel_show_progress_then_results_without_a_reload(page, live_server, worker):
@@ -55,10 +37,7 @@ def test_train_and_autolabel_show_progress_then_results_without_a_reload(page, l
     user.groups.add(Group.objects.get_or_create(name="researcher")[0])
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{live_server.url}/accounts/login/?next=/projects/{project.pk}/")
-    page.fill("#id_username", "res")
-    page.fill("#id_password", "pw-123456")
-    page.click("button[type=submit]")
+    log_in(page, live_server, "res", next_path=f"/projects/{project.pk}/")
     page.wait_for_selector("section#flip-rates #pairwise-model")
     assert "No pairwise classifier trained yet" in page.inner_text("#pairwise-model")
     page.evaluate("window.__same_page = true")

@@ -13,17 +13,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 import time
 
 import pytest
-from django.db import connection
 
 from labeling import services as labeling_services
-from projects import tasks
 from projects.models import Candidate, Example, Project, ProjectMembership
-from projects.services.jobs import job_execute
 from tests.annotate.factories import annotator, researcher
+from tests.browser.conftest import jobs_run_in_threads
 from tests.labeling.conftest import FakeEncoder
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
@@ -44,23 +41,8 @@ def worker(monkeypatch, settings, tmp_path):
         "LEASE_SECONDS": 120,
     }
     monkeypatch.setattr(labeling_services, "embedder", lambda: FakeEncoder())
-    threads: list[threading.Thread] = []
-
-    def run_later(job_id: int) -> None:
-        try:
-            job_execute(job_id=job_id)
-        finally:
-            connection.close()
-
-    def send(args, **options):
-        t = threading.Timer(0.3, run_later, args)  # queued for a moment, as behind a worker
-        threads.append(t)
-        t.start()
-
-    monkeypatch.setattr(tasks.job_execute_task, "apply_async", send)
-    yield
-    for t in threads:
-        t.join(30)
+    with jobs_run_in_threads(monkeypatch, delay=0.3):
+        yield
 
 
 def _pairs_file(path) -> None:

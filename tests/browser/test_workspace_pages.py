@@ -40,11 +40,17 @@ def test_workspace_pages_at_1280(page, live_server, settings):
 
     page.goto(f"{live_server.url}/projects/{project.pk}/candidates/")
     assert page.locator("#results tbody tr").count() == 50
+    n = Candidate.objects.filter(project=project).count()
+    assert page.inner_text("#results p.total") == f"{n} candidates match"  # the total (issue 20.6)
     if SHOTS:
         page.screenshot(path=f"{SHOTS}/browser.png", full_page=True)
     page.select_option("#f-source", "human")
     page.click("#filters button[type=submit]")
     page.wait_for_url("**label_source=human**")
+    human = Candidate.objects.filter(project=project, label_source="human").count()
+    page.wait_for_function(
+        "want => document.querySelector('#results p.total').innerText.startsWith(want)", arg=f"{human} candidate"
+    )
     page.click("text=more →") if page.locator("text=more →").count() else None
 
     cand = Candidate.objects.filter(project=project).order_by("id").first()

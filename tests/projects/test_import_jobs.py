@@ -27,7 +27,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from projects.models import Candidate, Example, Job
-from projects.services import import_jobs, imports
+from projects.services import import_jobs, import_uploads, imports
 from projects.services.import_jobs import import_start, import_upload_dir
 from projects.services.imports import data_import
 from projects.services.jobs import job_cancel, job_execute, jobs_sweep
@@ -100,7 +100,7 @@ def uploaded_job(project, content: bytes, **kwargs: Any) -> tuple[Job, Path]:
     path = import_jobs.import_upload_path("films.jsonl")
     path.write_bytes(content)
     with TestCase.captureOnCommitCallbacks(execute=False):
-        job = import_jobs.import_upload_start(
+        job = import_uploads.import_upload_start(
             project=project, path=str(path), name="films.jsonl", format="pairs-jsonl", skip_hint="x", **kwargs
         )
     return job, path

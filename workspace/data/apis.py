@@ -21,8 +21,11 @@ from workspace.data.selectors import candidates_browse, pair_view
 
 
 class CandidateRowSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    external_id = serializers.CharField()
+    id = serializers.IntegerField(help_text="the candidate's database id (/api/v1/candidates/{id}/)")
+    external_id = serializers.CharField(help_text="the stable id, as in imports and exports: 1:snli-dev-12:11")
+    title = serializers.CharField(help_text="readable: the original's id and the candidate's label")
+    candidate_label = serializers.CharField(help_text="'cand. 11 (rules/negation)', 'rh1', or '' (see title)")
+    run = serializers.IntegerField(allow_null=True, help_text="the generation run of a generated candidate")
     original_id = serializers.CharField()
     state = serializers.CharField()
     generator = serializers.CharField()
@@ -34,6 +37,13 @@ class CandidateRowSerializer(serializers.Serializer):
     original_label = serializers.CharField(allow_null=True)
     flip = serializers.BooleanField(allow_null=True, help_text="label differs from the original's label")
     text = serializers.CharField(help_text="the counterfactual's first text field, cut at 160 characters")
+    images = serializers.DictField(
+        allow_null=True,
+        help_text=(
+            "image–caption projects: {original, counterfactual}, each {url, missing, caption}; url is '' "
+            "and missing says why when there is no image to load; null for text projects"
+        ),
+    )
     edits = serializers.ListField(
         child=serializers.DictField(),
         help_text=(
@@ -43,7 +53,17 @@ class CandidateRowSerializer(serializers.Serializer):
     )
 
 
+class TotalSerializer(serializers.Serializer):
+    value = serializers.IntegerField()
+    kind = serializers.ChoiceField(
+        choices=["exact", "estimate", "at_least"],
+        help_text="exact; estimate (PostgreSQL's planner, over 10,000 rows); at_least (counted up to 10,000)",
+    )
+    text = serializers.CharField(help_text="as the page shows it: '1,234', 'about 1,000,000', '10,000+'")
+
+
 class CandidatePageSerializer(serializers.Serializer):
+    total = TotalSerializer(help_text="how many candidates match the filters")
     results = CandidateRowSerializer(many=True)
     next_after = serializers.IntegerField(allow_null=True, help_text="pass as ?after= for the next page")
     prev_before = serializers.IntegerField(allow_null=True, help_text="pass as ?before= for the previous page")
@@ -51,7 +71,9 @@ class CandidatePageSerializer(serializers.Serializer):
 
 class CandidateListApi(APIView):
     """Researchers: a page of a project's candidates with the data browser's filters, in id
-    order (keyset pages: ``after`` / ``before`` a candidate id). Bad filters: 400 per field."""
+    order (keyset pages: ``after`` / ``before`` a candidate id), with the total that match
+    (exact up to 10,000; above, PostgreSQL's planner estimate, or "10,000+" on SQLite) and a
+    readable title per row beside its stable id. Bad filters: 400 per field."""
 
     permission_classes = (IsResearcher,)
 
@@ -90,6 +112,7 @@ class CandidateListApi(APIView):
             **{k: query.cleaned_data[k] for k in ("after", "before")},
         )
         out = {
+            "total": page.total.as_dict() if page.total is not None else None,
             "results": page.rows,
             "next_after": page.last_id if page.has_next else None,
             "prev_before": page.first_id if page.has_prev else None,
@@ -110,6 +133,7 @@ class PairOutputSerializer(serializers.Serializer):
     h_version = serializers.IntegerField(allow_null=True)
     annotations = serializers.ListField(child=serializers.JSONField())
     overrides = serializers.ListField(child=serializers.JSONField())
+    images = serializers.JSONField(allow_null=True, help_text="image–caption projects: as in the browse rows")
 
 
 def _pair(candidate: Candidate) -> dict[str, Any]:
@@ -133,6 +157,7 @@ def _pair(candidate: Candidate) -> dict[str, Any]:
         "confidence": candidate.confidence,
         "h_confidence": v.h_confidence,
         "h_version": v.h_version,
+        "images": v.images,
         "annotations": [{**a, "created_at": a["created_at"].isoformat()} for a in v.annotations],
         "overrides": [
             {

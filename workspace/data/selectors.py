@@ -18,6 +18,9 @@ from annotate.models import Annotation
 from projects import states
 from projects.ml.textdiff import Segment, word_diff
 from projects.models import Candidate, Label, LabelOverride, Project
+from workspace.data.images import image_pair
+from workspace.data.titles import CandidateTitle, candidate_title
+from workspace.data.totals import Total, matching_total
 
 PAGE_SIZE = 50
 FLIP_CHOICES = ["", "flip", "keep"]
@@ -105,6 +108,7 @@ class BrowsePage:
     last_id: int | None
     size: int = PAGE_SIZE
     labels: dict[int, str] = field(default_factory=dict)
+    total: Total | None = None  # how many match the filters (exact, estimated or "N+")
 
 
 ROW_FIELD_CHARS = 240  # per field in a data-browser row (the pair page shows all of it)
@@ -156,9 +160,10 @@ def candidates_browse(
     after: int | None = None,
     before: int | None = None,
     size: int = PAGE_SIZE,
+    with_total: bool = True,
 ) -> BrowsePage:
     """One page of the filtered candidates in id order: after ``after``, before ``before``,
-    or from the start."""
+    or from the start; with the total that match (:mod:`workspace.data.totals`)."""
     qs = candidates_filtered(project=project, filters=filters)
     cols = (
         "id",
@@ -174,6 +179,8 @@ def candidates_browse(
         "example__label_id",
         "example__external_id",
         "example__fields",
+        "image",
+        "example__image",
     )
     if before is not None:
         got = list(qs.filter(id__lt=before).order_by("-id").values(*cols)[: size + 1])
@@ -190,13 +197,23 @@ def candidates_browse(
         has_next = qs.filter(id__gt=got[-1]["id"]).exists()
     names = dict(Label.objects.filter(project=project).values_list("id", "name"))
     text_fields = list(project.text_fields)
+    with_images = project.task == "image-caption"
     rows = []
     for r in got:
         label, orig = names.get(r["label_id"]), names.get(r["example__label_id"])
+        title = candidate_title(
+            external_id=r["external_id"],
+            original_id=r["example__external_id"],
+            generator=r["generator"],
+            perturbation=r["perturbation"],
+        )
         rows.append(
             {
                 "id": r["id"],
                 "external_id": r["external_id"],
+                "title": title.text,
+                "candidate_label": title.label,
+                "run": title.run,
                 "original_id": r["example__external_id"],
                 "state": r["state"],
                 "generator": r["generator"],
@@ -209,6 +226,14 @@ def candidates_browse(
                 "flip": None if label is None or orig is None else label != orig,
                 "text": _first_text(r["fields"] or {}, text_fields)[:160],
                 "edits": _field_edits(r["example__fields"] or {}, r["fields"] or {}, text_fields),
+                "images": image_pair(
+                    original_image=r["example__image"],
+                    original_fields=r["example__fields"] or {},
+                    image=r["image"],
+                    fields=r["fields"] or {},
+                )
+                if with_images
+                else None,
             }
         )
     return BrowsePage(
@@ -219,12 +244,21 @@ def candidates_browse(
         last_id=rows[-1]["id"] if rows else None,
         size=size,
         labels=names,
+        total=_total(qs, rows, complete=after is None and before is None and not has_next) if with_total else None,
     )
+
+
+def _total(qs: QuerySet[Candidate], rows: list[dict[str, Any]], *, complete: bool) -> Total:
+    """The first page holds every match: its length is the total, at no cost (a filter that
+    matches a few rows out of a million would otherwise be scanned twice)."""
+    return Total(len(rows), "exact") if complete else matching_total(qs)
 
 
 @dataclass
 class PairView:
     candidate: Candidate
+    title: CandidateTitle
+    images: dict[str, dict[str, str]] | None  # an image–caption pair's two images, as annotators see them
     diffs: list[tuple[str, list[Segment]]]
     original_label: str | None
     annotations: list[dict[str, Any]]
@@ -263,6 +297,17 @@ def pair_view(*, candidate: Candidate) -> PairView:
     latest = pairwise_models_for(project=candidate.project).first()
     return PairView(
         candidate=candidate,
+        title=candidate_title(
+            external_id=candidate.external_id,
+            original_id=ex.external_id,
+            generator=candidate.generator,
+            perturbation=candidate.perturbation,
+        ),
+        images=image_pair(
+            original_image=ex.image, original_fields=ex.fields, image=candidate.image, fields=candidate.fields
+        )
+        if candidate.project.task == "image-caption"
+        else None,
         diffs=diffs,
         original_label=ex.label.name if ex.label is not None else None,
         annotations=anns,

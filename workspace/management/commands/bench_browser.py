@@ -6,8 +6,9 @@ dashboard (``/projects/<id>/dashboard/``) and the project page over a
 synthetic project of N candidates: the first page, pages deep in the id range (``?after=``,
 ``?before=``), and the filters. The rows are written with PostgreSQL ``COPY`` (bulk inserts on
 SQLite) and the tables analysed, then each scenario is requested R times; p50/p95 in
-milliseconds are printed, with a JSON object on the last line. The project is deleted at the
-end unless ``--keep``. A benchmark prints figures; it asserts nothing about time.
+milliseconds are printed, with a JSON object on the last line. With each data-browser scenario, the total of
+matching rows alone (``matching_total``: estimate or bounded count) and what the page shows.
+The project is deleted at the end unless ``--keep``. A benchmark prints figures; it asserts nothing about time.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from projects.services.projects import project_create
 from workspace.dashboard import views as views_dashboard
 from workspace.data import views as data_views
 from workspace.data.forms import CandidateFiltersForm
-from workspace.data.selectors import candidates_browse
+from workspace.data.selectors import candidates_browse, candidates_filtered
+from workspace.data.totals import matching_total
 
 GENERATORS = ["rules", "rationale-infill", "llm-prompt", "human"]
 PERTURBATIONS = ["negation", "quantifier", "lexical", "insert", "delete", "shuffle"]
@@ -76,11 +78,14 @@ class Command(BaseCommand):
             "gold=yes": {"gold": "yes"},
             "disagreement": {"disagreement": "1"},
         }
-        results: dict[str, dict[str, float | None]] = {}
+        results: dict[str, dict[str, Any]] = {}
         for label, params in scenarios.items():
             times = sorted(self._request(project, user, params) for _ in range(reps))
             queries = sorted(self._select(project, params) for _ in range(reps))
+            totals = [self._total(project, params) for _ in range(reps)]
             results[label] = {
+                "total": totals[-1][1],
+                "total_p50_ms": round(statistics.median(t for t, _ in totals), 2),
                 "p50_ms": round(statistics.median(times), 2),
                 "p95_ms": round(times[min(len(times) - 1, int(0.95 * len(times)))], 2),
                 "selector_p50_ms": round(statistics.median(queries), 2),
@@ -118,6 +123,8 @@ class Command(BaseCommand):
                 line = f"  {label:<38} page p50 {r['p50_ms']:>8.2f} ms  p95 {r['p95_ms']:>8.2f} ms"
                 if r["selector_p50_ms"] is not None:
                     line += f"   | queries p50 {r['selector_p50_ms']:>8.2f} ms  p95 {r['selector_p95_ms']:>8.2f} ms"
+                if r.get("total"):
+                    line += f"   | total {r['total']} in {r['total_p50_ms']:.2f} ms (p50)"
                 self.stdout.write(line)
         self.stdout.write(json.dumps(out))
         if not opts["keep"]:
@@ -234,6 +241,19 @@ class Command(BaseCommand):
         after, before = params.get("after"), params.get("before")
         candidates_browse(project=project, filters=filters, after=after, before=before)
         return (time.perf_counter() - start) * 1000
+
+    def _total(self, project: Project, params: dict[str, Any]) -> tuple[float, str]:
+        """The filters' total alone (workspace/data/totals.py), as the page shows it."""
+        from django.http import QueryDict
+
+        query = QueryDict(mutable=True)
+        for k, v in params.items():
+            if k not in ("after", "before"):
+                query[k] = str(v)
+        filters = CandidateFiltersForm.parse(query, project=project).filters()
+        start = time.perf_counter()
+        total = matching_total(candidates_filtered(project=project, filters=filters))
+        return (time.perf_counter() - start) * 1000, total.text
 
     # -- one request ------------------------------------------------------------------------
 
