@@ -21,6 +21,7 @@ from projects.models import Project
 from projects.permissions import IsResearcher
 from projects.selectors import job_as_dict
 from projects.services.jobs import BrokerUnavailable
+from projects.validators import budget_validator
 
 
 def _error(exc: svc.AnnotationError) -> Response:
@@ -198,7 +199,7 @@ class ProjectRouteApi(APIView):
     permission_classes = (IsResearcher,)
 
     class InputSerializer(serializers.Serializer):
-        budget = serializers.FloatField(min_value=0, max_value=1, required=False, allow_null=True)
+        budget = serializers.FloatField(required=False, allow_null=True, validators=[budget_validator])
         strategy = serializers.ChoiceField(choices=STRATEGIES, default="random")
         seed = serializers.IntegerField(required=False, allow_null=True)
 

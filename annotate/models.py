@@ -22,9 +22,9 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
+from annotate.kinds import ITEM_KINDS
 from projects.models import Candidate, Project
 
-ITEM_KINDS = ["caption_choice", "task_label"]
 ITEM_SIDES = ["", "original", "counterfactual"]  # which image of an image pair (caption items)
 ITEM_STATUSES = ["open", "complete"]
 ASSIGNMENT_STATUSES = ["leased", "submitted", "skipped", "expired"]

@@ -15,7 +15,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Avg, Count, Exists, F, IntegerField, OuterRef, QuerySet, Subquery
 from django.urls import reverse
 
-from annotate import choices as choice_rules
+from annotate import kinds
 from annotate.ml import agreement
 from annotate.models import Annotation, Assignment, Item
 from projects import permissions
@@ -88,69 +88,71 @@ def image_url(path: str) -> str:
     return "/" + settings.MEDIA_URL.strip("/") + "/" + path
 
 
-def _ordered_fields(fields: dict[str, Any], names: list[str]) -> list[tuple[str, Any]]:
-    out = [(n, fields[n]) for n in names if n in fields]
-    out += [(n, v) for n, v in fields.items() if n not in names]
-    return out
-
-
 @dataclass(frozen=True)
 class ItemView:
     """Everything the annotator page and the API show for one lease (blind: no labels, no
-    other answers, no model output, not even whether it is a check item)."""
+    other answers, no model output, not even whether it is a check item). What is shown
+    depends on the item's kind (``annotate.kinds``)."""
 
     assignment: Assignment
     kind: str
-    fields: list[tuple[str, Any]]  # the counterfactual (task-label items)
-    original_fields: list[tuple[str, Any]]
-    image: str  # caption items: the image being judged
-    captions: list[str]  # caption items: texts in display order
+    body: kinds.ItemBody
     choices: list[str]  # what may be submitted, in display order
     choice_labels: list[str]  # how each choice is shown
+
+    @property
+    def template(self) -> str:
+        """The partial that renders this kind's item body."""
+        return kinds.kind_named(self.kind).template
+
+    @property
+    def fields(self) -> list[tuple[str, Any]]:  # the counterfactual (task-label items)
+        return self.body.fields
+
+    @property
+    def original_fields(self) -> list[tuple[str, Any]]:
+        return self.body.original_fields
+
+    @property
+    def image(self) -> str:  # caption items: the image being judged
+        return self.body.image
+
+    @property
+    def captions(self) -> list[str]:  # caption items: texts in display order
+        return self.body.captions
 
     @property
     def choice_pairs(self) -> list[tuple[str, str]]:
         return list(zip(self.choices, self.choice_labels, strict=True))
 
     def as_json(self) -> dict[str, Any]:
-        item: dict[str, Any] = {"id": self.assignment.item_id, "kind": self.kind}
-        if self.kind == "caption_choice":
-            item.update(image=self.image, captions=self.captions, instruction=choice_rules.CAPTION_INSTRUCTION)
-        else:
-            item.update(fields=dict(self.fields), original={"fields": dict(self.original_fields)})
         return {
             "assignment": self.assignment.pk,
-            "item": item,
+            "item": {"id": self.assignment.item_id, "kind": self.kind, **self.body.as_json()},
             "choices": self.choices,
             "expires_at": self.assignment.expires_at.isoformat(),
         }
 
 
+def _source(item: Item) -> kinds.ItemSource:
+    cand, example = item.candidate, item.candidate.example
+    return kinds.ItemSource(
+        side=item.side,
+        text_fields=list(item.project.text_fields or []),
+        fields=cand.fields,
+        image=cand.image,
+        original_fields=example.fields,
+        original_image=example.image,
+    )
+
+
 def item_view(*, assignment: Assignment) -> ItemView:
     item = Item.objects.select_related("candidate__example", "project").get(pk=assignment.item_id)
-    cand = item.candidate
-    example = cand.example
-    names = list(item.project.text_fields or [])
+    kind = kinds.kind_named(item.kind)
     order = list(assignment.display_order)
-    offered = choice_rules.offered(item.kind, order)
-    if item.kind == "caption_choice":
-        original_caption = str(example.fields.get("caption", ""))
-        cf_caption = str(cand.fields.get("caption", ""))
-        captions = choice_rules.caption_texts(order, original_caption, cf_caption)
-        image = image_url(example.image if item.side == "original" else cand.image)
-        shown = [f"Caption {i + 1}" for i in range(2)] + [c.capitalize() for c in offered[2:]]
-        return ItemView(assignment, item.kind, [], [], image, captions, offered, shown)
-    shown = ["Unclear / invalid" if c == choice_rules.UNCLEAR else c.replace("_", " ") for c in offered]
-    return ItemView(
-        assignment,
-        item.kind,
-        _ordered_fields(cand.fields, names),
-        _ordered_fields(example.fields, names),
-        "",
-        [],
-        offered,
-        shown,
-    )
+    offered = kind.offered(order)
+    body = kind.body(_source(item), order, image_url)
+    return ItemView(assignment, item.kind, body, offered, kind.choice_labels(offered))
 
 
 def annotator_progress(*, project: Project, user: Any) -> dict[str, int]:
@@ -334,20 +336,6 @@ class MemberState:
         return self.state in ("paused", "flagged", "removed")
 
 
-def _choice_text(item: Item, choice: str) -> str:
-    """A canonical choice as the annotator understands it (caption choices by their text: the
-    order the annotator saw them in is not the point of the feedback)."""
-    if choice == choice_rules.UNCLEAR:
-        return "Unclear / invalid"
-    if item.kind == "caption_choice":
-        captions = {
-            "caption_a": item.candidate.example.fields.get("caption", ""),
-            "caption_b": item.candidate.fields.get("caption", ""),
-        }
-        return f"the caption “{captions[choice]}”" if choice in captions else choice.capitalize()
-    return choice.replace("_", " ")
-
-
 def qualification_feedback(*, membership: ProjectMembership, first: int | None = None) -> list[CheckFeedback]:
     """The member's wrong check answers in their current qualification window (only among the
     ``first`` answers when given: the qualification itself), with the expected answer and its
@@ -360,16 +348,15 @@ def qualification_feedback(*, membership: ProjectMembership, first: int | None =
     out = []
     for ann in wrong:
         item, cand = ann.item, ann.item.candidate
-        names = list(item.project.text_fields or [])
-        image = image_url(cand.image) if item.kind == "caption_choice" else ""
-        fields = _ordered_fields(cand.fields, names)
+        kind, source = kinds.kind_named(item.kind), _source(item)
+        fields = kinds.ordered_fields(cand.fields, source.text_fields)
         explanation = (cand.meta or {}).get("gold_explanation") if isinstance(cand.meta, dict) else None
         out.append(
             CheckFeedback(
                 fields=fields,
-                image=image,
-                answered=_choice_text(item, ann.choice),
-                expected=_choice_text(item, item.gold_choice),
+                image=kind.feedback_image(source, image_url),
+                answered=kind.choice_text(ann.choice, source),
+                expected=kind.choice_text(item.gold_choice, source),
                 explanation=str(explanation) if explanation else "",
             )
         )
@@ -434,8 +421,8 @@ def _score(s: agreement.AgreementScore) -> dict[str, Any]:
 def project_quality(*, project: Project) -> dict[str, Any]:
     """Aggregation and agreement figures for the annotation-quality page and its API."""
     labels = list(Label.objects.filter(project=project).order_by("position").values_list("name", flat=True))
-    kind = "caption_choice" if project.task == "image-caption" else "task_label"
-    allowed = choice_rules.canonical_choices(kind, labels)
+    kind = kinds.kind_for_task(project.task)
+    allowed = kind.canonical_choices(labels)
     rows = list(
         Annotation.objects.filter(project=project).values_list(
             "item_id", "annotator_id", "choice", "is_gold", "correct", "duration_ms"
@@ -450,9 +437,7 @@ def project_quality(*, project: Project) -> dict[str, Any]:
         .values_list("status", "n")
     )
     contested = Item.objects.filter(project=project, is_gold=False, status="complete", result="").count()
-    unclear = Item.objects.filter(
-        project=project, is_gold=False, status="complete", result=choice_rules.UNCLEAR
-    ).count()
+    unclear = Item.objects.filter(project=project, is_gold=False, status="complete", result=kinds.UNCLEAR).count()
     extended = Item.objects.filter(project=project, is_gold=False, k__gt=project.annotators_per_item).count()
     out: dict[str, Any] = {
         "project": {"id": project.pk, "name": project.name, "task": project.task, "k": project.annotators_per_item},
@@ -563,15 +548,9 @@ def project_quality(*, project: Project) -> dict[str, Any]:
                 "membership_id": m.pk if m else None,
             }
         )
-    if kind == "caption_choice":
-        pairs: dict[int, dict[str, str]] = defaultdict(dict)
-        for cid, side, result in Item.objects.filter(project=project, is_gold=False, status="complete").values_list(
-            "candidate_id", "side", "result"
-        ):
-            pairs[cid][side] = result
-        both = [p for p in pairs.values() if "original" in p and "counterfactual" in p]
-        worked = sum(1 for p in both if p["original"] == "caption_a" and p["counterfactual"] == "caption_b")
-        out["caption_pairs"] = {"complete": len(both), "worked": worked}
+    if kind.summary_key:
+        completed = Item.objects.filter(project=project, is_gold=False, status="complete")
+        out[kind.summary_key] = kind.summarise(completed.values_list("candidate_id", "side", "result"))
     out["duration_ms_avg"] = _nan_to_none(
         Annotation.objects.filter(project=project, is_gold=False).aggregate(x=Avg("duration_ms"))["x"]
     )

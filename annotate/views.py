@@ -18,7 +18,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from annotate import selectors
+from annotate import kinds, selectors
+from annotate.forms import AnswerForm, ItemHistoryQuery, RouteForm, SkipForm
 from annotate.models import Assignment
 from annotate.services import assignments as svc
 from annotate.services.quality import items_settle_waiting
@@ -27,7 +28,6 @@ from annotate.services.routing import (
     project_route_start,
 )
 from projects.http import HtmxHttpRequest
-from projects.inputs import BadInput, form_id, form_text
 from projects.models import Project
 from projects.permissions import researcher_required
 from projects.selectors import job_latest, job_progress
@@ -89,16 +89,15 @@ def home(request: HttpRequest) -> HttpResponse:
 @require_GET
 def instructions(request: HttpRequest, project_id: int) -> HttpResponse:
     project = _project_for_annotator(request, project_id)
-    from annotate import choices as choice_rules
-
+    kind = kinds.kind_for_task(project.task)
     return render(
         request,
         "annotate/instructions.html",
         {
             "project": project,
             "labels": [lab.name for lab in project.labels.all()],
-            "caption_instruction": choice_rules.CAPTION_INSTRUCTION,
-            "is_caption": project.task == "image-caption",
+            "kind": kind,
+            "instructions": kind.instructions_template,
             "undo_seconds": f"{settings.COUNTERPART['UNDO_SECONDS']} seconds",
         },
     )
@@ -114,12 +113,11 @@ def work(request: HttpRequest, project_id: int) -> HttpResponse:
     Forward after leaving the page asks again instead of showing a stale item."""
     project = _project_for_annotator(request, project_id)
     answered = None
-    if request.GET.get("a"):
-        try:
-            assignment_id = form_id(request.GET["a"], "a")
-        except BadInput as exc:
-            return HttpResponseBadRequest(str(exc))
-        answered = selectors.answered_item(project=project, user=request.user, assignment_id=assignment_id)
+    query = ItemHistoryQuery.parse(request.GET)
+    if not query.is_valid():
+        return HttpResponseBadRequest(query.error_text())
+    if query.cleaned_data["a"] is not None:
+        answered = selectors.answered_item(project=project, user=request.user, assignment_id=query.cleaned_data["a"])
     return render(request, "annotate/item.html", _stage_context(request, project, answered=answered))
 
 
@@ -134,18 +132,16 @@ def _own_assignment_project(request: HttpRequest, assignment_id: int) -> Project
 @require_POST
 def answer(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     project = _own_assignment_project(request, assignment_id)
-    raw = request.POST.get("duration_ms", "")
-    try:
-        duration = max(0, min(int(raw), 24 * 3600 * 1000)) if raw else None
-    except ValueError:
-        duration = None
+    form = AnswerForm.parse(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest(form.error_text())
     error, status = "", 200
     try:
         svc.annotation_submit(
             assignment_id=assignment_id,
             annotator=request.user,
-            choice=request.POST.get("choice", ""),
-            duration_ms=duration,
+            choice=form.cleaned_data["choice"],
+            duration_ms=form.cleaned_data["duration_ms"],
         )
     except svc.AnnotationError as exc:
         error, status = str(exc), exc.status
@@ -156,13 +152,12 @@ def answer(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
 @require_POST
 def skip(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     project = _own_assignment_project(request, assignment_id)
-    try:
-        reason = form_text(request.POST.get("reason"), "reason")
-    except BadInput as exc:
-        return HttpResponseBadRequest(str(exc))
+    form = SkipForm.parse(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest(form.error_text())
     error = ""
     try:
-        svc.assignment_skip(assignment_id=assignment_id, annotator=request.user, reason=reason)
+        svc.assignment_skip(assignment_id=assignment_id, annotator=request.user, reason=form.cleaned_data["reason"])
     except svc.AnnotationError as exc:
         error = str(exc)
     return _render_stage(request, project, error=error)
@@ -268,22 +263,12 @@ def route(request: HttpRequest, project_id: int) -> HttpResponse:
     ctx = _route_context(project)
     if request.method == "GET":
         return render(request, "annotate/route.html", ctx)
-    raw_budget, strategy = request.POST.get("budget", "").strip(), request.POST.get("strategy", "random")
-    ctx.update(budget=raw_budget, strategy=strategy)
-    errors: dict[str, str] = {}
-    budget: float | None = None
+    form = RouteForm.parse(request.POST)
+    ctx.update(form.shown())
+    if not form.is_valid():
+        return render(request, "annotate/route.html", {**ctx, "errors": form.field_errors()}, status=400)
     try:
-        budget = float(raw_budget) if raw_budget else None
-    except ValueError:
-        errors["budget"] = "the budget must be a number between 0 and 1"
-    if budget is not None and not 0 <= budget <= 1:
-        errors["budget"] = "the budget must be a number between 0 and 1"
-    if strategy not in STRATEGIES:
-        errors["strategy"] = f"choose one of {', '.join(STRATEGIES)}"
-    if errors:
-        return render(request, "annotate/route.html", {**ctx, "errors": errors}, status=400)
-    try:
-        job = project_route_start(project=project, budget=budget, strategy=strategy, created_by=request.user)
+        job = project_route_start(project=project, created_by=request.user, **form.cleaned_data)
     except ValidationError as exc:
         return render(
             request, "annotate/route.html", {**ctx, "errors": {"general": " ".join(exc.messages)}}, status=400

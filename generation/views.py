@@ -76,6 +76,17 @@ class RunStartForm(forms.Form):
             raise forms.ValidationError("must be a JSON object")
         return value
 
+    @staticmethod
+    def peek(data: Any) -> tuple[str, Any]:
+        """The posted generator and its options as far as they read, before the form is built
+        (a generator that needs a model may still run when its options name one)."""
+        generator = str(data.get("generator", "") or "")
+        try:
+            options = json.loads(data.get("generator_options") or "{}")
+        except (json.JSONDecodeError, RecursionError):
+            options = {}
+        return generator, options
+
     def raw_run_options(self) -> dict[str, Any]:
         """The options as far as they could be read, for the service's own checks (so every
         error shows at once, not only after the form's own fields are fixed)."""
@@ -121,12 +132,8 @@ def run_new(request: HttpRequest, project_id: int) -> HttpResponse:
     available = generator_availability(project)
     runnable = [name for name, _, ok, _ in available if ok]
     # A generator that needs a model may still run when the form names one (model_path).
-    posted = request.POST.get("generator", "")
+    posted, opts = RunStartForm.peek(request.POST)
     if request.method == "POST" and posted and posted not in runnable and registry.is_registered(posted):
-        try:
-            opts = json.loads(request.POST.get("generator_options") or "{}")
-        except json.JSONDecodeError:
-            opts = {}
         config = {k.lower(): v for k, v in settings.COUNTERPART.items()}
         if isinstance(opts, dict) and registry.can_run(posted, project.task, config, opts)[0]:
             runnable.append(posted)

@@ -16,12 +16,12 @@ from django.views.decorators.http import require_GET, require_POST
 from labeling import evaluation as services_evaluation
 from labeling import services
 from labeling.evaluation import MAX_SEEDS, evaluation_choices
+from labeling.forms import AutolabelForm, TrainForm
 from labeling.ml.augmentation import CLASSIFIERS
 from labeling.selectors import (
     CLASSIFIER_NAMES,
     evaluation_for,
     flip_rates_for,
-    warm_start_choices,
     warm_start_options,
 )
 from projects.models import Project
@@ -64,18 +64,14 @@ def _fragment(
 def pairwise_train_start(request: HttpRequest, pk: int) -> HttpResponse:
     """Queue training of h (a ``train`` job); refuse at once when the labels can't train it."""
     project = get_object_or_404(Project, pk=pk)
-    key = request.POST.get("warm_start", "").strip()
-    known = {k: spec for k, _, spec in warm_start_choices(project=project)}
-    if key and key not in known:
-        choices = ", ".join(known) or f"none for {project.task} projects"
-        return _fragment(
-            request, project, errors={"warm_start": f"choose one of the listed data sets ({choices})"}, status=400
-        )
+    form = TrainForm.parse(request.POST, project=project)
+    if not form.is_valid():
+        return _fragment(request, project, errors=form.field_errors(), status=400)
     try:
         job = services.pairwise_train_start(
             project=project,
-            mode=request.POST.get("mode", "capc"),
-            warm_start=known.get(key, ""),
+            mode=form.cleaned_data["mode"],
+            warm_start=form.cleaned_data["warm_start"],
             created_by=request.user,
         )
     except ValidationError as exc:
@@ -90,13 +86,13 @@ def pairwise_train_start(request: HttpRequest, pk: int) -> HttpResponse:
 def autolabel_start(request: HttpRequest, pk: int) -> HttpResponse:
     """Queue auto-labelling with the latest model; refuse at once when there is none."""
     project = get_object_or_404(Project, pk=pk)
-    raw = request.POST.get("min_confidence", "").strip()
+    form = AutolabelForm.parse(request.POST)
+    if not form.is_valid():
+        return _fragment(request, project, error=form.error_text(), status=400)
     try:
-        min_conf = float(raw) if raw else None
-    except ValueError:
-        return _fragment(request, project, error="min confidence must be a number between 0 and 1", status=400)
-    try:
-        job = services.autolabel_start(project=project, min_confidence=min_conf, created_by=request.user)
+        job = services.autolabel_start(
+            project=project, min_confidence=form.cleaned_data["min_confidence"], created_by=request.user
+        )
     except ValidationError as exc:
         return _fragment(request, project, error=" ".join(exc.messages), status=400)
     except BrokerUnavailable as exc:

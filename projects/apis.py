@@ -24,6 +24,7 @@ from projects.permissions import IsResearcher
 from projects.selectors import job_as_dict, job_get, jobs_list, projects_with_state_counts
 from projects.services.jobs import job_cancel
 from projects.services.projects import project_create
+from projects.validators import budget_validator
 
 
 @extend_schema_serializer(component_name="ProjectCounts")
@@ -88,7 +89,10 @@ class ProjectListCreateApi(APIView):
             help_text="the text field names, in order; empty or missing: the task's default fields",
         )
         human_budget = serializers.FloatField(
-            min_value=0, max_value=1, required=False, allow_null=True, help_text="share of the pool routed to humans"
+            required=False,
+            allow_null=True,
+            validators=[budget_validator],
+            help_text="share of the pool routed to humans",
         )
         annotators_per_item = serializers.IntegerField(min_value=1, max_value=50, required=False, allow_null=True)
         description = serializers.CharField(max_length=5000, required=False, allow_blank=True, default="")
@@ -183,6 +187,27 @@ class JobListApi(APIView):
 
     permission_classes = (IsResearcher,)
 
+    class FilterSerializer(serializers.Serializer):
+        project = serializers.CharField(required=False, allow_blank=True)
+        kind = serializers.CharField(required=False, allow_blank=True)
+        limit = serializers.CharField(required=False, allow_blank=True)
+
+        def validate_project(self, value: str) -> int | None:
+            if value and not value.isdigit():
+                raise serializers.ValidationError("must be a project id")
+            return int(value) if value else None
+
+        def validate_kind(self, value: str) -> str | None:
+            if value and value not in JOB_KINDS:
+                raise serializers.ValidationError(f"choose one of {', '.join(JOB_KINDS)}")
+            return value or None
+
+        def validate_limit(self, value: str) -> int:
+            value = value or "100"
+            if not value.isdigit() or not 1 <= int(value) <= 1000:
+                raise serializers.ValidationError("must be a whole number from 1 to 1000")
+            return int(value)
+
     @extend_schema(
         summary="List jobs",
         parameters=[
@@ -190,24 +215,18 @@ class JobListApi(APIView):
             OpenApiParameter("kind", str, enum=JOB_KINDS),
             OpenApiParameter("limit", int, description="at most this many (default 100, max 1000)"),
         ],
-        responses={200: JobOutputSerializer(many=True)},
+        responses={200: JobOutputSerializer(many=True), 400: OpenApiResponse(description="field errors")},
     )
     def get(self, request: Request) -> Response:
+        query = self.FilterSerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        q = query.validated_data
         project = None
-        raw = request.query_params.get("project")
-        if raw:
-            if not raw.isdigit():
-                return Response({"project": ["must be a project id"]}, status=status.HTTP_400_BAD_REQUEST)
-            project = Project.objects.filter(pk=int(raw)).first()
+        if q.get("project") is not None:
+            project = Project.objects.filter(pk=q["project"]).first()
             if project is None:
                 return Response({"detail": "no such project"}, status=status.HTTP_404_NOT_FOUND)
-        kind = request.query_params.get("kind") or None
-        if kind is not None and kind not in JOB_KINDS:
-            return Response({"kind": [f"choose one of {', '.join(JOB_KINDS)}"]}, status=status.HTTP_400_BAD_REQUEST)
-        raw_limit = request.query_params.get("limit") or "100"
-        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 1000:
-            return Response({"limit": ["must be a whole number from 1 to 1000"]}, status=status.HTTP_400_BAD_REQUEST)
-        jobs = jobs_list(project=project, kind=kind, limit=int(raw_limit))
+        jobs = jobs_list(project=project, kind=q.get("kind"), limit=q.get("limit", 100))
         return Response([job_as_dict(job=j) for j in jobs])
 
 

@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 
 from projects.formats import parse_label_map
 from projects.formats.reading import LABEL_SOURCES
+from projects.forms import DownloadQuery
 from projects.models import Job, Project
 from projects.permissions import IsResearcher
 from projects.selectors import job_as_dict
@@ -234,7 +235,7 @@ class ExportDownloadApi(APIView):
                 {"detail": f"export job {job.pk} is {job.status}; nothing to download yet"},
                 status=status.HTTP_409_CONFLICT,
             )
-        found = export_download_file(job=job, manifest=request.query_params.get("part") == "manifest")
+        found = export_download_file(job=job, manifest=DownloadQuery(request.query_params).manifest())
         if found is None:
             return Response({"detail": "the export file is gone"}, status=status.HTTP_404_NOT_FOUND)
         return FileResponse(open(found[0], "rb"), as_attachment=True, filename=found[1])

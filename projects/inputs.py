@@ -1,11 +1,17 @@
 """Checking the values of plain (non-DRF) forms and query strings before they reach the
 database: a value that is not a whole number where an id is expected, or text with a NUL
-character (PostgreSQL cannot store or even compare it), is a :class:`BadInput` that the view
-answers with a 400 and the message — never a 500."""
+character (PostgreSQL cannot store or even compare it), is a form error that the view answers
+with a 400 and the message — never a 500. The form fields below (``IdField``,
+``IdListField``, ``StorableCharField``) and ``InputForm`` are what the pages' forms are built
+from."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
 
 # PostgreSQL's integer primary keys; a larger id cannot exist.
 MAX_ID = 2**63 - 1
@@ -41,19 +47,79 @@ def unstorable(text: str) -> str | None:
     return None
 
 
-def form_text(value: str | None, name: str) -> str:
-    """``value`` (``""`` when absent) when the database can store it; raises :class:`BadInput`."""
-    text = value or ""
-    problem = unstorable(text)
-    if problem is not None:
-        raise BadInput(f"{name} contains {problem}")
-    return text
-
-
-def form_texts(values: Iterable[str], name: str) -> list[str]:
-    return [form_text(v, name) for v in values]
-
-
 def _shown(value: str | None) -> str:
     text = repr(value or "")
     return text if len(text) <= 40 else text[:37] + "…'"
+
+
+# --- form fields and forms: every view parses its input through one (issue 20, the house) ----
+
+
+class IdField(forms.Field):
+    """A positive whole number (an object id). The error names the field: "``<label>`` must be a
+    whole number (an id), not '…'", also for a required field left empty."""
+
+    def to_python(self, value: Any) -> int | None:
+        if value in self.empty_values and not self.required:
+            return None
+        try:
+            return form_id(None if value is None else str(value), str(self.label or "id"))
+        except BadInput as exc:
+            raise ValidationError(str(exc), code="invalid") from exc
+
+
+class IdListField(forms.Field):
+    """Several ids under one name (``user=1&user=2``); each one as :class:`IdField` checks it."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value: Any) -> list[int]:
+        values = [] if value in self.empty_values else list(value if isinstance(value, list | tuple) else [value])
+        try:
+            return form_ids([str(v) for v in values], str(self.label or "id"))
+        except BadInput as exc:
+            raise ValidationError(str(exc), code="invalid") from exc
+
+
+class StorableCharField(forms.CharField):
+    """Text the database can store (no NUL, no lone surrogate); not stripped unless asked, and
+    ``""`` when absent. The error names the field: "``<label>`` contains a NUL character"."""
+
+    def __init__(self, *, strip: bool = False, required: bool = False, **kwargs: Any) -> None:
+        super().__init__(strip=strip, required=required, **kwargs)
+
+    def to_python(self, value: Any) -> str:
+        text = super().to_python(value) or ""
+        problem = unstorable(text)
+        if problem is not None:
+            raise ValidationError(f"{self.label or 'text'} contains {problem}", code="unstorable")
+        return str(text)
+
+
+class InputForm(forms.Form):
+    """A form that parses a view's input (POST or query string). ``error_text()`` is its errors
+    as one line, for the views that answer a bad request with a plain-text 400. A field
+    without a label is labelled by its name, so that messages name the field as it is sent."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name, field in self.fields.items():
+            if field.label is None:
+                field.label = name
+
+    def field_errors(self) -> dict[str, str]:
+        """Each field's errors as one message, by field name (``__all__`` as ``general``)."""
+        return {
+            ("general" if name == "__all__" else name): " ".join(str(m) for m in errors)
+            for name, errors in self.errors.items()
+        }
+
+    def error_text(self) -> str:
+        return " ".join(str(m) for errors in self.errors.values() for m in errors)
+
+    @classmethod
+    def parse(cls, data: Any, files: Any = None, **kwargs: Any) -> Any:
+        """The form bound to ``data`` (and ``files``), validated (``is_valid()`` already called)."""
+        form = cls(data, files, **kwargs)
+        form.is_valid()
+        return form

@@ -31,7 +31,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
-from projects.inputs import BadInput, form_id
+from projects.forms import UnlockForm
 from projects.permissions import researcher_required
 
 
@@ -117,11 +117,10 @@ def locked_attempts() -> Any:
 def lockouts(request: HttpRequest) -> HttpResponse:
     """Researchers and admins see the locked-out log-ins and unlock them."""
     if request.method == "POST":
-        try:
-            attempt_id = form_id(request.POST.get("attempt"), "attempt")
-        except BadInput as exc:
-            return HttpResponseBadRequest(str(exc))
-        attempt = get_object_or_404(AccessAttempt, pk=attempt_id)
+        form = UnlockForm.parse(request.POST)
+        if not form.is_valid():
+            return HttpResponseBadRequest(form.error_text())
+        attempt = get_object_or_404(AccessAttempt, pk=form.cleaned_data["attempt"])
         axes_reset(ip=attempt.ip_address, username=attempt.username)
         messages.success(request, f"Unlocked {attempt.username or '(no username)'} from {attempt.ip_address}.")
         return redirect("lockouts")

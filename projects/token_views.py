@@ -13,7 +13,7 @@ from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
 
 from projects import permissions
-from projects.inputs import BadInput, form_id
+from projects.forms import TokenForm
 from projects.services.tokens import token_create, token_revoke
 
 
@@ -22,19 +22,18 @@ from projects.services.tokens import token_create, token_revoke
 def tokens(request: HttpRequest) -> HttpResponse:
     researcher = permissions.is_researcher(request.user)
     if request.method == "POST":
-        action = request.POST.get("action", "")
+        form = TokenForm.parse(request.POST)
+        if not form.is_valid():
+            return HttpResponse(form.error_text(), status=400, content_type="text/plain; charset=utf-8")
+        action = form.cleaned_data["action"]
         if action == "create":
             token = token_create(user=request.user)
             request.session["new_token"] = token.key
             messages.success(request, "New token created; copy it now, it is shown only once.")
         elif action == "revoke":
             owner = request.user
-            if request.POST.get("user"):
-                try:
-                    owner_id = form_id(request.POST["user"], "user")
-                except BadInput as exc:
-                    return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
-                owner = get_object_or_404(get_user_model(), pk=owner_id)
+            if form.cleaned_data["user"] is not None:
+                owner = get_object_or_404(get_user_model(), pk=form.cleaned_data["user"])
             existed = token_revoke(owner=owner, by=request.user)  # PermissionDenied -> 403
             messages.success(
                 request, f"Revoked {owner.username}'s token." if existed else "There was no token to revoke."

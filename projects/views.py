@@ -22,11 +22,11 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from projects import permissions, states
-from projects.formats import FORMAT_TASKS, parse_label_map
+from projects.formats import FORMAT_TASKS
 from projects.formats.images import IMAGE_TYPES
 from projects.formats.reading import LABEL_SOURCES
+from projects.forms import DownloadQuery, ExportForm, ExportJobQuery, ImportForm, uploads_parse
 from projects.http import HtmxHttpRequest
-from projects.inputs import BadInput, form_text, form_texts
 from projects.models import TASK_DEFAULTS, TASKS, Job, Project
 from projects.permissions import researcher_or_token_required, researcher_required
 from projects.selectors import (
@@ -47,7 +47,6 @@ from projects.services.exports import (
     data_export,
     export_count,
     export_download_file,
-    export_filters_parse,
     export_manifest,
     export_splits,
     export_start,
@@ -59,6 +58,7 @@ from projects.services.imports import image_root
 from projects.services.jobs import BrokerUnavailable
 from projects.services.projects import project_create
 from projects.uploads import ImportFileUploadHandler, MaxSizeUploadHandler, stored_path
+from projects.validators import budget_validator
 
 
 @login_required
@@ -110,12 +110,6 @@ BLANK_EXPORT: dict[str, Any] = {
 }
 
 
-class ExportJobQuery(forms.Form):
-    """``?job=<id>``: the export page showing the job a POST started (Post/Redirect/Get)."""
-
-    job = forms.IntegerField(min_value=1, max_value=2**63 - 1)
-
-
 def _export_page(
     request: HttpRequest,
     project: Project,
@@ -136,32 +130,28 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponse | FileResponse
     starting another. A GET with filters (a bookmarked link) downloads a small file as
     before; one that needs a job only fills the form in. An export of nothing says so."""
     project = get_object_or_404(Project, pk=pk)
-    params = request.POST if request.method == "POST" else request.GET
-    try:
-        for name in params:
-            form_texts(params.getlist(name), name)
-    except BadInput as exc:
-        return HttpResponseBadRequest(str(exc))
-    if request.method == "GET" and "job" in request.GET:
-        query = ExportJobQuery(request.GET)
+    form = ExportForm.parse(request.POST if request.method == "POST" else request.GET)
+    if (problem := form.unstorable()) is not None:
+        return HttpResponseBadRequest(problem)
+    query = ExportJobQuery.parse(request.GET)
+    if request.method == "GET" and "job" in query.data:
         if not query.is_valid():
             return HttpResponseBadRequest("job: a job id")
         job = get_object_or_404(Job, pk=query.cleaned_data["job"], kind="export", project=project)
         started = {**BLANK_EXPORT, **{k: v for k, v in job.params.items() if k in BLANK_EXPORT}}
         return _export_page(request, project, started, {}, job=job)
-    if not [k for k in params if k != "csrfmiddlewaretoken"]:
+    if form.is_blank():
         return _export_page(request, project, dict(BLANK_EXPORT), {})
-    parsed, errors = export_filters_parse(params)
-    form: dict[str, Any] = dict(parsed)
-    if errors:
-        return _export_page(request, project, form, errors, 400)
-    fmt = str(form.pop("format"))
-    shown = {"format": fmt, **form}
+    shown: dict[str, Any] = form.filters()
+    if not form.is_valid():
+        return _export_page(request, project, shown, form.field_errors(), 400)
+    filters = dict(shown)
+    fmt = str(filters.pop("format"))
     if fmt == "coco-cf" and project.task != "image-caption":
         errors = {"format": f"coco-cf holds image-caption pairs; this project's task is {project.task}"}
         return _export_page(request, project, shown, errors, 400)
     sync_max = int(settings.COUNTERPART["EXPORT_SYNC_MAX"])
-    n = export_count(project=project, filters=form, limit=sync_max)
+    n = export_count(project=project, filters=filters, limit=sync_max)
     if n == 0:
         return _export_page(request, project, shown, {"general": NOTHING_TO_EXPORT}, 400)
     # Directory formats (hf-datasets, coco-cf) and large exports run as a job (a file, or a zip).
@@ -170,14 +160,14 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponse | FileResponse
             note = "This export runs as a background job: press Export to start it."
             return _export_page(request, project, shown, {"general": note})
         try:
-            job = export_start(project=project, format=fmt, filters=form, created_by=request.user)
+            job = export_start(project=project, format=fmt, filters=filters, created_by=request.user)
         except BrokerUnavailable as exc:
             return _export_page(request, project, shown, {"general": f"Export not started: {exc}"}, 503)
         return redirect(f"{reverse('project-export', args=[project.pk])}?job={job.pk}")
     fd, path = tempfile.mkstemp(suffix=".export")
     os.close(fd)
     try:
-        data_export(project=project, format=fmt, out=path, manifest=False, **form)
+        data_export(project=project, format=fmt, out=path, manifest=False, **filters)
         fh = open(path, "rb")  # noqa: SIM115 - FileResponse closes it
     except ExportError as exc:
         return HttpResponseBadRequest(str(exc))
@@ -192,13 +182,14 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponse | FileResponse
 def project_export_manifest(request: HttpRequest, pk: int) -> HttpResponse:
     """The manifest of the export the same query would download (JSON)."""
     project = get_object_or_404(Project, pk=pk)
-    form, errors = export_filters_parse(request.GET)
-    if errors:
-        return JsonResponse({"errors": errors}, status=400)
-    fmt = form.pop("format")
-    rows = candidates_for_export(project=project, **form).count()
+    form = ExportForm.parse(request.GET)
+    if not form.is_valid():
+        return JsonResponse({"errors": form.field_errors()}, status=400)
+    filters = form.filters()
+    fmt = filters.pop("format")
+    rows = candidates_for_export(project=project, **filters).count()
     return JsonResponse(
-        export_manifest(project=project, format=fmt, filters=form, rows=rows), json_dumps_params={"indent": 2}
+        export_manifest(project=project, format=fmt, filters=filters, rows=rows), json_dumps_params={"indent": 2}
     )
 
 
@@ -211,7 +202,7 @@ def export_download(request: HttpRequest, job_id: int) -> HttpResponse | FileRes
     job = get_object_or_404(Job, pk=job_id, kind="export")
     if job.status != "succeeded":
         return HttpResponse(f"export job {job.pk} is {job.status}; nothing to download yet", status=409)
-    found = export_download_file(job=job, manifest=request.GET.get("part") == "manifest")
+    found = export_download_file(job=job, manifest=DownloadQuery(request.GET).manifest())
     if found is None:
         raise Http404("the export file is gone")
     return FileResponse(open(found[0], "rb"), as_attachment=True, filename=found[1])
@@ -242,13 +233,13 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
         reason = CsrfViewMiddleware(lambda r: HttpResponse()).process_view(request, lambda r: HttpResponse(), (), {})
         if reason is not None:
             return reason
-        uploads = {field: request.FILES.getlist(field)[-1] for field in request.FILES}
+        uploads = uploads_parse(request.FILES)  # reads the upload through the handlers
         files = {field: (stored_path(f), f.name or "upload") for field, f in uploads.items()}
         if size.exceeded:
             return _import_error(request, project, f"upload refused: over the {limit}-byte limit", 413)
-        form = ImportForm(request.POST)
+        form = ImportForm.parse(request.POST)
         if not form.is_valid():
-            return _import_error(request, project, _form_errors(form), 400)
+            return _import_error(request, project, form.first_error(), 400)
         if not files:
             return _import_error(request, project, "choose a file to upload", 400)
         try:
@@ -270,36 +261,6 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
         return render(request, "projects/project_import.html", {**_import_context(project), **job_context(job)})
     finally:
         store.discard(keep=handed_over)
-
-
-class ImportForm(forms.Form):
-    """The import page's fields (the files come through the upload handlers)."""
-
-    format = forms.ChoiceField(choices=[(f, f) for f in UPLOAD_FORMATS])
-    split = forms.CharField(required=False, max_length=32)
-    label_map = forms.CharField(required=False, max_length=2000)
-    skip_bad_rows = forms.BooleanField(required=False)
-
-    def clean_split(self) -> str:
-        return self._storable("split")
-
-    def clean_label_map(self) -> dict[str, str]:
-        try:
-            return parse_label_map(self._storable("label_map"))
-        except ValueError as exc:
-            raise ValidationError(f"label map: {exc}") from None
-
-    def _storable(self, name: str) -> str:
-        try:
-            return form_text(self.cleaned_data.get(name), name.replace("_", " ")).strip()
-        except BadInput as exc:
-            raise ValidationError(str(exc)) from None
-
-
-def _form_errors(form: forms.Form) -> str:
-    if "format" in form.errors:
-        return f"choose a file format: {', '.join(UPLOAD_FORMATS)}"
-    return "; ".join(str(m) for errors in form.errors.values() for m in errors)
 
 
 def _import_context(project: Project) -> dict[str, Any]:
@@ -395,7 +356,7 @@ class ProjectCreateForm(forms.Form):
     text_fields = forms.CharField(
         required=False, max_length=2000, help_text="comma-separated; empty: the task's default fields"
     )
-    human_budget = forms.FloatField(min_value=0, max_value=1, required=False, help_text="share routed to humans")
+    human_budget = forms.FloatField(required=False, validators=[budget_validator], help_text="share routed to humans")
     annotators_per_item = forms.IntegerField(min_value=1, max_value=50, required=False)
     description = forms.CharField(required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 3}))
 

@@ -22,7 +22,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from annotate import choices as choice_rules
+from annotate import kinds
 from annotate.models import Annotation, Assignment, Item
 from annotate.selectors import PAUSED_MESSAGE, REMOVED_MESSAGE, image_url, undo_window
 from annotate.services import hot_sql as sql
@@ -140,15 +140,15 @@ def _claim(*, access: Access, annotator_id: int, gold: bool, now: datetime) -> L
     what others started) then by the random key. Both orders are served by partial indexes
     (``item_next_open``, ``item_next_gold``), so the cost does not grow with the pool.
     """
-    kind = "caption_choice" if access.task == "image-caption" else "task_label"
+    kind = kinds.kind_for_task(access.task)
     labels = _labels_for(access.project_id)
     return _backend().claim(
         project_id=access.project_id,
         annotator_id=annotator_id,
         gold=gold,
         orders=(
-            choice_rules.display_order_for(kind, labels, swapped=False),
-            choice_rules.display_order_for(kind, labels, swapped=True),
+            kind.display_order(labels, swapped=False),
+            kind.display_order(labels, swapped=True),
         ),
         now=now,
         expires=now + lease_duration(),
@@ -243,26 +243,24 @@ def lease_payload(*, lease: Lease, access: Access) -> dict[str, Any]:
     assert row is not None
     kind, side, c_fields, c_image, e_fields, e_image = row
     c_fields, e_fields = sql.json_value(c_fields), sql.json_value(e_fields)
-    item: dict[str, Any] = {"id": lease.item_id, "kind": kind}
-    if kind == "caption_choice":
-        item["image"] = image_url(e_image if side == "original" else c_image)
-        item["captions"] = choice_rules.caption_texts(
-            lease.display_order, str(e_fields.get("caption", "")), str(c_fields.get("caption", ""))
-        )
-        item["instruction"] = choice_rules.CAPTION_INSTRUCTION
-    else:
-        names = access.text_fields
-        item["fields"] = {n: c_fields[n] for n in names if n in c_fields} | {
-            n: v for n, v in c_fields.items() if n not in names
-        }
-        item["original"] = {
-            "fields": {n: e_fields[n] for n in names if n in e_fields}
-            | {n: v for n, v in e_fields.items() if n not in names}
-        }
+    rules = kinds.kind_named(kind)
+    source = kinds.ItemSource(
+        side=side,
+        text_fields=access.text_fields,
+        fields=c_fields,
+        image=c_image,
+        original_fields=e_fields,
+        original_image=e_image,
+    )
+    item: dict[str, Any] = {
+        "id": lease.item_id,
+        "kind": kind,
+        **rules.body(source, lease.display_order, image_url).as_json(),
+    }
     return {
         "assignment": lease.assignment_id,
         "item": item,
-        "choices": choice_rules.offered(kind, lease.display_order),
+        "choices": rules.offered(lease.display_order),
         "expires_at": lease.expires_at.isoformat(),
     }
 
@@ -376,8 +374,14 @@ class SubmitResult:
         }
 
 
-def _kind_of(order: list[str]) -> str:
-    return "caption_choice" if choice_rules.CAPTION_CANONICAL[0] in order else "task_label"
+def _canonical(order: list[str], choice: str) -> str:
+    """The canonical answer for ``choice`` pressed on a lease with this display order; a choice
+    that was not offered is InvalidChoice (the item kind validates it)."""
+    kind = kinds.kind_of_order(order)
+    canonical = kind.to_canonical(order, choice)
+    if canonical is None:
+        raise InvalidChoice(f"{choice!r} is not one of the offered choices: {', '.join(kind.offered(order))}")
+    return canonical
 
 
 def _after_answer(
@@ -458,13 +462,7 @@ class _PostgresPath:
         row = sql.fetchone_prepared(sql.LEASE_ORDER, [assignment_id, annotator.pk])
         if row is None:
             return None
-        order = list(sql.json_value(row[0]))
-        kind = _kind_of(order)
-        canonical = choice_rules.to_canonical(kind, order, choice)
-        if canonical is None:
-            raise InvalidChoice(
-                f"{choice!r} is not one of the offered choices: {', '.join(choice_rules.offered(kind, order))}"
-            )
+        canonical = _canonical(list(sql.json_value(row[0])), choice)
         params = {
             "now": sql.dt(now),
             "aid": assignment_id,
@@ -515,7 +513,7 @@ class _SqlitePath:
             # The WHERE clause is the guarantee; the CHECK (taken <= k) is the backstop.
             if not sql.execute(sql.BUMP_SQLITE, [picked[0]]):
                 return None
-            order = orders[1] if choice_rules.caption_swapped(picked[0], annotator_id) else orders[0]
+            order = orders[1] if kinds.caption_swapped(picked[0], annotator_id) else orders[0]
             row = sql.fetchone(
                 sql.INSERT_LEASE_SQLITE,
                 [project_id, picked[0], annotator_id, sql.json_param(order), sql.dt(now), sql.dt(expires)],
@@ -548,12 +546,7 @@ class _SqlitePath:
             if row is None:
                 return None  # not a live lease of this annotator
             item_id, project_id, order = row[0], row[1], list(sql.json_value(row[2]))
-            kind = _kind_of(order)
-            canonical = choice_rules.to_canonical(kind, order, choice)
-            if canonical is None:  # raising here rolls the lease change back
-                raise InvalidChoice(
-                    f"{choice!r} is not one of the offered choices: {', '.join(choice_rules.offered(kind, order))}"
-                )
+            canonical = _canonical(order, choice)  # raising here rolls the lease change back
             counted = sql.fetchone(sql.COUNT_DONE, [item_id])
             assert counted is not None
             done, k, status, is_gold, gold_choice = counted
@@ -633,7 +626,7 @@ def annotation_submit(
         if done is not None:
             return done
     order = list(a.display_order)
-    if choice_rules.to_canonical(_kind_of(order), order, choice) is None:
+    if kinds.kind_of_order(order).to_canonical(order, choice) is None:
         raise InvalidChoice(f"{choice!r} is not one of the offered choices")
     if a.status == "submitted":
         return _repeat(a, choice)

@@ -153,7 +153,7 @@ JOIN generation_example e ON e.id = c.example_id
 
 # PostgreSQL: pick, take the slot, write the lease and read what to show — one statement,
 # one round trip, atomic on its own (no BEGIN/COMMIT needed). The display order is one of the
-# two passed in, chosen by the same md5 bit as ``annotate.choices.caption_swapped``.
+# two passed in, chosen by the same md5 bit as ``annotate.kinds.caption_swapped``.
 CLAIM_PG = (
     """
 WITH pick AS (SELECT p.id FROM ({pick}) p WHERE p.id IS NOT NULL),

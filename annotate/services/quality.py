@@ -16,8 +16,7 @@ from django.db import transaction
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
-from annotate import choices as choice_rules
-from annotate.choices import canonical_choices
+from annotate import kinds
 from annotate.ml import agreement, policy
 from annotate.models import Annotation, Item
 from annotate.selectors import (
@@ -66,7 +65,7 @@ def item_complete_if_ready(*, item_id: int, now: datetime | None = None) -> str 
         Item.objects.filter(pk=item_id, status="open", k=item.k).update(k=F("k") + extra)
         return "extended"
     labels = list(Label.objects.filter(project_id=item.project_id).order_by("position").values_list("name", flat=True))
-    allowed = canonical_choices(item.kind, labels)
+    allowed = kinds.kind_named(item.kind).canonical_choices(labels)
     outcome = agreement.majority_vote(
         [(item_id, i, v) for i, v in enumerate(votes)], labels=allowed, tie_break="abstain"
     )[item_id]
@@ -122,19 +121,19 @@ def items_settle_waiting(*, project: Project, now: datetime | None = None, batch
 
 def _candidate_finalize(*, item: Item, result: str, share: float) -> None:
     """Set the candidate's final human label when its items are complete and agree on one."""
-    if item.kind == "caption_choice":
-        siblings = list(
+    decided = kinds.kind_named(item.kind).candidate_result(
+        result=result,
+        share=share,
+        siblings=lambda: list(
             Item.objects.filter(candidate_id=item.candidate_id, is_gold=False).values(
                 "side", "status", "result", "result_agreement"
             )
-        )
-        if any(s["status"] != "complete" for s in siblings):
-            return
-        cf = next((s for s in siblings if s["side"] == "counterfactual"), None)
-        if cf is None:
-            return
-        result, share = cf["result"], float(cf["result_agreement"] or 0.0)
-    if result == choice_rules.UNCLEAR:
+        ),
+    )
+    if decided is None:
+        return  # the candidate's other items are still open
+    result, share = decided
+    if result == kinds.UNCLEAR:
         # judged invalid: a first-class outcome (no task label, no auto label, left out of
         # exports by default); the candidate stays routed, visible on the dashboard
         candidate_judge_validity(candidate_id=item.candidate_id, valid=False)

@@ -27,13 +27,14 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from annotate import choices as choice_rules
+from annotate import kinds
 from annotate.ml import routing as sampling
 from annotate.models import Item
 from projects import states
 from projects.models import Candidate, Job, Project
 from projects.services.candidates import candidates_transition
 from projects.services.jobs import JobContext, JobFailed, job_start
+from projects.validators import validate_budget
 
 STRATEGIES = ["random", "stratified", "uncertainty", "active"]
 CHUNK = 5000
@@ -137,41 +138,24 @@ def _select_active(project: Project, n: int, rng: random.Random, messages: list[
 
 def _items_for(project: Project, candidate_ids: list[int], *, gold: bool, rng: random.Random) -> list[Item]:
     k = int(settings.COUNTERPART["GOLD_ANNOTATIONS_PER_ITEM"]) if gold else project.annotators_per_item
-    caption = project.task == "image-caption"
+    kind = kinds.kind_for_task(project.task)
     gold_names: dict[int, str] = {}
     if gold:
         gold_names = dict(Candidate.objects.filter(pk__in=candidate_ids).values_list("id", "gold_label__name"))
-    out: list[Item] = []
-    for cid in candidate_ids:
-        if caption:
-            sides = ["counterfactual"] if gold else ["original", "counterfactual"]
-            for side in sides:
-                out.append(
-                    Item(
-                        project=project,
-                        candidate_id=cid,
-                        kind="caption_choice",
-                        side=side,
-                        is_gold=gold,
-                        gold_choice=gold_names.get(cid, "") if gold else "",
-                        k=k,
-                        priority=rng.getrandbits(31),
-                    )
-                )
-        else:
-            out.append(
-                Item(
-                    project=project,
-                    candidate_id=cid,
-                    kind="task_label",
-                    side="",
-                    is_gold=gold,
-                    gold_choice=gold_names.get(cid, "") if gold else "",
-                    k=k,
-                    priority=rng.getrandbits(31),
-                )
-            )
-    return out
+    return [
+        Item(
+            project=project,
+            candidate_id=cid,
+            kind=kind.name,
+            side=side,
+            is_gold=gold,
+            gold_choice=gold_names.get(cid, "") if gold else "",
+            k=k,
+            priority=rng.getrandbits(31),
+        )
+        for cid in candidate_ids
+        for side in kind.sides(gold=gold)
+    ]
 
 
 def project_route(
@@ -188,9 +172,7 @@ def project_route(
     routed count (at least the qualification size) without changing those candidates' state."""
     if strategy not in STRATEGIES:
         raise ValidationError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    budget = project.human_budget if budget is None else float(budget)
-    if not 0 <= budget <= 1:
-        raise ValidationError("budget must be between 0 and 1")
+    budget = validate_budget(project.human_budget if budget is None else budget)
     gold_rate = float(settings.COUNTERPART["GOLD_RATE"]) if gold_rate is None else float(gold_rate)
     rng = random.Random(seed)
     messages: list[str] = []
@@ -228,11 +210,8 @@ def project_route(
             )
         want_gold -= have_gold
         if want_gold > 0:
-            allowed = set(
-                choice_rules.CAPTION_CANONICAL + choice_rules.CAPTION_EXTRA
-                if project.task == "image-caption"
-                else project.labels.values_list("name", flat=True)
-            )
+            labels = list(project.labels.values_list("name", flat=True))
+            allowed = set(kinds.kind_for_task(project.task).gold_answers(labels))
             used_ids = set(Item.objects.filter(project=project).values_list("candidate_id", flat=True))
             pool = [
                 cid
@@ -287,8 +266,8 @@ def project_route_start(
     MiniLM, so routing never runs inside a web request)."""
     if strategy not in STRATEGIES:
         raise ValidationError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    if budget is not None and not 0 <= float(budget) <= 1:
-        raise ValidationError("budget must be between 0 and 1")
+    if budget is not None:
+        budget = validate_budget(budget)
     return job_start(
         kind="route",
         project=project,

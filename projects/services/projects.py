@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from projects.models import TASK_DEFAULTS, TASKS, Label, Project
+from projects.validators import validate_budget
 
 
 @transaction.atomic
@@ -43,8 +44,7 @@ def project_create(
     name_max = Project._meta.get_field("name").max_length or 200
     if len(name) > name_max:
         raise ValidationError(f"the name is at most {name_max} characters")
-    if not 0 <= human_budget <= 1:
-        raise ValidationError("human budget must be between 0 and 1")
+    human_budget = validate_budget(human_budget)
     project = Project.objects.create(
         name=name,
         task=task,

@@ -21,7 +21,8 @@ from django.core.cache import cache
 from django.db.models import Count, Max, Q
 from django.urls import reverse
 
-from annotate.choices import UNCLEAR
+from annotate import kinds
+from annotate.kinds import UNCLEAR
 from annotate.ml import agreement
 from annotate.models import Annotation, Item
 from annotate.selectors import items_waiting_summary
@@ -172,11 +173,9 @@ def h_charts(*, project: Project) -> tuple[list[Chart], dict[str, Any] | None]:
 
 
 def _canonical_choices(project: Project) -> tuple[str, list[str]]:
-    from annotate.choices import canonical_choices
-
     labels = list(Label.objects.filter(project=project).order_by("position").values_list("name", flat=True))
-    kind = "caption_choice" if project.task == "image-caption" else "task_label"
-    return kind, canonical_choices(kind, labels)
+    kind = kinds.kind_for_task(project.task)
+    return kind.name, kind.canonical_choices(labels)
 
 
 BOOTSTRAP_WORK = 400_000  # answers re-scored per agreement chart, at most (about a second or two)
@@ -521,7 +520,7 @@ def science_warnings(*, project: Project) -> list[Warning]:
     train = replace(train, url=train.url + "#flip-rates")
     reroute = Warning("", "", "Re-route with the stratified strategy (below)", "#reroute")
     out: list[Warning] = []
-    label_task = project.task != "image-caption"  # caption choices are not class labels h learns
+    label_task = kinds.kind_for_task(project.task).answers_are_labels  # caption choices are not labels h learns
     if not any(pool[k] for k in pool) and not human_labels and not counts.total:
         out.append(
             Warning(

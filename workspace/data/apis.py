@@ -16,9 +16,8 @@ from projects.models import Candidate, Project
 from projects.permissions import IsResearcher
 from projects.services.candidates import OverrideRefused, OverrideUnchanged, candidate_override
 from projects.states import STATES
-from workspace.data.selectors import candidate_filters_parse, candidates_browse, pair_view
-
-MAX_PAGE = 200
+from workspace.data.forms import MAX_PAGE, CandidateFiltersForm, PageQuery
+from workspace.data.selectors import candidates_browse, pair_view
 
 
 class CandidateRowSerializer(serializers.Serializer):
@@ -101,20 +100,16 @@ class CandidateListApi(APIView):
         project = Project.objects.filter(pk=project_id).first()
         if project is None:
             return Response({"detail": "no such project"}, status=status.HTTP_404_NOT_FOUND)
-        filters, errors = candidate_filters_parse(request.query_params, project=project)
-        cursor: dict[str, int | None] = {}
-        for name in ("after", "before"):
-            raw = request.query_params.get(name, "")
-            cursor[name] = int(raw) if raw.isdigit() else None
-            if raw and not raw.isdigit():
-                errors[name] = "a candidate id"
-        raw_limit = request.query_params.get("limit", "50")
-        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_PAGE:
-            errors["limit"] = f"a whole number from 1 to {MAX_PAGE}"
+        form = CandidateFiltersForm.parse(request.query_params, project=project)
+        query = PageQuery.parse(request.query_params)
+        errors = {**form.errors, **query.errors}
         if errors:
-            return Response({k: [v] for k, v in errors.items()}, status=status.HTTP_400_BAD_REQUEST)
+            return Response(errors, status=status.HTTP_400_BAD_REQUEST)
         page = candidates_browse(
-            project=project, filters=filters, size=int(raw_limit), after=cursor["after"], before=cursor["before"]
+            project=project,
+            filters=form.filters(),
+            size=query.cleaned_data["limit"],
+            **{k: query.cleaned_data[k] for k in ("after", "before")},
         )
         out = {
             "total": page.total.as_dict() if page.total is not None else None,

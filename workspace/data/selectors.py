@@ -16,7 +16,6 @@ from django.db.models import Count, F, QuerySet
 
 from annotate.models import Annotation
 from projects import states
-from projects.formats.reading import LABEL_SOURCES
 from projects.ml.textdiff import Segment, word_diff
 from projects.models import Candidate, Label, LabelOverride, Project
 from workspace.data.images import image_pair
@@ -53,56 +52,6 @@ class CandidateFilters:
         if self.disagreement:
             out.append(("disagreement", "1"))
         return out
-
-
-def candidate_filters_parse(params: Any, *, project: Project) -> tuple[CandidateFilters, dict[str, str]]:
-    """Filters from a query dict (GET or a DRF ``query_params``) and the errors, by field."""
-    errors: dict[str, str] = {}
-    state = tuple(s for s in params.getlist("state") if s)
-    if unknown := sorted(set(state) - set(states.STATES)):
-        errors["state"] = f"unknown state {', '.join(unknown)}; choose from {', '.join(states.STATES)}"
-    label_source = params.get("label_source", "").strip()
-    if label_source and label_source not in [*LABEL_SOURCES, "none"]:
-        errors["label_source"] = f"choose one of {', '.join(LABEL_SOURCES)}, none"
-    label = params.get("label", "").strip()
-    if label and not Label.objects.filter(project=project, name=label).exists():
-        errors["label"] = f"{label!r} is not one of this project's labels"
-    flip = params.get("flip", "").strip()
-    if flip not in FLIP_CHOICES:
-        errors["flip"] = "choose flip or keep"
-    gold = params.get("gold", "").strip()
-    if gold not in GOLD_CHOICES:
-        errors["gold"] = "choose yes or no"
-    bounds: dict[str, float | None] = {}
-    for name in ("min_confidence", "max_confidence"):
-        raw = params.get(name, "").strip()
-        bounds[name] = None
-        if raw:
-            try:
-                bounds[name] = float(raw)
-            except ValueError:
-                errors[name] = "a number between 0 and 1"
-                continue
-            if not 0 <= bounds[name] <= 1:  # type: ignore[operator]
-                errors[name] = "a number between 0 and 1"
-    lo, hi = bounds["min_confidence"], bounds["max_confidence"]
-    if lo is not None and hi is not None and lo > hi and "max_confidence" not in errors:
-        errors["max_confidence"] = "must not be below the minimum"
-    return (
-        CandidateFilters(
-            state=state,
-            generator=params.get("generator", "").strip()[:64],
-            perturbation=params.get("perturbation", "").strip()[:32],
-            label_source=label_source,
-            label=label,
-            flip=flip,
-            min_confidence=lo,
-            max_confidence=hi,
-            disagreement=params.get("disagreement", "") in ("1", "true", "on"),
-            gold=gold,
-        ),
-        errors,
-    )
 
 
 def _disagreeing_candidates(project: Project) -> QuerySet[Any, Any]:

@@ -17,34 +17,21 @@ from projects.http import HtmxHttpRequest
 from projects.models import Candidate, Label, Project
 from projects.permissions import researcher_required
 from projects.services.candidates import OverrideRefused, OverrideUnchanged, candidate_override
-from workspace.data.selectors import (
-    FLIP_CHOICES,
-    GOLD_CHOICES,
-    candidate_filters_parse,
-    candidates_browse,
-    pair_view,
-)
-
-
-def _int(raw: str | None) -> int | None:
-    try:
-        return int(raw) if raw else None
-    except ValueError:
-        return None
+from workspace.data.forms import CandidateFiltersForm, OverrideForm, PageQuery
+from workspace.data.selectors import FLIP_CHOICES, GOLD_CHOICES, candidates_browse, pair_view
 
 
 @researcher_required
 @require_GET
 def candidate_list(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     project = get_object_or_404(Project, pk=pk)
-    filters, errors = candidate_filters_parse(request.GET, project=project)
+    form = CandidateFiltersForm.parse(request.GET, project=project)
+    filters, errors = form.filters(), form.field_errors()
     page = None
     if not errors:
+        cursor = PageQuery.parse(request.GET).cleaned_data  # a cursor that is not an id: none
         page = candidates_browse(
-            project=project,
-            filters=filters,
-            after=_int(request.GET.get("after")),
-            before=_int(request.GET.get("before")),
+            project=project, filters=filters, after=cursor.get("after"), before=cursor.get("before")
         )
     query = urlencode(filters.as_query())
     ctx = {
@@ -78,20 +65,19 @@ def candidate_override_view(request: HttpRequest, pk: int) -> HttpResponse:
     candidate = get_object_or_404(
         Candidate.objects.select_related("project", "example", "example__label", "label"), pk=pk
     )
-    label = request.POST.get("label", "").strip()
-    errors: dict[str, str] = {}
-    if not label:
-        errors["label"] = "choose a label"
-    else:
+    form = OverrideForm.parse(request.POST)
+    errors = form.field_errors()
+    if not errors:
+        label = form.cleaned_data["label"]
         try:
-            candidate_override(candidate=candidate, label=label, by=request.user, note=request.POST.get("note", ""))
+            candidate_override(candidate=candidate, label=label, by=request.user, note=form.cleaned_data["note"])
         except OverrideRefused as exc:
             errors["label"] = str(exc)
         except OverrideUnchanged as exc:
             messages.info(request, f"{exc} No override recorded.")
             return redirect("candidate-detail", pk=candidate.pk)
     if errors:
-        ctx = {"view": pair_view(candidate=candidate), "errors": errors, "note": request.POST.get("note", "")}
+        ctx = {"view": pair_view(candidate=candidate), "errors": errors, "note": form.data.get("note", "")}
         return render(request, "workspace/pair.html", ctx, status=400)
     messages.success(request, f"Relabelled {candidate.external_id} as {label} (label source human; recorded).")
     return redirect("candidate-detail", pk=candidate.pk)

@@ -15,7 +15,6 @@ from django.views.decorators.http import require_http_methods
 from annotate import selectors
 from annotate.services.quality import membership_unflag
 from annotate.services.routing import project_add_annotators
-from projects.inputs import BadInput, form_id, form_ids
 from projects.models import MEMBER_ROLES, Project, ProjectMembership
 from projects.permissions import ANNOTATOR, researcher_required
 from projects.services.memberships import (
@@ -24,6 +23,7 @@ from projects.services.memberships import (
     membership_pause,
     membership_remove,
 )
+from workspace.members.forms import MembersForm
 
 
 def _members_context(project: Project) -> dict[str, Any]:
@@ -44,25 +44,23 @@ def members(request: HttpRequest, project_id: int) -> HttpResponse:
     ``remove``/``pause``/``resume`` (membership id); the old dashboard forms (``user`` ids,
     ``unflag``) keep working."""
     project = get_object_or_404(Project, pk=project_id)
-    action = request.POST.get("action", "")
     if request.method == "GET":
         return render(request, "workspace/members.html", _members_context(project))
-    try:
-        unflag = form_id(request.POST["unflag"], "unflag") if request.POST.get("unflag") else None
-        membership_id = form_id(request.POST["membership"], "membership") if request.POST.get("membership") else 0
-        user_ids = form_ids(request.POST.getlist("user"), "user")
-    except BadInput as exc:
-        return HttpResponseBadRequest(str(exc))
+    form = MembersForm.parse(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest(form.error_text())
+    data = form.cleaned_data
+    action, unflag = data["action"], data["unflag"]
     if unflag is not None:
         m = get_object_or_404(ProjectMembership, pk=unflag, project=project)
         was_paused = m.paused
         membership_unflag(membership=m)
         fresh = "" if was_paused else ": a fresh qualification window starts (earlier check answers no longer count)"
         messages.success(request, f"Cleared the flag on {m.user.username}{fresh}.")
-        back = "annotate-members" if request.POST.get("next") == "members" else "annotate-dashboard"
+        back = "annotate-members" if data["next"] == "members" else "annotate-dashboard"
         return redirect(back, project_id=project.pk)
     if action in ("remove", "pause", "resume"):
-        m = get_object_or_404(ProjectMembership, pk=membership_id, project=project)
+        m = get_object_or_404(ProjectMembership, pk=data["membership"] or 0, project=project)
         if action == "remove":
             membership_remove(membership=m)
             messages.success(request, f"Removed {m.user.username} from {project.name}.")
@@ -76,25 +74,25 @@ def members(request: HttpRequest, project_id: int) -> HttpResponse:
             messages.success(request, f"Resumed {m.user.username}{fresh}.")
         return redirect("annotate-members", project_id=project.pk)
     if action == "add":
-        form = {"username": request.POST.get("username", "").strip(), "role": request.POST.get("role", "annotator")}
+        shown = {"username": data["username"], "role": data["role"]}
         errors: dict[str, str] = {}
-        if not form["username"]:
+        if not shown["username"]:
             errors["username"] = "choose an account"
         else:
             try:
-                membership_add(project=project, username=form["username"], role=form["role"])
+                membership_add(project=project, username=shown["username"], role=shown["role"])
             except ValidationError as exc:
                 errors = {k: " ".join(v) for k, v in exc.message_dict.items()}
             except MembershipConflict as exc:
                 errors["username"] = str(exc)
         if errors:
-            ctx = {**_members_context(project), "errors": errors, "form": form}
+            ctx = {**_members_context(project), "errors": errors, "form": shown}
             status = 409 if "already" in errors.get("username", "") else 400
             return render(request, "workspace/members.html", ctx, status=status)
-        messages.success(request, f"Added {form['username']} as {form['role']}.")
+        messages.success(request, f"Added {shown['username']} as {shown['role']}.")
         return redirect("annotate-members", project_id=project.pk)
     # The dashboard's multi-select of annotator ids.
-    users = list(get_user_model().objects.filter(pk__in=user_ids, groups__name=ANNOTATOR))
+    users = list(get_user_model().objects.filter(pk__in=data["user"], groups__name=ANNOTATOR))
     added = project_add_annotators(project=project, users=users)
     messages.success(request, f"Added {added} annotator(s).")
     return redirect("annotate-dashboard", project_id=project.pk)

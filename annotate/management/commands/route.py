@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -9,6 +10,15 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotate.services.routing import STRATEGIES, project_route
 from projects.models import Project
+from projects.validators import validate_budget
+
+
+def _budget(raw: str) -> float:
+    """``--budget``, checked as the route form and API check it."""
+    try:
+        return validate_budget(raw)
+    except ValidationError as exc:
+        raise argparse.ArgumentTypeError(" ".join(exc.messages)) from exc
 
 
 class Command(BaseCommand):
@@ -18,7 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--project", required=True, help="project name")
         parser.add_argument(
             "--budget",
-            type=float,
+            type=_budget,
             default=None,
             help="fraction of the project's candidates for humans (default: the project's budget)",
         )

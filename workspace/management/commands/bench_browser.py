@@ -40,7 +40,8 @@ from projects.permissions import RESEARCHER
 from projects.services.projects import project_create
 from workspace.dashboard import views as views_dashboard
 from workspace.data import views as data_views
-from workspace.data.selectors import candidate_filters_parse, candidates_browse, candidates_filtered
+from workspace.data.forms import CandidateFiltersForm
+from workspace.data.selectors import candidates_browse, candidates_filtered
 from workspace.data.totals import matching_total
 
 GENERATORS = ["rules", "rationale-infill", "llm-prompt", "human"]
@@ -264,7 +265,7 @@ class Command(BaseCommand):
         for k, v in params.items():
             query[k] = str(v)
         start = time.perf_counter()
-        filters, _ = candidate_filters_parse(query, project=project)
+        filters = CandidateFiltersForm.parse(query, project=project).filters()
         after, before = params.get("after"), params.get("before")
         candidates_browse(project=project, filters=filters, after=after, before=before)
         return (time.perf_counter() - start) * 1000
@@ -277,7 +278,7 @@ class Command(BaseCommand):
         for k, v in params.items():
             if k not in ("after", "before"):
                 query[k] = str(v)
-        filters, _ = candidate_filters_parse(query, project=project)
+        filters = CandidateFiltersForm.parse(query, project=project).filters()
         start = time.perf_counter()
         total = matching_total(candidates_filtered(project=project, filters=filters))
         return (time.perf_counter() - start) * 1000, total.text

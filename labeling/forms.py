@@ -1,0 +1,48 @@
+"""The inputs of the labelling buttons (train h, auto-label), parsed by forms (issue 20, the
+house): same field names and defaults as the project page sends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from labeling.selectors import warm_start_choices
+from projects.inputs import InputForm
+from projects.models import Project
+
+
+class TrainForm(InputForm):
+    """``mode`` (default ``capc``; the service checks it) and ``warm_start``: the key of one of
+    the listed warm-start sets, or blank; cleaned to the set's spec ("" for none)."""
+
+    warm_start = forms.CharField(required=False, strip=True)
+    mode = forms.CharField(required=False)
+
+    def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.project = project
+
+    def clean_warm_start(self) -> str:
+        key = self.cleaned_data["warm_start"]
+        known = {k: spec for k, _, spec in warm_start_choices(project=self.project)}
+        if key and key not in known:
+            choices = ", ".join(known) or f"none for {self.project.task} projects"
+            raise forms.ValidationError(f"choose one of the listed data sets ({choices})")
+        return str(known.get(key, ""))
+
+    def clean_mode(self) -> str:
+        return str(self.data.get("mode", "capc"))
+
+
+class AutolabelForm(InputForm):
+    """``min_confidence``: blank for the model's own threshold (the service checks the range)."""
+
+    min_confidence = forms.CharField(required=False, strip=True)
+
+    def clean_min_confidence(self) -> float | None:
+        raw = self.cleaned_data["min_confidence"]
+        try:
+            return float(raw) if raw else None
+        except ValueError:
+            raise forms.ValidationError("min confidence must be a number between 0 and 1") from None

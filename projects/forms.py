@@ -1,0 +1,116 @@
+"""The inputs of the project pages (export, import, API tokens, lock-outs), parsed by forms
+(issue 20, the house): same field names and defaults as the pages send."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from projects.formats import parse_label_map
+from projects.inputs import IdField, InputForm, StorableCharField, unstorable
+from projects.services.exports import export_filters_parse
+from projects.services.import_jobs import UPLOAD_FORMATS
+
+EXPORT_FIELDS = ("format", "state", "label_source", "min_confidence", "split", "include_invalid")
+
+
+class ExportJobQuery(InputForm):
+    """``?job=<id>``: the export page showing the job a POST started (Post/Redirect/Get)."""
+
+    job = forms.IntegerField(min_value=1, max_value=2**63 - 1)
+
+
+class _Many(forms.Field):
+    widget = forms.MultipleHiddenInput
+
+
+class ExportForm(InputForm):
+    """The export form (a POST, or a bookmarked GET): the format and the filters. The rules
+    (known states and label sources, a confidence in [0, 1], comma-separated lists) are the
+    export service's, shared with the export API; ``filters()`` is what they parsed."""
+
+    format = forms.CharField(required=False)
+    state = _Many(required=False)
+    label_source = _Many(required=False)
+    min_confidence = forms.CharField(required=False)
+    split = _Many(required=False)
+    include_invalid = forms.CharField(required=False)
+
+    def unstorable(self) -> str | None:
+        """What makes a sent value unstorable (a NUL character…), named by its field; None."""
+        getlist = getattr(self.data, "getlist", None)
+        for name in self.data:
+            values = getlist(name) if getlist else [self.data[name]]
+            for value in values:
+                if (problem := unstorable(str(value))) is not None:
+                    return f"{name} contains {problem}"
+        return None
+
+    def is_blank(self) -> bool:
+        """Nothing but the CSRF token was sent: the empty form."""
+        return not [k for k in self.data if k != "csrfmiddlewaretoken"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        self.parsed, errors = export_filters_parse(self.data)
+        for name, message in errors.items():
+            self.add_error(name if name in self.fields else None, message)
+        return data
+
+    def filters(self) -> dict[str, Any]:
+        """``format`` and the filters, parsed (also when some are in error: shown back)."""
+        return dict(self.parsed)
+
+
+class DownloadQuery(InputForm):
+    """``?part=manifest``: an export's manifest instead of its data."""
+
+    part = forms.CharField(required=False)
+
+    def manifest(self) -> bool:
+        return bool(self.is_valid() and self.cleaned_data["part"] == "manifest")
+
+
+def uploads_parse(files: Any) -> dict[str, Any]:
+    """The import page's uploaded files by field name (``file``, or a CAD layout's parts),
+    the last one where a field came twice (the files come through the upload handlers)."""
+    return {field: files.getlist(field)[-1] for field in files}
+
+
+class ImportForm(InputForm):
+    """The import page's fields: ``format``, ``split``, ``label_map`` (old=new,…) and
+    ``skip_bad_rows``; the page shows the first error."""
+
+    format = forms.ChoiceField(choices=[(f, f) for f in UPLOAD_FORMATS])
+    split = StorableCharField(max_length=32)
+    label_map = StorableCharField(label="label map", max_length=2000)
+    skip_bad_rows = forms.BooleanField(required=False)
+
+    def clean_split(self) -> str:
+        return str(self.cleaned_data["split"]).strip()
+
+    def clean_label_map(self) -> dict[str, str]:
+        try:
+            return parse_label_map(str(self.cleaned_data["label_map"]).strip())
+        except ValueError as exc:
+            raise forms.ValidationError(f"label map: {exc}") from None
+
+    def first_error(self) -> str:
+        if "format" in self.errors:
+            return f"choose a file format: {', '.join(UPLOAD_FORMATS)}"
+        return "; ".join(str(m) for errors in self.errors.values() for m in errors)
+
+
+class TokenForm(InputForm):
+    """The tokens page: ``action`` (create, revoke) and, for a researcher revoking another's
+    token, ``user`` (an id)."""
+
+    action = forms.CharField(required=False)
+    user = IdField(required=False)
+
+
+class UnlockForm(InputForm):
+    """The lock-outs page: unlock ``attempt`` (an id)."""
+
+    attempt = IdField()
