@@ -37,6 +37,7 @@ urlpatterns = [
     path("annotate/", include("annotate.urls")),
     path("annotate/", include("workspace.members.urls")),
     path("labeling/", include("labeling.urls")),
+    path("labeling/", include("workspace.evaluation.urls")),
 ]
 
 # Generated images (relative to MEDIA_ROOT) in development; in production the web server

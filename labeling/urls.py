@@ -6,6 +6,4 @@ urlpatterns: list = [
     path("projects/<int:pk>/flip-rates/", views.flip_rates, name="labeling-flip-rates"),
     path("projects/<int:pk>/train/", views.pairwise_train_start, name="labeling-train"),
     path("projects/<int:pk>/autolabel/", views.autolabel_start, name="labeling-autolabel"),
-    path("projects/<int:pk>/evaluation/", views.evaluation, name="labeling-evaluation"),
-    path("projects/<int:pk>/evaluate/", views.evaluation_start, name="labeling-evaluate"),
 ]
