@@ -189,7 +189,7 @@ class EndpointClient:
         self.cache = ResponseCache(config.cache_path)
         self.single_sample = False  # learnt: the server ignores ``n``
         self._cancelled = threading.Event()
-        self._sleep = sleep or self._cancellable_sleep
+        self._sleep = sleep if sleep is not None else self._cancellable_sleep
         headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
         self._http = httpx.Client(
             headers=headers,
