@@ -72,6 +72,9 @@ class Command(BaseCommand):
         from generation.ml.endpoint import EndpointConfig
         from generation.ml.llm_prompt import LLMPromptGenerator
 
+        import logging
+
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
         cfg = settings.COUNTERPART
         base_url = opts["base_url"] or cfg["LLM_BASE_URL"]
         model = opts["model"] or cfg["LLM_MODEL"]
