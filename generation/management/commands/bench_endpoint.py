@@ -68,11 +68,11 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        import logging
+
         from generation.ml import bundled_lm
         from generation.ml.endpoint import EndpointConfig
         from generation.ml.llm_prompt import LLMPromptGenerator
-
-        import logging
 
         logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
         cfg = settings.COUNTERPART
