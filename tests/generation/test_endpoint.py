@@ -5,6 +5,7 @@ killed in the middle of a run. No mock answers anything."""
 
 from __future__ import annotations
 
+import io
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -273,3 +274,27 @@ def test_server_killed_mid_run_retries_then_fails_clearly_without_duplicates(
     texts = Counter(c.fields["text"] for c in cands)
     assert all(n == 1 for n in texts.values())
     assert {c.example.external_id for c in cands} <= {"r0"}  # nothing of the batch that failed
+
+
+@pytest.mark.django_db
+def test_generate_command_takes_the_backend_option(settings, monkeypatch) -> None:
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    monkeypatch.setitem(settings.COUNTERPART, "LLM_BASE_URL", _closed_url())
+    monkeypatch.setitem(settings.COUNTERPART, "LLM_MODEL", "served-model")
+    p = _sentiment_project(1)
+    with pytest.raises(CommandError, match="backend: concept-constrained steers decoding token by token"):
+        call_command(
+            "generate", "--project", p.name, "--generator", "concept-constrained", "--option", "backend=endpoint"
+        )
+    out = io.StringIO()
+    with pytest.raises(CommandError, match=r"failed: the model server at .* cannot be reached"):
+        call_command(
+            "generate",
+            *("--project", p.name, "--generator", "llm-prompt", "--option", "backend=endpoint", "--no-progress"),
+            stdout=out,
+        )
+    run = GenerationRun.objects.get(generator="llm-prompt")
+    assert run.options["generator_options"] == {"backend": "endpoint"} and run.status == "failed"
+    assert "cannot be reached" in run.error
