@@ -132,7 +132,7 @@ def run_metrics_rows(*, run: GenerationRun) -> list[tuple[str, str]]:
     "accepted / all"; shares show as percentages (never a bare 1)."""
     m = run.metrics or {}
     if not m or "candidates" not in m:
-        return []
+        return endpoint_rows(m.get("endpoint"))  # a run that failed at once still used the server
     rows: list[tuple[str, str]] = [
         ("candidates (accepted / all)", f"{_fmt(m.get('accepted'))} / {_fmt(m.get('candidates'))}"),
         ("filtered out", _fmt(m.get("filtered_out"))),
@@ -164,4 +164,19 @@ def run_metrics_rows(*, run: GenerationRun) -> list[tuple[str, str]]:
     for code, share in sorted((m.get("share_per_code") or {}).items()):
         accepted = (m.get("accepted_share_per_code") or {}).get(code, 0.0)
         rows.append((f"share of code {code} (accepted / all)", f"{_pct(accepted)} / {_pct(share)}"))
-    return rows
+    return rows + endpoint_rows(m.get("endpoint"))
+
+
+def endpoint_rows(usage: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The model server's usage (``run.metrics["endpoint"]``) as run page rows."""
+    if not usage:
+        return []
+    return [
+        ("model server: requests (retries)", f"{_fmt(usage.get('requests'))} ({_fmt(usage.get('retries'))})"),
+        ("model server: answers from the cache", _fmt(usage.get("cache_hits"))),
+        (
+            "model server: tokens (prompt / completion)",
+            f"{_fmt(usage.get('prompt_tokens'))} / {_fmt(usage.get('completion_tokens'))}",
+        ),
+        ("model server: seconds waiting", _fmt(usage.get("seconds"))),
+    ]

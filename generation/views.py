@@ -24,6 +24,7 @@ from generation.selectors import (
     run_skip_summary,
     runs_of_project,
 )
+from generation.services.llm import PROMPTING, backend_choices
 from generation.services.run_quality import FILTER_NAMES, default_band
 from generation.services.runs import run_cancel, run_options_clean, run_start
 from projects.http import HtmxHttpRequest
@@ -51,6 +52,13 @@ class RunStartForm(forms.Form):
         initial=list(FILTER_NAMES),
     )
     split = forms.CharField(required=False, help_text="only originals of this split")
+    backend = forms.ChoiceField(
+        choices=[("auto", "automatic")],
+        required=False,
+        initial="auto",
+        label="Language model",
+        help_text="where llm-prompt and concept-constrained get their answers",
+    )
     generator_options = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
@@ -61,6 +69,7 @@ class RunStartForm(forms.Form):
         super().__init__(*args, **kwargs)
         offered = registry.names() if runnable is None else runnable
         cast(forms.ChoiceField, self.fields["generator"]).choices = [(n, n) for n in offered]
+        cast(forms.ChoiceField, self.fields["backend"]).choices = [(c.value, c.label) for c in backend_choices()]
 
     def clean_generator_options(self) -> dict[str, Any]:
         raw = (self.cleaned_data.get("generator_options") or "").strip()
@@ -107,7 +116,10 @@ class RunStartForm(forms.Form):
         d = self.cleaned_data
         options = {k: d.get(k) for k in ("limit", "max_per_original", "seed", "similarity_band", "split")}
         options["filters"] = list(d.get("filters") or [])
-        options["generator_options"] = d.get("generator_options") or {}
+        gen_opts: dict[str, Any] = dict(d.get("generator_options") or {})
+        if d.get("backend") and d["backend"] != "auto" and d.get("generator") in PROMPTING:
+            gen_opts["backend"] = d["backend"]
+        options["generator_options"] = gen_opts
         return {k: v for k, v in options.items() if v not in (None, "")}
 
 

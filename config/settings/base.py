@@ -295,9 +295,17 @@ class CounterpartSettings(TypedDict):
     IMAGE_ROOT: str
     MAX_IMAGE_PIXELS: int
     BUNDLED_LM: bool
+    LLM_BASE_URL: str
+    LLM_MODEL: str
+    LLM_CONCURRENCY: int
+    LLM_TIMEOUT: float
+    LLM_MAX_RETRIES: int
+    LLM_CACHE: str
     PERPLEXITY_MAX_RATIO: float
     MIN_TRAIN_LABELS_WARNING: int
 
+
+LLM_API_KEY = env("COUNTERPART_LLM_API_KEY", "")  # sent as a bearer token; kept out of COUNTERPART
 
 COUNTERPART: CounterpartSettings = {
     # Data
@@ -333,6 +341,15 @@ COUNTERPART: CounterpartSettings = {
     # edits of CAD-sentiment dev and 84 % of CAD-NLI dev's under the bundled SmolLM2 (1.5 passed
     # only 68 % and 66 %); bench_generation reports it ("human_edits")
     "PERPLEXITY_MAX_RATIO": env_float("COUNTERPART_PERPLEXITY_MAX_RATIO", 2.5),
+    # An OpenAI-compatible model server for llm-prompt (docs/generation-models.md, "Use your own
+    # model server"): its base URL (with or without /v1) and the model name it serves. The API key
+    # is COUNTERPART_LLM_API_KEY (LLM_API_KEY above, outside this dict: never stored or shown).
+    "LLM_BASE_URL": env("COUNTERPART_LLM_BASE_URL", ""),
+    "LLM_MODEL": env("COUNTERPART_LLM_MODEL", ""),
+    "LLM_CONCURRENCY": env_int("COUNTERPART_LLM_CONCURRENCY", 4),  # requests in flight per worker
+    "LLM_TIMEOUT": env_float("COUNTERPART_LLM_TIMEOUT", 60.0),  # seconds per request
+    "LLM_MAX_RETRIES": env_int("COUNTERPART_LLM_MAX_RETRIES", 5),  # on 429, 5xx, connection errors
+    "LLM_CACHE": env("COUNTERPART_LLM_CACHE", str(VAR_DIR / "llm-cache.sqlite3")),  # "": no response cache
     "TEACHER_PATH": env("COUNTERPART_TEACHER_PATH", ""),
     "CLIP_PATH": env("COUNTERPART_CLIP_PATH", ""),
     "DIFFUSION_PATH": env("COUNTERPART_DIFFUSION_PATH", ""),

@@ -21,3 +21,5 @@ COUNTERPART["JOB_HEARTBEAT_THREAD"] = env_bool("COUNTERPART_JOB_HEARTBEAT_THREAD
 # run note) unless a test points COUNTERPART["PERPLEXITY_LM_PATH"] at a tiny model; real-model
 # tests are marked slow and switch it back on.
 COUNTERPART["BUNDLED_LM"] = env_bool("COUNTERPART_BUNDLED_LM", False)
+# no response cache of the model server unless a test names a file (tests/generation/test_endpoint*.py)
+COUNTERPART["LLM_CACHE"] = env("COUNTERPART_LLM_CACHE", "")

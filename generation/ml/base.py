@@ -42,6 +42,11 @@ class GeneratorConfigError(ValueError):
     the run fails at start with this message."""
 
 
+class BackendUnavailable(Exception):
+    """The model backend cannot answer (a model server still down after its retries): the run
+    fails with this message, in words, instead of skipping every original it reaches."""
+
+
 class StopRequested(Exception):
     """Raised at a stop point when the generator's ``should_stop`` hook says the run was
     cancelled: the service stops the run there (the batch in progress is not written)."""

@@ -79,6 +79,9 @@ def convert(gguf: Path, target: Path, progress: Callable[[str], None] = _say) ->
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         save_model(model, str(tmp / "model.safetensors"))
+        # a GGUF-loaded config names no architecture; model servers (``transformers serve``)
+        # pick the model class from it
+        model.config.architectures = [type(model).__name__]
         model.config.save_pretrained(str(tmp))
         if getattr(model, "generation_config", None) is not None:
             model.generation_config.save_pretrained(str(tmp))
@@ -93,6 +96,20 @@ def convert(gguf: Path, target: Path, progress: Callable[[str], None] = _say) ->
     return target
 
 
+def name_architecture(folder: Path) -> None:
+    """Add ``architectures`` to a converted folder's config.json written before it was named
+    there (``transformers serve`` cannot load a folder without it)."""
+    import json
+
+    path = folder / "config.json"
+    config = json.loads(path.read_text())
+    if not config.get("architectures") and config.get("model_type") == "llama":
+        config["architectures"] = ["LlamaForCausalLM"]
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(config, indent=2))
+        tmp.replace(path)
+
+
 def ensure_converted(model_dir: str | os.PathLike[str], progress: Callable[[str], None] = _say) -> str:
     """The converted folder's path (converting on first use), or ``""`` when the bundled
     package is not installed or ``model_dir`` is empty."""
@@ -100,6 +117,7 @@ def ensure_converted(model_dir: str | os.PathLike[str], progress: Callable[[str]
         return ""
     target = converted_dir(model_dir)
     if is_converted(model_dir):
+        name_architecture(target)
         return str(target)
     gguf = gguf_path()
     if gguf is None:

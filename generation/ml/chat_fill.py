@@ -105,6 +105,21 @@ def join_fill(continuation: str, suffix: str, max_words: int) -> str | None:
     return fill
 
 
+def continuation_after(reply: str, before: str) -> str | None:
+    """What a model server's whole-sentence answer says after ``before`` (the text before the
+    blank): an endpoint cannot pre-fill the answer as :mod:`generation.ml.llm_prompt` does
+    in-process, so the model writes the sentence again and the fill is read after the words of
+    ``before`` (matched word by word, case and punctuation aside). None when the answer does
+    not start with them."""
+    line = reply.strip().split("\n")[0].strip().strip("\"'`")
+    words = re.findall(r"\w+(?:'\w+)?", before)
+    if not words:
+        return line
+    pattern = r"^\W*" + r"\W+".join(re.escape(w) for w in words) + r"(?![\w'])"
+    m = re.match(pattern, line, flags=re.IGNORECASE)
+    return None if m is None else " " + line[m.end() :].lstrip()
+
+
 def rest_fill(continuation: str, suffix: str, max_words: int) -> str | None:
     """The continuation as the new rest of the sentence, when it does not re-join ``suffix``
     (the rest of the sentence after the blank): its first line up to and including its first

@@ -156,9 +156,19 @@ class ConceptConstrainedGenerator(PerOriginalGenerator):
         long_text_words: int = 60,
         max_sentence_words: int = 30,
         chat: bool = True,
+        backend: str = "auto",
     ) -> None:
         from generation.ml import hf
 
+        if backend == "endpoint":
+            # decoding is steered token by token (label and concept scores added to the
+            # next-token logits): an OpenAI-compatible server returns text, not that hook
+            raise GeneratorConfigError(
+                "concept-constrained steers decoding token by token, which an OpenAI-compatible endpoint "
+                "does not expose: it runs only on a local model (backend bundled or local)"
+            )
+        if backend not in ("auto", "bundled", "local"):
+            raise GeneratorConfigError("backend must be auto, bundled or local")
         # an instruction-tuned causal LM (a chat template: the bundled SmolLM2) is asked in chat
         # form for a sentence with the target label that uses the concepts
         self.chat = chat

@@ -36,9 +36,11 @@ from generation.ml.base import (
     stop_point,
 )
 from generation.ml.chat_fill import chat_messages, copies_demo, join_fill, rest_fill, sentence_around
+from generation.ml.endpoint import BACKENDS
 from generation.ml.saliency import ClassifierInput, TextClassifier, is_word, label_index, load_classifier, word_spans
 
 if TYPE_CHECKING:
+    from generation.ml.endpoint import EndpointClient, EndpointConfig
     from generation.ml.hf import LoadedModel
 
 NAME = "llm-prompt"
@@ -307,8 +309,21 @@ class LLMPromptGenerator(PerOriginalGenerator):
         chat: bool = True,
         combine: int = 3,
         teacher_scope: str = "auto",
+        backend: str = "auto",
+        endpoint: EndpointConfig | None = None,
     ) -> None:
         from generation.ml import hf
+
+        if backend not in BACKENDS:
+            raise GeneratorConfigError(f"backend must be one of {', '.join(BACKENDS)}")
+        if backend == "endpoint" and endpoint is None:
+            raise GeneratorConfigError(
+                "backend 'endpoint' needs a model server: set COUNTERPART_LLM_BASE_URL and COUNTERPART_LLM_MODEL"
+            )
+        # an OpenAI-compatible model server instead of a model in this process (the service
+        # passes ``endpoint`` only when the run's backend resolves to it)
+        self.client: EndpointClient | None = None
+        self.notes: list[str] = []
 
         if context not in ("sentence", "text"):
             raise GeneratorConfigError("context must be 'sentence' or 'text'")
@@ -328,10 +343,16 @@ class LLMPromptGenerator(PerOriginalGenerator):
         # (a long review rarely changes label with a single edit)
         self.combine = combine
         path = model_path or causal_lm_path or seq2seq_path
+        if endpoint is not None and backend in ("auto", "endpoint"):
+            from generation.ml.endpoint import EndpointClient
+
+            path = ""
+            self.client = EndpointClient(endpoint)
+            self.notes.append(f"llm-prompt asks {self.client.check()}")
         # An unconfigured model is not an error: every original is skipped with the reason.
         self.unconfigured = (
             ""
-            if path
+            if path or self.client is not None
             else (
                 "no language model configured: set COUNTERPART_CAUSAL_LM_PATH or COUNTERPART_SEQ2SEQ_PATH "
                 "(or the model_path option)"
@@ -364,6 +385,17 @@ class LLMPromptGenerator(PerOriginalGenerator):
                 None,
                 tok.unk_token_id,
             )
+
+    @property
+    def model_name(self) -> str:
+        """What answers: the served model's name, or the local model's path."""
+        if self.client is not None:
+            return f"{self.client.config.model} @ {self.client.config.root}"
+        return self._configured_lm().path
+
+    def usage(self) -> dict[str, float] | None:
+        """The endpoint's requests, retries, cache hits, tokens and seconds so far (None in-process)."""
+        return None if self.client is None else self.client.usage.as_dict()
 
     def _configured_lm(self) -> LoadedModel:
         """The language model (generate() skips every original while none is configured)."""
@@ -416,11 +448,13 @@ class LLMPromptGenerator(PerOriginalGenerator):
                         si, target, prompt, masked, text[wa : span.start], text[span.end : wb], self.seed + 97 * si + ti
                     )
                 )
-        fills_per_request: list[list[tuple[str, bool] | None]] = (
-            self._chat_fills(requests, o.task, other, [spans[r.span_index] for r in requests])
-            if chat
-            else [self._fills_between_stops(r, text, spans[r.span_index]) for r in requests]
-        )
+        fills_per_request: list[list[tuple[str, bool] | None]]
+        if chat:
+            fills_per_request = self._chat_fills(requests, o.task, other, [spans[r.span_index] for r in requests])
+        elif self.client is not None:
+            fills_per_request = self._endpoint_fills(requests)
+        else:
+            fills_per_request = [self._fills_between_stops(r, text, spans[r.span_index]) for r in requests]
         for req, fills in zip(requests, fills_per_request, strict=True):
             si, target, prompt = req.span_index, req.target, req.prompt
             wa, wb = windows.get(si, (0, len(text)))
@@ -505,7 +539,7 @@ class LLMPromptGenerator(PerOriginalGenerator):
                     "span": span.text,
                     "span_kind": span.kind,
                     "fill": fill,
-                    "model": self._configured_lm().path,
+                    "model": self.model_name,
                     "teacher": self.teacher is not None,
                     **({"window": list(window)} if window else {}),
                 },
@@ -566,6 +600,8 @@ class LLMPromptGenerator(PerOriginalGenerator):
     def _chat_lm(self) -> bool:
         """An instruction-tuned causal LM (a tokenizer with a chat template) asked in chat form."""
         lm = self.lm
+        if self.client is not None:
+            return self.chat
         return bool(
             self.chat and lm is not None and not lm.is_encoder_decoder and getattr(lm.tokenizer, "chat_template", None)
         )
@@ -584,6 +620,8 @@ class LLMPromptGenerator(PerOriginalGenerator):
 
         if not requests:
             return []
+        if self.client is not None:
+            return self._endpoint_chat_fills(requests, task, other, spans)
         lm = self._configured_lm()
         tok, model = lm.tokenizer, lm.model
         sources = []
@@ -637,15 +675,69 @@ class LLMPromptGenerator(PerOriginalGenerator):
         for i, (r, sp) in enumerate(zip(requests, spans, strict=True)):
             fills: list[tuple[str, bool] | None] = []
             for seq in out[i * self.n : (i + 1) * self.n]:
-                cont = tok.decode(seq, skip_special_tokens=True)
-                fill = join_fill(cont, r.after, max_words=len(sp.text.split()) + 4)
-                if fill is not None:
-                    fills.append((fill, False))
-                    continue
-                rest = rest_fill(cont, r.after, max_words=len(sp.text.split()) + len(r.after.split()) + 4)
-                fills.append((rest, True) if rest is not None else None)
+                fills.append(_read_fill(tok.decode(seq, skip_special_tokens=True), r, sp))
             res.append(fills)
         return res
+
+    def _endpoint_chat_fills(
+        self, requests: Sequence[FillRequest], task: str, other: str | None, spans: Sequence[Chunk]
+    ) -> list[list[tuple[str, bool] | None]]:
+        """:meth:`_chat_fills` through the model server: the same few-shot chat, all blanks of
+        the original sent at once (``concurrency`` in flight). A server cannot be given the
+        pre-filled answer, so the model writes the whole sentence and the fill is read after
+        the text before the blank (:func:`generation.ml.chat_fill.continuation_after`)."""
+        from generation.ml.chat_fill import continuation_after
+        from generation.ml.endpoint import ChatRequest
+
+        assert self.client is not None
+        self.client.should_stop = self.should_stop
+        longest = max(len(sp.text.split()) for sp in spans)
+        asks = []
+        for r in requests:
+            msgs = chat_messages(task, verbalize(task, r.target), r.masked, other)
+            shown = len(r.before.split()) + len(r.after.split())
+            asks.append(
+                ChatRequest(
+                    messages=tuple((m["role"], m["content"]) for m in msgs),
+                    n=self.n,
+                    temperature=self.temperature if self.decoding == "sample" else 0.0,
+                    top_p=self.top_p if self.decoding == "sample" else 1.0,
+                    # the sentence again, with the fill (tokens ~ 1.5 x words)
+                    max_tokens=max(self.max_new_tokens, 2 * longest + 8) + int(1.5 * shown) + 4,
+                    seed=r.seed,
+                    stop=("\n",),
+                )
+            )
+        answers = self.client.complete_many(asks)
+        res: list[list[tuple[str, bool] | None]] = []
+        for r, sp, replies in zip(requests, spans, answers, strict=True):
+            fills: list[tuple[str, bool] | None] = []
+            for reply in replies:
+                cont = continuation_after(reply, r.before)
+                fills.append(None if cont is None else _read_fill(cont, r, sp))
+            res.append(fills)
+        return res
+
+    def _endpoint_fills(self, requests: Sequence[FillRequest]) -> list[list[tuple[str, bool] | None]]:
+        """The plain blank-filling prompt through the model server (as the user's turn, as for
+        an instruction-tuned local model), every blank of the original at once."""
+        from generation.ml.endpoint import ChatRequest
+
+        assert self.client is not None
+        self.client.should_stop = self.should_stop
+        asks = [
+            ChatRequest(
+                messages=(("user", r.prompt.rsplit("\nBlank:", 1)[0] + "\nReply with only the words for the blank."),),
+                n=self.n,
+                temperature=self.temperature if self.decoding == "sample" else 0.0,
+                top_p=self.top_p if self.decoding == "sample" else 1.0,
+                max_tokens=self.max_new_tokens,
+                seed=r.seed,
+                stop=("\n",),
+            )
+            for r in requests
+        ]
+        return [[(clean_fill(a), False) for a in answers] for answers in self.client.complete_many(asks)]
 
     def _combined(
         self,
@@ -736,6 +828,16 @@ class LLMPromptGenerator(PerOriginalGenerator):
                 raw = tok.decode(seq.tolist(), skip_special_tokens=True)
             fills.append(clean_fill(raw))
         return fills
+
+
+def _read_fill(continuation: str, r: FillRequest, span: Chunk) -> tuple[str, bool] | None:
+    """(fill, False) when the continuation re-joins the text after the blank, (new rest of the
+    sentence, True) when it ends the sentence its own way, None when it does neither."""
+    fill = join_fill(continuation, r.after, max_words=len(span.text.split()) + 4)
+    if fill is not None:
+        return (fill, False)
+    rest = rest_fill(continuation, r.after, max_words=len(span.text.split()) + len(r.after.split()) + 4)
+    return (rest, True) if rest is not None else None
 
 
 def _as_input(fields: dict[str, str], names: Sequence[str]) -> ClassifierInput:

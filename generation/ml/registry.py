@@ -71,9 +71,9 @@ _BUILTINS: tuple[GeneratorEntry, ...] = (
     GeneratorEntry(
         "llm-prompt",
         "generation.ml.llm_prompt",
-        description="Masked-span prompting of a local language model with a teacher filter.",
+        description="Masked-span prompting of a language model (local, or a model server) with a teacher filter.",
         tasks=TEXT_TASKS,
-        needs_any=("causal_lm_path", "seq2seq_path"),
+        needs_any=("causal_lm_path", "seq2seq_path", "llm_base_url"),
         needs_option=("model_path",),
     ),
     GeneratorEntry(

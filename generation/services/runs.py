@@ -44,9 +44,18 @@ from django.db.models import Count, F, QuerySet
 from django.utils import timezone
 
 from generation.ml import registry
-from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip, StopHook, StopRequested
+from generation.ml.base import (
+    BackendUnavailable,
+    GeneratedCandidate,
+    GeneratorConfigError,
+    Original,
+    Skip,
+    StopHook,
+    StopRequested,
+)
 from generation.ml.sampling import stratified_sample
 from generation.models import GenerationRun
+from generation.services.llm import PROMPTING, backend_problem, endpoint_config, endpoint_configured, resolve_backend
 from generation.services.run_quality import (
     FILTER_NAMES,
     apply_filters,
@@ -196,6 +205,9 @@ def run_create(
             {"generator": f"unknown generator {generator!r}; choose one of {', '.join(registry.names())}"}
         )
     clean = run_options_clean(project=project, options=options)
+    problem = backend_problem(generator, clean["generator_options"])
+    if problem:
+        raise ValidationError({"backend": problem})
     job = job_create(kind="generation", project=project, params={"generator": generator}, created_by=created_by)
     return GenerationRun.objects.create(job=job, project=project, generator=generator, options=clean)
 
@@ -334,7 +346,7 @@ def _generate(
     (:class:`StopRequested`) stops at once."""
     try:
         return list(_between_originals(generator.generate(originals), should_stop))
-    except StopRequested:
+    except (StopRequested, BackendUnavailable):
         raise
     except Exception:
         if len(originals) == 1:
@@ -343,7 +355,7 @@ def _generate(
     for o in originals:
         try:
             out.extend(_between_originals(generator.generate([o]), should_stop))
-        except StopRequested:
+        except (StopRequested, BackendUnavailable):
             raise
         except Exception as exc:  # noqa: BLE001 - a per-original skip with the reason
             out.append(Skip(o.id, f"generator error: {type(exc).__name__}: {exc}"[:500]))
@@ -517,6 +529,8 @@ def _write_batch(
         skips.extend(outcome.skips[:room])
         metrics = dict(locked_run.metrics or {})
         metrics["cursor"] = cursor
+        if "endpoint" in (run.metrics or {}):  # the model server's usage so far
+            metrics["endpoint"] = run.metrics["endpoint"]
         GenerationRun.objects.filter(pk=run.pk).update(
             skipped=F("skipped") + len(outcome.skips),
             skips=skips,
@@ -540,7 +554,7 @@ def _final_metrics(run: GenerationRun, *, failed: bool) -> None:
             logger.exception("metrics for run %s failed", run.pk)
             metrics = {"error": f"metrics failed: {exc}"}
     metrics["cursor"] = (run.metrics or {}).get("cursor", 0)
-    for key in ("sample", "sample_labels"):  # a sampled run's cursor is a position in its sample
+    for key in ("sample", "sample_labels", "endpoint"):  # a sampled run's cursor is a position in its sample
         if key in (run.metrics or {}):
             metrics[key] = run.metrics[key]
     if (run.metrics or {}).get("notes"):
@@ -567,6 +581,15 @@ def _context(run: GenerationRun) -> dict[str, Any]:
     ctx["task"] = run.project.task
     gen_opts = run.options.get("generator_options") or {}
     only_when = _LM_ONLY_WHEN.get(run.generator)
+    if run.generator in PROMPTING:
+        backend = resolve_backend(run.generator, gen_opts)
+        if backend == "endpoint":
+            if endpoint_configured():  # else the generator says what to set
+                ctx["endpoint"] = endpoint_config()
+            return ctx
+        if backend == "bundled":
+            ctx["causal_lm_path"], ctx["seq2seq_path"] = default_causal_lm_path(), ""
+            return ctx
     if (
         not ctx.get("causal_lm_path")
         and not ctx.get("seq2seq_path")
@@ -707,6 +730,7 @@ def _execute(
     labels = tuple(name for _, name in labels_qs)
     batch_size = int(run.options.get("batch_size") or _cfg("GENERATION_BATCH_SIZE"))
     max_skips = int(_cfg("GENERATION_MAX_SKIPS"))
+    usage_before = dict((run.metrics or {}).get("endpoint") or {})  # a resumed run adds to it
     try:
         while run.done < run.total and not ctx.cancel_requested():
             cursor = int((run.metrics or {}).get("cursor", 0))
@@ -725,6 +749,7 @@ def _execute(
                 scorer=scorer,
                 should_stop=should_stop,
             )
+            _note_usage(run, generator, usage_before)
             _write_batch(
                 run=run,
                 ctx=ctx,
@@ -738,9 +763,15 @@ def _execute(
     except JobSuperseded:
         raise
     except StopRequested:  # cancelled between originals: the batch in progress is not written
+        _note_usage(run, generator, usage_before)
         _final_metrics(run, failed=False)
         raise JobCancelled() from None
+    except BackendUnavailable as exc:  # the batch in progress is not written: a resume redoes it
+        _note_usage(run, generator, usage_before)
+        _final_metrics(run, failed=True)
+        raise JobFailed(f"{exc}. Start the model server again, then resume the run.") from exc
     except Exception:
+        _note_usage(run, generator, usage_before)
         _final_metrics(run, failed=True)
         raise
     _final_metrics(run, failed=False)
@@ -752,6 +783,18 @@ def _execute(
         "accepted": run.metrics.get("accepted"),
         "candidates": run.metrics.get("candidates"),
     }
+
+
+def _note_usage(run: GenerationRun, generator: Any, before: Mapping[str, Any]) -> None:
+    """The model server's requests, retries, cache hits, tokens and seconds (this execution's,
+    added to those of earlier executions of the run) into ``run.metrics["endpoint"]``; written
+    with the next batch or the final metrics."""
+    usage = getattr(generator, "usage", None)
+    now = usage() if callable(usage) else None
+    if not now:
+        return
+    total = {k: round(float(before.get(k, 0) or 0) + float(v), 3) for k, v in now.items()}
+    run.metrics = {**(run.metrics or {}), "endpoint": {k: (v if k == "seconds" else int(v)) for k, v in total.items()}}
 
 
 def _record_notes(run: GenerationRun, generator: Any, extra: Sequence[str] = ()) -> None:

@@ -220,3 +220,17 @@ def test_human_edits_run_the_filters_on_each_changed_sentence(tiny_scorer) -> No
     assert bq.human_edits([], scorer=tiny_scorer, encoder=Encoder(), band=(0, 1), max_ratio=2, by_sentence=True) == {
         "edits": 0
     }
+
+
+def test_a_folder_converted_before_gets_its_architecture_named(tmp_path) -> None:
+    """transformers serve picks the model class from config.json's architectures, which a
+    GGUF-loaded config lacks: ensure_converted adds it to a folder converted earlier."""
+    import json
+
+    folder = bundled_lm.converted_dir(tmp_path)
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 8}))
+    (folder / "model.safetensors").write_bytes(b"x")
+    assert bundled_lm.ensure_converted(tmp_path) == str(folder)
+    config = json.loads((folder / "config.json").read_text())
+    assert config["architectures"] == ["LlamaForCausalLM"] and config["hidden_size"] == 8
