@@ -265,6 +265,7 @@ class CounterpartSettings(TypedDict):
     SEQ2SEQ_PATH: str
     CAUSAL_LM_PATH: str
     PERPLEXITY_LM_PATH: str
+    VALIDITY_MODEL_PATH: str
     TEACHER_PATH: str
     CLIP_PATH: str
     DIFFUSION_PATH: str
@@ -332,6 +333,9 @@ COUNTERPART: CounterpartSettings = {
     # edits of CAD-sentiment dev and 84 % of CAD-NLI dev's under the bundled SmolLM2 (1.5 passed
     # only 68 % and 66 %); bench_generation reports it ("human_edits")
     "PERPLEXITY_MAX_RATIO": env_float("COUNTERPART_PERPLEXITY_MAX_RATIO", 2.5),
+    # validity filter (optional, off by default): the discriminator 'train_validity' writes;
+    # empty: MODEL_DIR/validity-minilm
+    "VALIDITY_MODEL_PATH": env("COUNTERPART_VALIDITY_MODEL_PATH", ""),
     "TEACHER_PATH": env("COUNTERPART_TEACHER_PATH", ""),
     "CLIP_PATH": env("COUNTERPART_CLIP_PATH", ""),
     "DIFFUSION_PATH": env("COUNTERPART_DIFFUSION_PATH", ""),
