@@ -115,7 +115,8 @@ class ValidityDiscriminator:
             with open(meta_path, encoding="utf-8") as fh:
                 meta = json.load(fh)
             head = head or meta.get("head")
-            encoder_path = encoder_path or meta.get("encoder") or None
+            # the encoder the head was trained on, when the model names one; else the caller's
+            encoder_path = meta.get("encoder") or encoder_path
         self.encoder_path = encoder_path or default_encoder_path()
         self.head = head
         self.device = device

@@ -185,3 +185,53 @@ def test_validity_scorer_says_how_to_train_a_missing_model(settings, tmp_path):
     settings.COUNTERPART = {**settings.COUNTERPART, "VALIDITY_MODEL_PATH": ""}
     shipped = runs.validity_model_path()
     assert shipped.endswith("generation/ml/validity_model")
+
+
+# -- in a run ------------------------------------------------------------------------------
+@pytest.fixture
+def echo_project(db):
+    from generation.ml import registry
+    from tests.generation.run_fixtures import make_project, register_test_generators
+
+    register_test_generators()
+    yield make_project(n=4)
+    registry.unregister("test-echo")
+
+
+def test_a_run_with_the_validity_filter_scores_its_candidates(echo_project, tiny_discriminator, settings, tmp_path):
+    from generation.services.runs import run_create, run_execute
+    from projects.models import Candidate
+
+    tiny_discriminator.threshold = 0.0
+    tiny_discriminator.save(str(tmp_path / "vm"))
+    settings.COUNTERPART = {**settings.COUNTERPART, "VALIDITY_MODEL_PATH": str(tmp_path / "vm")}
+    run = run_create(project=echo_project, generator="test-echo", options={"filters": ["dedup", "validity"]})
+    assert run.options["filters"] == ["dedup", "validity"]
+    run = run_execute(run_id=run.pk)
+    assert run.status == "succeeded", run.error
+    cands = list(Candidate.objects.filter(job_id=run.job_id))
+    assert cands and all(0.0 <= c.scores["validity"] <= 1.0 and c.meta["filters"]["validity"] for c in cands)
+    # a per-run threshold of 1.0 drops them all, with the reason
+    strict = run_create(
+        project=echo_project,
+        generator="test-echo",
+        options={"filters": ["validity"], "validity_threshold": 1.0},
+    )
+    strict = run_execute(run_id=strict.pk)
+    dropped = list(Candidate.objects.filter(job_id=strict.job_id))
+    assert dropped and all(c.meta["filters"] == {"validity": False} for c in dropped)
+    assert all("validity" in " ".join(c.meta["filter_reasons"]) for c in dropped)
+
+
+def test_a_run_with_the_validity_filter_and_no_model_fails_at_start(echo_project, settings, tmp_path):
+    from django.core.exceptions import ValidationError
+
+    from generation.services.runs import run_create, run_execute
+
+    settings.COUNTERPART = {**settings.COUNTERPART, "VALIDITY_MODEL_PATH": str(tmp_path / "none")}
+    run = run_execute(
+        run_id=run_create(project=echo_project, generator="test-echo", options={"filters": ["validity"]}).pk
+    )
+    assert run.status == "failed" and "train_validity" in run.error and run.done == 0
+    with pytest.raises(ValidationError, match="validity_threshold"):
+        run_create(project=echo_project, generator="test-echo", options={"validity_threshold": 2})
