@@ -29,3 +29,19 @@ def test_bench_validity_reports_the_documented_figures():
     # the bar is not met: the filter stays optional (off by default)
     assert result["invalid_removed"] < 0.8 or result["valid_kept"] < 0.9
     assert "head" not in result["model"] and result["model"]["pass_rate"] == 0.9
+
+
+@pytest.mark.slow
+def test_train_validity_writes_a_calibrated_model(tmp_path):
+    from generation.ml.validity import ValidityDiscriminator
+    from tests.generation._tiny_hf import save_bert_classifier
+
+    encoder = save_bert_classifier(tmp_path / "tiny", labels=("invalid", "valid"))
+    out = StringIO()
+    call_command("train_validity", "--out", str(tmp_path / "vm"), "--encoder", str(encoder), stdout=out)
+    assert "threshold" in out.getvalue()
+    model = ValidityDiscriminator(str(tmp_path / "vm"))
+    assert model.encoder_path == str(encoder) and model.meta["pass_rate"] == 0.9
+    assert model.meta["trained_on"]["human"] == 600 and model.meta["trained_on"]["safe"] == 150
+    assert sum(v for k, v in model.meta["trained_on"].items() if k not in ("human", "safe")) == 750
+    assert 0.0 < model.threshold < 1.0
