@@ -25,7 +25,7 @@ from generation.selectors import (
     runs_of_project,
 )
 from generation.services.llm import PROMPTING, backend_choices
-from generation.services.run_quality import FILTER_NAMES, default_band
+from generation.services.run_quality import FILTER_NAMES, OPTIONAL_FILTERS, default_band
 from generation.services.runs import run_cancel, run_options_clean, run_start
 from projects.http import HtmxHttpRequest
 from projects.models import Project
@@ -49,7 +49,7 @@ class RunStartForm(forms.Form):
         choices=[(f, f) for f in FILTER_NAMES],
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        initial=list(FILTER_NAMES),
+        initial=[f for f in FILTER_NAMES if f not in OPTIONAL_FILTERS],
     )
     split = forms.CharField(required=False, help_text="only originals of this split")
     backend = forms.ChoiceField(

@@ -266,6 +266,7 @@ class CounterpartSettings(TypedDict):
     SEQ2SEQ_PATH: str
     CAUSAL_LM_PATH: str
     PERPLEXITY_LM_PATH: str
+    VALIDITY_MODEL_PATH: str
     TEACHER_PATH: str
     CLIP_PATH: str
     DIFFUSION_PATH: str
@@ -350,6 +351,9 @@ COUNTERPART: CounterpartSettings = {
     "LLM_TIMEOUT": env_float("COUNTERPART_LLM_TIMEOUT", 60.0),  # seconds per request
     "LLM_MAX_RETRIES": env_int("COUNTERPART_LLM_MAX_RETRIES", 5),  # on 429, 5xx, connection errors
     "LLM_CACHE": env("COUNTERPART_LLM_CACHE", str(VAR_DIR / "llm-cache.sqlite3")),  # "": no response cache
+    # validity filter (optional, off by default): the discriminator 'train_validity' writes;
+    # empty: the model shipped in generation/ml/validity_model/
+    "VALIDITY_MODEL_PATH": env("COUNTERPART_VALIDITY_MODEL_PATH", ""),
     "TEACHER_PATH": env("COUNTERPART_TEACHER_PATH", ""),
     "CLIP_PATH": env("COUNTERPART_CLIP_PATH", ""),
     "DIFFUSION_PATH": env("COUNTERPART_DIFFUSION_PATH", ""),

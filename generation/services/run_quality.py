@@ -15,6 +15,11 @@ Filters (each stores its score in ``Candidate.scores`` and its pass/fail in
   the original) at most ``COUNTERPART_PERPLEXITY_MAX_RATIO`` times the original's. The score
   stored is the ratio. Applied last, only to the candidates the other filters kept (the LM is
   the costly part). On by default for text tasks, off for image captions.
+* ``validity`` — ``generation.ml.validity.validity``: a fine-tuned MiniLM discriminator's
+  P(valid) of the edit (original vs candidate, edited window) at least its calibrated threshold
+  (the one that passes 90 % of CAD's held-out human edits) or the run's ``validity_threshold``.
+  Optional and off by default: it does not reach issue 19's bar (docs/generation.md,
+  "Validity filter"). Applied after ``perplexity``, to what the others kept.
 
 The filter functions themselves live in ``generation/ml/filters.py``; the reasons a
 candidate was dropped go to ``Candidate.meta["filter_reasons"]``.
@@ -38,15 +43,18 @@ from generation.ml import metrics as ml_metrics
 from generation.ml.base import GeneratedCandidate, Original
 from projects import states
 
-FILTER_NAMES = ("similarity", "dedup", "artifacts", "perplexity")
+FILTER_NAMES = ("similarity", "dedup", "artifacts", "perplexity", "validity")
+# filters a run uses only when it names them (the validity filter misses issue 19's bar)
+OPTIONAL_FILTERS: tuple[str, ...] = ("validity",)
 PERPLEXITY_CONTEXT_WORDS = 4
 NOT_DEFAULT_FOR: dict[str, tuple[str, ...]] = {"image-caption": ("perplexity",)}
 
 
 def default_filters(task: str) -> list[str]:
-    """The filters a run uses when it names none: all of them, less ``perplexity`` for image
-    captions (COCO-CF captions are short noun swaps; the band does that job there)."""
-    return [f for f in FILTER_NAMES if f not in NOT_DEFAULT_FOR.get(task, ())]
+    """The filters a run uses when it names none: all of them but the optional ones, less
+    ``perplexity`` for image captions (COCO-CF captions are short noun swaps; the band does
+    that job there)."""
+    return [f for f in FILTER_NAMES if f not in OPTIONAL_FILTERS and f not in NOT_DEFAULT_FOR.get(task, ())]
 
 
 SELF_BLEU_SAMPLE = 500
@@ -109,13 +117,17 @@ def apply_filters(
     existing: dict[str, set[str]] | None = None,
     scorer: Any = None,
     max_ratio: float = ml_filters.PERPLEXITY_MAX_RATIO,
+    validity_scorer: Any = None,
+    validity_threshold: float | None = None,
 ) -> list[Verdict]:
     """One verdict per (original, candidate) pair, in order, using ``generation.ml.filters``:
     ``similarity`` (band on the compared texts, one batched encode), ``dedup`` (siblings of one
     original, plus exact copies of a candidate another run made from the same original), and
     ``artifacts`` (the DISCO heuristics), ``perplexity`` (with ``scorer``, a
     ``filters.PerplexityScorer``; skipped when it is None; only for the candidates the other
-    filters kept, so a rejected candidate has no perplexity score). Each filter's score goes to
+    filters kept, so a rejected candidate has no perplexity score), ``validity`` (with
+    ``validity_scorer``, a ``validity.ValidityDiscriminator``, at ``validity_threshold`` or its
+    calibrated one; last, on what the others kept). Each filter's score goes to
     ``scores[name]``."""
     verdicts = [Verdict() for _ in pairs]
     active = set(filters)
@@ -159,6 +171,16 @@ def apply_filters(
         )
         for i, r in zip(todo, results, strict=True):
             verdicts[i].add("perplexity", r)
+    todo = [i for i in todo if verdicts[i].keep]
+    if "validity" in active and validity_scorer is not None and todo:
+        from generation.ml import validity as ml_validity
+
+        texts = [ml_filters.comparison_texts(pairs[i][0].fields, pairs[i][1].fields, pairs[i][1].meta) for i in todo]
+        results = ml_validity.validity(
+            validity_scorer, [a for a, _ in texts], [b for _, b in texts], threshold=validity_threshold
+        )
+        for i, r in zip(todo, results, strict=True):
+            verdicts[i].add("validity", r)
     return verdicts
 
 

@@ -102,6 +102,7 @@ RUN_OPTION_KEYS = (
     "batch_size",
     "split",
     "generator_options",
+    "validity_threshold",
 )
 
 
@@ -172,6 +173,14 @@ def run_options_clean(*, project: Project, options: dict[str, Any] | None) -> di
         errors["filters"] = f"unknown filter(s) {', '.join(bad)}; choose from {', '.join(FILTER_NAMES)} or none"
     clean["filters"] = [f for f in FILTER_NAMES if f in names]  # canonical order, no repeats
     clean["split"] = str(options.get("split") or "")
+    vt = options.get("validity_threshold")
+    if vt is not None and vt != "":
+        try:
+            clean["validity_threshold"] = float(vt)
+            if not 0.0 <= clean["validity_threshold"] <= 1.0:
+                raise ValueError
+        except (TypeError, ValueError):
+            errors["validity_threshold"] = "validity_threshold must be a number between 0 and 1"
     gen_opts = options.get("generator_options") or {}
     if not isinstance(gen_opts, dict):
         errors["generator_options"] = "generator_options must be an object"
@@ -405,6 +414,7 @@ def _process_batch(
     labels: tuple[str, ...],
     encoder: Any,
     scorer: Any = None,
+    validity_scorer: Any = None,
     should_stop: StopHook | None = None,
 ) -> _BatchOutcome:
     outcome = _BatchOutcome()
@@ -449,6 +459,8 @@ def _process_batch(
         existing={oid: existing.get(by_id[oid].pk, set()) for oid in by_id},
         scorer=scorer,
         max_ratio=float(_cfg("PERPLEXITY_MAX_RATIO")),
+        validity_scorer=validity_scorer,
+        validity_threshold=run.options.get("validity_threshold"),
     )
     counters: dict[str, int] = {}
     for (o, c), verdict in zip(pairs, verdicts, strict=True):
@@ -628,6 +640,35 @@ def perplexity_scorer() -> Any:
     return _scorers[path]
 
 
+def validity_model_path() -> str:
+    """``VALIDITY_MODEL_PATH``, else the model shipped in ``generation/ml/validity_model``
+    (``train_validity``'s output for seed 0; a head on the bundled MiniLM)."""
+    from pathlib import Path
+
+    from generation.ml import validity as ml_validity
+
+    return str(_cfg("VALIDITY_MODEL_PATH") or Path(ml_validity.__file__).parent / "validity_model")
+
+
+def validity_scorer() -> Any:
+    """The validity filter's discriminator (one per process and path). FileNotFoundError
+    (saying how to train one) when the folder has no model."""
+    from pathlib import Path
+
+    path = validity_model_path()
+    if not (Path(path) / "validity.json").is_file():
+        raise FileNotFoundError(
+            f"no validity model in {path}: train it with 'python manage.py train_validity' "
+            "(or set COUNTERPART_VALIDITY_MODEL_PATH)"
+        )
+    key = f"validity:{path}"
+    if key not in _scorers:
+        from generation.ml.validity import ValidityDiscriminator
+
+        _scorers[key] = ValidityDiscriminator(path, encoder_path=_cfg("MINILM_PATH") or None, device=_cfg("DEVICE"))
+    return _scorers[key]
+
+
 def _run_extras(run: GenerationRun) -> dict[str, Any]:
     """Run options a generator may take too (``seed``, ``max_per_original``, ``image_dir``: the
     folder for the images it draws, passed only to generators that name it)."""
@@ -721,6 +762,13 @@ def _execute(
                 "perplexity filter skipped: no causal language model (set COUNTERPART_PERPLEXITY_LM_PATH "
                 "or COUNTERPART_CAUSAL_LM_PATH, or install requirements-models.txt)"
             )
+    validity = None
+    if "validity" in run.options.get("filters", []):
+        try:
+            validity = validity_scorer()
+        except (OSError, ValueError) as exc:
+            _final_metrics(run, failed=True)
+            raise JobFailed(f"the validity filter cannot load its model: {exc}") from exc
     _record_notes(run, generator, extra=notes)
     if run.job.attempts > 1:
         logger.info("resuming generation run %s at %s/%s", run.pk, run.done, run.total)
@@ -747,6 +795,7 @@ def _execute(
                 labels=labels,
                 encoder=encoder,
                 scorer=scorer,
+                validity_scorer=validity,
                 should_stop=should_stop,
             )
             _note_usage(run, generator, usage_before)

@@ -150,6 +150,8 @@ def test_researcher_journey(page, browser, live_server, worker, tmp_path):
     page.fill("#id_max_per_original", "1")
     page.uncheck("input[name=filters][value=similarity]")
     page.uncheck("input[name=filters][value=perplexity]")
+    # the optional validity filter (issue 19) is offered, unticked
+    assert not page.is_checked("input[name=filters][value=validity]")
     page.click("text=Start run")
     page.wait_for_selector("#run-progress[data-status=succeeded]", timeout=60_000)
     generated = Candidate.objects.filter(project=project, generator="rules").count()

@@ -52,7 +52,15 @@ class Command(BaseCommand):
             "--similarity-band", metavar="LO,HI", help="MiniLM similarity band, keep LO < sim <= HI (default: per task)"
         )
         parser.add_argument(
-            "--filters", metavar="NAMES", help="comma-separated: similarity,dedup,artifacts (default all) or 'none'"
+            "--filters",
+            metavar="NAMES",
+            help="comma-separated: similarity,dedup,artifacts,perplexity,validity (default: all but validity), or none",
+        )
+        parser.add_argument(
+            "--validity-threshold",
+            type=float,
+            metavar="P",
+            help="the validity filter keeps P(valid) >= P (default: the model's calibrated threshold)",
         )
         parser.add_argument("--batch-size", type=int, help="originals per transaction (default 16)")
         parser.add_argument("--split", help="only originals of this split (e.g. dev)")
@@ -90,6 +98,7 @@ class Command(BaseCommand):
             "similarity_band": opts["similarity_band"],
             "batch_size": opts["batch_size"],
             "split": opts["split"],
+            "validity_threshold": opts["validity_threshold"],
             "generator_options": dict(_option_pair(o) for o in opts["option"]),
         }
         if opts["filters"] is not None:

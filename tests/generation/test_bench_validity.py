@@ -1,0 +1,47 @@
+"""bench_validity on the real data with the shipped validity model: the figures that
+docs/generation.md ("Validity filter") reports. Slow: MiniLM reads 1,040 edits."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+
+JUDGED = Path(settings.COUNTERPART["SHARED_DATA_DIR"]) / "generated-gold" / "cad-nli-dev-rules.jsonl"
+
+# docs/generation.md, "Validity filter (issue 19)"
+DOCUMENTED = {"auc": 0.616, "invalid_removed": 0.378, "valid_kept": 0.779, "human_pass": 0.900, "held_out_pass": 0.9025}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not JUDGED.is_file(), reason="the generated-gold dev set is not in SHARED_DATA_DIR")
+def test_bench_validity_reports_the_documented_figures():
+    out = StringIO()
+    call_command("bench_validity", "--json", stdout=out)
+    result = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert result["n"] == 340 and result["n_invalid"] == 127 and result["human_edits_dev"] == 300
+    for key, value in DOCUMENTED.items():
+        assert result[key] == pytest.approx(value, abs=0.01), key
+    # the issue's bar is not met: the filter stays optional (off by default)
+    assert result["invalid_removed"] < 0.8 or result["valid_kept"] < 0.9
+    assert "head" not in result["model"] and result["model"]["pass_rate"] == 0.9
+
+
+@pytest.mark.slow
+def test_train_validity_writes_a_calibrated_model(tmp_path):
+    from generation.ml.validity import ValidityDiscriminator
+    from tests.generation._tiny_hf import save_bert_classifier
+
+    encoder = save_bert_classifier(tmp_path / "tiny", labels=("invalid", "valid"))
+    out = StringIO()
+    call_command("train_validity", "--out", str(tmp_path / "vm"), "--encoder", str(encoder), stdout=out)
+    assert "threshold" in out.getvalue()
+    model = ValidityDiscriminator(str(tmp_path / "vm"))
+    assert model.encoder_path == str(encoder) and model.meta["pass_rate"] == 0.9
+    assert model.meta["trained_on"]["human"] == 600 and model.meta["trained_on"]["safe"] == 150
+    assert sum(v for k, v in model.meta["trained_on"].items() if k not in ("human", "safe")) == 750
+    assert 0.0 < model.threshold < 1.0
