@@ -266,6 +266,7 @@ def test_a_recount_replaces_wrong_cells():
     assert_exact(project)
 
 
+@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_writers_keep_them_exact(require_postgres):
     """Overrides, transitions and a recount racing on one project (PostgreSQL: real row locks)."""
