@@ -7,6 +7,7 @@ from typing import Any
 import factory
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.test import Client
 
 from projects import permissions
 from projects.models import Candidate, Example, Label, Project, ProjectMembership
@@ -41,6 +42,13 @@ def annotator(project: Project | None = None, **kw: Any) -> Any:
 
 def researcher(**kw: Any) -> Any:
     return UserFactory(role=permissions.RESEARCHER, **kw)
+
+
+def login(user: Any) -> Client:
+    """A test client logged in as ``user``."""
+    c = Client()
+    c.force_login(user)
+    return c
 
 
 def project_with_candidates(

@@ -7,7 +7,7 @@ from django.test import Client
 from annotate.models import Item
 from annotate.services.routing import project_route
 
-from .factories import annotator, project_with_candidates, researcher
+from .factories import annotator, login, project_with_candidates, researcher
 
 pytestmark = pytest.mark.django_db
 
@@ -15,12 +15,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def project():
     return project_with_candidates(n=6, k=2)
-
-
-def login(user):
-    c = Client()
-    c.force_login(user)
-    return c
 
 
 def test_route_page_answers_get_by_role(project):

@@ -7,7 +7,6 @@ from __future__ import annotations
 from html import unescape
 
 import pytest
-from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -17,7 +16,7 @@ from annotate.services.routing import project_route
 from projects.models import ProjectMembership
 from projects.services.memberships import membership_pause, membership_remove, membership_resume
 
-from .factories import annotator, project_with_candidates, researcher
+from .factories import annotator, login, project_with_candidates, researcher
 
 PAUSED = "paused by the project's researchers"
 
@@ -25,12 +24,6 @@ PAUSED = "paused by the project's researchers"
 def token_client(user):
     c = APIClient()
     c.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
-    return c
-
-
-def login(user):
-    c = Client()
-    c.force_login(user)
     return c
 
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 from html import unescape
 
 import pytest
-from django.test import Client
 
 from annotate.models import Item
 from annotate.services import assignments as svc
 from projects.models import Candidate, ProjectMembership
 
-from .factories import annotator, project_with_candidates, researcher
+from .factories import annotator, login, project_with_candidates, researcher
 
 pytestmark = pytest.mark.django_db
 
@@ -44,12 +43,6 @@ def _project(n=12, gold=12):
         for i, c in enumerate(Candidate.objects.filter(project=project).select_related("gold_label"))
     )
     return project
-
-
-def login(user):
-    c = Client()
-    c.force_login(user)
-    return c
 
 
 def _answer_check(u, project, *, correct: bool):

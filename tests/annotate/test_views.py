@@ -7,7 +7,7 @@ from annotate.models import Annotation, Assignment, Item
 from annotate.services.routing import project_route
 from projects.models import ProjectMembership
 
-from .factories import annotator, project_with_candidates, researcher
+from .factories import annotator, login, project_with_candidates, researcher
 
 pytestmark = pytest.mark.django_db
 
@@ -17,12 +17,6 @@ def project():
     p = project_with_candidates(n=6, k=2)
     project_route(project=p, budget=1.0, seed=0)
     return p
-
-
-def login(user):
-    c = Client()
-    c.force_login(user)
-    return c
 
 
 def test_home_lists_only_assigned_projects_with_start(project):

@@ -7,7 +7,6 @@ from __future__ import annotations
 from html import unescape
 
 import pytest
-from django.test import Client
 
 from annotate import selectors
 from annotate.models import Annotation, Item
@@ -18,15 +17,9 @@ from projects import states
 from projects.models import Candidate, ProjectMembership
 from projects.services.memberships import membership_pause
 
-from .factories import annotator, project_with_candidates, researcher
+from .factories import annotator, login, project_with_candidates, researcher
 
 pytestmark = pytest.mark.django_db
-
-
-def login(user):
-    c = Client()
-    c.force_login(user)
-    return c
 
 
 def _one_item(k=3):

@@ -14,15 +14,9 @@ from annotate.services import assignments as svc
 from annotate.services.routing import project_route
 from projects.models import Candidate, Job
 from projects.services.exports import data_export, export_file_for, manifest_path
-from tests.annotate.factories import annotator, project_with_candidates, researcher
+from tests.annotate.factories import annotator, login, project_with_candidates, researcher
 
 pytestmark = pytest.mark.django_db
-
-
-def login(user):
-    c = Client()
-    c.force_login(user)
-    return c
 
 
 @pytest.fixture

@@ -8,16 +8,10 @@ from annotate.services import assignments as svc
 from annotate.services.routing import project_route
 from projects.ml.textdiff import word_diff
 from projects.models import Candidate, Label, LabelOverride
-from tests.annotate.factories import annotator, project_with_candidates, researcher
+from tests.annotate.factories import annotator, login, project_with_candidates, researcher
 from workspace.data.selectors import CandidateFilters, candidates_browse
 
 pytestmark = pytest.mark.django_db
-
-
-def login(user):
-    c = Client()
-    c.force_login(user)
-    return c
 
 
 @pytest.fixture

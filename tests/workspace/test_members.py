@@ -5,7 +5,7 @@ from django.test import Client
 
 from annotate.services.routing import project_route
 from projects.models import ProjectMembership
-from tests.annotate.factories import UserFactory, annotator, project_with_candidates, researcher
+from tests.annotate.factories import UserFactory, annotator, login, project_with_candidates, researcher
 
 pytestmark = pytest.mark.django_db
 
@@ -13,12 +13,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def project():
     return project_with_candidates(n=6, k=2)
-
-
-def login(user):
-    c = Client()
-    c.force_login(user)
-    return c
 
 
 def test_members_page_answers_get_by_role(project):
