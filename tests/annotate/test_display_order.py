@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotate import choices
+from annotate.kinds import caption_swapped, kind_named
 from annotate.models import Annotation, Assignment, Item
 from annotate.services import assignments as svc
 from annotate.services.routing import project_route
@@ -19,24 +19,24 @@ pytestmark = pytest.mark.django_db
 
 
 def test_task_labels_keep_the_project_order_and_unclear_last():
-    assert choices.display_order_for("task_label", ["b", "a", "c"]) == ["b", "a", "c", "unclear"]
-    assert choices.display_order_for("task_label", ["b", "a"], swapped=True) == ["b", "a", "unclear"]
+    assert kind_named("task_label").display_order(["b", "a", "c"]) == ["b", "a", "c", "unclear"]
+    assert kind_named("task_label").display_order(["b", "a"], swapped=True) == ["b", "a", "unclear"]
 
 
 def test_caption_order_is_a_stable_function_of_item_and_annotator():
-    assert choices.display_order_for("caption_choice", [], swapped=False)[:2] == ["caption_a", "caption_b"]
-    assert choices.display_order_for("caption_choice", [], swapped=True) == [
+    assert kind_named("caption_choice").display_order([], swapped=False)[:2] == ["caption_a", "caption_b"]
+    assert kind_named("caption_choice").display_order([], swapped=True) == [
         "caption_b",
         "caption_a",
         "both",
         "neither",
     ]
-    draws = [choices.caption_swapped(item, user) for item in range(1, 41) for user in range(1, 6)]
-    assert draws == [choices.caption_swapped(item, user) for item in range(1, 41) for user in range(1, 6)]
+    draws = [caption_swapped(item, user) for item in range(1, 41) for user in range(1, 6)]
+    assert draws == [caption_swapped(item, user) for item in range(1, 41) for user in range(1, 6)]
     # balanced enough to average position bias out (200 draws: 70..130 expected by far)
     assert 70 <= sum(draws) <= 130
     # the same item, different annotators: both orders occur
-    assert len({choices.caption_swapped(7, user) for user in range(1, 11)}) == 2
+    assert len({caption_swapped(7, user) for user in range(1, 11)}) == 2
 
 
 def _answer_all(project, user):
@@ -75,9 +75,8 @@ def test_caption_order_is_drawn_per_annotator_stored_and_aggregated_by_caption()
     leases = list(Assignment.objects.filter(project=project).select_related("item"))
     assert len(leases) == 24  # 6 pairs x 2 images x 2 annotators
     for a in leases:
-        assert a.display_order == choices.display_order_for(
-            "caption_choice", [], swapped=choices.caption_swapped(a.item_id, a.annotator_id)
-        )
+        swapped = caption_swapped(a.item_id, a.annotator_id)
+        assert a.display_order == kind_named("caption_choice").display_order([], swapped=swapped)
         # the answer keeps the order it was given in
         assert Annotation.objects.get(assignment=a).display_order == a.display_order
     by_item: dict[int, set[tuple[str, ...]]] = {}

@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from annotate import choices
+from annotate.kinds import caption_swapped, kind_named
 from annotate.models import Annotation, Assignment
 from annotate.services.routing import project_route
 from projects.models import Label
@@ -76,7 +76,7 @@ def test_label_order_is_fixed_and_caption_order_is_per_annotator(browser, live_s
         for _ in range(6):  # 3 pairs x 2 images
             page.wait_for_selector("#stage[data-ready] #answer-form")
             a = Assignment.objects.select_related("item__candidate__example").get(pk=_assignment(page))
-            order = choices.display_order_for("caption_choice", [], swapped=choices.caption_swapped(a.item_id, u.pk))
+            order = kind_named("caption_choice").display_order([], swapped=caption_swapped(a.item_id, u.pk))
             assert a.display_order == order
             shown = page.locator("ol.captions li").evaluate_all(
                 "lis => lis.map(li => li.childNodes[li.childNodes.length - 1].textContent.trim())"
