@@ -12,10 +12,11 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.db.models import Avg, Count, Exists, F, IntegerField, OuterRef, QuerySet, Subquery
 from django.urls import reverse
 
-from annotate import kinds
+from annotate import kinds, open_for
 from annotate.ml import agreement
 from annotate.models import Annotation, Assignment, Item
 from projects import permissions
@@ -174,13 +175,24 @@ ITEMS_LEFT_CAP = 1000
 
 
 def items_left_for(*, project: Project, user: Any) -> int:
-    """Open items that still want answers and that this annotator has not had yet (capped at
-    ``ITEMS_LEFT_CAP`` + 1 so the count stays an index range, however large the pool; the page
-    shows "1000+")."""
-    open_items = Item.objects.filter(project=project, status="open", is_gold=False, taken__lt=F("k")).exclude(
-        assignments__annotator=user
-    )
-    return open_items.values("id")[: ITEMS_LEFT_CAP + 1].count()
+    """Open items that still want answers and that this annotator has not had yet: exactly
+    the items next-item may serve them (the same ``annotate.open_for.OPEN_FOR`` predicate as
+    the pick), capped at ``ITEMS_LEFT_CAP`` + 1 so the count stays an index range, however
+    large the pool (the page shows "1000+"). Check items are not counted: they are served on
+    top, and answering one does not count "items left" down."""
+    with connection.cursor() as cur:
+        cur.execute(open_for.ITEMS_LEFT, {"pid": project.pk, "uid": user.pk, "cap": ITEMS_LEFT_CAP + 1})
+        row = cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+def next_item_for(*, project_id: int, user_id: int) -> int | None:
+    """The item next-item would serve ``user_id`` now (read-only: no lease taken, no row
+    locked), or None when nothing is left for them: the very statement the claim runs."""
+    with connection.cursor() as cur:
+        cur.execute(open_for.pick_sql(gold=False, lock=False), {"pid": project_id, "uid": user_id})
+        row = cur.fetchone()
+    return int(row[0]) if row and row[0] is not None else None
 
 
 def annotation_undoable(annotation: Annotation) -> bool:
@@ -594,12 +606,14 @@ __all__ = [
     "eligible_annotators",
     "image_url",
     "item_view",
+    "items_left_for",
     "items_waiting_for_annotators",
     "items_waiting_summary",
     "last_undoable",
     "member_state",
     "membership_for",
     "memberships_for",
+    "next_item_for",
     "project_annotatable_by",
     "project_quality",
     "qualification_feedback",
