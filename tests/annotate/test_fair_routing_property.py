@@ -220,6 +220,7 @@ def test_fair_routing_properties(backend, monkeypatch, settings):
     if connection.vendor != backend:
         pytest.skip(f"the {backend} pass runs this")
     monkeypatch.setattr(open_for, "WINDOW", 3)
+    monkeypatch.setattr(open_for, "FAR_WINDOW", 3)
     monkeypatch.setattr(svc, "_rng", svc._rng)  # restored after the run
     settings.COUNTERPART = {**settings.COUNTERPART, "GOLD_RATE": 0.2}  # check items served on top
     run_state_machine_as_test(
