@@ -105,6 +105,10 @@ class Command(bench_annotation.Command):
                 if opts["url"]:
                     url = opts["url"].rstrip("/")
                 else:
+                    # Annotators think 2–10 s between requests on a kept-alive connection:
+                    # gunicorn's default keep-alive (2 s) would close it under them, and a
+                    # request racing that close gets no response.
+                    os.environ.setdefault("GUNICORN_CMD_ARGS", f"--keep-alive {int(opts['think_max']) + 5}")
                     proc, url = self._start_server(workers=opts["workers"], threads=opts["threads"])
                     out.write(f"gunicorn -w {opts['workers']} --threads {opts['threads']} on {url}")
                 env = {
