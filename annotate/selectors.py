@@ -12,13 +12,14 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.db.models import Avg, Count, Exists, F, IntegerField, OuterRef, QuerySet, Subquery
 from django.urls import reverse
 
-from annotate import kinds
+from annotate import kinds, open_for
 from annotate.ml import agreement
 from annotate.models import Annotation, Assignment, Item
-from projects import permissions
+from projects import permissions, states
 from projects.models import Label, Project, ProjectMembership
 from projects.selectors import projects_visible_to
 from projects.services.imports import image_root
@@ -174,13 +175,24 @@ ITEMS_LEFT_CAP = 1000
 
 
 def items_left_for(*, project: Project, user: Any) -> int:
-    """Open items that still want answers and that this annotator has not had yet (capped at
-    ``ITEMS_LEFT_CAP`` + 1 so the count stays an index range, however large the pool; the page
-    shows "1000+")."""
-    open_items = Item.objects.filter(project=project, status="open", is_gold=False, taken__lt=F("k")).exclude(
-        assignments__annotator=user
-    )
-    return open_items.values("id")[: ITEMS_LEFT_CAP + 1].count()
+    """Open items that still want answers and that this annotator has not had yet: exactly
+    the items next-item may serve them (the same ``annotate.open_for.OPEN_FOR`` predicate as
+    the pick), capped at ``ITEMS_LEFT_CAP`` + 1 so the count stays an index range, however
+    large the pool (the page shows "1000+"). Check items are not counted: they are served on
+    top, and answering one does not count "items left" down."""
+    with connection.cursor() as cur:
+        cur.execute(open_for.ITEMS_LEFT, {"pid": project.pk, "uid": user.pk, "cap": ITEMS_LEFT_CAP + 1})
+        row = cur.fetchone()
+    return int(row[0]) if row else 0
+
+
+def next_item_for(*, project_id: int, user_id: int) -> int | None:
+    """The item next-item would serve ``user_id`` now (read-only: no lease taken, no row
+    locked), or None when nothing is left for them: the very statement the claim runs."""
+    with connection.cursor() as cur:
+        cur.execute(open_for.pick_sql(gold=False, lock=False), {"pid": project_id, "uid": user_id})
+        row = cur.fetchone()
+    return int(row[0]) if row and row[0] is not None else None
 
 
 def annotation_undoable(annotation: Annotation) -> bool:
@@ -303,6 +315,73 @@ def items_waiting_summary(*, project: Project, sample: int = 20) -> dict[str, An
         "remedy_url": reverse("annotate-waiting", kwargs={"project_id": project.pk}),  # POST
         "page_url": reverse("annotate-dashboard", kwargs={"project_id": project.pk}) + "#waiting",
     }
+
+
+# --- check items a qualification window still needs (issue 25.3) ----------------------------
+
+# candidates that count toward a project (routing's budget, free check items)
+LIVE_STATES = [states.POOLED, states.ROUTED, states.HUMAN_LABELED, states.AUTO_LABELED, states.ABSTAINED]
+
+
+def free_gold_candidates(*, project: Project) -> list[int]:
+    """Candidates with a known answer (``gold_label``) that are not an item yet and whose answer
+    the item kind can ask for: what new check items can be made of (routing draws from these)."""
+    labels = list(project.labels.values_list("name", flat=True))
+    allowed = set(kinds.kind_for_task(project.task).gold_answers(labels))
+    used = set(Item.objects.filter(project=project).values_list("candidate_id", flat=True))
+    rows = (
+        project.candidates.filter(gold_label__isnull=False, state__in=LIVE_STATES)
+        .order_by("id")
+        .values_list("id", "gold_label__name")
+    )
+    return [cid for cid, name in rows if cid not in used and name in allowed]
+
+
+@dataclass(frozen=True)
+class CheckShortfall:
+    """Check items missing for members in qualification to finish their window: ``needed`` is
+    how many new check items serve them all (every member may answer each new one), ``members``
+    who waits for how many, ``free_gold`` how many pairs with a known answer are free to make
+    them from (``needed - free_gold`` more must be imported)."""
+
+    needed: int
+    members: list[tuple[str, int]]
+    free_gold: int
+
+    @property
+    def to_import(self) -> int:
+        return max(0, self.needed - self.free_gold)
+
+
+def check_items_shortfall(*, project: Project) -> CheckShortfall:
+    """How many check items the project lacks so that every annotator still in qualification
+    (after a researcher cleared their flag, a fresh window) can answer the
+    ``QUALIFICATION_GOLD`` check items it needs. A fresh window counts only check items the
+    member has never had: they saw the expected answers of the old ones as feedback, so reusing
+    them would test memory, not labelling. Mirrors ``membership_settle_qualification``: a project
+    without check items, or one with fewer than the minimum in all during a first window,
+    decides on what there is and waits for nothing."""
+    required = qualification_required()
+    gold_total = Item.objects.filter(project=project, is_gold=True).count()
+    out: list[tuple[str, int]] = []
+    if required > 0 and gold_total > 0:
+        members = eligible_annotators(project_id=project.pk, qualified=False).filter(qualified_at__isnull=True)
+        for m in members.select_related("user"):
+            if m.gold_window_start is None and gold_total < required:
+                continue
+            answered = gold_window_answers(membership=m)[:required].count()
+            unseen = (
+                Item.objects.filter(project=project, is_gold=True, status="open", taken__lt=F("k"))
+                .exclude(assignments__annotator_id=m.user_id)
+                .values("id")[:required]
+                .count()
+            )
+            need = required - answered - unseen
+            if need > 0:
+                out.append((m.user.username, need))
+    needed = max((n for _, n in out), default=0)
+    free = len(free_gold_candidates(project=project)) if needed else 0
+    return CheckShortfall(needed=needed, members=out, free_gold=free)
 
 
 # --- qualification, as the annotator sees it (issue 18.11) ----------------------------------
@@ -584,6 +663,7 @@ def annotator_candidates(*, project: Project) -> QuerySet[Any]:
 
 __all__ = [
     "AnsweredView",
+    "CheckShortfall",
     "ItemView",
     "annotation_undoable",
     "annotator_candidates",
@@ -591,15 +671,19 @@ __all__ = [
     "annotator_progress",
     "annotators_available_for",
     "answered_item",
+    "check_items_shortfall",
     "eligible_annotators",
+    "free_gold_candidates",
     "image_url",
     "item_view",
+    "items_left_for",
     "items_waiting_for_annotators",
     "items_waiting_summary",
     "last_undoable",
     "member_state",
     "membership_for",
     "memberships_for",
+    "next_item_for",
     "project_annotatable_by",
     "project_quality",
     "qualification_feedback",

@@ -10,6 +10,7 @@ urlpatterns: list = [
     path("projects/<int:project_id>/dashboard/", views.quality, name="annotate-dashboard"),
     path("projects/<int:project_id>/route/", views.route, name="annotate-route"),
     path("projects/<int:project_id>/waiting/", views.waiting, name="annotate-waiting"),
+    path("projects/<int:project_id>/check-items/", views.check_items, name="annotate-check-items"),
     path("assignments/<int:assignment_id>/answer/", views.answer, name="annotate-answer"),
     path("assignments/<int:assignment_id>/skip/", views.skip, name="annotate-skip"),
     path("assignments/<int:assignment_id>/undo/", views.undo, name="annotate-undo"),

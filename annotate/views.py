@@ -25,6 +25,7 @@ from annotate.services import assignments as svc
 from annotate.services.quality import items_settle_waiting
 from annotate.services.routing import (
     STRATEGIES,
+    project_add_check_items,
     project_route_start,
 )
 from projects.http import HtmxHttpRequest
@@ -222,6 +223,7 @@ def _quality_context(project: Project) -> dict[str, Any]:
         "min_agreement": f"{float(settings.COUNTERPART['MIN_AGREEMENT']):.0%}",
         "max_k": settings.COUNTERPART["MAX_ANNOTATORS_PER_ITEM"],
         "waiting": selectors.items_waiting_summary(project=project),
+        "checks": selectors.check_items_shortfall(project=project),
     }
 
 
@@ -239,6 +241,21 @@ def waiting(request: HttpRequest, project_id: int) -> HttpResponse:
         parts.append(f"{done.left} more item(s) are waiting: press the button again.")
     messages.success(request, " ".join(parts))
     return redirect(f"{reverse('annotate-dashboard', kwargs={'project_id': project.pk})}#waiting")
+
+
+@researcher_required
+@require_POST
+def check_items(request: HttpRequest, project_id: int) -> HttpResponse:
+    """The remedy for members whose fresh qualification window ran out of check items (issue
+    25.3): add as many new check items as they lack, from the free pairs with a known answer."""
+    project = get_object_or_404(Project, pk=project_id)
+    done = project_add_check_items(project=project)
+    text = f"Added {done.gold_items} check item(s)."
+    if done.messages:
+        messages.warning(request, " ".join([text, *done.messages]))
+    else:
+        messages.success(request, text)
+    return redirect(f"{reverse('annotate-dashboard', kwargs={'project_id': project.pk})}#checks")
 
 
 def _route_context(project: Project) -> dict[str, Any]:

@@ -17,6 +17,9 @@ from typing import Any
 from django.db import connection
 
 from annotate.models import Assignment
+from annotate.open_for import WINDOW, pick_sql  # the pick lives with its predicate (selectors use it too)
+
+__all__ = ["WINDOW", "pick_sql"]
 
 
 def is_postgres() -> bool:
@@ -97,54 +100,6 @@ WHERE id = (
 )
 RETURNING id, item_id, display_order
 """
-
-# Which item next. Breadth-first: first the best unseen item among the first WINDOW started
-# items (most-taken first, then the random key), else a fresh item (taken = 0) by its random
-# key. Both probes walk the partial index ``item_next_open`` (project, taken DESC, priority)
-# and stop after a bounded number of rows, so the cost does not grow with the pool or with
-# how many items this annotator already did (the window caps that scan; COALESCE only runs the
-# second probe when the first finds nothing).
-WINDOW = 64
-_NOT_SEEN = "NOT EXISTS (SELECT 1 FROM annotate_assignment a WHERE a.item_id = i.id AND a.annotator_id = %(uid)s)"
-_PICK = (
-    """
-SELECT COALESCE(
-  (SELECT i.id FROM annotate_item i
-   WHERE i.id IN (
-         SELECT w.id FROM annotate_item w
-         WHERE w.project_id = %(pid)s AND w.status = 'open' AND NOT w.is_gold
-           AND w.taken < w.k AND w.taken > 0
-         ORDER BY w.taken DESC, w.priority LIMIT """
-    + str(WINDOW)
-    + """)
-     AND i.status = 'open' AND i.taken < i.k AND """
-    + _NOT_SEEN
-    + """
-   ORDER BY i.taken DESC, i.priority LIMIT 1 {lock}),
-  (SELECT i.id FROM annotate_item i
-   WHERE i.project_id = %(pid)s AND i.status = 'open' AND NOT i.is_gold AND i.taken = 0
-     AND i.taken < i.k AND """
-    + _NOT_SEEN
-    + """
-   ORDER BY i.priority LIMIT 1 {lock})
-) AS id
-"""
-)
-# Gold items never close (every annotator may see each once): random key order.
-_PICK_GOLD = (
-    """
-SELECT i.id FROM annotate_item i
-WHERE i.project_id = %(pid)s AND i.status = 'open' AND i.is_gold AND i.taken < i.k AND """
-    + _NOT_SEEN
-    + """
-ORDER BY i.priority LIMIT 1 {lock}
-"""
-)
-
-
-def pick_sql(*, gold: bool, lock: bool) -> str:
-    return (_PICK_GOLD if gold else _PICK).format(lock="FOR UPDATE SKIP LOCKED" if lock else "")
-
 
 _PAYLOAD_JOIN = """
 JOIN generation_candidate c ON c.id = i.candidate_id

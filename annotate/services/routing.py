@@ -30,6 +30,7 @@ from django.db import transaction
 from annotate import kinds
 from annotate.ml import routing as sampling
 from annotate.models import Item
+from annotate.selectors import LIVE_STATES, check_items_shortfall, free_gold_candidates
 from projects import states
 from projects.models import Candidate, Job, Project
 from projects.services.candidates import candidates_transition
@@ -38,7 +39,7 @@ from projects.validators import validate_budget
 
 STRATEGIES = ["random", "stratified", "uncertainty", "active"]
 CHUNK = 5000
-_LIVE_STATES = [states.POOLED, states.ROUTED, states.HUMAN_LABELED, states.AUTO_LABELED, states.ABSTAINED]
+_LIVE_STATES = LIVE_STATES
 
 
 class ActiveChoice(Protocol):
@@ -158,6 +159,34 @@ def _items_for(project: Project, candidate_ids: list[int], *, gold: bool, rng: r
     ]
 
 
+def _add_check_items(project: Project, n: int, rng: random.Random, messages: list[str]) -> list[Item]:
+    """Make up to ``n`` new check items from the free candidates with a known answer."""
+    if n <= 0:
+        return []
+    pool = free_gold_candidates(project=project)
+    gold_ids = rng.sample(pool, min(n, len(pool)))
+    if len(gold_ids) < n:
+        messages.append(
+            f"gold: wanted {n} more check items, only {len(gold_ids)} candidates with a gold label were free; "
+            f"import {n - len(gold_ids)} more pairs with a gold label"
+        )
+    gold_items = _items_for(project, gold_ids, gold=True, rng=rng)
+    Item.objects.bulk_create(gold_items, batch_size=CHUNK)
+    return gold_items
+
+
+def project_add_check_items(*, project: Project, seed: int | None = None) -> RoutingResult:
+    """The one-click remedy for members whose qualification window ran out of check items:
+    add as many new check items as ``check_items_shortfall`` says (from the free candidates
+    with a known answer; the message says how many more to import when those are too few)."""
+    messages: list[str] = []
+    with transaction.atomic():
+        gold_items = _add_check_items(
+            project, check_items_shortfall(project=project).needed, random.Random(seed), messages
+        )
+    return RoutingResult(strategy="gold", requested=0, routed=0, items=0, gold_items=len(gold_items), messages=messages)
+
+
 def project_route(
     *,
     project: Project,
@@ -200,34 +229,16 @@ def project_route(
         items = _items_for(project, routed_ids, gold=False, rng=rng)
         Item.objects.bulk_create(items, batch_size=CHUNK)
 
-        gold_items: list[Item] = []
+        # Check items: the gold rate's share of all routed items (at least the qualification
+        # size), topped up on every run (also at the same budget), plus whatever members in a
+        # fresh qualification window still lack (issue 25.3).
         have_gold = Item.objects.filter(project=project, is_gold=True).count()
+        real_total = already + len(routed_ids)
         want_gold = 0
-        if routed_ids or have_gold == 0:
-            want_gold = math.ceil(gold_rate * (already + len(routed_ids)))
-            want_gold = (
-                max(want_gold, int(settings.COUNTERPART["QUALIFICATION_GOLD"])) if (already + len(routed_ids)) else 0
-            )
-        want_gold -= have_gold
-        if want_gold > 0:
-            labels = list(project.labels.values_list("name", flat=True))
-            allowed = set(kinds.kind_for_task(project.task).gold_answers(labels))
-            used_ids = set(Item.objects.filter(project=project).values_list("candidate_id", flat=True))
-            pool = [
-                cid
-                for cid, name in Candidate.objects.filter(
-                    project=project, gold_label__isnull=False, state__in=_LIVE_STATES
-                ).values_list("id", "gold_label__name")
-                if cid not in used_ids and name in allowed
-            ]
-            gold_ids = rng.sample(pool, min(want_gold, len(pool)))
-            if len(gold_ids) < want_gold:
-                messages.append(
-                    f"gold: wanted {want_gold} more gold items, "
-                    f"only {len(gold_ids)} candidates with a gold label were free"
-                )
-            gold_items = _items_for(project, gold_ids, gold=True, rng=rng)
-            Item.objects.bulk_create(gold_items, batch_size=CHUNK)
+        if real_total:
+            want_gold = max(math.ceil(gold_rate * real_total), int(settings.COUNTERPART["QUALIFICATION_GOLD"]))
+        want_gold = max(want_gold - have_gold, check_items_shortfall(project=project).needed)
+        gold_items = _add_check_items(project, want_gold, rng, messages)
     if requested and len(routed_ids) < requested:
         messages.append(f"only {len(routed_ids)} pooled candidates were available for {requested} requested")
     return RoutingResult(

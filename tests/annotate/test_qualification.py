@@ -200,3 +200,78 @@ def test_caption_feedback_names_the_captions(qual):
     assert "You answered <strong>the caption “orig caption" in page
     assert "the expected answer is <strong>the caption “cf caption" in page
     assert 'src="/media/img/c' in page
+
+
+# --- a fresh window that ran out of check items (issue 25.3) --------------------------------
+
+
+def _free_gold(project, n):
+    """``n`` more pairs with a known answer that are not items yet (as an import would add)."""
+    from projects.models import Example, Label
+
+    label = Label.objects.filter(project=project).order_by("position").first()
+    for i in range(n):
+        ex = Example.objects.create(project=project, external_id=f"ge{i}", fields={"premise": "p", "hypothesis": "h"})
+        Candidate.objects.create(
+            project=project,
+            external_id=f"gc{i}",
+            example=ex,
+            fields={"premise": f"gp{i}", "hypothesis": f"gh{i}"},
+            gold_label=label,
+        )
+
+
+def test_fresh_window_out_of_check_items_tells_the_researcher_and_one_click_adds_them(qual):
+    from annotate import selectors
+
+    project = _project(n=4, gold=6)
+    u = annotator(project)
+    m = _answer_checks(u, project, correct=False)
+    login(researcher()).post(f"/annotate/projects/{project.pk}/members/", {"unflag": m.pk})
+    left = selectors.items_left_for(project=project, user=u)
+    _answer_check(u, project, correct=True)  # the last check item never seen
+    assert selectors.items_left_for(project=project, user=u) == left == 4  # check items do not count down
+    with pytest.raises(svc.NotAllowed, match="add check items"):
+        svc.assignment_next(project=project, annotator=u)
+    short = selectors.check_items_shortfall(project=project)
+    assert (short.needed, short.members, short.free_gold, short.to_import) == (4, [(u.username, 4)], 0, 4)
+    boss = login(researcher())
+    page = unescape(boss.get(f"/annotate/projects/{project.pk}/dashboard/").content.decode())
+    assert f"{u.username}</strong> needs 4 more check items" in page
+    assert "import 4 more pairs with a gold label" in page and 'data-testid="add-checks"' not in page
+
+    _free_gold(project, 6)
+    page = unescape(boss.get(f"/annotate/projects/{project.pk}/dashboard/").content.decode())
+    assert "Add 4 check items" in page and "import" not in page.split('id="h-checks"')[1].split("</section>")[0]
+    resp = boss.post(f"/annotate/projects/{project.pk}/check-items/")
+    assert resp.status_code == 302
+    assert Item.objects.filter(project=project, is_gold=True).count() == 10
+    assert selectors.check_items_shortfall(project=project).needed == 0
+    for _ in range(4):
+        _answer_check(u, project, correct=True)
+    m.refresh_from_db()
+    assert m.qualified_at is not None and not m.flagged
+    a = svc.assignment_next(project=project, annotator=u)
+    assert a is not None and not Item.objects.get(pk=a.item_id).is_gold
+    assert 'id="h-checks"' not in boss.get(f"/annotate/projects/{project.pk}/dashboard/").content.decode()
+
+
+def test_rerouting_at_the_same_budget_adds_the_check_items_a_window_needs(qual):
+    from annotate.services.routing import project_route
+
+    qual.COUNTERPART = {**qual.COUNTERPART, "GOLD_RATE": 0.05}
+    project = project_with_candidates(n=40, gold=20)
+    first = project_route(project=project, budget=0.25, seed=1)
+    assert first.gold_items == 5  # max(ceil(0.05 · 15), the qualification size)
+    u = annotator(project)
+    m = _answer_checks(u, project, correct=False)
+    assert m.flagged
+    login(researcher()).post(f"/annotate/projects/{project.pk}/members/", {"unflag": m.pk})
+    with pytest.raises(svc.NotAllowed, match="add check items"):
+        svc.assignment_next(project=project, annotator=u)
+    again = project_route(project=project, budget=0.25, seed=2)  # the same budget
+    assert (again.routed, again.gold_items) == (0, 5)
+    _answer_checks(u, project, correct=True)
+    assert u.memberships.get().qualified_at is not None
+    # the gold share is topped up at the same budget too (before: only when new items were routed)
+    assert project_route(project=project, budget=0.25, gold_rate=1.0, seed=3).gold_items > 0

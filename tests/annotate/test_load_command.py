@@ -1,0 +1,49 @@
+"""The plumbing of ``bench_annotation_load`` (issue 25.2): gunicorn on PostgreSQL, Locust
+headless with a few simulated annotators for a few seconds, the report and the fairness
+invariants read from the database. The 1,000-annotator figures are in docs/annotation.md."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import need
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_load_command_runs_locust_against_gunicorn_and_checks_fairness(require_postgres):
+    import psycopg
+
+    need(Path(sys.executable).with_name("locust").exists(), "Locust is not installed (requirements-dev.txt)")
+    base = os.environ.get("DATABASE_URL") or os.environ["COUNTERPART_TEST_POSTGRES_URL"]
+    server, name = base.rsplit("/", 1)
+    scratch = f"{name.split('?')[0]}_loadtest"
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [scratch]).fetchone():
+            conn.execute(f'CREATE DATABASE "{scratch}"')
+    env = {**os.environ, "DATABASE_URL": f"{server}/{scratch}", "DJANGO_SETTINGS_MODULE": "config.settings.test"}
+    args = ["--annotators", "6", "--items", "30", "--seconds", "8", "--spawn-rate", "6"]
+    args += ["--think-min", "0.05", "--think-max", "0.2", "--workers", "1", "--threads", "4", "--json"]
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "bench_annotation_load", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["database"] == "postgresql" and result["users_started"] == 6
+    assert result["submitted"] > 0 and result["answers_per_s"] > 0 and result["next_item_p95_ms"] > 0
+    assert (result["over_assigned"], result["lost"], result["duplicates"], result["counter_mismatch"]) == (0, 0, 0, 0)
+    assert (result["errors"], result["starved"]) == (0, 0)
+    assert "next-item: n=" in proc.stdout and "starved 0" in proc.stdout
