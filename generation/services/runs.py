@@ -55,6 +55,7 @@ from generation.ml.base import (
 )
 from generation.ml.sampling import stratified_sample
 from generation.models import GenerationRun
+from generation.services.availability import availability
 from generation.services.llm import PROMPTING, backend_problem, endpoint_config, endpoint_configured, resolve_backend
 from generation.services.run_quality import (
     FILTER_NAMES,
@@ -217,6 +218,9 @@ def run_create(
     problem = backend_problem(generator, clean["generator_options"])
     if problem:
         raise ValidationError({"backend": problem})
+    can = availability(generator, project.task, clean["generator_options"])
+    if not can.available:  # what the run form and the generators list say, in the same words
+        raise ValidationError({"generator": f"{generator} cannot run for this project: {can.reason}"})
     job = job_create(kind="generation", project=project, params={"generator": generator}, created_by=created_by)
     return GenerationRun.objects.create(job=job, project=project, generator=generator, options=clean)
 
