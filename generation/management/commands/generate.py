@@ -181,7 +181,17 @@ class Command(BaseCommand):
                         "one at a time; see `manage.py jobs`); Ctrl-C stops waiting"
                     )
 
-            run = run_execute(run_id=run.pk, on_progress=progress, resume=bool(opts.get("resume")), on_wait=waiting)
+            def phase(name: str, message: str) -> None:
+                if not opts.get("no_progress"):
+                    self.stderr.write(f"{name}: {message}" if message else name)
+
+            run = run_execute(
+                run_id=run.pk,
+                on_progress=progress,
+                resume=bool(opts.get("resume")),
+                on_wait=waiting,
+                on_phase=phase,
+            )
         except KeyboardInterrupt:
             raise CommandError(f"interrupted; continue with: manage.py generate --resume {run.pk}") from None
         finally:
