@@ -117,6 +117,14 @@ def _clear_caches() -> None:
                 obj.cache_clear()
 
 
+def _torch_threads() -> int | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return int(torch.get_num_threads())
+
+
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
@@ -412,13 +420,20 @@ class Command(BaseCommand):
                 "only_here": len(mine - other),
                 "only_there": len(other - mine),
             }
-        res.update(generator=name, task=task, peak_rss_mb=round(_peak_rss_mb(), 1))
+        res.update(
+            generator=name,
+            task=task,
+            perplexity_dtype=str(cfg.get("PERPLEXITY_DTYPE", "float32")),
+            torch_threads=_torch_threads(),
+            peak_rss_mb=round(_peak_rss_mb(), 1),
+        )
         w = self.stdout.write
         w(
             f"{name} run pipeline on {res['originals']} originals ({task}; filters {', '.join(chosen) or 'none'}): "
             f"{res['originals_per_s']} originals/s ({res['originals_per_s_after_loading']} after model loading; "
             f"{res['cpu_originals_per_s']} per CPU second), {res['candidates']} candidates, "
-            f"{res['pooled_count']} pooled"
+            f"{res['pooled_count']} pooled; perplexity LM in {res['perplexity_dtype']}, "
+            f"{res['torch_threads']} torch threads"
         )
         w(f"{'stage':<16}{'wall s':>9}{'wall %':>8}{'CPU s':>9}{'CPU %':>8}")
         for stage, row in res["stages"].items():
