@@ -668,13 +668,25 @@ def perplexity_scorer() -> Any:
     path = perplexity_lm_path()
     if not path:
         return None
-    if path not in _scorers:
+    key = f"{path}:{_cfg('PERPLEXITY_DTYPE')}"
+    if key not in _scorers:
         from generation.ml import hf
         from generation.ml.filters import PerplexityScorer
 
+        dtype = str(_cfg("PERPLEXITY_DTYPE") or "float32")
+        if dtype not in ("float32", "bfloat16"):
+            raise GeneratorConfigError(f"COUNTERPART_PERPLEXITY_DTYPE must be float32 or bfloat16, not {dtype!r}")
         lm = hf.load_causal_lm(path, _cfg("DEVICE"))
-        _scorers[path] = PerplexityScorer(model=lm.model, tokenizer=lm.tokenizer, device=lm.device, batch_size=32)
-    return _scorers[path]
+        model = lm.model
+        if dtype == "bfloat16":
+            import copy
+
+            import torch
+
+            # a copy: the loaded model may be shared (hf's cache); the NLL is computed in float32
+            model = copy.deepcopy(model).to(torch.bfloat16)
+        _scorers[key] = PerplexityScorer(model=model, tokenizer=lm.tokenizer, device=lm.device, batch_size=32)
+    return _scorers[key]
 
 
 def validity_model_path() -> str:
