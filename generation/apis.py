@@ -9,6 +9,7 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import (
+    OpenApiParameter,
     OpenApiResponse,
     extend_schema,
     extend_schema_field,
@@ -23,7 +24,7 @@ from generation.ml import registry
 from generation.models import GenerationRun
 from generation.selectors import run_get, run_progress, runs_of_project
 from generation.services.runs import FINISHED, run_cancel, run_start
-from projects.models import Project
+from projects.models import TASKS, Project
 from projects.permissions import IsResearcher
 from projects.services.jobs import BrokerUnavailable
 
@@ -180,9 +181,20 @@ class RunCancelApi(APIView):
         return Response(self.OutputSerializer(run).data)
 
 
+class GeneratorAvailabilitySerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    available = serializers.BooleanField()
+    reason = serializers.CharField(help_text="why it cannot run ('' when it can)")
+    backend = serializers.CharField(help_text="the language model backend it would use ('' when it prompts none)")
+
+
 class GeneratorListApi(APIView):
     """Researchers: the names of the registered counterfactual generators (``rules``, the
-    language-model ones, …), for ``generator`` when starting a run."""
+    language-model ones, …), for ``generator`` when starting a run. With ``?project=ID`` (or
+    ``?task=nli``) also ``availability``: per generator whether a run can use it with the
+    configured models, and if not why — the same answer as the run form and ``generate
+    --list-generators`` (``generation/services/availability.py``)."""
 
     permission_classes = (
         permissions.IsAuthenticated,
@@ -191,7 +203,33 @@ class GeneratorListApi(APIView):
 
     class OutputSerializer(serializers.Serializer):
         generators = serializers.ListField(child=serializers.CharField())
+        availability = GeneratorAvailabilitySerializer(many=True, required=False)
 
-    @extend_schema(summary="List generators", responses={200: OutputSerializer})
+    @extend_schema(
+        summary="List generators",
+        parameters=[
+            OpenApiParameter("project", int, description="a project id: availability for its task"),
+            OpenApiParameter("task", str, description="a task (nli, sentiment, …): availability for it"),
+        ],
+        responses={200: OutputSerializer, 400: OpenApiResponse(description="bad project or task")},
+    )
     def get(self, request: Request) -> Response:
-        return Response({"generators": registry.names()})
+        from generation.services.availability import all_availability
+
+        body: dict[str, Any] = {"generators": registry.names()}
+        project_id, task = request.query_params.get("project"), request.query_params.get("task")
+        if project_id:
+            if not project_id.isdigit():
+                return Response({"project": "must be a project id"}, status=status.HTTP_400_BAD_REQUEST)
+            project = Project.objects.filter(pk=int(project_id)).first()
+            if project is None:
+                return Response({"detail": "no such project"}, status=status.HTTP_404_NOT_FOUND)
+            task = project.task
+        if task:
+            if task not in TASKS:
+                return Response(
+                    {"task": f"unknown task {task[:50]!r}; choose one of {', '.join(TASKS)}"},
+                    status=status.HTTP_400_BAD_REQUEST,
+                )
+            body["availability"] = [a.as_dict() for a in all_availability(task)]
+        return Response(body)

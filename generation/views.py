@@ -7,7 +7,6 @@ import json
 from typing import Any, cast
 
 from django import forms
-from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
@@ -24,6 +23,7 @@ from generation.selectors import (
     run_skip_summary,
     runs_of_project,
 )
+from generation.services.availability import all_availability, availability
 from generation.services.llm import PROMPTING, backend_choices
 from generation.services.run_quality import FILTER_NAMES, OPTIONAL_FILTERS, default_band
 from generation.services.runs import run_cancel, run_options_clean, run_start
@@ -125,13 +125,9 @@ class RunStartForm(forms.Form):
 
 def generator_availability(project: Project) -> list[tuple[str, str, bool, str]]:
     """Every generator as (name, description, can run, why not) for this project's task and
-    the configured models."""
-    config = {k.lower(): v for k, v in settings.COUNTERPART.items()}
-    out = []
-    for name in registry.names():
-        ok, reason = registry.can_run(name, project.task, config)
-        out.append((name, registry.entry(name).description, ok, reason))
-    return out
+    the configured models (``generation.services.availability``: what the API and the
+    ``generate`` command say too)."""
+    return [(a.name, a.description, a.available, a.reason) for a in all_availability(project.task)]
 
 
 @researcher_required
@@ -145,9 +141,12 @@ def run_new(request: HttpRequest, project_id: int) -> HttpResponse:
     runnable = [name for name, _, ok, _ in available if ok]
     # A generator that needs a model may still run when the form names one (model_path).
     posted, opts = RunStartForm.peek(request.POST)
-    if request.method == "POST" and posted and posted not in runnable and registry.is_registered(posted):
-        config = {k.lower(): v for k, v in settings.COUNTERPART.items()}
-        if isinstance(opts, dict) and registry.can_run(posted, project.task, config, opts)[0]:
+    posting = request.method == "POST" and posted and posted not in runnable
+    if posting and registry.is_registered(posted) and isinstance(opts, dict):
+        backend = str(request.POST.get("backend") or "auto")
+        if backend != "auto" and posted in PROMPTING:
+            opts = {**opts, "backend": backend}
+        if availability(posted, project.task, opts).available:
             runnable.append(posted)
     default = "coco-cf" if project.task == "image-caption" else "rules"
     form = RunStartForm(request.POST or None, initial={"generator": default}, runnable=runnable)

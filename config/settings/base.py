@@ -303,6 +303,7 @@ class CounterpartSettings(TypedDict):
     LLM_MAX_RETRIES: int
     LLM_CACHE: str
     PERPLEXITY_MAX_RATIO: float
+    PERPLEXITY_DTYPE: str
     MIN_TRAIN_LABELS_WARNING: int
 
 
@@ -342,6 +343,9 @@ COUNTERPART: CounterpartSettings = {
     # edits of CAD-sentiment dev and 84 % of CAD-NLI dev's under the bundled SmolLM2 (1.5 passed
     # only 68 % and 66 %); bench_generation reports it ("human_edits")
     "PERPLEXITY_MAX_RATIO": env_float("COUNTERPART_PERPLEXITY_MAX_RATIO", 2.5),
+    # the perplexity LM's weights on the CPU: float32 (default) or bfloat16 (about 1.9x less CPU
+    # time on a CPU with avx512_bf16, but ~1 % of keep decisions change: docs/generation.md, "Speed")
+    "PERPLEXITY_DTYPE": env("COUNTERPART_PERPLEXITY_DTYPE", "float32"),
     # An OpenAI-compatible model server for llm-prompt (docs/generation-models.md, "Use your own
     # model server"): its base URL (with or without /v1) and the model name it serves. The API key
     # is COUNTERPART_LLM_API_KEY (LLM_API_KEY above, outside this dict: never stored or shown).

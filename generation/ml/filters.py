@@ -267,6 +267,9 @@ class PerplexityScorer:
         nll[keep] = -logp.gather(-1, target[keep].unsqueeze(-1)).squeeze(-1)
         return nll
 
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
     def score(self, texts: Sequence[str]) -> NDArray[np.float64]:
         todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
         if todo:

@@ -269,3 +269,66 @@ def generator_quality(
         "load_seconds": round(load_s, 2),
         "skips": dict(skips.most_common(3)),
     }
+
+
+def run_pipeline(
+    originals: Sequence[Original],
+    *,
+    load: Callable[[], tuple[Any, Any, Any]],
+    filters: Sequence[str],
+    band: tuple[float, float],
+    max_ratio: float,
+    batch_size: int,
+    max_per_original: int | None = None,
+) -> dict[str, Any]:
+    """A run's pipeline without the database, stage by stage: ``load()`` (timed as ``model
+    loading``) returns the generator, the MiniLM encoder and the perplexity scorer (or None);
+    then, ``batch_size`` originals at a time as a run walks them, the generator's candidates
+    (``generation``) and ``run_quality.apply_filters`` (one stage per filter). Returns
+    originals/s (with and without the loading), wall and CPU seconds per stage with their
+    shares, and the pooled candidates (``pooled``: original id, perturbation, fields)."""
+    from generation.ml.stages import StageClock
+
+    clock = StageClock()
+    t0 = time.perf_counter()
+    with clock("model loading"):
+        generator, encoder, scorer = load()
+    t_loaded = time.perf_counter()
+    pooled: list[dict[str, Any]] = []
+    n_cands = 0
+    for b in range(0, len(originals), batch_size):
+        batch = list(originals[b : b + batch_size])
+        with clock("generation"):
+            items = list(generator.generate(batch))
+        per: dict[str, list[GeneratedCandidate]] = {o.id: [] for o in batch}
+        for it in items:
+            if isinstance(it, GeneratedCandidate) and it.original_id in per:
+                per[it.original_id].append(it)
+        by_id = {o.id: o for o in batch}
+        pairs = [
+            (by_id[oid], c) for oid, cs in per.items() for c in (cs[:max_per_original] if max_per_original else cs)
+        ]
+        n_cands += len(pairs)
+        verdicts = run_quality.apply_filters(
+            pairs, filters=filters, band=band, encoder=encoder, scorer=scorer, max_ratio=max_ratio, clock=clock
+        )
+        pooled.extend(
+            {"original": o.id, "perturbation": c.perturbation, "fields": dict(c.fields)}
+            for (o, c), v in zip(pairs, verdicts, strict=True)
+            if v.keep
+        )
+    end = time.perf_counter()
+    n = len(originals)
+    return {
+        "originals": n,
+        "candidates": n_cands,
+        "pooled_count": len(pooled),
+        "filters": list(filters),
+        "batch_size": batch_size,
+        "seconds": round(end - t0, 3),
+        "originals_per_s": round(n / (end - t0), 3) if end > t0 else None,
+        "originals_per_s_after_loading": round(n / (end - t_loaded), 3) if end > t_loaded else None,
+        "cpu_originals_per_s": round(n / sum(clock.cpu.values()), 3) if sum(clock.cpu.values()) else None,
+        "stages": clock.table(),
+        "pooled": pooled,
+    }

@@ -34,6 +34,16 @@ def _cfg(key: str) -> Any:
     return counterpart[key]
 
 
+def bundled_available() -> bool:
+    """The bundled SmolLM2 can answer: ``COUNTERPART_BUNDLED_LM`` is on and its package is
+    installed (or its converted folder is already in ``MODEL_DIR``)."""
+    if not _cfg("BUNDLED_LM"):
+        return False
+    from generation.ml import bundled_lm
+
+    return bundled_lm.is_converted(_cfg("MODEL_DIR")) or bundled_lm.gguf_path() is not None
+
+
 def endpoint_configured() -> bool:
     return bool(str(_cfg("LLM_BASE_URL")).strip())
 
@@ -99,7 +109,7 @@ class BackendChoice:
 
 def backend_choices() -> list[BackendChoice]:
     """The run form's backend choices, each saying which model answers."""
-    bundled = "SmolLM2-135M-Instruct (bundled, in the worker)" if _cfg("BUNDLED_LM") else ""
+    bundled = "SmolLM2-135M-Instruct (bundled, in the worker)" if bundled_available() else ""
     local = str(_cfg("CAUSAL_LM_PATH") or _cfg("SEQ2SEQ_PATH") or "")
     served = ""
     if endpoint_configured():
@@ -112,7 +122,12 @@ def backend_choices() -> list[BackendChoice]:
     )
     return [
         BackendChoice("auto", f"automatic: {auto}", auto, True),
-        BackendChoice("bundled", f"bundled: {bundled or 'off (COUNTERPART_BUNDLED_LM)'}", bundled, bool(bundled)),
+        BackendChoice(
+            "bundled",
+            f"bundled: {bundled or ('not installed' if _cfg('BUNDLED_LM') else 'off (COUNTERPART_BUNDLED_LM)')}",
+            bundled,
+            bool(bundled),
+        ),
         BackendChoice(
             "local",
             f"local path: {local or 'none set (COUNTERPART_CAUSAL_LM_PATH or the model_path option)'}",

@@ -41,6 +41,7 @@ from typing import Any
 from generation.ml import filters as ml_filters
 from generation.ml import metrics as ml_metrics
 from generation.ml.base import GeneratedCandidate, Original
+from generation.ml.stages import StageClock
 from projects import states
 
 FILTER_NAMES = ("similarity", "dedup", "artifacts", "perplexity", "validity")
@@ -119,6 +120,7 @@ def apply_filters(
     max_ratio: float = ml_filters.PERPLEXITY_MAX_RATIO,
     validity_scorer: Any = None,
     validity_threshold: float | None = None,
+    clock: StageClock | None = None,
 ) -> list[Verdict]:
     """One verdict per (original, candidate) pair, in order, using ``generation.ml.filters``:
     ``similarity`` (band on the compared texts, one batched encode), ``dedup`` (siblings of one
@@ -128,60 +130,76 @@ def apply_filters(
     filters kept, so a rejected candidate has no perplexity score), ``validity`` (with
     ``validity_scorer``, a ``validity.ValidityDiscriminator``, at ``validity_threshold`` or its
     calibrated one; last, on what the others kept). Each filter's score goes to
-    ``scores[name]``."""
+    ``scores[name]``; with ``clock``, its wall and CPU seconds to the stage of its name."""
+    clock = clock if clock is not None else StageClock()
     verdicts = [Verdict() for _ in pairs]
     active = set(filters)
     if "similarity" in active and pairs:
-        texts = [ml_filters.comparison_texts(o.fields, c.fields, c.meta) for o, c in pairs]
-        results = ml_filters.similarity_band(encoder, [a for a, _ in texts], [b for _, b in texts], band)
-        for v, r in zip(verdicts, results, strict=True):
-            v.add("similarity", r)
+        with clock("similarity"):
+            texts = [ml_filters.comparison_texts(o.fields, c.fields, c.meta) for o, c in pairs]
+            results = ml_filters.similarity_band(encoder, [a for a, _ in texts], [b for _, b in texts], band)
+            for v, r in zip(verdicts, results, strict=True):
+                v.add("similarity", r)
     if "dedup" in active:
-        siblings: dict[str, list[int]] = {}
-        for i, (o, _) in enumerate(pairs):
-            siblings.setdefault(o.id, []).append(i)
-        for oid, idx in siblings.items():
-            o = pairs[idx[0]][0]
-            names = list(o.fields)
-            results = ml_filters.dedupe(
-                _joined(o.fields, names),
-                [_joined(pairs[i][1].fields, names) for i in idx],
-                windows=[_window(pairs[i][1]) for i in idx],
-            )
-            seen_elsewhere = (existing or {}).get(oid, set())
-            for i, r in zip(idx, results, strict=True):
-                if r.keep and json.dumps(dict(pairs[i][1].fields), sort_keys=True) in seen_elsewhere:
-                    r = ml_filters.FilterResult(
-                        1.0, False, ("exact duplicate of an existing candidate of this original",)
-                    )
-                verdicts[i].add("dedup", r)
+        with clock("dedup"):
+            _dedup(pairs, verdicts, existing)
     if "artifacts" in active:
-        for (o, c), v in zip(pairs, verdicts, strict=True):
-            v.add("artifacts", ml_filters.artifacts(o.fields, c.fields, target_label=c.target_label))
+        with clock("artifacts"):
+            for (o, c), v in zip(pairs, verdicts, strict=True):
+                v.add("artifacts", ml_filters.artifacts(o.fields, c.fields, target_label=c.target_label))
     # the language model last, and only on what the cheaper filters kept (it costs most)
     todo = [i for i, v in enumerate(verdicts) if v.keep]
     if "perplexity" in active and scorer is not None and todo:
-        texts = [ml_filters.comparison_texts(pairs[i][0].fields, pairs[i][1].fields, pairs[i][1].meta) for i in todo]
-        results = ml_filters.perplexity(
-            scorer,
-            [a for a, _ in texts],
-            [b for _, b in texts],
-            max_ratio=max_ratio,
-            context_words=PERPLEXITY_CONTEXT_WORDS,
-        )
-        for i, r in zip(todo, results, strict=True):
-            verdicts[i].add("perplexity", r)
+        with clock("perplexity"):
+            texts = [
+                ml_filters.comparison_texts(pairs[i][0].fields, pairs[i][1].fields, pairs[i][1].meta) for i in todo
+            ]
+            results = ml_filters.perplexity(
+                scorer,
+                [a for a, _ in texts],
+                [b for _, b in texts],
+                max_ratio=max_ratio,
+                context_words=PERPLEXITY_CONTEXT_WORDS,
+            )
+            for i, r in zip(todo, results, strict=True):
+                verdicts[i].add("perplexity", r)
     todo = [i for i in todo if verdicts[i].keep]
     if "validity" in active and validity_scorer is not None and todo:
         from generation.ml import validity as ml_validity
 
-        texts = [ml_filters.comparison_texts(pairs[i][0].fields, pairs[i][1].fields, pairs[i][1].meta) for i in todo]
-        results = ml_validity.validity(
-            validity_scorer, [a for a, _ in texts], [b for _, b in texts], threshold=validity_threshold
-        )
-        for i, r in zip(todo, results, strict=True):
-            verdicts[i].add("validity", r)
+        with clock("validity"):
+            texts = [
+                ml_filters.comparison_texts(pairs[i][0].fields, pairs[i][1].fields, pairs[i][1].meta) for i in todo
+            ]
+            results = ml_validity.validity(
+                validity_scorer, [a for a, _ in texts], [b for _, b in texts], threshold=validity_threshold
+            )
+            for i, r in zip(todo, results, strict=True):
+                verdicts[i].add("validity", r)
     return verdicts
+
+
+def _dedup(
+    pairs: Sequence[tuple[Original, GeneratedCandidate]],
+    verdicts: list[Verdict],
+    existing: dict[str, set[str]] | None,
+) -> None:
+    siblings: dict[str, list[int]] = {}
+    for i, (o, _) in enumerate(pairs):
+        siblings.setdefault(o.id, []).append(i)
+    for oid, idx in siblings.items():
+        o = pairs[idx[0]][0]
+        names = list(o.fields)
+        results = ml_filters.dedupe(
+            _joined(o.fields, names),
+            [_joined(pairs[i][1].fields, names) for i in idx],
+            windows=[_window(pairs[i][1]) for i in idx],
+        )
+        seen_elsewhere = (existing or {}).get(oid, set())
+        for i, r in zip(idx, results, strict=True):
+            if r.keep and json.dumps(dict(pairs[i][1].fields), sort_keys=True) in seen_elsewhere:
+                r = ml_filters.FilterResult(1.0, False, ("exact duplicate of an existing candidate of this original",))
+            verdicts[i].add("dedup", r)
 
 
 # ---------------------------------------------------------------------------------------

@@ -54,7 +54,10 @@ from generation.ml.base import (
     StopRequested,
 )
 from generation.ml.sampling import stratified_sample
+from generation.ml.stages import StageClock
 from generation.models import GenerationRun
+from generation.selectors import RECENT_BATCHES
+from generation.services.availability import availability
 from generation.services.llm import PROMPTING, backend_problem, endpoint_config, endpoint_configured, resolve_backend
 from generation.services.run_quality import (
     FILTER_NAMES,
@@ -217,6 +220,9 @@ def run_create(
     problem = backend_problem(generator, clean["generator_options"])
     if problem:
         raise ValidationError({"backend": problem})
+    can = availability(generator, project.task, clean["generator_options"])
+    if not can.available:  # what the run form and the generators list say, in the same words
+        raise ValidationError({"generator": f"{generator} cannot run for this project: {can.reason}"})
     job = job_create(kind="generation", project=project, params={"generator": generator}, created_by=created_by)
     return GenerationRun.objects.create(job=job, project=project, generator=generator, options=clean)
 
@@ -416,7 +422,9 @@ def _process_batch(
     scorer: Any = None,
     validity_scorer: Any = None,
     should_stop: StopHook | None = None,
+    clock: StageClock | None = None,
 ) -> _BatchOutcome:
+    clock = clock if clock is not None else StageClock()
     outcome = _BatchOutcome()
     by_id: dict[str, Example] = {}
     originals: list[Original] = []
@@ -430,7 +438,9 @@ def _process_batch(
     per_original: dict[str, list[GeneratedCandidate]] = {o.id: [] for o in originals}
     skipped: dict[str, str] = {}
     if originals:
-        for item in _generate(generator, originals, should_stop):
+        with clock("generation"):
+            items = _generate(generator, originals, should_stop)
+        for item in items:
             if isinstance(item, Skip):
                 if item.original_id in per_original:
                     skipped.setdefault(item.original_id, item.reason)
@@ -443,6 +453,8 @@ def _process_batch(
         if not cands:
             outcome.skips.append({"example": oid, "reason": skipped.get(oid, "the generator produced no candidate")})
     pairs = [(o, c) for o in originals for c in per_original[o.id]]
+    if should_stop is not None and should_stop():  # cancelled while generating: no filtering
+        raise StopRequested()
     existing: dict[int, set[str]] = {}
     if "dedup" in run.options["filters"] and pairs:
         for ex_id, fields in (
@@ -461,6 +473,7 @@ def _process_batch(
         max_ratio=float(_cfg("PERPLEXITY_MAX_RATIO")),
         validity_scorer=validity_scorer,
         validity_threshold=run.options.get("validity_threshold"),
+        clock=clock,
     )
     counters: dict[str, int] = {}
     for (o, c), verdict in zip(pairs, verdicts, strict=True):
@@ -518,14 +531,27 @@ def run_image_dir(run: GenerationRun) -> str:
 
 
 def _write_batch(
-    *, run: GenerationRun, ctx: JobContext, outcome: _BatchOutcome, n_originals: int, cursor: int, max_skips: int
+    *,
+    run: GenerationRun,
+    ctx: JobContext,
+    outcome: _BatchOutcome,
+    n_originals: int,
+    cursor: int,
+    max_skips: int,
+    clock: StageClock | None = None,
 ) -> None:
     """One transaction: candidates, their state moves, progress and the cursor. The job row
-    is locked and must still be owned by this execution with the ``done`` it last saw."""
-    with stats_write() as stats:
+    is locked and must still be owned by this execution with the ``done`` it last saw. A
+    cancel asked for before the lock drops the whole batch (:class:`StopRequested`): nothing
+    of it is written. With ``clock``, its time goes to the ``db writes`` stage and the stages
+    so far to ``run.metrics["stages"]``."""
+    clock = clock if clock is not None else StageClock()
+    with clock("db writes"), stats_write() as stats:
         locked = Job.objects.select_for_update().get(pk=run.job_id)
         if locked.token != ctx.token or locked.status != "running" or locked.done != run.job.done:
             raise JobSuperseded(f"run {run.pk} moved on (done {locked.done}, status {locked.status})")
+        if locked.cancel_requested:
+            raise StopRequested()
         locked_run = GenerationRun.objects.get(pk=run.pk)
         stats.lock([run.project_id])  # the project's aggregates follow (projects/aggregates.py)
         Candidate.objects.bulk_create(outcome.rows)
@@ -543,19 +569,26 @@ def _write_batch(
         metrics["cursor"] = cursor
         if "endpoint" in (run.metrics or {}):  # the model server's usage so far
             metrics["endpoint"] = run.metrics["endpoint"]
+        metrics["stages"] = clock.table()  # up to this batch's writes (the final metrics have them all)
         GenerationRun.objects.filter(pk=run.pk).update(
             skipped=F("skipped") + len(outcome.skips),
             skips=skips,
             metrics=metrics,
         )
-        Job.objects.filter(pk=run.job_id).update(done=F("done") + n_originals, heartbeat_at=timezone.now())
+        step = _advance_step(locked.step, n_originals)
+        job_update: dict[str, Any] = {"done": F("done") + n_originals, "heartbeat_at": timezone.now()}
+        if step is not None:
+            job_update["step"] = step
+        Job.objects.filter(pk=run.job_id).update(**job_update)
+    if step is not None:
+        run.job.step = step
     run.job.done += n_originals
     run.skipped += len(outcome.skips)
     run.metrics = metrics
     run.skips = skips
 
 
-def _final_metrics(run: GenerationRun, *, failed: bool) -> None:
+def _final_metrics(run: GenerationRun, *, failed: bool, clock: StageClock | None = None) -> None:
     """Quality metrics of what the run wrote (also for a cancelled run, and for a failed one
     that wrote something), keeping the cursor and the generator's notes."""
     metrics: dict[str, Any] = {}
@@ -571,6 +604,10 @@ def _final_metrics(run: GenerationRun, *, failed: bool) -> None:
             metrics[key] = run.metrics[key]
     if (run.metrics or {}).get("notes"):
         metrics["notes"] = run.metrics["notes"]
+    if clock is not None and clock.wall:
+        metrics["stages"] = clock.table()
+    elif "stages" in (run.metrics or {}):
+        metrics["stages"] = run.metrics["stages"]
     GenerationRun.objects.filter(pk=run.pk).update(metrics=metrics)
     run.metrics = metrics
 
@@ -631,13 +668,25 @@ def perplexity_scorer() -> Any:
     path = perplexity_lm_path()
     if not path:
         return None
-    if path not in _scorers:
+    key = f"{path}:{_cfg('PERPLEXITY_DTYPE')}"
+    if key not in _scorers:
         from generation.ml import hf
         from generation.ml.filters import PerplexityScorer
 
+        dtype = str(_cfg("PERPLEXITY_DTYPE") or "float32")
+        if dtype not in ("float32", "bfloat16"):
+            raise GeneratorConfigError(f"COUNTERPART_PERPLEXITY_DTYPE must be float32 or bfloat16, not {dtype!r}")
         lm = hf.load_causal_lm(path, _cfg("DEVICE"))
-        _scorers[path] = PerplexityScorer(model=lm.model, tokenizer=lm.tokenizer, device=lm.device, batch_size=32)
-    return _scorers[path]
+        model = lm.model
+        if dtype == "bfloat16":
+            import copy
+
+            import torch
+
+            # a copy: the loaded model may be shared (hf's cache); the NLL is computed in float32
+            model = copy.deepcopy(model).to(torch.bfloat16)
+        _scorers[key] = PerplexityScorer(model=model, tokenizer=lm.tokenizer, device=lm.device, batch_size=32)
+    return _scorers[key]
 
 
 def validity_model_path() -> str:
@@ -696,19 +745,21 @@ def run_execute(
     on_progress: Callable[[GenerationRun], None] | None = None,
     resume: bool = False,
     on_wait: Callable[[int], None] | None = None,
+    on_phase: Callable[[str, str], None] | None = None,
 ) -> GenerationRun:
     """Execute (or resume) a run in this process, through its job (the ``generate`` command's
     foreground mode; workers run :func:`run_job_handler` from the job task). Safe to call
     again: a finished run is returned as is; a running one continues after its cursor when
     its heartbeat is stale, or at once with ``resume`` (the caller knows its executor died).
     While another job that changes the project's candidates runs, it waits (``on_wait(job
-    id)`` each time it looks again)."""
+    id)`` each time it looks again). ``on_phase(name, message)``: when the run starts loading
+    its models and when it starts generating."""
     run = GenerationRun.objects.select_related("job").get(pk=run_id)
     while True:
         job = job_execute(
             job_id=run.job_id,
             take_over=resume,
-            handler=lambda job, ctx: _execute(run_id, ctx, encoder=encoder, on_progress=on_progress),
+            handler=lambda job, ctx: _execute(run_id, ctx, encoder=encoder, on_progress=on_progress, on_phase=on_phase),
         )
         blocker = job_waiting_behind(job)
         if blocker is None:
@@ -725,12 +776,70 @@ def run_job_handler(job: Job, ctx: JobContext) -> dict[str, Any]:
     return _execute(job.generation_run.pk, ctx)
 
 
+def _set_phase(run: GenerationRun, ctx: JobContext, name: str, message: str = "") -> None:
+    """The run's phase in ``Job.step`` (its done/total stay the run's originals): ``loading
+    models`` (step 1 of 2, with what loads) while the generator and the filters' models load,
+    then ``generating`` (step 2 of 2), whose ``done``/``total`` count this execution's
+    originals and whose ``recent`` holds ``[time, done]`` at its start and after each of the
+    last ``RECENT_BATCHES`` batches: the rate and ETA the run page shows
+    (``generation.selectors.run_progress``) come from there, never from the loading time."""
+    now = timezone.now()
+    step: dict[str, Any] = {
+        "name": name,
+        "index": 1 if name == "loading models" else 2,
+        "count": 2,
+        "done": 0,
+        "total": 0 if name == "loading models" else max(0, run.total - run.done),
+        "unit": "" if name == "loading models" else "originals",
+        "started_at": now.isoformat(),
+        "message": message,
+    }
+    if name != "loading models":
+        step["recent"] = [[now.isoformat(), 0]]
+    if not ctx.owned().update(step=step, heartbeat_at=now):
+        raise JobSuperseded(f"run {run.pk} moved on")
+    run.job.step = step
+
+
+def _loading_message(run: GenerationRun) -> str:
+    """What a run loads before its first original, in words."""
+    filters = run.options.get("filters", [])
+    parts = [f"the {run.generator} generator"]
+    if "similarity" in filters:
+        parts.append("MiniLM (similarity filter)")
+    if "perplexity" in filters:
+        parts.append("the language model of the perplexity filter")
+    if "validity" in filters:
+        parts.append("the validity model")
+    return "loading " + ", ".join(parts) + "…"
+
+
+def _advance_step(step: Any, n_originals: int) -> dict[str, Any] | None:
+    """The ``generating`` step after a batch of ``n_originals`` (None outside it)."""
+    if not isinstance(step, dict) or step.get("name") != "generating":
+        return None
+    done = int(step.get("done") or 0) + n_originals
+    recent = [p for p in (step.get("recent") or []) if isinstance(p, list) and len(p) == 2]
+    recent = [*recent, [timezone.now().isoformat(), done]][-(RECENT_BATCHES + 1) :]
+    return {**step, "done": done, "recent": recent}
+
+
 def _execute(
-    run_id: int, ctx: JobContext, *, encoder: Any = None, on_progress: Callable[[GenerationRun], None] | None = None
+    run_id: int,
+    ctx: JobContext,
+    *,
+    encoder: Any = None,
+    on_progress: Callable[[GenerationRun], None] | None = None,
+    on_phase: Callable[[str, str], None] | None = None,
 ) -> dict[str, Any]:
     run = GenerationRun.objects.select_related("project", "job").get(pk=run_id)
     project = run.project
     _mark_started(run, ctx)
+    _set_phase(run, ctx, "loading models", _loading_message(run))
+    if on_phase is not None:
+        on_phase("loading models", _loading_message(run))
+    clock = StageClock.from_table((run.metrics or {}).get("stages"))  # a resumed run adds to it
+    load_wall, load_cpu = time.perf_counter(), time.process_time()
     # Misconfiguration fails the run at start, before any original is touched.
     try:
         generator = registry.create(
@@ -770,6 +879,10 @@ def _execute(
             _final_metrics(run, failed=True)
             raise JobFailed(f"the validity filter cannot load its model: {exc}") from exc
     _record_notes(run, generator, extra=notes)
+    clock.add("model loading", time.perf_counter() - load_wall, time.process_time() - load_cpu)
+    _set_phase(run, ctx, "generating")
+    if on_phase is not None:
+        on_phase("generating", f"models loaded in {clock.wall['model loading']:.1f} s")
     if run.job.attempts > 1:
         logger.info("resuming generation run %s at %s/%s", run.pk, run.done, run.total)
     labels_qs = list(Label.objects.filter(project=project).order_by("position").values_list("pk", "name"))
@@ -797,6 +910,7 @@ def _execute(
                 scorer=scorer,
                 validity_scorer=validity,
                 should_stop=should_stop,
+                clock=clock,
             )
             _note_usage(run, generator, usage_before)
             _write_batch(
@@ -806,14 +920,15 @@ def _execute(
                 n_originals=len(examples),
                 cursor=after,
                 max_skips=max_skips,
+                clock=clock,
             )
             if on_progress is not None:
                 on_progress(run)
     except JobSuperseded:
         raise
-    except StopRequested:  # cancelled between originals: the batch in progress is not written
+    except StopRequested:  # cancelled: the batch in progress is not written
         _note_usage(run, generator, usage_before)
-        _final_metrics(run, failed=False)
+        _final_metrics(run, failed=False, clock=clock)
         raise JobCancelled() from None
     except BackendUnavailable as exc:  # the batch in progress is not written: a resume redoes it
         _note_usage(run, generator, usage_before)
@@ -823,7 +938,7 @@ def _execute(
         _note_usage(run, generator, usage_before)
         _final_metrics(run, failed=True)
         raise
-    _final_metrics(run, failed=False)
+    _final_metrics(run, failed=False, clock=clock)
     return {
         "run": run.pk,
         "done": run.done,

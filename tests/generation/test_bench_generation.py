@@ -107,3 +107,25 @@ def test_load_originals_takes_each_label_in_turn(tmp_path) -> None:
     assert [o.fields["text"] for o in got][:2] == ["bad film number 0", "good film 0"]  # file order within a label
     everything = load_originals("csv", str(path), "sentiment", "", 100)
     assert len(everything) == 7 and [o.label for o in everything][4:] == ["negative"] * 3
+
+
+def test_bench_generation_pipeline_stages_and_pooled_compare(tiny_sentiment, tmp_path) -> None:
+    """--pipeline: originals/s and wall/CPU per stage; --pooled-out then --compare on the same
+    fixed sample and seed finds the same pooled set (the check a speed change must pass)."""
+    pooled = tmp_path / "pooled.jsonl"
+    args = ["bench_generation", "--pipeline", "--json", "--originals", "3", "--format", "cad-sentiment"]
+    args += ["--data", str(tiny_sentiment), "--filters", "dedup,artifacts"]
+    out = StringIO()
+    call_command(*args, "--pooled-out", str(pooled), stdout=out)
+    first = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert first["originals"] == 3 and first["originals_per_s"] > 0 and first["filters"] == ["dedup", "artifacts"]
+    assert set(first["stages"]) == {"model loading", "generation", "dedup", "artifacts"}
+    assert all(row["wall_s"] >= 0 and row["cpu_s"] >= 0 for row in first["stages"].values())
+    assert abs(sum(row["wall_share"] for row in first["stages"].values()) - 1) < 0.01
+    rows = [json.loads(line) for line in pooled.read_text().splitlines()]
+    assert len(rows) == first["pooled_count"] > 0 and {"original", "perturbation", "fields"} <= set(rows[0])
+    out = StringIO()
+    call_command(*args, "--compare", str(pooled), stdout=out)
+    again = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert again["compare"] == {"both": len(rows), "only_here": 0, "only_there": 0}
+    assert "stage" in out.getvalue() and "CPU s" in out.getvalue()

@@ -44,7 +44,7 @@ def test_start_page_lists_generators_and_starts_a_run(rclient, project, django_c
         assert f'value="{name}"' in html
     # without a language model configured these are listed as unavailable, with the reason
     for name in ("llm-prompt", "concept-constrained"):
-        assert f'value="{name}"' not in html and f"<strong>{name}</strong>: no model configured" in html
+        assert f'value="{name}"' not in html and f"<strong>{name}</strong>: no language model" in html
     with django_capture_on_commit_callbacks(execute=True):
         resp = rclient.post(
             f"/projects/{project.pk}/runs/new/",
@@ -161,7 +161,7 @@ def test_run_form_offers_only_generators_that_can_run(rclient, project, settings
     select = html.split('name="generator"')[1].split("</select>")[0]
     assert 'value="rules"' in select and 'value="llm-prompt"' not in select and 'value="coco-cf"' not in select
     unavailable = html.split('id="unavailable-generators"')[1].split("</ul>")[0]
-    assert "llm-prompt" in unavailable and "no model configured" in unavailable
+    assert "llm-prompt" in unavailable and "no language model" in unavailable
     assert "coco-cf" in unavailable and "not for nli projects" in unavailable
     resp = rclient.post(f"/projects/{project.pk}/runs/new/", {"generator": "llm-prompt", "filters": ["dedup"]})
     assert resp.status_code == 400 and "llm-prompt cannot run for this project" in resp.content.decode()

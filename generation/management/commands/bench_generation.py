@@ -24,7 +24,17 @@ Generation throughput, measured in one process (docs/formats.md §3):
    ``--classifier-train`` labelled originals of the train split, distinct-n, self-BLEU, edit
    distance, seconds per original) under ``"quality"``.
 
-Model and corpus loading happen once before the timings. No database is touched. The JSON
+``--pipeline``: instead of the steps above, a default run's pipeline without the database
+(``bench_quality.run_pipeline``): the run's generator (``--generator``, default ``rules``) on
+the originals, ``GENERATION_BATCH_SIZE`` at a time, through the run's default filters for the
+task (or ``--filters``), with the models a run loads. It reports originals/s (model loading
+included, and after it) and, per stage (model loading, generation, similarity, dedup,
+artifacts, perplexity), wall and CPU (process) seconds and their shares; ``--pooled-out PATH``
+writes the pooled candidates as JSON lines (to compare two versions: ``--compare PATH``
+reports how many pooled candidates each side alone has). A run records the same stages,
+database writes included, in ``run.metrics["stages"]``.
+
+Model and corpus loading happen once before the timings (except under ``--pipeline``). No database is touched. The JSON
 object is the last line of stdout (``--json``); extra keys beyond §3 are additive.
 """
 
@@ -107,6 +117,14 @@ def _clear_caches() -> None:
                 obj.cache_clear()
 
 
+def _torch_threads() -> int | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return int(torch.get_num_threads())
+
+
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
@@ -150,6 +168,15 @@ class Command(BaseCommand):
         parser.add_argument(
             "--generators", default="", help="comma-separated generators for the quality table (e.g. rules,llm-prompt)"
         )
+        parser.add_argument(
+            "--pipeline", action="store_true", help="time a run's pipeline stage by stage (no database)"
+        )
+        parser.add_argument("--generator", default="rules", help="the generator of --pipeline")
+        parser.add_argument("--filters", default="", help="filters of --pipeline (default: the task's run defaults)")
+        parser.add_argument("--pooled-out", dest="pooled_out", default="", help="--pipeline: write pooled candidates")
+        parser.add_argument(
+            "--compare", default="", help="--pipeline: pooled candidates (a --pooled-out file) to compare with"
+        )
         parser.add_argument("--quality-originals", dest="quality_originals", type=int, default=30)
         parser.add_argument(
             "--classifier-train",
@@ -185,6 +212,9 @@ class Command(BaseCommand):
         base = load_originals(fmt, path, task, opts["split"], n)
         if not base:
             raise CommandError(f"no originals read from {path} ({fmt}, split {opts['split']})")
+        if opts["pipeline"]:
+            self._pipeline(opts, list(_repeat(base, n)), task, band)
+            return
         t_start = time.perf_counter()
         model_path = settings.COUNTERPART.get("MINILM_PATH") or None
         device = settings.COUNTERPART.get("DEVICE", "cpu")
@@ -337,6 +367,85 @@ class Command(BaseCommand):
             )
         if opts["json"]:
             w(json.dumps(result))
+
+    def _pipeline(self, opts: dict[str, Any], originals: list[Original], task: str, band: tuple[float, float]) -> None:
+        from generation.ml import registry
+        from generation.services import bench_quality
+        from generation.services.run_quality import FILTER_NAMES, default_filters
+        from generation.services.runs import perplexity_scorer
+        from projects.ml.embeddings import Encoder
+
+        cfg = settings.COUNTERPART
+        names = [f.strip() for f in opts["filters"].split(",") if f.strip()] if opts["filters"] else None
+        chosen = default_filters(task) if names is None else [f for f in FILTER_NAMES if f in names]
+        name: str = opts["generator"]
+        if not registry.is_registered(name):
+            raise CommandError(f"unknown generator {name!r}; choose one of {', '.join(registry.names())}")
+
+        def load() -> tuple[Any, Any, Any]:
+            context: dict[str, Any] = {k.lower(): v for k, v in cfg.items() if isinstance(v, str | int | float)}
+            context["task"] = task
+            generator = registry.create(name, {}, context, run_options={"seed": opts["seed"]})
+            warm = registry.create(name, {}, context, run_options={"seed": opts["seed"]})
+            list(warm.generate(originals[:2]))  # loads WordNet and the tagger (the run's generator is untouched)
+            encoder = None
+            if "similarity" in chosen:
+                encoder = Encoder(model_path=cfg.get("MINILM_PATH") or None, device=cfg.get("DEVICE", "cpu"))
+                encoder.encode(["warm up"])
+            scorer = perplexity_scorer() if "perplexity" in chosen else None
+            if scorer is not None:
+                scorer.score(["warm up the model"])
+                scorer.clear_cache()
+            return generator, encoder, scorer
+
+        res = bench_quality.run_pipeline(
+            originals,
+            load=load,
+            filters=chosen,
+            band=band,
+            max_ratio=float(cfg["PERPLEXITY_MAX_RATIO"]),
+            batch_size=int(cfg["GENERATION_BATCH_SIZE"]),
+        )
+        pooled = res.pop("pooled")
+        if opts["pooled_out"]:
+            with open(opts["pooled_out"], "w", encoding="utf-8") as fh:
+                for row in pooled:
+                    fh.write(json.dumps(row, sort_keys=True) + "\n")
+        if opts["compare"]:
+            with open(opts["compare"], encoding="utf-8") as fh:
+                other = {line.strip() for line in fh if line.strip()}
+            mine = {json.dumps(row, sort_keys=True) for row in pooled}
+            res["compare"] = {
+                "both": len(mine & other),
+                "only_here": len(mine - other),
+                "only_there": len(other - mine),
+            }
+        res.update(
+            generator=name,
+            task=task,
+            perplexity_dtype=str(cfg.get("PERPLEXITY_DTYPE", "float32")),
+            torch_threads=_torch_threads(),
+            peak_rss_mb=round(_peak_rss_mb(), 1),
+        )
+        w = self.stdout.write
+        w(
+            f"{name} run pipeline on {res['originals']} originals ({task}; filters {', '.join(chosen) or 'none'}): "
+            f"{res['originals_per_s']} originals/s ({res['originals_per_s_after_loading']} after model loading; "
+            f"{res['cpu_originals_per_s']} per CPU second), {res['candidates']} candidates, "
+            f"{res['pooled_count']} pooled; perplexity LM in {res['perplexity_dtype']}, "
+            f"{res['torch_threads']} torch threads"
+        )
+        w(f"{'stage':<16}{'wall s':>9}{'wall %':>8}{'CPU s':>9}{'CPU %':>8}")
+        for stage, row in res["stages"].items():
+            w(f"{stage:<16}{row['wall_s']:>9.2f}{row['wall_share']:>8.1%}{row['cpu_s']:>9.2f}{row['cpu_share']:>8.1%}")
+        if "compare" in res:
+            c = res["compare"]
+            w(
+                f"pooled vs {opts['compare']}: {c['both']} in both, {c['only_here']} only here, "
+                f"{c['only_there']} only there"
+            )
+        if opts["json"]:
+            w(json.dumps(res))
 
     def _lm_steps(
         self,

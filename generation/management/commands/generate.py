@@ -3,6 +3,9 @@
 Runs a generation job in the foreground with a progress bar, or enqueues it on the
 ``generation`` queue with ``--async`` (prints the run id). ``--resume RUN_ID`` continues
 a run that was interrupted (Ctrl-C, a killed process) from its last committed batch.
+``--list-generators [--project NAME | --task TASK]`` lists every generator and whether it can
+run with the configured models (and why not): the answer the run form and the API give
+(``generation/services/availability.py``); a run of one that cannot run is refused with it.
 """
 
 from __future__ import annotations
@@ -79,8 +82,16 @@ class Command(BaseCommand):
         )
         parser.add_argument("--resume", type=int, metavar="RUN_ID", help="continue an interrupted run")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+        parser.add_argument(
+            "--list-generators",
+            action="store_true",
+            help="list the generators and whether each can run (for --project's task, or --task)",
+        )
+        parser.add_argument("--task", help="with --list-generators: the task (default: the project's, else nli)")
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        if opts["list_generators"]:
+            return self._list(opts)
         if opts["resume"]:
             run = GenerationRun.objects.select_related("job").filter(pk=opts["resume"]).first()
             if run is None:
@@ -118,6 +129,26 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         return self._foreground(run, opts)
 
+    def _list(self, opts: dict[str, Any]) -> None:
+        from generation.services.availability import all_availability
+        from projects.models import TASKS
+
+        task = opts.get("task") or ""
+        if opts.get("project"):
+            project = Project.objects.filter(name=opts["project"]).first()
+            if project is None:
+                raise CommandError(f"no project named {opts['project']!r}")
+            task = task or project.task
+        task = task or "nli"
+        if task not in TASKS:
+            raise CommandError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+        gen_opts = dict(_option_pair(o) for o in opts["option"])
+        self.stdout.write(f"generators for {task} projects:")
+        for a in all_availability(task, gen_opts):
+            where = f" [backend {a.backend}]" if a.backend else ""
+            state = "can run" if a.available else f"cannot run: {a.reason}"
+            self.stdout.write(f"  {a.name}: {state}{where}")
+
     def _foreground(self, run: GenerationRun, opts: dict[str, Any]) -> None:
         from tqdm import tqdm
 
@@ -150,7 +181,17 @@ class Command(BaseCommand):
                         "one at a time; see `manage.py jobs`); Ctrl-C stops waiting"
                     )
 
-            run = run_execute(run_id=run.pk, on_progress=progress, resume=bool(opts.get("resume")), on_wait=waiting)
+            def phase(name: str, message: str) -> None:
+                if not opts.get("no_progress"):
+                    self.stderr.write(f"{name}: {message}" if message else name)
+
+            run = run_execute(
+                run_id=run.pk,
+                on_progress=progress,
+                resume=bool(opts.get("resume")),
+                on_wait=waiting,
+                on_phase=phase,
+            )
         except KeyboardInterrupt:
             raise CommandError(f"interrupted; continue with: manage.py generate --resume {run.pk}") from None
         finally:
