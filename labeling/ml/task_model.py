@@ -145,14 +145,14 @@ def stratified_split(y: Sequence[str], share: float, cap: int, seed: int) -> tup
     if share <= 0:
         return list(range(len(y))), []
     rng = np.random.default_rng(seed)
-    n_held = min(cap, int(round(share * len(y))))
+    n_held = min(cap, round(share * len(y)))
     held: list[int] = []
     labels = sorted(set(y))
     for lab in labels:
         idx = [i for i, v in enumerate(y) if v == lab]
         if len(idx) < 2:
             continue
-        k = max(1, int(round(n_held * len(idx) / len(y))))
+        k = max(1, round(n_held * len(idx) / len(y)))
         held.extend(int(i) for i in rng.choice(idx, size=min(k, len(idx) - 1), replace=False))
     held_set = set(held)
     return [i for i in range(len(y)) if i not in held_set], sorted(held)
@@ -275,7 +275,9 @@ def train_task_model(
     sched = get_linear_schedule_with_warmup(opt, int(config.warmup * total), total)
     enc = _Encoder(model, tokenizer, config.fields, config.max_length, dev)
 
-    start_epoch, start_step, history, best = 0, 0, [], {"epoch": -1, "held_out": -1.0}
+    start_epoch, start_step = 0, 0
+    history: list[dict[str, Any]] = []
+    best: dict[str, Any] = {"epoch": -1, "held_out": -1.0}
     if (ckpt_dir / "state.pt").is_file():
         state = torch.load(ckpt_dir / "state.pt", map_location=dev, weights_only=False)
         model.load_state_dict(state["model"])
@@ -362,7 +364,7 @@ def train_task_model(
         save_checkpoint(epoch + 1, 0)
 
     best_dir = work / "best"
-    final = history[best["epoch"] - 1] if history else {}
+    final = history[int(best["epoch"]) - 1] if history else {}
     meta = {
         "base": str(base),
         "base_identity": base_identity(base),

@@ -45,7 +45,15 @@ def _data(n=24):
 
 
 def _cfg(**kw):
-    base = dict(labels=LABELS, fields=FIELDS, epochs=2, max_length=16, batch_size=4, learning_rate=1e-2, held_out=0.25)
+    base = {
+        "labels": LABELS,
+        "fields": FIELDS,
+        "epochs": 2,
+        "max_length": 16,
+        "batch_size": 4,
+        "learning_rate": 1e-2,
+        "held_out": 0.25,
+    }
     base.update(kw)
     return TM.TaskModelConfig(**base)
 
@@ -110,7 +118,7 @@ def test_cancel_saves_a_checkpoint_and_a_new_run_resumes_to_the_same_model(base,
     assert TM.find_cached(base, recs, y, cfg, tmp_path / "run") is None
     seen = []
     res = TM.train_task_model(base, recs, y, cfg, tmp_path / "run", progress=seen.append)
-    assert res.trained and [e["step"] for e in seen if "loss" in e][0] == 8  # resumed, not restarted
+    assert res.trained and next(e["step"] for e in seen if "loss" in e) == 8  # resumed, not restarted
     p = TM.load_task_model(res.path).predict_proba(recs)
     assert np.allclose(p, ref_p, atol=1e-5)
 
@@ -130,7 +138,7 @@ def test_resume_after_a_kill_from_a_mid_epoch_checkpoint(base, tmp_path):
         TM.train_task_model(base, recs, y, cfg, tmp_path / "run", progress=die)
     seen = []
     TM.train_task_model(base, recs, y, cfg, tmp_path / "run", progress=seen.append)
-    assert [e["step"] for e in seen if "loss" in e][0] == 3
+    assert next(e["step"] for e in seen if "loss" in e) == 3
 
 
 def test_refuses_unknown_labels_and_a_missing_base(base, tmp_path):
