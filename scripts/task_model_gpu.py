@@ -110,7 +110,7 @@ def train(args: argparse.Namespace) -> None:
     evals = {k: (v[0], v[1]) for k, v in D["evals"].items()}
     device = "cuda" if torch.cuda.is_available() else "cpu"
     print("device", device, torch.cuda.get_device_name(0) if device == "cuda" else "", flush=True)
-    runs = []
+    runs: list[dict] = []
     for spec in args.runs.split(","):
         epochs, lr, batch = spec.split(":")
         if runs and time.monotonic() - t_all > args.budget_s:

@@ -8,7 +8,6 @@ Every set is ``(records, labels)`` with records ``{"premise": …, "hypothesis":
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 
 from projects.formats import OriginalRecord, PairRecord, read
 
@@ -84,7 +83,5 @@ def bench_sets(shared_data: str, *, max_public: int = 0) -> tuple[LabelledSet, d
     return concat(public, train_orig, train_revs), evals
 
 
-def sizes(sets: dict[str, LabelledSet] | Sequence[LabelledSet]) -> dict[str, int] | list[int]:
-    if isinstance(sets, dict):
-        return {k: len(v[1]) for k, v in sets.items()}
-    return [len(v[1]) for v in sets]
+def sizes(sets: dict[str, LabelledSet]) -> dict[str, int]:
+    return {k: len(v[1]) for k, v in sets.items()}
