@@ -96,7 +96,8 @@ def test_cad_pairs_import_as_task_data_and_bad_input_is_refused(tmp_path):
         "sentence1\tsentence2\tgold_label\na man runs\ta man moves\tentailment\n"
     )
     (cad / "revised_premise" / "train.tsv").write_text(
-        "sentence1\tsentence2\tgold_label\na man sleeps\ta man moves\tcontradiction\na man walks\ta man moves\tentailment\n"
+        "sentence1\tsentence2\tgold_label\n"
+        "a man sleeps\ta man moves\tcontradiction\na man walks\ta man moves\tentailment\n"
     )
     (cad / "revised_hypothesis" / "train.tsv").write_text(
         "sentence1\tsentence2\tgold_label\na man runs\ta man sleeps\tcontradiction\na man runs\ta dog moves\tneutral\n"
