@@ -18,7 +18,7 @@ from projects.selectors import project_counts
 from projects.services.exports import data_export
 from projects.services.jobs import JobContext, job_create, job_execute
 from projects.services.projects import project_create
-from tests.annotate.factories import annotator, researcher
+from tests.annotate.factories import annotator, login, researcher
 
 from ._tiny_bert import save_tiny_bert
 from .test_services import make_project
@@ -197,3 +197,26 @@ def test_api_202_400_403_409(tmp_path, django_capture_on_commit_callbacks):
     body = api.get(url).json()
     assert body["job"] is None and body["model"]["n_train"] + body["model"]["n_held_out"] == 6
     assert body["task_training_data"] == {"entailment": 2, "neutral": 2, "contradiction": 2}
+
+
+def test_the_project_page_section_trains_shows_and_cancels(tmp_path, django_capture_on_commit_callbacks):
+    project = project_create(name="page", task="nli")
+    c = login(researcher())
+    url = f"/labeling/projects/{project.pk}/task-model/"
+    r = c.get(url)
+    assert r.status_code == 200 and b"No task model trained yet" in r.content and b"none imported" in r.content
+    assert login(annotator(project)).get(url).status_code == 403
+    r = c.post(url + "train/", {"epochs": "1"})
+    assert r.status_code == 400 and b"too little labelled data" in r.content
+    assert c.post(url + "train/", {"epochs": "99"}).status_code == 400
+    assert c.post(url + "cancel/").status_code == 409
+    T.task_data_import(project=project, format="labelled-jsonl", paths=[_task_file(tmp_path)])
+    with django_capture_on_commit_callbacks(execute=True):
+        r = c.post(url + "train/", {"epochs": "1", "base": "minilm"})
+    assert r.status_code == 200 and b"Training the task model queued" in r.content
+    r = c.get(url)
+    assert b"held-out accuracy" in r.content and b"entailment 2" in r.content
+    busy = job_create(kind="task_model", project=project)
+    assert c.post(url + "train/", {}).status_code == 409
+    r = c.post(url + "cancel/")
+    assert r.status_code == 200 and Job.objects.get(pk=busy.pk).status == "cancelled"
