@@ -313,11 +313,11 @@ def task_model_start(
         raise ValidationError("max examples must be 0 (all) or more")
     if Job.objects.filter(project=project, kind="task_model", status__in=JOB_ACTIVE).exists():
         raise TaskModelBusy("a task model is already being trained for this project")
-    _, ys, _ = task_training_set(project=project, max_examples=max_examples)
-    if len(set(ys)) < 2 or len(ys) < 4:
+    ys = _label_counts(project)  # cheap counts in the request; the job builds the set itself
+    if len(ys) < 2 or sum(ys.values()) < 4:
         raise ValidationError(
-            f"too little labelled data to train the task model ({len(ys)} examples): label originals "
-            "or import task training data first"
+            f"too little labelled data to train the task model ({sum(ys.values())} examples): label "
+            "originals or import task training data first"
         )
     return job_start(
         kind="task_model",
@@ -325,6 +325,23 @@ def task_model_start(
         created_by=created_by,
         params={"base": base, "epochs": epochs, "max_examples": max_examples},
     )
+
+
+def _label_counts(project: Project) -> dict[str, int]:
+    """Labelled examples per label: originals, human-labelled counterfactuals, task training data."""
+    from collections import Counter
+
+    from django.db.models import Count
+
+    counts: Counter[str] = Counter(task_data_counts(project=project))
+    for r in Example.objects.filter(project=project, label__isnull=False).values("label__name").annotate(n=Count("id")):
+        counts[r["label__name"]] += int(r["n"])
+    human = Candidate.objects.filter(
+        project=project, state=states.HUMAN_LABELED, label_source__in=HUMAN_SOURCES, label__isnull=False
+    )
+    for r in human.values("label__name").annotate(n=Count("id")):
+        counts[r["label__name"]] += int(r["n"])
+    return {k: v for k, v in counts.items() if v}
 
 
 def task_model_job(job: Job, ctx: JobContext) -> dict[str, Any]:
