@@ -225,17 +225,29 @@ def resolve_base(base: str) -> str:
     return base
 
 
-def _eval_sets(project: Project) -> dict[str, tuple[list[dict[str, str]], list[str]]]:
-    """CAD-NLI dev originals and revisions when the task is NLI and the shared data is at hand."""
-    if project.task != "nli" or list(project.text_fields) != ["premise", "hypothesis"]:
-        return {}
+def _eval_sets(
+    project: Project, training: list[dict[str, str]]
+) -> tuple[dict[str, tuple[list[dict[str, str]], list[str]]], int]:
+    """CAD-NLI dev originals and revisions when the task is NLI and the shared data is at hand,
+    less every example whose text f trains on (a project made of CAD-NLI dev would otherwise
+    score f on its own training data); with how many were left out."""
+    fields = list(project.text_fields)
+    if project.task != "nli" or fields != ["premise", "hypothesis"]:
+        return {}, 0
     cad = os.path.join(str(settings.COUNTERPART["SHARED_DATA_DIR"]), "cad")
     if not os.path.isfile(os.path.join(cad, "NLI", "original", "dev.tsv")):
-        return {}
+        return {}, 0
     from labeling.ml.task_bench import cad_nli
 
-    orig, revs = cad_nli(cad, "dev")
-    return {"cad_dev_originals": orig, "cad_dev_revisions": revs}
+    seen = {text_hash(r, fields) for r in training}
+    out: dict[str, tuple[list[dict[str, str]], list[str]]] = {}
+    excluded = 0
+    for name, (recs, ys) in zip(("cad_dev_originals", "cad_dev_revisions"), cad_nli(cad, "dev"), strict=True):
+        keep = [i for i, r in enumerate(recs) if text_hash(r, fields) not in seen]
+        excluded += len(recs) - len(keep)
+        if keep:
+            out[name] = ([recs[i] for i in keep], [ys[i] for i in keep])
+    return out, excluded
 
 
 def _config(project: Project, epochs: int, **kw: Any) -> TM.TaskModelConfig:
@@ -265,6 +277,8 @@ def task_model_train(
             f"too little labelled data to train the task model ({len(ys)} examples): label originals "
             "or import task training data first"
         )
+    evals, excluded = _eval_sets(project, recs)
+    info["eval_excluded"] = excluded  # CAD-NLI dev examples left out of f's dev figures: f trains on them
     res = TM.train_task_model(
         base_path,
         recs,
@@ -274,7 +288,7 @@ def task_model_train(
         device=str(settings.COUNTERPART.get("DEVICE") or "") or None,
         progress=progress,
         cancel=cancel,
-        eval_sets=_eval_sets(project),
+        eval_sets=evals,
         extra_meta={"training_set": info},
     )
     meta = res.meta

@@ -93,3 +93,20 @@ def test_bench_task_model_trains_on_train_only_and_scores_the_dev_sets(tmp_path,
     probe = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert probe["probe_steps"] == 3 and probe["steps_per_s"] > 0 and probe["steps_per_epoch"] == 4
     assert probe["estimated_total_s"] == pytest.approx(4 / probe["steps_per_s"], abs=0.1)
+
+
+def test_cad_dev_figures_leave_out_what_f_trains_on(tmp_path, settings):
+    from labeling import task_training as T
+
+    shared = _mini_shared(tmp_path / "shared")
+    settings.COUNTERPART = {**settings.COUNTERPART, "SHARED_DATA_DIR": str(shared)}
+    project = project_create(name="dev-pool", task="nli")
+    label = project.labels.get(name=TEXTS[0][2])
+    # the project's pool holds a CAD-NLI dev original, labelled: f trains on it
+    Example.objects.create(
+        project=project, external_id="o1", fields={"premise": TEXTS[0][0], "hypothesis": TEXTS[0][1]}, label=label
+    )
+    T.task_data_import(project=project, format="labelled-jsonl", paths=[_task_file(tmp_path, _many(12))])
+    m = T.task_model_train(project=project, epochs=1, options={"batch_size": 8})
+    assert m.metrics["training_set"]["eval_excluded"] == 1
+    assert set(m.metrics["eval"]) == {"cad_dev_originals", "cad_dev_revisions"}  # scored on the other original
