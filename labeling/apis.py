@@ -1,4 +1,5 @@
-"""Labelling REST API (researchers): train h, auto-label, start an augmentation evaluation. Thin: parse, call one
+"""Labelling REST API (researchers): train h, auto-label, start an augmentation evaluation,
+train the task model f. Thin: parse, call one
 service, render the job as ``/api/v1/jobs/{id}/`` does. Errors: 400 bad input (field
 messages), 403 role, 404 unknown project, 503 broker unreachable."""
 
@@ -19,6 +20,15 @@ from labeling.ml.augmentation import CLASSIFIERS
 from labeling.models import MODES
 from labeling.selectors import warm_start_choices
 from labeling.services import autolabel_start, pairwise_train_start
+from labeling.task_training import (
+    MAX_EPOCHS,
+    TaskModelBusy,
+    task_data_counts,
+    task_model_active_job,
+    task_model_as_dict,
+    task_model_latest,
+    task_model_start,
+)
 from projects.apis import JobOutputSerializer
 from projects.models import Job, Project
 from projects.permissions import IsResearcher
@@ -154,4 +164,60 @@ class AutolabelApi(APIView):
             lambda: autolabel_start(
                 project=project, min_confidence=data.validated_data.get("min_confidence"), created_by=request.user
             )
+        )
+
+
+class TaskModelApi(APIView):
+    """The project's task model f (issue 26). ``POST`` queues its training (job kind
+    ``task_model``): 202 with the job, 400 bad input or too little data, 403 not a researcher,
+    409 one already queued or running, 503 broker unreachable. ``GET``: the active job (if any),
+    the latest model's figures (held-out and CAD-NLI dev accuracy) and the task training data
+    counts."""
+
+    permission_classes = (IsResearcher,)
+
+    @extend_schema_serializer(component_name="TaskModelTrainInput")
+    class InputSerializer(serializers.Serializer):
+        base = serializers.CharField(
+            default="minilm",
+            max_length=1000,
+            help_text="minilm (bundled), mpnet (COUNTERPART_MPNET_PATH) or a local path",
+        )
+        epochs = serializers.IntegerField(default=3, min_value=1, max_value=MAX_EPOCHS)
+        max_examples = serializers.IntegerField(default=0, min_value=0, help_text="cap on task training data (0: all)")
+
+    @extend_schema(
+        summary="Train the task model f (job)",
+        request=InputSerializer,
+        responses={
+            202: JobOutputSerializer,
+            400: OpenApiResponse(description="bad input, or too little labelled data"),
+            409: OpenApiResponse(description="a task model is already being trained"),
+            503: OpenApiResponse(description="task broker unreachable"),
+        },
+    )
+    def post(self, request: Request, project_id: int) -> Response:
+        project = get_object_or_404(Project, pk=project_id)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            return _job_response(
+                lambda: task_model_start(project=project, created_by=request.user, **data.validated_data)
+            )
+        except TaskModelBusy as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+
+    @extend_schema(
+        summary="The task model's status and figures", responses={200: OpenApiResponse(description="status")}
+    )
+    def get(self, request: Request, project_id: int) -> Response:
+        project = get_object_or_404(Project, pk=project_id)
+        job = task_model_active_job(project=project)
+        latest = task_model_latest(project=project)
+        return Response(
+            {
+                "job": job_as_dict(job=job) if job else None,
+                "model": task_model_as_dict(model=latest) if latest else None,
+                "task_training_data": task_data_counts(project=project),
+            }
         )

@@ -16,6 +16,9 @@ class LabelingConfig(AppConfig):
         job_kind_register(name="train", queue="interactive", handler=pairwise_train_job, time_limit=limit)
         job_kind_register(name="autolabel", queue="interactive", handler=autolabel_job, time_limit=limit)
         job_kind_register(name="evaluate", queue="interactive", handler=evaluation_job, time_limit=limit)
+        from labeling.task_training import task_model_job
+
+        job_kind_register(name="task_model", queue="ml", handler=task_model_job, time_limit=limit)
 
         from labeling.selectors import export_manifest, export_provenance
         from projects.services.exports import export_provenance_register

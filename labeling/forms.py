@@ -46,3 +46,20 @@ class AutolabelForm(InputForm):
             return float(raw) if raw else None
         except ValueError:
             raise forms.ValidationError("min confidence must be a number between 0 and 1") from None
+
+
+class TaskModelForm(InputForm):
+    """The task model's training: base (minilm, mpnet or a local path), epochs, a cap on the
+    task training data (0: all). The service checks the base and the data."""
+
+    base = forms.CharField(required=False, max_length=1000, strip=True)
+    epochs = forms.IntegerField(required=False, min_value=1, max_value=20)
+    max_examples = forms.IntegerField(required=False, min_value=0)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        return {
+            "base": data.get("base") or "minilm",
+            "epochs": data.get("epochs") or 3,
+            "max_examples": data.get("max_examples") or 0,
+        }

@@ -81,3 +81,55 @@ class AutolabelRun(models.Model):
                 condition=Q(min_confidence__gte=0) & Q(min_confidence__lte=1), name="autolabel_run_min_conf_0_1"
             ),
         ]
+
+
+class TaskTrainingExample(models.Model):
+    """A labelled example imported only to train the project's task model f (issue 26). Kept
+    apart from the pool: never an Example or a Candidate, so never routed, exported, counted in
+    the aggregates or shown in the data browser. ``text_key`` is the normalised text hash of its
+    fields in the project's field order (``labeling.ml.textkeys.text_hash``)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="task_training_examples")
+    fields = models.JSONField()
+    label = models.CharField(max_length=64)
+    source = models.CharField(max_length=200, blank=True, default="")
+    text_key = models.CharField(max_length=40)
+    batch = models.CharField(max_length=200, blank=True, default="", help_text="the imported file's name")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints: ClassVar[list[models.BaseConstraint]] = [
+            models.UniqueConstraint(fields=["project", "text_key", "label"], name="task_example_unique_text_label"),
+        ]
+        indexes: ClassVar[list[models.Index]] = [models.Index(fields=["project", "text_key"])]
+
+    def __str__(self) -> str:
+        return f"{self.project} task example {self.pk} ({self.label})"
+
+
+class TaskModel(models.Model):
+    """One trained task model f: a Hugging Face folder under ``COUNTERPART["TASK_MODEL_DIR"]``
+    (shared between projects with the same base, data and hyperparameters: the cache key)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="task_models")
+    base = models.CharField(max_length=1000)
+    key = models.CharField(max_length=64)
+    path = models.CharField(max_length=1000)
+    cached = models.BooleanField(default=False, help_text="found in the cache: nothing was trained")
+    n_train = models.PositiveIntegerField(default=0)
+    n_held_out = models.PositiveIntegerField(default=0)
+    n_stripped = models.PositiveIntegerField(default=0, help_text="task training examples left out: pool overlap")
+    held_out_accuracy = models.FloatField(null=True, blank=True)
+    metrics = models.JSONField(default=dict, blank=True)
+    seconds = models.FloatField(default=0.0)
+    device = models.CharField(max_length=32, blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering: ClassVar[list[str]] = ["project_id", "-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.project} task model {self.key}"

@@ -1,5 +1,6 @@
 """Labelling pages: the flip-rate section of the project page (loaded with hx-get), and the
-buttons that queue training of h and auto-labelling as jobs. Thin: parse, call one service,
+buttons that queue training of h and auto-labelling as jobs; the task-model section (train f,
+its progress and ETA, cancel, its figures). Thin: parse, call one service,
 render the section with the job's progress fragment in it. (The augmentation-evaluation
 section is a researcher's cross-app page: ``workspace/evaluation/``.)"""
 
@@ -12,13 +13,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
-from labeling import services
-from labeling.forms import AutolabelForm, TrainForm
+from labeling import services, task_training
+from labeling.forms import AutolabelForm, TaskModelForm, TrainForm
 from labeling.selectors import flip_rates_for, warm_start_options
 from projects.models import Project
 from projects.permissions import researcher_required
 from projects.selectors import job_latest, job_progress
-from projects.services.jobs import BrokerUnavailable
+from projects.services.jobs import BrokerUnavailable, job_cancel
 
 
 @researcher_required
@@ -89,3 +90,62 @@ def autolabel_start(request: HttpRequest, pk: int) -> HttpResponse:
     except BrokerUnavailable as exc:
         return _fragment(request, project, error=str(exc), status=503)
     return _fragment(request, project, message=f"Auto-labelling queued (job {job.pk}).")
+
+
+# -- the task model f (issue 26) -----------------------------------------------------------
+
+
+def _task_model_fragment(
+    request: HttpRequest, project: Project, *, message: str = "", error: str = "", status: int = 200
+) -> HttpResponse:
+    job = job_latest(project=project, kind="task_model")
+    context: dict[str, Any] = {
+        "project": project,
+        "message": message,
+        "error": error,
+        "job": job,
+        "progress": job_progress(job=job) if job else None,
+        "model": task_training.task_model_latest(project=project),
+        "counts": task_training.task_data_counts(project=project),
+        "max_epochs": task_training.MAX_EPOCHS,
+    }
+    return render(request, "labeling/_task_model.html", context, status=status)
+
+
+@researcher_required
+@require_GET
+def task_model_section(request: HttpRequest, pk: int) -> HttpResponse:
+    return _task_model_fragment(request, get_object_or_404(Project, pk=pk))
+
+
+@researcher_required
+@require_POST
+def task_model_start(request: HttpRequest, pk: int) -> HttpResponse:
+    """Queue training of the task model (a ``task_model`` job)."""
+    project = get_object_or_404(Project, pk=pk)
+    form = TaskModelForm(request.POST)
+    if not form.is_valid():
+        return _task_model_fragment(request, project, error=form.error_text(), status=400)
+    try:
+        job = task_training.task_model_start(project=project, created_by=request.user, **form.cleaned_data)
+    except ValidationError as exc:
+        return _task_model_fragment(request, project, error=" ".join(exc.messages), status=400)
+    except task_training.TaskModelBusy as exc:
+        return _task_model_fragment(request, project, error=str(exc), status=409)
+    except BrokerUnavailable as exc:
+        return _task_model_fragment(request, project, error=str(exc), status=503)
+    return _task_model_fragment(request, project, message=f"Training the task model queued (job {job.pk}).")
+
+
+@researcher_required
+@require_POST
+def task_model_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    """Ask the running task-model job to stop (it saves a checkpoint; training again resumes)."""
+    project = get_object_or_404(Project, pk=pk)
+    job = task_training.task_model_active_job(project=project)
+    if job is None:
+        return _task_model_fragment(request, project, error="no task model is being trained", status=409)
+    job_cancel(job=job)
+    return _task_model_fragment(
+        request, project, message=f"Cancelling job {job.pk}; training again resumes from its checkpoint."
+    )

@@ -286,7 +286,7 @@ class LabelOverride(models.Model):
         ]
 
 
-JOB_KINDS = ["generation", "train", "autolabel", "route", "export", "evaluate", "import"]
+JOB_KINDS = ["generation", "train", "autolabel", "route", "export", "evaluate", "import", "task_model"]
 JOB_STATUSES = ["queued", "running", "succeeded", "failed", "cancelled"]
 JOB_ACTIVE = ("queued", "running")
 JOB_FINISHED = ("succeeded", "failed", "cancelled")

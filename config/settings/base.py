@@ -261,6 +261,8 @@ class CounterpartSettings(TypedDict):
     MINILM_PATH: str
     EMBEDDING_CACHE_DIR: str
     MODEL_DIR: str
+    TASK_MODEL_DIR: str
+    MPNET_PATH: str
     BASE_CLASSIFIER_PATH: str
     MLM_PATH: str
     SEQ2SEQ_PATH: str
@@ -331,6 +333,10 @@ COUNTERPART: CounterpartSettings = {
     "EMBEDDING_CACHE_DIR": env("COUNTERPART_EMBEDDING_CACHE", str(VAR_DIR / "embeddings")),
     "MODEL_DIR": env("COUNTERPART_MODEL_DIR", str(VAR_DIR / "models")),
     "BASE_CLASSIFIER_PATH": env("COUNTERPART_BASE_CLASSIFIER_PATH", ""),
+    # The task model f (docs/labelling.md, "Task model"): trained folders, keyed by a hash of
+    # base, data and hyperparameters; all-mpnet-base-v2's folder (joined from its PyPI parts)
+    "TASK_MODEL_DIR": env("COUNTERPART_TASK_MODEL_DIR", str(VAR_DIR / "task-models")),
+    "MPNET_PATH": env("COUNTERPART_MPNET_PATH", ""),
     "MLM_PATH": env("COUNTERPART_MLM_PATH", ""),
     "SEQ2SEQ_PATH": env("COUNTERPART_SEQ2SEQ_PATH", ""),
     "CAUSAL_LM_PATH": env("COUNTERPART_CAUSAL_LM_PATH", ""),

@@ -14,6 +14,8 @@ Formats (``FORMATS``):
 - ``csv``: pairs or originals with a header. See :mod:`.tabular`.
 - ``coco-captions``: ``<imageid>_<n> \\t caption`` -> ``OriginalRecord``\\ s. See :mod:`.coco`.
 - ``coco-cf``: COCO-Counterfactuals ``metadata.jsonl`` + an image folder -> ``PairRecord``\\ s.
+- ``labelled-jsonl``: flat labelled examples (``{"premise", "hypothesis", "label", …}`` a line)
+  -> ``OriginalRecord``\\ s. See :mod:`.labelled`.
 
 A row that cannot be read is yielded as a :class:`Problem` (``file:line: what is wrong``) and
 reading goes on; an input that cannot be read at all raises :class:`FormatError` before
@@ -26,7 +28,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from projects.formats import cad, coco, pairs, tabular
+from projects.formats import cad, coco, labelled, pairs, tabular
 from projects.formats.coco import write_cf as write_coco_cf
 from projects.formats.hf import write_hf_datasets
 from projects.formats.images import DEFAULT_MAX_IMAGE_PIXELS
@@ -43,7 +45,7 @@ from projects.formats.reading import (
 from projects.formats.records import OriginalRecord, PairRecord, Problem, Record
 from projects.formats.tabular import write_csv
 
-FORMATS = ["cad-nli", "cad-sentiment", "pairs-jsonl", "csv", "coco-captions", "coco-cf"]
+FORMATS = ["cad-nli", "cad-sentiment", "pairs-jsonl", "csv", "coco-captions", "coco-cf", "labelled-jsonl"]
 
 # The task each data-set-specific format belongs to (generic formats take any task).
 FORMAT_TASKS = {
@@ -142,6 +144,8 @@ def read(
         return pairs.read_pairs_jsonl(paths, **kwargs)
     if format == "csv":
         return tabular.read_csv(paths, **kwargs)
+    if format == "labelled-jsonl":
+        return labelled.read_labelled_jsonl(paths, **kwargs)
     if format == "coco-captions":
         return coco.read_captions(paths, **kwargs)
     return coco.read_cf(paths, **kwargs)

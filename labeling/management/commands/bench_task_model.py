@@ -1,0 +1,185 @@
+"""``python manage.py bench_task_model [--base minilm|mpnet|PATH] [--epochs N] [--max-public N]
+[--model PATH] [--probe-steps N] [--json]``
+
+The task model f (issue 26) measured where it matters: trained (or found in the cache,
+``COUNTERPART_TASK_MODEL_DIR``) on nli-public ``train.jsonl`` plus CAD-NLI **train** originals and
+revisions only — never CAD dev —, then scored on CAD-NLI dev originals, CAD-NLI dev revisions
+and the generated-gold dev set (``generated-gold/cad-nli-dev-rules.jsonl``: all candidates and
+the valid ones). Prints a table, or with ``--json`` one JSON object as the last stdout line
+(docs/labelling.md, "Task model"). ``--model PATH`` scores a folder trained elsewhere (a GPU)
+and says whether its recorded data hash is this benchmark's training set. ``--probe-steps N``
+trains N steps only and extrapolates the full training time (a CPU estimate).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from labeling.ml import task_bench as B
+from labeling.ml import task_model as TM
+from labeling.ml.metrics import macro_f1
+from labeling.task_training import resolve_base
+
+EVAL_NAMES = {
+    "cad_dev_originals": "cad-nli:dev/original",
+    "cad_dev_revisions": "cad-nli:dev/counterfactual",
+    "gold_rules_all": "generated-gold:cad-nli-dev-rules",
+    "gold_rules_valid": "generated-gold:cad-nli-dev-rules/valid",
+}
+
+
+class Command(BaseCommand):
+    help = "Train (or load) the task model f on nli-public + CAD-NLI train; score it on CAD-NLI dev and generated gold."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--shared", default="", help="the shared data folder (default COUNTERPART_SHARED_DATA)")
+        parser.add_argument("--base", default="minilm", help="minilm, mpnet or a local model folder")
+        parser.add_argument("--epochs", type=int, default=3)
+        parser.add_argument("--batch-size", type=int, default=32)
+        parser.add_argument("--learning-rate", type=float, default=5e-5)
+        parser.add_argument("--max-length", type=int, default=128)
+        parser.add_argument("--max-public", type=int, default=0, help="first N nli-public pairs (0: all)")
+        parser.add_argument("--model", default="", help="score this trained folder instead of training")
+        parser.add_argument("--probe-steps", type=int, default=0, help="train N steps only; extrapolate the time")
+        parser.add_argument("--json", action="store_true")
+
+    def handle(self, *args: Any, **o: Any) -> None:
+        t0 = time.monotonic()
+        shared = o["shared"] or str(settings.COUNTERPART["SHARED_DATA_DIR"])
+        try:
+            train, evals = B.bench_sets(shared, max_public=o["max_public"])
+        except (OSError, ValueError) as exc:  # a missing or unreadable data file (FormatError is a ValueError)
+            raise CommandError(f"cannot read the benchmark data under {shared}: {exc}") from None
+        cfg = TM.TaskModelConfig(
+            labels=B.LABELS,
+            fields=B.FIELDS,
+            epochs=o["epochs"],
+            batch_size=o["batch_size"],
+            learning_rate=o["learning_rate"],
+            max_length=o["max_length"],
+        )
+        device = str(settings.COUNTERPART.get("DEVICE") or "") or None
+        out: dict[str, Any] = {"task": "nli", "n_train": len(train[1]), "data_hash": TM.data_hash(*train, B.FIELDS)}
+        if o["model"]:
+            path = Path(o["model"])
+            meta = json.loads((path / TM.META_FILE).read_text()) if (path / TM.META_FILE).is_file() else {}
+            out.update(
+                model=str(path),
+                cached=True,
+                trained_on_this_data=meta.get("data_hash") == out["data_hash"],
+                base=meta.get("base", ""),
+                epochs=meta.get("epochs"),
+                train_device=meta.get("device", ""),
+                train_seconds=meta.get("train_seconds"),
+                held_out_accuracy=meta.get("held_out_accuracy"),
+            )
+        else:
+            try:
+                base = resolve_base(o["base"])
+            except ValidationError as exc:
+                raise CommandError("; ".join(exc.messages)) from None
+            if o["probe_steps"]:
+                self._probe(base, train, cfg, device, o["probe_steps"], out)
+                return self._print(out, o["json"], t0)
+            last = [0.0]
+
+            def progress(e: dict[str, Any]) -> None:
+                if "loss" in e and time.monotonic() - last[0] > 30:
+                    last[0] = time.monotonic()
+                    eta = e["eta_s"] or 0
+                    sys.stderr.write(f"step {e['step']}/{e['total']}, loss {e['loss']:.3f}, about {eta:.0f} s left\n")
+                elif "epoch_done" in e:
+                    sys.stderr.write(f"epoch {json.dumps(e['epoch_done'])}\n")
+
+            res = TM.train_task_model(
+                base, *train, cfg, settings.COUNTERPART["TASK_MODEL_DIR"], device=device, progress=progress
+            )
+            path = res.path
+            out.update(
+                model=str(path),
+                cached=not res.trained,
+                trained_on_this_data=True,
+                base=o["base"],
+                epochs=o["epochs"],
+                train_device=res.meta.get("device", ""),
+                train_seconds=res.meta.get("train_seconds"),
+                held_out_accuracy=res.meta.get("held_out_accuracy"),
+            )
+        f = TM.load_task_model(path, labels=B.LABELS, fields=B.FIELDS, device=device)
+        out["device"] = f.device
+        scores: dict[str, Any] = {}
+        for key, (recs, ys) in evals.items():
+            t = time.monotonic()
+            p = f.predict_proba(recs)
+            gold = np.array([B.LABELS.index(y) for y in ys])
+            pred = p.argmax(axis=1)
+            scores[EVAL_NAMES[key]] = {
+                "n": len(ys),
+                "accuracy": round(float((pred == gold).mean()), 4),
+                "macro_f1": round(float(macro_f1(gold, pred, len(B.LABELS))), 4),
+                "seconds": round(time.monotonic() - t, 1),
+            }
+        out["eval"] = scores
+        self._print(out, o["json"], t0)
+
+    def _probe(
+        self, base: str, train: B.LabelledSet, cfg: TM.TaskModelConfig, device: str | None, n: int, out: dict[str, Any]
+    ) -> None:
+        """Train ``n`` steps in a scratch folder, time them (the first step, which loads the
+        model, is left out of the rate) and extrapolate one epoch and the whole run."""
+        import tempfile
+
+        seen: list[float] = []
+
+        def progress(e: dict[str, Any]) -> None:
+            if "loss" in e:
+                seen.append(time.monotonic())
+                out["total_steps"] = e["total"]
+
+        scratch = tempfile.mkdtemp(prefix="task-model-probe-")
+        try:
+            TM.train_task_model(
+                base, *train, cfg, scratch, device=device, progress=progress, cancel=lambda: len(seen) >= n
+            )
+        except TM.TaskModelCancelled:
+            pass
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        if len(seen) < 2:
+            raise CommandError("too few steps to measure; raise --probe-steps")
+        rate = (len(seen) - 1) / (seen[-1] - seen[0])
+        total = int(out["total_steps"])
+        per_epoch = total // cfg.epochs
+        out.update(
+            probe_steps=len(seen),
+            steps_per_s=round(rate, 3),
+            examples_per_s=round(rate * cfg.batch_size, 1),
+            batch_size=cfg.batch_size,
+            epochs=cfg.epochs,
+            steps_per_epoch=per_epoch,
+            estimated_epoch_s=round(per_epoch / rate, 1),
+            estimated_total_s=round(total / rate, 1),
+            examples_in_60_min=int(rate * 3600 * cfg.batch_size),
+            device=device or TM.resolve_device(None),
+        )
+
+    def _print(self, out: dict[str, Any], as_json: bool, t0: float) -> None:
+        out["seconds"] = round(time.monotonic() - t0, 1)
+        if as_json:
+            self.stdout.write(json.dumps(out))
+            return
+        for k, v in out.items():
+            if k != "eval":
+                self.stdout.write(f"{k}: {v}")
+        for name, s in out.get("eval", {}).items():
+            self.stdout.write(f"{name:45s} n={s['n']:4d}  accuracy {s['accuracy']:.3f}  macro-F1 {s['macro_f1']:.3f}")

@@ -1,0 +1,87 @@
+"""The data of ``bench_task_model`` (issue 26): f trained on nli-public plus CAD-NLI **train**
+only, scored on CAD-NLI dev originals, CAD-NLI dev revisions and the generated-gold dev set.
+No Django (the files are read through :mod:`projects.formats`, which is pure Python).
+
+Every set is ``(records, labels)`` with records ``{"premise": …, "hypothesis": …}``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from projects.formats import OriginalRecord, PairRecord, read
+
+FIELDS = ("premise", "hypothesis")
+LABELS = ("entailment", "neutral", "contradiction")
+LabelledSet = tuple[list[dict[str, str]], list[str]]
+
+
+def cad_nli(cad_dir: str, split: str) -> tuple[LabelledSet, LabelledSet]:
+    """(originals, human revisions) of one CAD-NLI split."""
+    orig: LabelledSet = ([], [])
+    revs: LabelledSet = ([], [])
+    for rec in read("cad-nli", [cad_dir], task="nli", split=split):
+        if isinstance(rec, OriginalRecord) and rec.label:
+            orig[0].append({f: rec.fields[f] for f in FIELDS})
+            orig[1].append(rec.label)
+        elif isinstance(rec, PairRecord) and rec.cf_label:
+            revs[0].append({f: rec.cf_fields[f] for f in FIELDS})
+            revs[1].append(rec.cf_label)
+    return orig, revs
+
+
+def generated_gold(path: str) -> tuple[LabelledSet, LabelledSet]:
+    """(all candidates, valid candidates) of a judged ``pairs-jsonl`` file, each with the edited
+    pair's gold label."""
+    every: LabelledSet = ([], [])
+    valid: LabelledSet = ([], [])
+    for rec in read("pairs-jsonl", [path], task="nli"):
+        if isinstance(rec, PairRecord) and rec.cf_label:
+            r = {f: rec.cf_fields[f] for f in FIELDS}
+            every[0].append(r)
+            every[1].append(rec.cf_label)
+            if rec.valid:
+                valid[0].append(r)
+                valid[1].append(rec.cf_label)
+    return every, valid
+
+
+def labelled_jsonl(path: str, max_examples: int = 0) -> LabelledSet:
+    """A ``labelled-jsonl`` file of NLI pairs (``{"premise", "hypothesis", "label", …}`` a line)."""
+    out: LabelledSet = ([], [])
+    for rec in read("labelled-jsonl", [path], task="nli"):
+        if isinstance(rec, OriginalRecord) and rec.label:
+            out[0].append({f: rec.fields[f] for f in FIELDS})
+            out[1].append(rec.label)
+            if max_examples and len(out[1]) >= max_examples:
+                break
+    return out
+
+
+def concat(*sets: LabelledSet) -> LabelledSet:
+    recs: list[dict[str, str]] = []
+    ys: list[str] = []
+    for r, y in sets:
+        recs.extend(r)
+        ys.extend(y)
+    return recs, ys
+
+
+def bench_sets(shared_data: str, *, max_public: int = 0) -> tuple[LabelledSet, dict[str, LabelledSet]]:
+    """(training set, evaluation sets) from the shared data folder (``../shared/data``)."""
+    cad = os.path.join(shared_data, "cad")
+    train_orig, train_revs = cad_nli(cad, "train")
+    dev_orig, dev_revs = cad_nli(cad, "dev")
+    public = labelled_jsonl(os.path.join(shared_data, "nli-public", "train.jsonl"), max_public)
+    gold_all, gold_valid = generated_gold(os.path.join(shared_data, "generated-gold", "cad-nli-dev-rules.jsonl"))
+    evals = {
+        "cad_dev_originals": dev_orig,
+        "cad_dev_revisions": dev_revs,
+        "gold_rules_all": gold_all,
+        "gold_rules_valid": gold_valid,
+    }
+    return concat(public, train_orig, train_revs), evals
+
+
+def sizes(sets: dict[str, LabelledSet]) -> dict[str, int]:
+    return {k: len(v[1]) for k, v in sets.items()}

@@ -1,0 +1,77 @@
+"""``labelled-jsonl``: flat labelled examples, one JSON object per line, e.g. nli-public's
+``{"premise": …, "hypothesis": …, "label": …, "source": …}``. Every key other than ``id``,
+``label``, ``split``, ``source`` and ``meta`` is a text field. ``label`` is required; ``id`` is
+optional (default: ``{file name}-{line}``). Yields :class:`OriginalRecord`\\ s; a row that
+cannot be read is a :class:`Problem` (``file:line``).
+
+Used for task training data (issue 26): examples that train the task model and are kept
+apart from the project's pool.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from projects.formats import reading as r
+from projects.formats.records import OriginalRecord, Problem, Record
+
+RESERVED = ("id", "label", "split", "source", "meta")
+
+
+def read_labelled_jsonl(
+    paths: list[str],
+    *,
+    split: str = "",
+    labels: list[str] | None = None,
+    text_fields: list[str] | None = None,
+    max_line_bytes: int = r.DEFAULT_MAX_LINE_BYTES,
+    label_map: dict[str, str] | None = None,
+    **_: object,
+) -> Iterator[Record]:
+    label_of = r.LabelMap(labels, label_map)
+    for path in paths:
+        if not os.path.isfile(path):
+            raise r.FormatError(f"{path}: file not found")
+        stem = os.path.splitext(os.path.basename(path))[0]
+        for item in r.iter_json_lines(path, max_line_bytes=max_line_bytes):
+            if isinstance(item, Problem):
+                yield item
+                continue
+            lineno, obj = item
+            if not isinstance(obj, dict):
+                yield Problem(path, lineno, f"expected a JSON object, not {type(obj).__name__}")
+                continue
+            fields = {k: v for k, v in obj.items() if k not in RESERVED}
+            if msg := r.check_text_fields(list(fields), text_fields):
+                yield Problem(path, lineno, f"text fields: {msg}")
+                continue
+            if not fields:
+                yield Problem(path, lineno, "no text field")
+                continue
+            bad = next((k for k, v in fields.items() if not isinstance(v, str)), None)
+            if bad is not None:
+                yield Problem(path, lineno, f"{bad} must be a string, not {type(fields[bad]).__name__}")
+                continue
+            if any((msg := r.bad_text(v)) for v in fields.values()):
+                yield Problem(path, lineno, str(msg))
+                continue
+            raw = obj.get("label")
+            if not isinstance(raw, str):
+                yield Problem(path, lineno, "label is missing (task training data must be labelled)")
+                continue
+            try:
+                label = label_of(raw)
+            except ValueError as exc:
+                yield Problem(path, lineno, str(exc))
+                continue
+            raw_meta = obj.get("meta")
+            meta: dict[str, object] = raw_meta if isinstance(raw_meta, dict) else {}
+            yield OriginalRecord(
+                id=str(obj.get("id") or f"{stem}-{lineno}")[: r.MAX_ID],
+                fields=fields,
+                label=label,
+                source=str(obj.get("source") or "")[: r.MAX_SOURCE],
+                split=str(obj.get("split") or split)[: r.MAX_SPLIT],
+                meta=meta,
+            )

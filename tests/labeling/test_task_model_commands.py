@@ -1,0 +1,112 @@
+"""The task model's commands (issue 26): import_task_data, train_task_model, bench_task_model
+(on a miniature shared-data folder; a tiny random BERT stands in for MiniLM)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from labeling.models import TaskModel, TaskTrainingExample
+from projects.models import Example
+from projects.services.projects import project_create
+
+from .test_task_training import TEXTS, _many, _task_file, _tiny  # noqa: F401  (the fixture)
+
+pytestmark = pytest.mark.django_db
+
+
+def test_import_then_train_then_cached(tmp_path, capsys):
+    project_create(name="cmd", task="nli")
+    call_command("import_task_data", _task_file(tmp_path, _many(30)), project="cmd", format="labelled-jsonl")
+    assert "imported 30 task training examples" in capsys.readouterr().out
+    assert TaskTrainingExample.objects.count() == 30 and not Example.objects.exists()
+    call_command("train_task_model", project="cmd", epochs=1, batch_size=8)
+    out = capsys.readouterr()
+    assert "trained in" in out.out and "held-out accuracy" in out.out and "step" in out.err
+    call_command("train_task_model", project="cmd", epochs=1, batch_size=8)
+    assert "found in the cache (nothing trained)" in capsys.readouterr().out
+    assert TaskModel.objects.count() == 2
+    with pytest.raises(CommandError, match="no project"):
+        call_command("train_task_model", project="nope")
+    with pytest.raises(CommandError, match="file not found"):
+        call_command("import_task_data", str(tmp_path / "x.jsonl"), project="cmd", format="labelled-jsonl")
+
+
+def _mini_shared(root):
+    cad = root / "cad" / "NLI"
+    rows = list(TEXTS)
+    for split in ("train", "dev"):
+        for part in ("original", "revised_premise", "revised_hypothesis"):
+            (cad / part).mkdir(parents=True, exist_ok=True)
+        (cad / "original" / f"{split}.tsv").write_text(
+            "sentence1\tsentence2\tgold_label\n" + "".join(f"{p}\t{h}\t{y}\n" for p, h, y in rows[:2])
+        )
+        rp = "".join(f"{p} x\t{h}\tneutral\n{p} y\t{h}\tcontradiction\n" for p, h, _ in rows[:2])
+        rh = "".join(f"{p}\t{h} x\tneutral\n{p}\t{h} y\tentailment\n" for p, h, _ in rows[:2])
+        (cad / "revised_premise" / f"{split}.tsv").write_text("sentence1\tsentence2\tgold_label\n" + rp)
+        (cad / "revised_hypothesis" / f"{split}.tsv").write_text("sentence1\tsentence2\tgold_label\n" + rh)
+    (root / "nli-public").mkdir()
+    _task_file(root / "nli-public", _many(20), name="train.jsonl")
+    (root / "generated-gold").mkdir()
+    gold = {
+        "id": "g1",
+        "original": {
+            "id": "o1",
+            "fields": {"premise": "a man runs", "hypothesis": "a man moves"},
+            "label": "entailment",
+        },
+        "counterfactual": {
+            "fields": {"premise": "a man sleeps", "hypothesis": "a man moves"},
+            "label": "contradiction",
+            "valid": True,
+        },
+    }
+    (root / "generated-gold" / "cad-nli-dev-rules.jsonl").write_text(json.dumps(gold) + "\n")
+    return root
+
+
+def test_bench_task_model_trains_on_train_only_and_scores_the_dev_sets(tmp_path, capsys):
+    shared = _mini_shared(tmp_path / "shared")
+    call_command("bench_task_model", shared=str(shared), epochs=1, batch_size=8, json=True)
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["n_train"] == 20 + 2 + 8 and out["cached"] is False and out["trained_on_this_data"]
+    assert set(out["eval"]) == {
+        "cad-nli:dev/original",
+        "cad-nli:dev/counterfactual",
+        "generated-gold:cad-nli-dev-rules",
+        "generated-gold:cad-nli-dev-rules/valid",
+    }
+    assert (
+        out["eval"]["cad-nli:dev/counterfactual"]["n"] == 8
+        and out["eval"]["generated-gold:cad-nli-dev-rules"]["n"] == 1
+    )
+    # the second time: the cached model, and --model says whether a folder was trained on this data
+    call_command("bench_task_model", shared=str(shared), epochs=1, batch_size=8, json=True)
+    again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert again["cached"] is True and again["model"] == out["model"]
+    call_command("bench_task_model", shared=str(shared), model=out["model"], max_public=5, json=True)
+    other = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert other["trained_on_this_data"] is False
+    call_command("bench_task_model", shared=str(shared), epochs=1, batch_size=8, probe_steps=3, json=True)
+    probe = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert probe["probe_steps"] == 3 and probe["steps_per_s"] > 0 and probe["steps_per_epoch"] == 4
+    assert probe["estimated_total_s"] == pytest.approx(4 / probe["steps_per_s"], abs=0.1)
+
+
+def test_cad_dev_figures_leave_out_what_f_trains_on(tmp_path, settings):
+    from labeling import task_training as T
+
+    shared = _mini_shared(tmp_path / "shared")
+    settings.COUNTERPART = {**settings.COUNTERPART, "SHARED_DATA_DIR": str(shared)}
+    project = project_create(name="dev-pool", task="nli")
+    label = project.labels.get(name=TEXTS[0][2])
+    # the project's pool holds a CAD-NLI dev original, labelled: f trains on it
+    Example.objects.create(
+        project=project, external_id="o1", fields={"premise": TEXTS[0][0], "hypothesis": TEXTS[0][1]}, label=label
+    )
+    T.task_data_import(project=project, format="labelled-jsonl", paths=[_task_file(tmp_path, _many(12))])
+    m = T.task_model_train(project=project, epochs=1, options={"batch_size": 8})
+    assert m.metrics["training_set"]["eval_excluded"] == 1
+    assert set(m.metrics["eval"]) == {"cad_dev_originals", "cad_dev_revisions"}  # scored on the other original
