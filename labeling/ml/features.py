@@ -43,6 +43,7 @@ class Pair:
     y: str
     perturbation: str = ""
     group: str = ""
+    generator: str = ""  # who wrote the counterfactual (``human`` for CAD; h's strata, issue 26)
 
 
 @dataclass
