@@ -190,10 +190,11 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"  {name:14s} accuracy {m['accuracy']:.3f}  macro-F1 {m['macro_f1']:.3f}{ece}{split}{valid}"
             )
-        self.stdout.write(
-            "  budget curve (capc accuracy): "
-            + ", ".join(f"{k}: {v}" for k, v in result["budget_curve"]["capc"].items())
-        )
+        if result["budget_curve"]["capc"]:
+            self.stdout.write(
+                "  budget curve (capc accuracy): "
+                + ", ".join(f"{k}: {v}" for k, v in result["budget_curve"]["capc"].items())
+            )
         if "export" in result:
             e = result["export"]
             self.stdout.write(
