@@ -159,3 +159,48 @@ def test_task_leak_from_the_metadata():
     assert not blind.refused and not blind.known
     flagged = task_leak({"project_data": True}, labelled=labelled, originals=originals, fields=FIELDS)
     assert flagged.refused
+
+
+# -- through the service: train_pairwise --task-model, autolabel reloads it ---------------------
+@pytest.mark.django_db
+def test_train_with_a_task_model_then_autolabel(tmp_path, monkeypatch, settings, capsys):
+    pytest.importorskip("torch")
+    import json
+
+    from django.core.management import call_command
+
+    from labeling import services
+    from projects import states
+    from projects.models import Candidate
+
+    from ._tiny_bert import save_tiny_bert
+    from .conftest import FakeEncoder
+    from .test_services import make_project
+
+    settings.COUNTERPART = {**settings.COUNTERPART, "MODEL_DIR": str(tmp_path / "models")}
+    monkeypatch.setattr(services, "embedder", lambda: FakeEncoder())
+    save_tiny_bert(tmp_path / "f", LABELS)
+    project, _ = make_project(n_pairs=100, n_human=40)
+    model = services.pairwise_train(project=project, mode="capc", task_model=str(tmp_path / "f"))
+    names = [c["name"] for c in model.metrics["candidates"]]
+    assert "f alone (the task model's label for x'), calibrated" in names
+    assert any("metadata lists no training texts" in n for n in model.metrics["notes"])
+    bundle = services.load_model(project, model)
+    assert (bundle.task is not None) == bool(model.metrics["task_model"])
+    run = services.autolabel(project=project, min_confidence=0.0)
+    assert run.considered == 60
+    assert Candidate.objects.filter(project=project, state=states.AUTO_LABELED).count() == run.auto_labeled
+    # a task model whose metadata says it trained on this project's labels: h goes without it
+    (tmp_path / "f" / "counterpart_task_model.json").write_text(json.dumps({"project_data": True}))
+    call_command("train_pairwise", "--project", project.name, "--mode", "pc", "--task-model", str(tmp_path / "f"))
+    out = capsys.readouterr().out
+    assert "note: the task model was trained on 40 of the human-labelled counterfactuals" in out
+    latest = project.pairwise_models.order_by("-version").first()
+    assert latest.metrics["task_model"] == ""
+    assert not any("f alone" in c["name"] for c in latest.metrics["candidates"])
+    # a folder that is not there: a clear error, nothing saved
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError, match="task model directory not found"):
+        services.pairwise_train(project=project, mode="pc", task_model=str(tmp_path / "nope"))
+    assert project.pairwise_models.count() == 2
