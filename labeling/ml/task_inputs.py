@@ -11,7 +11,9 @@ model whose answers on the human-labelled counterfactuals are memorised labels w
 cross-validation trust it far more than it deserves on new candidates, so h does not read such
 a model (and says why). The metadata's ``text_hashes`` (``textkeys.text_hash`` of every
 training record over the task's text fields) decide; metadata that lists no hashes but says
-it trained on a project's own data counts as having seen all of it. Originals are a different
+it trained on a project's own data (a ``project_data`` flag, or ``train_task_model``'s
+``training_set`` counts of a project's originals and human-labelled counterfactuals) counts as
+having seen all of it. Originals are a different
 matter: f sees the same originals at training and at labelling time, so f(x) is the same
 memorised answer on both sides; the overlap with originals is reported, not refused.
 """
@@ -68,7 +70,10 @@ def load_task(path: str, labels: Sequence[str], fields: Sequence[str], device: s
         loader = None
     if loader is None:
         return HFSequenceClassifier(labels, fields, path, device=device)
-    model = loader(path)
+    try:  # the trained task model's loader maps its columns to the labels it is given
+        model = loader(path, labels=list(labels), fields=list(fields), device=device)
+    except TypeError:
+        model = loader(path)
     names = [str(v).casefold() for v in (getattr(model, "labels", None) or labels)]
     wanted = [lab.casefold() for lab in labels]
     if sorted(names) != sorted(wanted):
@@ -127,4 +132,11 @@ def task_leak(
     project_data = meta.get("project_data") or meta.get("includes_project_data")
     if project_data:
         return TaskLeak(len(labelled_l), len(originals_l), True)
+    # ``train_task_model`` records what it trained on (``training_set``: the counts of a
+    # project's labelled originals and human-labelled counterfactuals) but not which texts:
+    # any counterfactual counts as all of them
+    ts = meta.get("training_set")
+    if isinstance(ts, dict):
+        n_cf, n_orig = int(ts.get("counterfactuals") or 0), int(ts.get("originals") or 0)
+        return TaskLeak(len(labelled_l) if n_cf else 0, len(originals_l) if n_orig else 0, True)
     return TaskLeak(0, 0, False)

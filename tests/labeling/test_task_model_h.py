@@ -159,6 +159,12 @@ def test_task_leak_from_the_metadata():
     assert not blind.refused and not blind.known
     flagged = task_leak({"project_data": True}, labelled=labelled, originals=originals, fields=FIELDS)
     assert flagged.refused
+    # train_task_model's metadata: counts of the project's data it trained on, not the texts
+    trained = {"training_set": {"originals": 10, "counterfactuals": 4, "task_data": 500}}
+    assert task_leak(trained, labelled=labelled, originals=originals, fields=FIELDS).refused
+    originals_only = {"training_set": {"originals": 10, "counterfactuals": 0, "task_data": 500}}
+    leak = task_leak(originals_only, labelled=labelled, originals=originals, fields=FIELDS)
+    assert not leak.refused and leak.originals_seen == 10
 
 
 # -- through the service: train_pairwise --task-model, autolabel reloads it ---------------------
