@@ -44,6 +44,10 @@ from labeling.ml.pairwise import (
     check_labels,
 )
 from labeling.ml.siblings import sibling_keys
+from labeling.ml.strata import MIN_STRATUM_LABELS as MIN_STRATUM_LABELS  # re-exported: the dashboard's checks
+from labeling.ml.strata import as_dicts, deciding_stratum, judge_strata, verdict_index
+from labeling.ml.task_inputs import load_task, read_task_meta, task_leak
+from labeling.ml.textkeys import text_hash
 from labeling.ml.validity import MIN_VALID, ValidityPrior
 from labeling.models import MODES, AutolabelRun, PairwiseModel
 from projects import states
@@ -106,17 +110,21 @@ def _human_labelled(project: Project) -> Any:
     return Candidate.objects.filter(project=project, state=states.HUMAN_LABELED, label_source__in=TRAIN_SOURCES)
 
 
-def _training_pairs(project: Project) -> tuple[list[Pair], list[str], int]:
-    rows = _human_labelled(project).values_list("label__name", *PAIR_VALUES).order_by("id")
+def _training_pairs(project: Project, generators: list[str] | None = None) -> tuple[list[Pair], list[str], int]:
+    """The human-labelled pairs, their labels and how many were skipped (no original label);
+    ``generators``, when given, gets each pair's generator (for h's strata)."""
+    rows = _human_labelled(project).values_list("label__name", "generator", *PAIR_VALUES).order_by("id")
     pairs: list[Pair] = []
     ys: list[str] = []
     skipped = 0
-    for y2, *pair in rows.iterator(chunk_size=2000):
+    for y2, generator, *pair in rows.iterator(chunk_size=2000):
         if pair[2] is None or y2 is None:
             skipped += 1  # an original without a label: h needs y
             continue
         pairs.append(candidate_pair(*pair))
         ys.append(y2)
+        if generators is not None:
+            generators.append(generator or "")
     return pairs, ys, skipped
 
 
@@ -158,6 +166,47 @@ def _read_warm(spec: str, project: Project, labels: list[str]) -> tuple[list[Pai
     return data.pairs, data.y_prime
 
 
+def project_text_hashes(project: Project, fields: Sequence[str]) -> set[str]:
+    """The normalised text hash (``textkeys.text_hash``, the evaluation's definition of "the
+    same text") of every original and every candidate of the project."""
+    seen: set[str] = set()
+    for model in (Example, Candidate):
+        for f in model.objects.filter(project=project).values_list("fields", flat=True).iterator(chunk_size=2000):
+            seen.add(text_hash(f or {}, fields))
+    return seen
+
+
+def strip_warm_overlap(
+    spec: str, pairs: list[Pair], ys: list[str], project: Project, fields: Sequence[str]
+) -> tuple[list[Pair], list[str], str]:
+    """The warm-start pairs without those whose original or counterfactual is also a text of
+    the project (its originals or its pool), and a message saying how many went ("" when
+    none). ``ValidationError`` when nothing is left: a warm start made of the project's own
+    texts would only teach h the answers it is cross-validated on (issue 26: a warm start
+    from CAD-NLI dev on a project imported from CAD-NLI dev took h's CV accuracy from 0.730 to
+    0.910 without a word)."""
+    seen = project_text_hashes(project, fields)
+    keep = [
+        i
+        for i, p in enumerate(pairs)
+        if text_hash(p.original, fields) not in seen and text_hash(p.counterfactual, fields) not in seen
+    ]
+    removed = len(pairs) - len(keep)
+    if not removed:
+        return pairs, ys, ""
+    if not keep:
+        raise ValidationError(
+            f"warm start {spec!r}: all {removed} of its pairs share a text with this project's originals or "
+            "candidates (the same data): h would be cross-validated on pairs it was pre-trained on. Choose a "
+            "warm start from other data (e.g. the train split)."
+        )
+    message = (
+        f"warm start {spec!r}: {removed} of its {len(pairs)} pairs share a text with this project's originals or "
+        "candidates and were left out (h is never pre-trained on the pairs it is cross-validated on)"
+    )
+    return [pairs[i] for i in keep], [ys[i] for i in keep], message
+
+
 def _validity_judgements(project: Project) -> tuple[list[str], list[bool]]:
     """(control code, valid) for every candidate someone judged: ``meta.valid`` (imported, or
     annotators' "Unclear / invalid"), and a human label without it (a labelled pair was judged
@@ -173,10 +222,11 @@ def _validity_judgements(project: Project) -> tuple[list[str], list[bool]]:
     return codes, valid
 
 
-def pairwise_training_data(*, project: Project) -> tuple[list[Pair], list[str]]:
+def pairwise_training_data(*, project: Project, generators: list[str] | None = None) -> tuple[list[Pair], list[str]]:
     """The human-labelled pairs h trains on, or ValidationError saying why there are too few
-    (cheap: one query, no model), so a page can refuse before it enqueues training."""
-    pairs, ys, skipped = _training_pairs(project)
+    (cheap: one query, no model), so a page can refuse before it enqueues training.
+    ``generators``, when given, gets each pair's generator."""
+    pairs, ys, skipped = _training_pairs(project, generators)
     try:
         check_labels(ys, _label_names(project), minimum=MIN_LABELS)
     except TooFewLabels as exc:
@@ -286,6 +336,7 @@ def pairwise_train(
     learner: str = "linear",
     created_by: Any = None,
     progress: StepProgress | None = None,
+    task_model: str = "",
 ) -> PairwiseModel:
     """Train h on the project's human labels. Raises ``ValidationError`` (and writes nothing)
     when there are too few labels, a label class has none, or f cannot be trained.
@@ -316,7 +367,9 @@ def pairwise_train(
         pairs, ys, _ = _training_pairs(project)
         return _train_cross_encoder(project, pairs, ys, threshold, created_by, t0)
     step()  # reading
-    pairs, ys = pairwise_training_data(project=project)
+    generators: list[str] = []
+    pairs, ys = pairwise_training_data(project=project, generators=generators)
+    notes: list[str] = []  # what the training report says besides the figures
 
     originals = list(Example.objects.filter(project=project, label__isnull=False).values_list("fields", "label__name"))
     orig_records = [o for o, _ in originals]
@@ -325,6 +378,9 @@ def pairwise_train(
     warm_y: list[str] = []
     if warm_start:
         warm_pairs, warm_y = _read_warm(warm_start, project, labels)
+        warm_pairs, warm_y, overlap = strip_warm_overlap(warm_start, warm_pairs, warm_y, project, fields)
+        if overlap:
+            notes.append(overlap)
         w_orig, w_oy = unique_originals(warm_pairs)
         orig_records, orig_y = orig_records + w_orig, orig_y + w_oy
 
@@ -355,6 +411,21 @@ def pairwise_train(
         except (ValueError, FileNotFoundError) as exc:
             raise ValidationError(f"base classifier: {exc}") from None
         report.step_progress(len(orig_records))
+    task = None
+    if task_model:
+        # the task model (issue 26): h reads it unless it saw the labels h is cross-validated on
+        try:
+            meta = read_task_meta(task_model)
+            leak = task_leak(
+                meta,
+                labelled=[p.counterfactual for p in pairs],
+                originals=[o for o, _ in originals],
+                fields=fields,
+            )
+            task = None if leak.refused else load_task(task_model, labels, fields, settings.COUNTERPART["DEVICE"])
+        except (ValueError, FileNotFoundError) as exc:
+            raise ValidationError(f"task model: {exc}") from None
+        notes.append(leak.message())
     encoder = embedder()
     h = PairwiseClassifier(labels, fields, mode=mode, threshold=threshold)
     warm_cached = False
@@ -381,7 +452,10 @@ def pairwise_train(
         embed=encoder.encode,
         progress=lambda done, total: report.step_progress(done, total),
     )
-    inputs = _with_base(enc, pool, f)
+    try:
+        inputs = _with_base(enc, pool, f).with_task(task, pool)
+    except (ValueError, OSError) as exc:
+        raise ValidationError(f"task model: {exc}") from None
     step()  # fitting h
     train_rows = list(range(len(pairs)))
     try:
@@ -393,13 +467,32 @@ def pairwise_train(
     # what the annotators' "Unclear / invalid" answers say about each control code: autolabel
     # abstains where a candidate is more likely invalid than valid (labeling/ml/validity.py)
     validity = ValidityPrior().fit(*_validity_judgements(project))
-    bundle = LabelingModel(
-        labels, fields, mode, h, base=f, meta={"warm_start": warm_start, "base": base, "validity": asdict(validity)}
-    )
-
     cv: dict[str, Any] = dict(h.cv.as_dict())  # the CV figures plus the feature set's name
     cv["features"] = h.feature_set_name
     cv.update(invariant_baseline(pairs, ys))
+    cv["candidates"] = h.candidates  # each candidate of the CV choice, its CV accuracy, the chosen one
+    # where h earns its labels (labeling/ml/strata.py): per source, generator and control code
+    strata = as_dicts(
+        judge_strata(cv["oof_correct"], cv["invariant_correct"], generators, [p.perturbation for p in pairs])
+    )
+    cv["strata"] = strata
+    cv["task_model"] = task_model if h.uses_task else ""
+    cv["notes"] = notes
+    bundle = LabelingModel(
+        labels,
+        fields,
+        mode,
+        h,
+        base=f,
+        meta={
+            "warm_start": warm_start,
+            "base": base,
+            "validity": asdict(validity),
+            "strata": strata,
+            "task_model": task_model if h.uses_task else "",
+        },
+    )
+    bundle.task = task if h.uses_task else None
     cv["sibling_stage"] = h.sibling_stage is not None
     cv["sibling_context"] = len(context)  # unlabelled siblings the sibling stage saw
     if warm_pairs:
@@ -562,12 +655,16 @@ def autolabel(
         base_qs = base_qs.filter(example_id__gt=run.cursor)
     rows = list(
         base_qs.values_list(
-            "pk", "state", "label_source", "label__name", "example_id", "meta__valid", *PAIR_VALUES
+            "pk", "state", "label_source", "label__name", "example_id", "meta__valid", "generator", *PAIR_VALUES
         ).order_by("example_id", "pk")
     )
     # never a task label for a candidate judged invalid, or more likely invalid than valid
     # for its control code (the model's validity prior; older models have none)
     prior = ValidityPrior(**bundle.meta["validity"]) if "validity" in bundle.meta else None
+    # h abstains on the strata where it did not beat "nothing flips" (labeling/ml/strata.py;
+    # models trained before issue 26 have no strata and label everywhere, as they did)
+    strata = verdict_index(bundle.meta["strata"]) if "strata" in bundle.meta else None
+    held: dict[str, dict[str, Any]] = {}  # deciding stratum -> its verdict and how many it held back
     todo = sum(1 for r in rows if r[1] in AUTOLABEL_FROM)
     if run is None:
         run = AutolabelRun.objects.create(
@@ -582,7 +679,7 @@ def autolabel(
         if not keep:  # every candidate of these originals is labelled already
             continue
         cursor = block[-1][4]
-        pairs = [candidate_pair(*r[6:]) for r in block]
+        pairs = [candidate_pair(*r[7:]) for r in block]
         known = {
             i: r[3]
             for i, r in enumerate(block)
@@ -593,6 +690,13 @@ def autolabel(
         judged_valid = np.asarray([r[5] is not False for r in block])
         if prior is not None:
             judged_valid &= prior.predict([r[-2] or "" for r in block]) >= MIN_VALID
+        if strata is not None:
+            for i, r in enumerate(block):
+                verdict = deciding_stratum(strata, r[6] or "", r[-2] or "")
+                if verdict["abstain"]:
+                    judged_valid[i] = False
+                    key = f"{verdict['kind']}:{verdict['value']}"
+                    held.setdefault(key, {**verdict, "held_back": 0})["held_back"] += 1
         with transaction.atomic():
             labeled, abstained = _autolabel_block(
                 block,
@@ -617,6 +721,9 @@ def autolabel(
     run.seconds = round(run.seconds + time.perf_counter() - t0, 2)
     run.finished = True
     run.save(update_fields=["skipped", "seconds", "finished"])
+    # this attempt's candidates left to humans because h did not earn their stratum (not
+    # stored on the run; the job's result and the command's output carry it)
+    setattr(run, "held_back", sorted(held.values(), key=lambda v: -int(v["held_back"])))  # noqa: B010
     return run
 
 
@@ -673,9 +780,10 @@ def pairwise_train_start(
     warm_start: str = "",
     threshold: float | None = None,
     created_by: Any = None,
+    task_model: str = "",
 ) -> Job:
     """Refuse at once when the labels cannot train h (cheap check), else queue a ``train``
-    job on the ``ml`` queue."""
+    job on the ``ml`` queue (``task_model``: a task model folder h reads, issue 26)."""
     if mode not in MODES:
         raise ValidationError(f"unknown mode {mode!r}; choose pc or capc")
     pairwise_training_data(project=project)
@@ -684,7 +792,7 @@ def pairwise_train_start(
         project=project,
         created_by=created_by,
         total=len(train_steps(mode=mode, warm_start=warm_start)),
-        params={"mode": mode, "warm_start": warm_start, "threshold": threshold},
+        params={"mode": mode, "warm_start": warm_start, "threshold": threshold, "task_model": task_model},
     )
 
 
@@ -710,6 +818,7 @@ def pairwise_train_job(job: Job, ctx: JobContext) -> dict[str, Any]:
             threshold=p.get("threshold"),
             created_by=job.created_by,
             progress=ctx,
+            task_model=p.get("task_model") or "",
         )
     except ValidationError as exc:
         raise JobFailed(" ".join(exc.messages)) from exc
@@ -724,6 +833,8 @@ def pairwise_train_job(job: Job, ctx: JobContext) -> dict[str, Any]:
         "cv_ece": model.cv_ece,
         "threshold": model.threshold,
         "seconds": model.seconds,
+        "features": (model.metrics or {}).get("features", ""),
+        "notes": (model.metrics or {}).get("notes", []),
     }
 
 
@@ -744,4 +855,8 @@ def autolabel_job(job: Job, ctx: JobContext) -> dict[str, Any]:
         "skipped": run.skipped,
         "min_confidence": run.min_confidence,
         "seconds": run.seconds,
+        "held_back": [
+            {"stratum": f"{v['kind']} {v['value']}", "candidates": v["held_back"], "reason": v["reason"]}
+            for v in getattr(run, "held_back", [])
+        ],
     }

@@ -14,6 +14,13 @@ Methods: invariant, trust, w-trust, random-pairs and training-only (``baselines.
 capc+warm (``--warm-start``: h pre-trained on the warm-start pairs, then adapted by stacking),
 capc+active (the humans' pairs chosen by ``active.py`` instead of at random), and the budget
 curve of capc at 5 / 10 / 20 / 50 %.
+
+With a task model (``--task-model``, issue 26): ``f alone`` (the task model's probabilities on
+x', DISCO's teacher), ``capc+f`` (CAPC's lean features plus the task model's block, no other
+candidate) and ``chosen`` (h as the product trains it with the task model: its CV chooses among
+invariant, f alone, the y + task-model recipe, pc and capc; its export abstains on the strata
+where it did not beat "nothing flips", ``strata.py``). The task model never saw the pool (the
+command checks its metadata), so its answers need no cross-fitting.
 """
 
 from __future__ import annotations
@@ -24,15 +31,17 @@ from dataclasses import dataclass
 from typing import NotRequired, TypedDict
 
 import numpy as np
+from numpy.typing import NDArray
 
 from labeling.ml import baselines
 from labeling.ml.active import Index, select_active
 from labeling.ml.base_classifier import BaseClassifier, CrossFitted, Proba, TooFewLabels, make_base_classifier
-from labeling.ml.features import Embed, Pair
+from labeling.ml.features import Embed, FeatureConfig, Pair
 from labeling.ml.metrics import scores
 from labeling.ml.pairs import LabelledPairs, unique_originals
-from labeling.ml.pairwise import PairInputs, PairwiseClassifier, prepare_inputs
+from labeling.ml.pairwise import LEAN, PairInputs, PairwiseClassifier, TaskModel, prepare_inputs
 from labeling.ml.siblings import sibling_keys
+from labeling.ml.strata import deciding_stratum, judge_strata, verdict_index
 from labeling.ml.validity import ValidityPrior, export_shares
 
 CURVE = (0.05, 0.1, 0.2, 0.5)
@@ -55,6 +64,10 @@ class BenchResult(TypedDict):
     # best method (docs/formats.md §3)
     export: NotRequired[dict[str, str | float | None]]
     valid_share: NotRequired[float]
+    # --task-model: each thresholded method's export simulation, and how often h's CV chose
+    # each candidate (over the seeds)
+    exports: NotRequired[dict[str, dict[str, float | None]]]
+    chosen_candidates: NotRequired[dict[str, int]]
 
 
 def _mean(rows: list[dict[str, float]]) -> dict[str, float | None]:
@@ -157,10 +170,14 @@ def fit_h(
     threshold: float,
     warm_model: PairwiseClassifier | None = None,
     keys: Sequence[str] | None = None,
+    configs: tuple[FeatureConfig, ...] | None = None,
 ) -> PairwiseClassifier:
     """h (``pc`` or ``capc``) trained on the pool rows ``train`` with their labels; with
-    ``keys`` (the pool's ``sibling_keys``) its sibling stage too, as the product trains it."""
+    ``keys`` (the pool's ``sibling_keys``) its sibling stage too, as the product trains it;
+    ``configs``: only these feature sets (no other candidate, not even "nothing flips")."""
     h = PairwiseClassifier(list(labels), list(fields), mode=mode, seed=seed, threshold=threshold)
+    if configs is not None:
+        h.configs, h.config, h.invariant_candidate = configs, configs[0], False
     if warm_model is not None:
         h.with_warm(warm_model)
     ys = [y_prime[i] for i in train]
@@ -195,10 +212,15 @@ def run_benchmark(
     log: Callable[[str], None] | None = None,
     split_flips: bool = False,
     siblings: bool = True,
+    task_model: TaskModel | None = None,
+    skip: Sequence[str] = (),
 ) -> BenchResult:
+    """``skip``: methods not to run (e.g. the slow ``random-pairs``, ``training-only``,
+    ``capc+active`` and ``curve``)."""
     t0 = time.perf_counter()
     say = log or (lambda _m: None)
     labels, fields = list(labels), list(fields)
+    curve = () if "curve" in skip else curve
     pool, y_prime = data.pairs, data.y_prime
     n = len(pool)
     yi = np.asarray([labels.index(v) for v in y_prime], dtype=int)
@@ -228,13 +250,27 @@ def run_benchmark(
         )
         say(f"warm start: {len(warm.pairs)} pairs; ready at {time.perf_counter() - t0:.1f}s")
 
+    inputs_t: PairInputs | None = None
+    if task_model is not None:
+        inputs_t = inputs.with_task(task_model, pool)
+        say(f"task model: probabilities ready at {time.perf_counter() - t0:.1f}s")
+    chosen_names: dict[str, int] = {}
+
     results: dict[str, list[dict[str, float]]] = {}
     errors: dict[str, str] = {}
     curve_rows: dict[str, list[float]] = {str(b): [] for b in curve}
 
     def record(
-        name: str, test: Index, proba: Proba, with_ece: bool = True, h: PairwiseClassifier | None = None
+        name: str,
+        test: Index,
+        proba: Proba,
+        with_ece: bool = True,
+        h: PairwiseClassifier | None = None,
+        thresholded: bool = False,
+        abstain: NDArray[np.bool_] | None = None,
     ) -> None:
+        """``thresholded``: coverage and export figures as for an h; ``abstain``: rows of
+        ``test`` it leaves to humans whatever its confidence (its strata)."""
         s = scores(yi[test], proba)
         if not with_ece:
             s.pop("ece")
@@ -245,9 +281,11 @@ def run_benchmark(
         if has_valid:
             v = valid[test]
             s["accuracy_valid"] = float((proba.argmax(1)[v] == yi[test][v]).mean()) if v.any() else float("nan")
-        if h is not None:
+        if h is not None or thresholded:
             conf = proba.max(1)
             ok = conf >= threshold
+            if abstain is not None:
+                ok &= ~abstain
             s["coverage"] = float(ok.mean())
             s["accuracy_confident"] = float((proba.argmax(1)[ok] == yi[test][ok]).mean()) if ok.any() else float("nan")
             if has_valid:
@@ -258,7 +296,7 @@ def run_benchmark(
                     valid=valid,
                     human=human,
                     rest=test,
-                    proba=proba,
+                    proba=proba if abstain is None else np.where(abstain[:, None], 0.0, proba),
                     threshold=threshold,
                     p_valid=prior.predict([codes[i] for i in test]),
                 )
@@ -323,7 +361,48 @@ def run_benchmark(
             )  # a random pairing has no siblings
             record("random-pairs", test, h.predict_proba(inp_r.subset(test)))
 
-        attempt("random-pairs", run_random)
+        if inputs_t is not None:
+            assert task_model is not None and inputs_t.t_c is not None
+            record("f alone", test, inputs_t.t_c[test], thresholded=True)
+            t_inp = inputs_t
+
+            def run_capc_f() -> None:
+                h = fit_h(
+                    "capc",
+                    t_inp,
+                    train,
+                    y_prime,
+                    labels=labels,
+                    fields=fields,
+                    seed=seed,
+                    threshold=threshold,
+                    keys=keys,
+                    configs=(LEAN,),
+                )
+                record("capc+f", test, proba(h, t_inp, train, test), h=h)
+
+            def run_chosen() -> None:
+                h = fit_h_("capc", t_inp, train, seed)
+                chosen_names[h.feature_set_name] = chosen_names.get(h.feature_set_name, 0) + 1
+                assert h.cv is not None
+                inv_ok = [int(pool[i].y == y_prime[i]) for i in train]
+                strata = judge_strata(
+                    h.cv.oof_correct,
+                    inv_ok,
+                    [pool[i].generator for i in train],
+                    [pool[i].perturbation for i in train],
+                )
+                index = verdict_index([vars(v) for v in strata])
+                held = np.asarray(
+                    [bool(deciding_stratum(index, pool[i].generator, pool[i].perturbation)["abstain"]) for i in test]
+                )
+                record("chosen", test, proba(h, t_inp, train, test), h=h, abstain=held)
+
+            attempt("capc+f", run_capc_f)
+            attempt("chosen", run_chosen)
+
+        if "random-pairs" not in skip:
+            attempt("random-pairs", run_random)
 
         def run_training_only() -> None:
             recs = originals + [pool[i].counterfactual for i in train]
@@ -331,7 +410,8 @@ def run_benchmark(
             f2 = make_base_classifier(base_kind, labels=labels, fields=fields, embed=embed).fit(recs, ys)
             record("training-only", test, f2.predict_proba([pool[i].counterfactual for i in test]))
 
-        attempt("training-only", run_training_only)
+        if "training-only" not in skip:
+            attempt("training-only", run_training_only)
 
         if warm_h is not None and inputs_w is not None:
 
@@ -372,7 +452,8 @@ def run_benchmark(
             h = fit_h_("capc", act_inputs, np.sort(chosen), seed, warm_model=warm_h)
             record("capc+active", rest, proba(h, act_inputs, np.sort(chosen), rest), h=h)
 
-        attempt("capc+active", run_active)
+        if "capc+active" not in skip:
+            attempt("capc+active", run_active)
 
         for b in curve:
 
@@ -392,7 +473,20 @@ def run_benchmark(
         run_seed(seed)
         say(f"seed {seed + 1}/{seeds} done at {time.perf_counter() - t0:.1f}s")
 
-    order = ["invariant", "trust", "w-trust", "random-pairs", "training-only", "pc", "capc", "capc+warm", "capc+active"]
+    order = [
+        "invariant",
+        "trust",
+        "w-trust",
+        "random-pairs",
+        "training-only",
+        "pc",
+        "capc",
+        "capc+warm",
+        "capc+active",
+        "f alone",
+        "capc+f",
+        "chosen",
+    ]
     methods: dict[str, dict[str, float | None] | dict[str, str]] = {}
     for name in order:
         if name in results:
@@ -415,6 +509,10 @@ def run_benchmark(
     if has_valid:
         out["valid_share"] = round(float(valid.mean()), 4)
         out["export"] = best_export(methods, exports)
+    if task_model is not None:
+        out["chosen_candidates"] = dict(sorted(chosen_names.items(), key=lambda kv: -kv[1]))
+        if has_valid:
+            out["exports"] = {name: _mean(rows) for name, rows in exports.items()}
     return out
 
 

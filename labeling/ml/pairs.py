@@ -105,7 +105,12 @@ def pairs_from_records(records: Sequence[object], labels: Sequence[str]) -> tupl
         y, y2 = by_fold[y.strip().casefold()], by_fold[y2.strip().casefold()]
         pairs.append(
             Pair(
-                dict(rec.original.fields), dict(rec.cf_fields), y, rec.perturbation or "", rec.group or rec.original.id
+                dict(rec.original.fields),
+                dict(rec.cf_fields),
+                y,
+                rec.perturbation or "",
+                rec.group or rec.original.id,
+                getattr(rec, "generator", "") or "",
             )
         )
         ys.append(y2)

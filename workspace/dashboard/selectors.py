@@ -28,7 +28,7 @@ from annotate.models import Annotation, Item
 from annotate.selectors import items_waiting_summary
 from generation.selectors import runs_of_project
 from labeling.selectors import flip_counts_for, pairwise_model_latest
-from labeling.services import MIN_LABELS
+from labeling.services import MIN_LABELS, MIN_STRATUM_LABELS
 from projects import states
 from projects.models import Candidate, Label, Project
 from projects.selectors import project_counts
@@ -434,6 +434,8 @@ CHECKS = [
     f"h's auto labels flip about as often as the human ones (a warning when the shares differ by more "
     f"than {FLIP_SHARE_DIFFERENCE:.0%} with a two-proportion z-test p < {FLIP_SHARE_P}, "
     f"{FLIP_SHARE_MIN_N}+ labels on each side)",
+    "h auto-labels a source (human-written or generated), generator or control code only where its "
+    f"cross-validated accuracy there is at least that of “nothing flips” on {MIN_STRATUM_LABELS}+ human labels",
     f"no generator and control code gets {INVALID_SHARE:.0%} or more “Unclear / invalid” answers "
     f"(over {INVALID_MIN_ANSWERS}+ answers)",
     "no item waits for answers that the project's annotators cannot give",
@@ -663,6 +665,27 @@ def _model_warnings(project: Project, model: Any, route: Warning, train: Warning
             )
         )
     m = model.metrics or {}
+    # where h abstains (issue 26, labeling/ml/strata.py): per generator and control code (and
+    # per source), not pooled; the candidates there stay for humans
+    pk = project.pk
+    for s in m.get("strata") or []:
+        if s.get("abstain") and s.get("kind") in ("code", "generator", "source"):
+            generator, _, code = str(s["value"]).partition(" / ")
+            query = (
+                urlencode([("generator", generator), ("perturbation", code)])
+                if s["kind"] == "code"
+                else urlencode([("generator", generator)])
+                if s["kind"] == "generator"
+                else ""
+            )
+            out.append(
+                Warning(
+                    "h-abstains-stratum",
+                    f"h (v{model.version}) does not auto-label {s['reason']}; those candidates stay for humans.",
+                    "Label more of them (or see them)",
+                    reverse("candidate-list", args=[pk]) + ("?" + query if query else ""),
+                )
+            )
     inv = m.get("invariant_accuracy")
     if inv is None:
         out.append(

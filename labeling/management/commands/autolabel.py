@@ -40,5 +40,8 @@ class Command(BaseCommand):
             raise CommandError("; ".join(exc.messages)) from None
         self.stdout.write(
             f"model v{run.model.version}: considered {run.considered}, auto-labelled {run.auto_labeled}, "
-            f"abstained {run.abstained} (below {run.min_confidence:.2f}), skipped {run.skipped}; {run.seconds:.1f}s"
+            f"abstained {run.abstained} (below {run.min_confidence:.2f}, or where h did not earn it), "
+            f"skipped {run.skipped}; {run.seconds:.1f}s"
         )
+        for v in getattr(run, "held_back", []):
+            self.stdout.write(f"  left to humans: {v['held_back']} candidates — {v['reason']}")

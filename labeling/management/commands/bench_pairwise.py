@@ -1,11 +1,14 @@
 """``python manage.py bench_pairwise --task TASK --format FORMAT [--split S] PATH… [--budget 0.1]
-[--seeds N] [--warm-start FORMAT:PATH[:SPLIT]] [--mixed] [--no-siblings] [--json]``
+[--seeds N] [--warm-start FORMAT:PATH[:SPLIT]] [--mixed] [--no-siblings] [--task-model PATH]
+[--skip METHOD,…] [--json]``
 
 The label-efficiency benchmark (docs/formats.md §3): no database, pure ML over the records read
 from the data (see ``labeling/ml/bench.py`` for the exact setting). Progress goes to stderr;
 a human-readable table, or with ``--json`` a single JSON object as the last stdout line. When
 the pair file carries ``counterfactual.valid``, each method also reports its accuracy on the
-valid candidates, and the output has the export simulation (docs/formats.md §3).
+valid candidates, and the output has the export simulation (docs/formats.md §3). With
+``--task-model`` (issue 26) it adds ``f alone``, ``capc+f`` and ``chosen`` and each thresholded
+method's export; a task model whose metadata says it saw the pool's counterfactuals is refused.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from labeling.ml.pairs import (
     parse_warm_spec,
     sample_by_group,
 )
+from labeling.ml.task_inputs import load_task, read_task_meta, task_leak
 from labeling.services import embedder
 from projects.formats import FORMATS, TASK_FIELDS, TASK_LABELS, FormatError, read
 from projects.models import TASKS
@@ -74,6 +78,18 @@ class Command(BaseCommand):
             action="store_true",
             help="h without its sibling stage (sibling counterfactuals of one original labelled independently)",
         )
+        parser.add_argument(
+            "--task-model",
+            default="",
+            metavar="PATH",
+            help="a trained task model (Hugging Face folder): adds f alone, capc+f and chosen (issue 26)",
+        )
+        parser.add_argument(
+            "--skip",
+            default="",
+            metavar="METHOD,…",
+            help="methods not to run, comma-separated: random-pairs, training-only, capc+active, curve",
+        )
         parser.add_argument("--json", action="store_true")
 
     def _read(self, fmt: str, paths: list[str], task: str, split: str, limit: int = 0) -> LabelledPairs:
@@ -113,6 +129,29 @@ class Command(BaseCommand):
             raise CommandError("--seeds must be at least 1")
         threshold = opts["threshold"] if opts["threshold"] is not None else settings.COUNTERPART["MIN_CONFIDENCE"]
         embed = embedder().encode  # h always uses MiniLM embeddings; --base only changes f
+        skip = [m.strip() for m in opts["skip"].split(",") if m.strip()]
+        unknown = sorted(set(skip) - {"random-pairs", "training-only", "capc+active", "curve"})
+        if unknown:
+            raise CommandError(f"--skip: unknown method {', '.join(unknown)}")
+        task_model = None
+        if opts["task_model"]:
+            try:
+                meta = read_task_meta(opts["task_model"])
+                leak = task_leak(
+                    meta,
+                    labelled=[p.counterfactual for p in data.pairs],
+                    originals=[p.original for p in data.pairs],
+                    fields=fields,
+                )
+                if leak.refused or leak.originals_seen:
+                    raise CommandError(
+                        f"task model {opts['task_model']} was trained on {leak.labelled_seen} counterfactuals and "
+                        f"{leak.originals_seen} originals of this pool: the benchmark would measure memorised labels"
+                    )
+                task_model = load_task(opts["task_model"], labels, fields, settings.COUNTERPART["DEVICE"])
+            except (ValueError, FileNotFoundError) as exc:
+                raise CommandError(f"task model: {exc}") from None
+            self.stderr.write(f"task model {opts['task_model']}: {leak.message()}")
         try:
             result = run_benchmark(
                 data,
@@ -129,6 +168,8 @@ class Command(BaseCommand):
                 log=lambda m: print(m, file=sys.stderr, flush=True),
                 split_flips=opts["mixed"],
                 siblings=not opts["no_siblings"],
+                task_model=task_model,
+                skip=skip,
             )
         except TooFewLabels as exc:
             raise CommandError(str(exc)) from None
@@ -149,14 +190,24 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"  {name:14s} accuracy {m['accuracy']:.3f}  macro-F1 {m['macro_f1']:.3f}{ece}{split}{valid}"
             )
-        self.stdout.write(
-            "  budget curve (capc accuracy): "
-            + ", ".join(f"{k}: {v}" for k, v in result["budget_curve"]["capc"].items())
-        )
+        if result["budget_curve"]["capc"]:
+            self.stdout.write(
+                "  budget curve (capc accuracy): "
+                + ", ".join(f"{k}: {v}" for k, v in result["budget_curve"]["capc"].items())
+            )
         if "export" in result:
             e = result["export"]
             self.stdout.write(
                 f"  export ({e['method']}, {result.get('valid_share', 0):.0%} of the pool valid): "
                 f"correct {_fmt(e['correct'])}, invalid {_fmt(e['invalid'])}, coverage {_fmt(e['coverage'])}"
+            )
+        for name, ex in result.get("exports", {}).items():
+            self.stdout.write(
+                f"  export ({name}): correct {_fmt(ex['correct'])}, invalid {_fmt(ex['invalid'])}, "
+                f"coverage {_fmt(ex['coverage'])}"
+            )
+        if "chosen_candidates" in result:
+            self.stdout.write(
+                "  h's CV chose: " + ", ".join(f"{k} ({v})" for k, v in result["chosen_candidates"].items())
             )
         self.stdout.write(f"  {result['seconds']} s")

@@ -43,6 +43,13 @@ class Command(BaseCommand):
             "MiniLM cross-encoder (PC only; needs 200+ labels; minutes on CPU)",
         )
         parser.add_argument(
+            "--task-model",
+            default="",
+            metavar="PATH",
+            help="a trained task model (Hugging Face folder, e.g. from train_task_model) that h reads as "
+            "features and as the 'f alone' candidate of its cross-validation (issue 26)",
+        )
+        parser.add_argument(
             "--threshold",
             type=float,
             default=None,
@@ -61,6 +68,7 @@ class Command(BaseCommand):
                 base=opts["base"],
                 threshold=opts["threshold"],
                 learner=opts["learner"],
+                task_model=opts["task_model"],
             )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
@@ -70,3 +78,12 @@ class Command(BaseCommand):
             f"cv accuracy {m.cv_accuracy:.3f}, macro-F1 {m.cv_macro_f1:.3f}, ECE {m.cv_ece:.3f} "
             f"({m.cv_folds}-fold); threshold {m.threshold:.2f}; {m.seconds:.1f}s; saved {m.path}"
         )
+        metrics = m.metrics or {}
+        for c in metrics.get("candidates", []):
+            acc = "–" if c["cv_accuracy"] is None else f"{c['cv_accuracy']:.3f}"
+            self.stdout.write(f"  {'*' if c['chosen'] else ' '} {c['name']}: cv accuracy {acc}")
+        for note in metrics.get("notes", []):
+            self.stdout.write(f"  note: {note}")
+        for s in metrics.get("strata", []):
+            if s["abstain"]:
+                self.stdout.write(f"  h abstains on {s['reason']}")
