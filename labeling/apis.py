@@ -19,7 +19,7 @@ from labeling.evaluation import MAX_SEEDS, evaluation_start
 from labeling.ml.augmentation import CLASSIFIERS
 from labeling.models import MODES
 from labeling.selectors import warm_start_choices
-from labeling.services import autolabel_start, pairwise_train_start
+from labeling.services import TASK_MODEL_LATEST, autolabel_start, pairwise_train_start
 from labeling.task_training import (
     MAX_EPOCHS,
     TaskModelBusy,
@@ -106,6 +106,12 @@ class PairwiseTrainApi(APIView):
             help_text="a key of the known warm-start data sets for the project's task (e.g. cad-nli:train)",
         )
         threshold = serializers.FloatField(required=False, allow_null=True, min_value=0.0, max_value=1.0)
+        task_model = serializers.ChoiceField(
+            choices=[TASK_MODEL_LATEST, "none"],
+            default=TASK_MODEL_LATEST,
+            help_text="latest: h reads the project's newest task model f (left out, with a note, when there is "
+            "none or it trained on the human-labelled counterfactuals); none: h without f",
+        )
 
     @extend_schema(
         summary="Train the pairwise classifier h (job)",
@@ -132,6 +138,7 @@ class PairwiseTrainApi(APIView):
                 mode=d["mode"],
                 warm_start=specs.get(key, ""),
                 threshold=d.get("threshold"),
+                task_model="" if d["task_model"] == "none" else TASK_MODEL_LATEST,
                 created_by=request.user,
             )
         )
@@ -185,6 +192,11 @@ class TaskModelApi(APIView):
         )
         epochs = serializers.IntegerField(default=3, min_value=1, max_value=MAX_EPOCHS)
         max_examples = serializers.IntegerField(default=0, min_value=0, help_text="cap on task training data (0: all)")
+        counterfactuals = serializers.BooleanField(
+            default=False,
+            help_text="also train on the project's human-labelled counterfactuals (h then cannot use this model: "
+            "it cross-validates on those labels)",
+        )
 
     @extend_schema(
         summary="Train the task model f (job)",

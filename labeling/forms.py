@@ -18,6 +18,8 @@ class TrainForm(InputForm):
 
     warm_start = forms.CharField(required=False, strip=True)
     mode = forms.CharField(required=False)
+    # the project's newest task model ("latest", the page's default) or none ("")
+    task_model = forms.ChoiceField(required=False, choices=[("latest", "newest task model"), ("", "none")])
 
     def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -55,6 +57,7 @@ class TaskModelForm(InputForm):
     base = forms.CharField(required=False, max_length=1000, strip=True)
     epochs = forms.IntegerField(required=False, min_value=1, max_value=20)
     max_examples = forms.IntegerField(required=False, min_value=0)
+    counterfactuals = forms.BooleanField(required=False)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -62,4 +65,5 @@ class TaskModelForm(InputForm):
             "base": data.get("base") or "minilm",
             "epochs": data.get("epochs") or 3,
             "max_examples": data.get("max_examples") or 0,
+            "counterfactuals": bool(data.get("counterfactuals")),
         }

@@ -50,6 +50,7 @@ from labeling.ml.task_inputs import load_task, read_task_meta, task_leak
 from labeling.ml.textkeys import text_hash
 from labeling.ml.validity import MIN_VALID, ValidityPrior
 from labeling.models import MODES, AutolabelRun, PairwiseModel
+from labeling.task_training import task_model_latest
 from projects import states
 from projects.ml.embeddings import Encoder, shared_encoder
 from projects.models import Candidate, Example, Job, Label, Project
@@ -60,6 +61,8 @@ TRAIN_SOURCES = ("human", "gold")
 AUTOLABEL_FROM = (states.POOLED, states.ABSTAINED)
 NOT_IN_POOL = (states.GENERATED, states.FILTERED_OUT)  # never labelled, nor counted as siblings
 LEARNERS = ("linear", "cross-encoder")
+# ``task_model`` for h: a task model folder, "" for none, or this: the project's newest one
+TASK_MODEL_LATEST = "latest"
 logger = logging.getLogger(__name__)
 
 CHUNK = 500
@@ -412,6 +415,11 @@ def pairwise_train(
             raise ValidationError(f"base classifier: {exc}") from None
         report.step_progress(len(orig_records))
     task = None
+    if task_model == TASK_MODEL_LATEST:
+        latest = task_model_latest(project=project)
+        task_model = latest.path if latest else ""
+        if not latest:
+            notes.append("no task model: train one in the project's Task model section to give h f's predictions")
     if task_model:
         # the task model (issue 26): h reads it unless it saw the labels h is cross-validated on
         try:

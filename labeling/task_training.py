@@ -151,11 +151,13 @@ def pool_text_keys(*, project: Project) -> set[str]:
 
 
 def task_training_set(
-    *, project: Project, max_examples: int = 0
+    *, project: Project, max_examples: int = 0, counterfactuals: bool = False
 ) -> tuple[list[dict[str, str]], list[str], dict[str, Any]]:
     """(records, labels, info): the project's labelled originals, its human-labelled
-    counterfactuals, and its task training data less the pool overlap (``info["stripped"]``,
-    ``info["message"]``). ``max_examples`` caps the task training data (0: all), in a fixed order."""
+    counterfactuals when ``counterfactuals`` (off by default: h cross-validates on those labels, so
+    it cannot use an f that trained on them), and its task training data less the pool overlap
+    (``info["stripped"]``, ``info["message"]``). ``max_examples`` caps the task training data
+    (0: all), in a fixed order."""
     fields = list(project.text_fields)
     labels = set(_labels(project))
     recs: list[dict[str, str]] = []
@@ -167,7 +169,7 @@ def task_training_set(
     human = Candidate.objects.filter(
         project=project, state=states.HUMAN_LABELED, label_source__in=HUMAN_SOURCES, label__isnull=False
     )
-    for f, lab in human.values_list("fields", "label__name"):
+    for f, lab in human.values_list("fields", "label__name") if counterfactuals else []:
         recs.append({k: f.get(k, "") for k in fields})
         ys.append(lab)
     n_cf = len(ys) - n_originals
@@ -262,6 +264,7 @@ def task_model_train(
     base: str = "minilm",
     epochs: int = 3,
     max_examples: int = 0,
+    counterfactuals: bool = False,
     options: dict[str, Any] | None = None,
     progress: TM.Progress | None = None,
     cancel: Callable[[], bool] | None = None,
@@ -271,7 +274,7 @@ def task_model_train(
     bad base or epochs, or too little data."""
     base_path = resolve_base(base)
     cfg = _config(project, epochs, **(options or {}))
-    recs, ys, info = task_training_set(project=project, max_examples=max_examples)
+    recs, ys, info = task_training_set(project=project, max_examples=max_examples, counterfactuals=counterfactuals)
     if len(set(ys)) < 2 or len(ys) < 4:
         raise ValidationError(
             f"too little labelled data to train the task model ({len(ys)} examples): label originals "
@@ -317,7 +320,13 @@ def task_model_train(
 
 
 def task_model_start(
-    *, project: Project, base: str = "minilm", epochs: int = 3, max_examples: int = 0, created_by: Any = None
+    *,
+    project: Project,
+    base: str = "minilm",
+    epochs: int = 3,
+    max_examples: int = 0,
+    counterfactuals: bool = False,
+    created_by: Any = None,
 ) -> Job:
     """Check the request (``ValidationError``), refuse a second while one is active
     (:class:`TaskModelBusy`), else queue a ``task_model`` job."""
@@ -327,7 +336,9 @@ def task_model_start(
         raise ValidationError("max examples must be 0 (all) or more")
     if Job.objects.filter(project=project, kind="task_model", status__in=JOB_ACTIVE).exists():
         raise TaskModelBusy("a task model is already being trained for this project")
-    ys = _label_counts(project)  # cheap counts in the request; the job builds the set itself
+    ys = _label_counts(
+        project, counterfactuals=counterfactuals
+    )  # cheap counts in the request; the job builds the set itself
     if len(ys) < 2 or sum(ys.values()) < 4:
         raise ValidationError(
             f"too little labelled data to train the task model ({sum(ys.values())} examples): label "
@@ -337,12 +348,13 @@ def task_model_start(
         kind="task_model",
         project=project,
         created_by=created_by,
-        params={"base": base, "epochs": epochs, "max_examples": max_examples},
+        params={"base": base, "epochs": epochs, "max_examples": max_examples, "counterfactuals": counterfactuals},
     )
 
 
-def _label_counts(project: Project) -> dict[str, int]:
-    """Labelled examples per label: originals, human-labelled counterfactuals, task training data."""
+def _label_counts(project: Project, *, counterfactuals: bool) -> dict[str, int]:
+    """Labelled examples per label: originals, task training data and, when ``counterfactuals``,
+    the human-labelled counterfactuals."""
     from collections import Counter
 
     from django.db.models import Count
@@ -353,7 +365,7 @@ def _label_counts(project: Project) -> dict[str, int]:
     human = Candidate.objects.filter(
         project=project, state=states.HUMAN_LABELED, label_source__in=HUMAN_SOURCES, label__isnull=False
     )
-    for r in human.values("label__name").annotate(n=Count("id")):
+    for r in human.values("label__name").annotate(n=Count("id")) if counterfactuals else []:
         counts[r["label__name"]] += int(r["n"])
     return {k: v for k, v in counts.items() if v}
 
@@ -374,6 +386,7 @@ def task_model_job(job: Job, ctx: JobContext) -> dict[str, Any]:
             base=p.get("base", "minilm"),
             epochs=int(p.get("epochs", 3)),
             max_examples=int(p.get("max_examples", 0)),
+            counterfactuals=bool(p.get("counterfactuals", False)),
             progress=progress,
             cancel=ctx.cancel_requested,
             created_by=job.created_by,

@@ -46,6 +46,7 @@ def _fragment(
         "error": error,
         "jobs": [{"job": j, "progress": job_progress(job=j)} for j in jobs],
         "warm_starts": warm_start_options(project=project),
+        "task_model": task_training.task_model_latest(project=project),
         "errors": errors or {},
     }
     return render(request, "labeling/_flip_rates.html", context, status=status)
@@ -64,6 +65,7 @@ def pairwise_train_start(request: HttpRequest, pk: int) -> HttpResponse:
             project=project,
             mode=form.cleaned_data["mode"],
             warm_start=form.cleaned_data["warm_start"],
+            task_model=form.cleaned_data["task_model"],
             created_by=request.user,
         )
     except ValidationError as exc:

@@ -123,7 +123,7 @@ def test_overlap_with_the_pool_is_stripped_with_a_message(tmp_path):
         (cand["premise"], cand["hypothesis"] + "!", "entailment"),
     ]
     T.task_data_import(project=project, format="labelled-jsonl", paths=[_task_file(tmp_path, rows)])
-    recs, ys, info = T.task_training_set(project=project)
+    recs, ys, info = T.task_training_set(project=project, counterfactuals=True)
     assert info["stripped"] == 2 and info["task_data"] == 6
     assert "2 task training examples left out" in info["message"]
     assert info["originals"] == 12 and info["counterfactuals"] == 4 and len(ys) == 12 + 4 + 6
@@ -220,3 +220,49 @@ def test_the_project_page_section_trains_shows_and_cancels(tmp_path, django_capt
     assert c.post(url + "train/", {}).status_code == 409
     r = c.post(url + "cancel/")
     assert r.status_code == 200 and Job.objects.get(pk=busy.pk).status == "cancelled"
+
+
+def test_h_reads_the_newest_task_model_unless_it_trained_on_the_human_labels(tmp_path, settings, monkeypatch):
+    """The glue between f and h: train_task_model leaves the human-labelled counterfactuals out
+    unless asked, and "Train h" (task_model="latest", the page's and the API's default) reads
+    the project's newest task model, or goes without it, saying why."""
+    from labeling import services
+
+    from .conftest import FakeEncoder
+
+    settings.COUNTERPART = {**settings.COUNTERPART, "MODEL_DIR": str(tmp_path / "models")}
+    monkeypatch.setattr(services, "embedder", lambda: FakeEncoder())
+    project, _ = make_project(n_pairs=60, n_human=40)
+    assert T.task_training_set(project=project)[2]["counterfactuals"] == 0
+    assert T.task_training_set(project=project, counterfactuals=True)[2]["counterfactuals"] == 40
+
+    h = services.pairwise_train(project=project, mode="pc", task_model=services.TASK_MODEL_LATEST)
+    assert h.metrics["task_model"] == ""
+    assert any(n.startswith("no task model") for n in h.metrics["notes"])
+
+    opts = {"batch_size": 16, "held_out": 0.2}
+    f = T.task_model_train(project=project, epochs=1, options=opts)
+    assert f.metrics["training_set"]["counterfactuals"] == 0
+    h = services.pairwise_train(project=project, mode="pc", task_model=services.TASK_MODEL_LATEST)
+    assert h.metrics["task_model"] == f.path
+
+    seen = T.task_model_train(project=project, epochs=1, counterfactuals=True, options=opts)
+    assert seen.path != f.path and seen.metrics["training_set"]["counterfactuals"] == 40
+    h = services.pairwise_train(project=project, mode="pc", task_model=services.TASK_MODEL_LATEST)
+    assert h.metrics["task_model"] == ""
+    assert any("human-labelled counterfactuals" in n for n in h.metrics["notes"])
+
+
+def test_train_h_api_and_page_default_to_the_newest_task_model(tmp_path, django_capture_on_commit_callbacks):
+    project, _ = make_project(n_pairs=60, n_human=40)
+    client = APIClient()
+    client.force_authenticate(researcher())
+    url = f"/api/v1/projects/{project.pk}/train/"
+    r = client.post(url, {"mode": "pc"}, format="json")
+    assert r.status_code == 202, r.content
+    assert Job.objects.filter(project=project, kind="train").latest("id").params["task_model"] == "latest"
+    r = client.post(url, {"mode": "pc", "task_model": "none"}, format="json")
+    assert r.status_code == 202, r.content
+    assert Job.objects.filter(project=project, kind="train").latest("id").params["task_model"] == ""
+    r = client.post(url, {"mode": "pc", "task_model": "/etc"}, format="json")
+    assert r.status_code == 400 and "task_model" in r.json()

@@ -45,9 +45,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--task-model",
             default="",
-            metavar="PATH",
-            help="a trained task model (Hugging Face folder, e.g. from train_task_model) that h reads as "
-            "features and as the 'f alone' candidate of its cross-validation (issue 26)",
+            metavar="PATH|latest",
+            help="a trained task model (Hugging Face folder, e.g. from train_task_model, or 'latest': the "
+            "project's newest) that h reads as features and as the 'f alone' candidate of its "
+            "cross-validation (issue 26)",
         )
         parser.add_argument(
             "--threshold",

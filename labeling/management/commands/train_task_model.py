@@ -33,6 +33,11 @@ class Command(BaseCommand):
         parser.add_argument("--base", default="minilm", help="minilm (bundled), mpnet (COUNTERPART_MPNET_PATH) or PATH")
         parser.add_argument("--epochs", type=int, default=3)
         parser.add_argument("--max-examples", type=int, default=0, help="cap on task training data (0: all)")
+        parser.add_argument(
+            "--with-counterfactuals",
+            action="store_true",
+            help="also train on the project's human-labelled counterfactuals (h then cannot use this model)",
+        )
         parser.add_argument("--batch-size", type=int, default=32)
         parser.add_argument("--learning-rate", type=float, default=5e-5)
         parser.add_argument("--max-length", type=int, default=128)
@@ -64,6 +69,7 @@ class Command(BaseCommand):
                 base=o["base"],
                 epochs=o["epochs"],
                 max_examples=o["max_examples"],
+                counterfactuals=o["with_counterfactuals"],
                 options={
                     "batch_size": o["batch_size"],
                     "learning_rate": o["learning_rate"],
