@@ -435,7 +435,8 @@ def introduced_malformations(original: str, candidate: str, *, tagged: bool = Tr
         pa, pb = changed_part(original, candidate)
         for part, into in ((pa, before), (pb, after)):
             tagged_only = {
-                k: n for k, n in malformations(part, [(t.text, t.pos) for t in tag(part)]).items()
+                k: n
+                for k, n in malformations(part, [(t.text, t.pos) for t in tag(part)]).items()
                 if k.startswith("headless:") and k.split("->")[1].isupper()
             }
             for k, n in tagged_only.items():

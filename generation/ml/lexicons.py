@@ -781,3 +781,33 @@ VERB_CLASSES: tuple[tuple[str, frozenset[str]], ...] = (
     ("transitive", frozenset({"eat", "cook"})),
     ("transitive", frozenset({"like", "love", "hate"})),
 )
+
+# Words the WordNet codes never introduce: dated or offensive senses ("a queer trick", "negroid")
+EXCLUDED_WORDS: frozenset[str] = frozenset({"queer", "negroid", "colored", "coloured", "gay", "retarded", "oriental"})
+# Sentiment words the review codes leave alone: their opposite breaks an idiom or a frame
+# ("as well" -> "as badly", "a lot of fun" -> "a lot of painful", "I would recommend that" ->
+# "I would avoid that", "a true story" -> "a false story", "at least" -> "at most")
+POLARITY_SKIP: frozenset[str] = frozenset(
+    {
+        "well",
+        "fun",
+        "true",
+        "false",
+        "least",
+        "most",
+        "fake",
+        "able",
+        "naive",
+        "fair",
+        "real",
+        "recommend",
+        "recommended",
+        "recommends",
+        "avoid",
+        "old",
+        "only",
+        "more",
+        "less",
+        "much",
+    }
+)

@@ -77,6 +77,28 @@ def read_fixture(path: str) -> dict[str, dict[str, Any]]:
     return rows
 
 
+def read_generated_gold(path: str) -> dict[str, dict[str, Any]]:
+    """The generated-gold dev set (pairs-jsonl with ``counterfactual.valid`` and ``.label``) as
+    judgements keyed like the fixture: valid, and flip = its label differs from the original's."""
+    rows: dict[str, dict[str, Any]] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            cf, orig = r["counterfactual"], r["original"]
+            if cf.get("valid") is None:
+                continue
+            key = candidate_key(str(orig["id"]), dict(cf["fields"]))
+            rows[key] = {
+                "key": key,
+                "code": cf.get("perturbation"),
+                "valid": bool(cf["valid"]),
+                "flip": cf.get("label") is not None and cf.get("label") != orig.get("label"),
+            }
+    return rows
+
+
 def row_for(p: Pooled) -> dict[str, Any]:
     """A fixture line for a pooled candidate, judgement empty."""
     field = str(p.cand.meta.get("field", ""))
@@ -119,7 +141,9 @@ def _rate(xs: list[bool]) -> float | None:
 
 def score(pooled: Sequence[Pooled], judged: dict[str, dict[str, Any]], n_candidates: int) -> dict[str, Any]:
     """Per code and overall: pooled count and share, judged overlap, validity and label flips on
-    it; diversity (distinct-2, self-BLEU) of the pooled candidates' changed text."""
+    it (``valid`` / ``flips``: over the judged candidates; ``pool_valid`` / ``pool_flips``: each
+    code's rate weighted by its share of the pool); diversity (distinct-2, self-BLEU) of the
+    pooled candidates' changed text."""
     codes: dict[str, dict[str, Any]] = {}
     counts = Counter(p.cand.perturbation for p in pooled)
     n = len(pooled)
@@ -139,7 +163,13 @@ def score(pooled: Sequence[Pooled], judged: dict[str, dict[str, Any]], n_candida
             "flips": _rate(f),
         }
     texts = [p.after for p in pooled]
+    # the judged sample is stratified by code (up to 50 each): the pool's figures weight each
+    # code's rate by its share of the pool (codes with no judged candidate left out)
+    judged_codes = [c for c in codes.values() if c["judged"]]
+    weight = sum(c["share"] for c in judged_codes)
     return {
+        "pool_valid": round(sum(c["share"] * c["valid"] for c in judged_codes) / weight, 3) if weight else None,
+        "pool_flips": round(sum(c["share"] * c["flips"] for c in judged_codes) / weight, 3) if weight else None,
         "candidates": n_candidates,
         "pooled": n,
         "judged": len(allv),
@@ -160,4 +190,13 @@ def reasons(pooled: Sequence[Pooled], judged: dict[str, dict[str, Any]]) -> list
     ]
 
 
-__all__ = ["Pooled", "candidate_key", "dump_unjudged", "pooled_candidates", "read_fixture", "reasons", "score"]
+__all__ = [
+    "Pooled",
+    "candidate_key",
+    "dump_unjudged",
+    "pooled_candidates",
+    "read_fixture",
+    "read_generated_gold",
+    "reasons",
+    "score",
+]

@@ -317,6 +317,9 @@ def test_long_text_edits_one_sentence_and_keeps_the_rest() -> None:
     assert cands
     spans = sentence_spans(review)
     for c in cands:
+        if "window" not in c.meta:  # issue 27: the review-wide polarity flip edits every sentence
+            assert "review polarity flip" in str(c.meta["detail"])
+            continue
         old, new = c.meta["window"]
         assert old in review and old != new
         assert c.fields["text"] == review.replace(old, new, 1)
@@ -380,8 +383,11 @@ def test_lower_case_review_is_split_and_an_unsplittable_one_is_skipped() -> None
         "stars option. to give this film even a single star is giving way too much. " * 3
     )
     orig = Original("lc", {"text": review}, "Negative", ("Negative", "Positive"), "sentiment")
-    out = list(RulesGenerator(seed=0).generate([orig]))
+    # the generic codes (a sentiment run's own codes need a sentiment-bearing word: issue 27)
+    out = list(RulesGenerator(seed=0, codes=DEFAULT_CODES).generate([orig]))
     assert out and all(isinstance(c, GeneratedCandidate) for c in out)
+    skip = list(RulesGenerator(seed=0).generate([orig]))
+    assert isinstance(skip[0], Skip) and "no sentiment-bearing word" in skip[0].reason
     ramble = Original("long", {"text": " ".join(["word"] * 80)}, None, (), "sentiment")
     skip = list(RulesGenerator().generate([ramble]))
     assert len(skip) == 1 and isinstance(skip[0], Skip) and "no sentence of 3-60 words" in skip[0].reason

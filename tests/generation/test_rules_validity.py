@@ -8,9 +8,8 @@ import random
 
 from generation.ml import filters as F
 from generation.ml.base import GeneratedCandidate, Original
-from generation.ml.rules import DEFAULT_CODES, TASK_CODES, RulesGenerator
+from generation.ml.rules import DEFAULT_CODES, TASK_CODES, RulesGenerator, sentiment_codes
 from generation.ml.rules import polarity as pol
-from generation.ml.rules import sentiment_codes
 from generation.ml.rules.lexical_codes import Sentence
 from generation.ml.rules.phrases import fix_tags
 from generation.ml.rules.tokens import apply_edits, tag
@@ -143,8 +142,7 @@ def test_artifacts_catch_dangling_words_lost_heads_and_broken_markup() -> None:
     assert keep("A man is standing.", "A man is standing up.")
     assert keep("The man walks a dog.", "The man walks a happy dog.")
     assert keep("What is he looking at?", "What is the boy looking at?")
-    r = F.artifacts({"premise": "Man walking with.", "hypothesis": "x"}, {"premise": "Woman walking with.", "hypothesis": "x"})
-    assert r.keep
+    assert keep("Man walking with.", "Woman walking with.")
 
 
 def test_malformations_name_the_pattern() -> None:
@@ -169,12 +167,11 @@ def test_sentiment_edits_land_on_sentiment_words_and_never_in_markup() -> None:
         new = c.fields["text"]
         assert new.count("<br /><br />") == REVIEW.count("<br /><br />"), new
         assert "columns ride off" in new  # a sentence without sentiment words is left alone
-        changed = {w for w in c.meta["removed"]} | {w for w in c.meta["introduced"]}
-        assert changed, c.meta
+        assert c.meta["removed"] or c.meta["introduced"], c.meta
         # every removed word carried sentiment, or was a negation / intensifier of one
         for w in c.meta["removed"]:
             assert pol.polarity(w) or w in ("not", "n't", "never", *sentiment_codes.INTENSIFIERS), (w, new)
-        assert markup == pol.markup_spans(new)[: len(markup)] or len(markup) == len(pol.markup_spans(new))
+        assert [new[a:b] for a, b in pol.markup_spans(new)] == [REVIEW[a:b] for a, b in markup], new
     flips = [c for c in cands if "review polarity flip" in str(c.meta["detail"])]
     assert flips
     flipped = flips[0].fields["text"]

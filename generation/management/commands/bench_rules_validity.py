@@ -40,6 +40,12 @@ class Command(BaseCommand):
         parser.add_argument("--fixture", default=str(FIXTURE_DIR), help="folder with <task>.jsonl judgements")
         parser.add_argument("--dump", default="", help="write unjudged pooled candidates to DIR/<task>.jsonl")
         parser.add_argument("--per-code", dest="per_code", type=int, default=50)
+        parser.add_argument(
+            "--gold",
+            default="",
+            help="NLI: also score against a judged pairs-jsonl (default: SHARED_DATA_DIR/generated-gold/"
+            "cad-nli-dev-rules.jsonl when it exists; 'none' to skip)",
+        )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="print the JSON object as the last line")
 
@@ -69,9 +75,7 @@ class Command(BaseCommand):
         result: dict[str, Any] = {}
         for task in tasks:
             filters = (
-                [f for f in opts["filters"].split(",") if f]
-                if opts["filters"]
-                else run_quality.default_filters(task)
+                [f for f in opts["filters"].split(",") if f] if opts["filters"] else run_quality.default_filters(task)
             )
             unknown = [f for f in filters if f not in run_quality.FILTER_NAMES]
             if unknown:
@@ -100,6 +104,19 @@ class Command(BaseCommand):
             r.update(originals=len(originals), filters=filters)
             result[task] = r
             self._print(task, r, baseline.get(task))
+            gold = opts["gold"] or str(Path(cfg["SHARED_DATA_DIR"]) / "generated-gold" / "cad-nli-dev-rules.jsonl")
+            if task == "nli" and gold != "none" and Path(gold).is_file():
+                g = validity_fixture.score(pooled, validity_fixture.read_generated_gold(gold), n_cands)
+                r["generated_gold"] = {
+                    k: g[k] for k in ("judged", "valid", "flips", "pool_valid", "pool_flips", "by_code")
+                }
+                valid = "-" if g["valid"] is None else f"{g['valid']:.1%}"
+                per_code = ", ".join(
+                    f"{c} {v['valid']:.0%} ({v['judged']})" for c, v in g["by_code"].items() if v["judged"]
+                )
+                self.stdout.write(
+                    f"  generated-gold overlap ({Path(gold).name}): {g['judged']} judged, valid {valid}; {per_code}"
+                )
             if opts["dump"]:
                 out = Path(opts["dump"])
                 out.mkdir(parents=True, exist_ok=True)
@@ -118,7 +135,8 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{task}: {r['originals']} originals, {r['candidates']} candidates, {r['pooled']} pooled "
             f"(filters {','.join(r['filters'])}); judged overlap {r['judged']}: "
-            f"valid {pct(r['valid'])}, flips {pct(r['flips'])}"
+            f"valid {pct(r['valid'])}, flips {pct(r['flips'])}; weighted by share of the pool: "
+            f"valid {pct(r['pool_valid'])}, flips {pct(r['pool_flips'])}"
         )
         self.stdout.write(f"  {'code':<12} {'pooled':>6} {'share':>6} {'judged':>6} {'valid':>6} {'flips':>6}")
         for code, c in r["by_code"].items():

@@ -153,7 +153,8 @@ class RulesGenerator:
             return Skip(original.id, "no text field to perturb")
         rng = random.Random(f"{cfg.seed}:{original.id}")
         codes = cfg.codes_for(original.task)
-        sentiment = original.task == "sentiment"
+        # the sentiment forms of the codes when a sentiment run names no codes (TASK_CODES)
+        sentiment = original.task == "sentiment" and cfg.codes is None
         by_code: dict[str, list[tuple[str, Sentence, Proposal]]] = {c: [] for c in codes}
         first: dict[str, list[tuple[str, Sentence, Proposal]]] = {c: [] for c in codes}
         perturbable = False
@@ -171,7 +172,7 @@ class RulesGenerator:
                     if sentiment and code in sentiment_codes.PERTURBATIONS:
                         props = sentiment_codes.PERTURBATIONS[code](sent, rng)
                     elif code == "insert":
-                        props = structural_codes.insert(sent, rng, evaluative=sentiment)
+                        props = structural_codes.insert(sent, rng, evaluative=original.task == "sentiment")
                     else:
                         props = PERTURBATIONS[code](sent, rng)
                     by_code[code] += [(name, sent, p) for p in clean(props)]
@@ -181,6 +182,8 @@ class RulesGenerator:
                 if flip is not None and clean([flip]):
                     first["lexical"].append((name, Sentence(text, [], 0, len(text)), flip))
         if not perturbable:
+            if sentiment and any(self._sentences(t, rng) for t in fields.values()):
+                return Skip(original.id, "no sentiment-bearing word to edit (sentiment codes)")
             if all(len(words(t)) < cfg.min_words for t in fields.values()):
                 return Skip(original.id, f"too short to perturb (fewer than {cfg.min_words} words in every field)")
             return Skip(original.id, f"no sentence of {cfg.min_words}-{cfg.max_sentence_words} words to perturb")

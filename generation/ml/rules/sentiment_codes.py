@@ -28,7 +28,7 @@ from generation.ml import lexicons as lx
 from generation.ml.rules import polarity as pol
 from generation.ml.rules import wordnet as wnx
 from generation.ml.rules.lexical_codes import Proposal, Sentence, _rep
-from generation.ml.rules.phrases import delete_span, fix_article, is_noun
+from generation.ml.rules.phrases import delete_span, fix_article
 from generation.ml.rules.tokens import Token, match_case
 
 POLAR_TAGS = ("JJ", "JJR", "JJS", "RB", "RBR", "RBS", "VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "NN", "NNS")
@@ -36,11 +36,33 @@ INTENSIFIERS = ("very", "really", "truly", "quite")
 _FIXED_AUX = {"ca": "can", "wo": "will", "sha": "shall", "ai": "is"}
 
 
+def _quoted(toks: list[Token]) -> list[bool]:
+    """Which tokens sit inside double quotes (a title: "Amazing Grace")."""
+    out, inside = [], False
+    for t in toks:
+        if t.text in ('"', "“", "”"):
+            inside = not inside
+        out.append(inside)
+    return out
+
+
 def polar(toks: list[Token]) -> list[int]:
-    """Indices of the sentiment-bearing words (a verb only when it is no auxiliary)."""
+    """Indices of the sentiment-bearing words: a verb only when it is no auxiliary; none in a
+    title (quoted, or capitalised inside the sentence: "Amazing Grace"), none of
+    ``lexicons.POLARITY_SKIP`` ("as well", "a lot of fun", "at least", "recommend that"), none
+    before "old" / "as" ("good old boy", "Dumb is as dumb does") or after "at" ("at best")."""
+    quoted = _quoted(toks)
     out = []
     for i, t in enumerate(toks):
-        if t.pos in POLAR_TAGS and t.text.isalpha() and t.lower not in lx.AUXILIARIES and pol.polarity(t.lower):
+        if t.pos not in POLAR_TAGS or not t.text.isalpha() or t.lower in lx.AUXILIARIES or t.lower in lx.POLARITY_SKIP:
+            continue
+        if quoted[i] or (i > 0 and t.text[:1].isupper() and toks[i - 1].text not in (".", "!", "?", '"')):
+            continue
+        if i + 1 < len(toks) and toks[i + 1].lower in ("old", "as"):
+            continue
+        if i > 0 and toks[i - 1].lower in ("at", "as"):
+            continue
+        if pol.polarity(t.lower):
             out.append(i)
     return out
 
@@ -164,7 +186,17 @@ def delete(s: Sentence, rng: random.Random) -> list[Proposal]:
                     f"-int {toks[i - 1].lower}",
                 )
             )
-        if t.pos.startswith("JJ") and i + 1 < len(toks) and is_noun(toks[i + 1]) and i > 0:
+        # an adjective of an indefinite noun phrase only: not a superlative or comparative ("the
+        # worst movie I have ever"), not one of a list ("a refreshing, movie"), not after an
+        # intensifier ("two very men")
+        if (
+            t.pos == "JJ"
+            and i + 1 < len(toks)
+            and toks[i + 1].pos in ("NN", "NNS")
+            and i > 0
+            and toks[i - 1].lower in ("a", "an", "some", "many", "this", "these")
+            and (i + 2 >= len(toks) or toks[i + 2].text != ",")
+        ):
             edits = [delete_span(s.text, toks, i, i + 1)]
             if fix := fix_article(toks[i - 1], toks[i + 1].text):
                 edits.append((toks[i - 1].start, toks[i - 1].end, fix))

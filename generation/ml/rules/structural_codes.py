@@ -176,6 +176,10 @@ def _passivable(toks: list[Token], obj: tuple[int, int]) -> bool:
     an indefinite pronoun ("Something is being displayed by a few people")."""
     a, b = obj
     first = toks[a]
+    if b < len(toks) and (toks[b].text == "," or toks[b].lower in ("and", "or")):
+        return False  # the first of coordinated objects ("A ... hat is being worn by a redhead, a black shirt")
+    if any(x.lower in ("and", "or") for x in toks[b:]) and any(x.pos in ("VBZ", "VBP", "VBD") for x in toks[b:]):
+        return False  # the first of coordinated verbs ("A blue shirt is worn by a boy and sings")
     if first.pos.startswith("RB") or first.pos == "RP" or first.lower in _INDEFINITE_PRONOUNS:
         return False
     return not any(x.lower in _POSSESSIVES for x in toks[a:b])
