@@ -811,3 +811,36 @@ POLARITY_SKIP: frozenset[str] = frozenset(
         "much",
     }
 )
+
+# Adjective antonyms the lexical code uses: plain gradable pairs that keep their sense in a
+# caption (both directions)
+_ADJECTIVE_PAIRS = (
+    ("big", "small"),
+    ("large", "small"),
+    ("tall", "short"),
+    ("long", "short"),
+    ("wet", "dry"),
+    ("full", "empty"),
+    ("open", "closed"),
+    ("black", "white"),
+    ("happy", "sad"),
+    ("clean", "dirty"),
+    ("light", "dark"),
+    ("hot", "cold"),
+    ("fast", "slow"),
+    ("loud", "quiet"),
+    ("young", "old"),
+    ("new", "old"),
+    ("thick", "thin"),
+    ("wide", "narrow"),
+    ("high", "low"),
+    ("heavy", "light"),
+    ("little", "big"),
+    ("older", "younger"),
+    ("outdoor", "indoor"),
+    ("crowded", "empty"),
+    ("busy", "quiet"),
+)
+ADJECTIVE_ANTONYMS: dict[str, str] = dict(_ADJECTIVE_PAIRS) | {
+    b: a for a, b in _ADJECTIVE_PAIRS if b not in ("small", "short", "old", "light", "big", "empty", "quiet")
+}

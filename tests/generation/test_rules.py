@@ -103,11 +103,13 @@ def test_lexical_uses_wordnet_antonyms() -> None:
 
 
 def test_lexical_uses_hypernyms_and_hyponyms() -> None:
-    out = outputs("lexical", "The water is cold.")
-    replaced = {o.split()[1] for o in out if o.endswith("is cold.")}
-    assert replaced & set(wnx.hypernyms("water", "n")) or replaced & set(wnx.hyponyms("water", "n"))
+    # issue 27: hypernyms of people and animals only, hyponyms attested 5 times in SemCor
+    out = outputs("lexical", "The man is tired.")
+    replaced = {o.split()[1] for o in out if o.endswith("is tired.")}
+    assert replaced & set(wnx.hypernyms("man", "n")) or replaced & set(wnx.hyponyms("man", "n"))
     for o in out:  # one word changed, everything else kept
-        assert len(set(o.split()) ^ set("The water is cold.".split())) <= 2
+        assert len(set(o.split()) ^ set("The man is tired.".split())) <= 2
+    assert "The water is hot." in outputs("lexical", "The water is cold.")  # a plain adjective pair
 
 
 def test_quantifier_puts_no_universal_quantifier_inside_a_prepositional_phrase() -> None:
@@ -357,7 +359,10 @@ def test_rules_targets_on_cad_dev_without_model(shared_data) -> None:
     assert len(with_cand) >= 0.95 * len(origs)
     assert {c.perturbation for c in cands} == set(DEFAULT_CODES)
     stats = introduced_stats([c.meta["introduced"] for c in cands])
-    assert stats["introduced_distinct_1"] >= 0.25
+    # issue 27 traded introduced-word variety for validity (fitting adjectives, time phrases only,
+    # person counterparts, same-frame verbs, review-wide polarity flips): 0.14 here, against
+    # about 0.33 before; docs/generation.md reports the diversity line
+    assert stats["introduced_distinct_1"] >= 0.12
     assert stats["introduced_max_share"] <= 0.10
 
 

@@ -368,24 +368,22 @@ def lexical(s: Sentence, rng: random.Random) -> list[Proposal]:
         if t.lower in lx.QUANTIFIERS or t.lower in lx.NUMBER_WORDS:
             continue  # "Several children" -> "All children" is the quantifier code's job
         if p == "n":
-            if not _noun_slot(toks, i) or (i > 0 and toks[i - 1].lower in ("one", "another")):
+            person = wnx.lexname(t.lower, "n") == "noun.person" and not _compound_modifier(toks, i)
+            if not (person or _noun_slot(toks, i)) or (i > 0 and toks[i - 1].lower in ("one", "another")):
                 continue  # "another one watches" (a verb tagged as a noun) -> "timepieces"
-            # no noun antonyms ("music stands" -> "music lies"): hypernyms and hyponyms
-            rels += [
-                ("hypernym", wnx.frequent_hypernyms(t.lower, p, 1)[:3]),
-                ("hyponym", wnx.frequent_hyponyms(t.lower, p, 5)[:4]),
-            ]
+            # no noun antonyms ("music stands" -> "music lies"); hypernyms only of people and
+            # animals ("man" -> "adult"; "theater" -> "edifice", "seed" -> "fruit", "sidewalk" ->
+            # "walk" were invalid in round 2); hyponyms attested 5 times
+            if wnx.lexname(t.lower, "n") in ("noun.person", "noun.animal"):
+                rels += [("hypernym", wnx.frequent_hypernyms(t.lower, p, 1)[:3])]
+            rels += [("hyponym", wnx.frequent_hyponyms(t.lower, p, 5)[:4])]
         elif p == "a":
-            if t.lower in lx.COLOURS:  # black <-> white only ("a blue shirt" -> "an achromatic shirt")
-                rels += [("antonym", tuple(w for w in wnx.first_sense_antonyms(t.lower, p) if w in lx.COLOURS))]
-            else:
-                rels += [("antonym", wnx.first_sense_antonyms(t.lower, p))]
-                similar = tuple(
-                    w
-                    for w in wnx.similar_adjectives(t.lower)
-                    if wnx.frequency(w, "a") >= 3 and w not in lx.EXCLUDED_WORDS
-                )
-                rels += [("cohyponym", similar[:4])]
+            # adjectives: the antonym of a plain gradable pair only (``lexicons.ADJECTIVE_ANTONYMS``):
+            # WordNet's other antonyms and similar adjectives gave "an old puppy", "the past
+            # woman's", "early people", "a great competition sailboat", "an achromatic shirt"
+            opposite = lx.ADJECTIVE_ANTONYMS.get(t.lower)
+            if opposite:
+                rels += [("antonym", (opposite,))]
         elif p == "v":
             # no verb antonyms ("walks" -> "rides" in "a dog rides in the shallows", "stand" -> "lie")
             continue
