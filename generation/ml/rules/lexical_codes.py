@@ -345,6 +345,9 @@ def _noun_slot(toks: list[Token], i: int) -> bool:
     )
 
 
+_VAGUE_PEOPLE = frozenset({"someone", "somebody", "soul", "individual", "mortal", "person"})
+
+
 def lexical(s: Sentence, rng: random.Random) -> list[Proposal]:
     """One word -> a WordNet relative, sense-aware (issue 27): antonyms of the first sense
     (all parts of speech; "dark waters" no longer gives "blond waters"); for nouns of a concrete
@@ -371,12 +374,13 @@ def lexical(s: Sentence, rng: random.Random) -> list[Proposal]:
             person = wnx.lexname(t.lower, "n") == "noun.person" and not _compound_modifier(toks, i)
             if not (person or _noun_slot(toks, i)) or (i > 0 and toks[i - 1].lower in ("one", "another")):
                 continue  # "another one watches" (a verb tagged as a noun) -> "timepieces"
-            # no noun antonyms ("music stands" -> "music lies"); hypernyms only of people and
-            # animals ("man" -> "adult"; "theater" -> "edifice", "seed" -> "fruit", "sidewalk" ->
-            # "walk" were invalid in round 2); hyponyms attested 5 times
+            # no noun antonyms ("music stands" -> "music lies"), no hyponyms ("boat" -> "barge",
+            # "man" -> "sir", "driver" -> "operator", "equipment" -> "material": 5 of 12 of round 3's
+            # fresh lexical sample were invalid, all hyponyms or rare hypernyms), so hypernyms of
+            # people and animals attested 20 times in SemCor only ("man" -> "adult")
             if wnx.lexname(t.lower, "n") in ("noun.person", "noun.animal"):
-                rels += [("hypernym", wnx.frequent_hypernyms(t.lower, p, 1)[:3])]
-            rels += [("hyponym", wnx.frequent_hyponyms(t.lower, p, 5)[:4])]
+                hyper = wnx.frequent_hypernyms(t.lower, p, 10)
+                rels += [("hypernym", tuple(w for w in hyper if w not in _VAGUE_PEOPLE)[:3])]
         elif p == "a":
             # adjectives: the antonym of a plain gradable pair only (``lexicons.ADJECTIVE_ANTONYMS``):
             # WordNet's other antonyms and similar adjectives gave "an old puppy", "the past
