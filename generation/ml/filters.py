@@ -340,8 +340,9 @@ DANGLING_END: frozenset[str] = (
     | frozenset({"very", "quite", "rather", "extremely", "so", "too", "not"})
 )
 # a determiner cannot be followed by these (its noun is lost): "a the", "the is", "a with"
+# ("a not very good film" is English: "not" may follow)
 _HEADLESS_NEXT: frozenset[str] = (
-    lx.PREPOSITIONS | frozenset({"a", "an", "the", "is", "are", "was", "were", "and", "or", "but", "while", "not"})
+    lx.PREPOSITIONS | frozenset({"a", "an", "the", "is", "are", "was", "were", "and", "or", "but", "while"})
 ) - frozenset({"up", "down", "while", "after", "before", "inside", "outside"})
 _ARTICLES = frozenset({"a", "an", "the", "every", "each"})
 _WORD_OR_PUNCT = re.compile(r"<[^<>]*>|[A-Za-z]+(?:['’][a-z]+)?|[0-9]+|[^\w\s]")
