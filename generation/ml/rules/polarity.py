@@ -9,7 +9,7 @@ pooled candidates flipped the label) and once edited inside ``<br />`` markup. H
   senses; installed with ``textblob``, read from disk, never downloaded). A word counts as
   sentiment-bearing when ``|polarity| >= MIN_POLARITY`` and it is subjective.
 * :func:`opposites` — words of the opposite polarity for one sentiment-bearing word, in order:
-  the curated review pairs of ``rationale_infill.POLARITY_PAIRS`` (great/terrible,
+  the curated review pairs of ``lexicons.POLARITY_PAIRS`` (great/terrible,
   loved/hated, ...), then WordNet antonyms of the word's first sense whose lexicon polarity has
   the opposite sign.
 * :func:`markup_spans` — character spans of markup (``<br />`` and any ``<...>``) and of a
@@ -78,7 +78,7 @@ def lexicon() -> dict[str, float]:
 
 @lru_cache(maxsize=1)
 def _pairs() -> tuple[tuple[str, str], ...]:
-    from generation.ml.rationale_infill import POLARITY_PAIRS
+    from generation.ml.lexicons import POLARITY_PAIRS
 
     return tuple((p, n) for p, n in POLARITY_PAIRS if " " not in p and " " not in n)
 
