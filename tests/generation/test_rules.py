@@ -366,9 +366,9 @@ def test_rules_targets_on_cad_dev_without_model(shared_data) -> None:
     assert {c.perturbation for c in cands} == set(DEFAULT_CODES)
     stats = introduced_stats([c.meta["introduced"] for c in cands])
     # issue 27 traded introduced-word variety for validity (fitting adjectives, time phrases only,
-    # person counterparts, same-frame verbs, review-wide polarity flips): 0.14 here, against
-    # about 0.33 before; docs/generation.md reports the diversity line
-    assert stats["introduced_distinct_1"] >= 0.12
+    # person counterparts, same-frame verbs, no hyponyms, review-wide polarity flips): 0.10 here,
+    # against about 0.33 before; docs/generation.md reports the diversity line
+    assert stats["introduced_distinct_1"] >= 0.09
     assert stats["introduced_max_share"] <= 0.10
 
 
