@@ -331,6 +331,122 @@ def perplexity(
 # -- DISCO artifact heuristics -----------------------------------------------------------------
 NEGATION_TOKENS = lx.NEGATION_WORDS | lx.NEGATED_CONTRACTIONS
 
+# -- malformed text an edit left behind (issue 27) -------------------------------------------
+# A clause may not end on these: "...black swimming suit while.", "...with instruments are.",
+# "...in the." (particles such as "up", "down", "out", "off" may: "He stood up.")
+DANGLING_END: frozenset[str] = (
+    frozenset({"a", "an", "the", "every", "each", "no", "its", "their", "my", "your", "our"})
+    | frozenset({"and", "or", "but", "nor", "while", "because", "although", "though", "whereas", "if", "than"})
+    | frozenset({"is", "are", "was", "were", "am", "has", "have", "had", "does", "do", "did", "will", "would"})
+    | frozenset({"can", "could", "should", "must", "might", "may", "shall", "being", "been", "to", "who", "which"})
+    | (lx.PREPOSITIONS - frozenset({"up", "down", "along", "around", "inside", "outside", "before", "after"}))
+    | frozenset({"very", "quite", "rather", "extremely", "so", "too", "not"})
+)
+# a determiner cannot be followed by these (its noun is lost): "a the", "the is", "a with"
+# ("a not very good film" is English: "not" may follow)
+_HEADLESS_NEXT: frozenset[str] = (
+    lx.PREPOSITIONS | frozenset({"a", "an", "the", "is", "are", "was", "were", "and", "or", "but", "while"})
+) - frozenset({"up", "down", "while", "after", "before", "inside", "outside"})
+_ARTICLES = frozenset({"a", "an", "the", "every", "each"})
+_WORD_OR_PUNCT = re.compile(r"<[^<>]*>|[A-Za-z]+(?:['’][a-z]+)?|[0-9]+|[^\w\s]")
+_CLAUSE_END = frozenset({".", "!", "?", ";", ":"})
+_PAIRS = (("(", ")"), ("[", "]"), ("{", "}"))
+
+
+def malformations(text: str, tags: Sequence[tuple[str, str]] | None = None) -> dict[str, int]:
+    """Counts of patterns of malformed text in ``text``: a clause that ends on a function word
+    (``end:while``), a determiner with no noun after it (``headless:a->the``, and with POS
+    ``tags`` — (word, Penn tag) pairs from the rules tagger — a determiner, modifiers and then a
+    verb with no noun: ``headless:a->VBZ``), a word doubled (``double:the``), brackets, quotes
+    or markup out of balance (``unbalanced:(``, ``unbalanced:<``). A candidate is judged by the
+    patterns it has that its original does not (:func:`introduced_malformations`)."""
+    out: dict[str, int] = {}
+
+    def add(key: str) -> None:
+        out[key] = out.get(key, 0) + 1
+
+    toks = [m.group(0) for m in _WORD_OR_PUNCT.finditer(text)]
+    low = [t.lower() for t in toks]
+    for i, w in enumerate(low):
+        nxt = low[i + 1] if i + 1 < len(low) else None
+        if w.isalpha() and (nxt is None or nxt in _CLAUSE_END) and w in DANGLING_END:
+            add(f"end:{w}")
+        if w in _ARTICLES and nxt is not None and (nxt in _HEADLESS_NEXT or nxt in _CLAUSE_END or nxt == ","):
+            add(f"headless:{w}->{nxt}")
+        if nxt is not None and w.isalpha() and w == nxt and w not in ("that", "had", "very", "so", "no", "really"):
+            add(f"double:{w}")
+    if tags:
+        words_ = [(w.lower(), t) for w, t in tags]
+        for i, (w, _) in enumerate(words_):
+            if w not in ("a", "an"):
+                continue
+            j = i + 1
+            while j < len(words_) and words_[j][1] in ("JJ", "JJR", "JJS", "NN", "RB"):
+                j += 1
+            if j == i + 1:
+                continue
+            nxt_tag = words_[j][1] if j < len(words_) else "END"
+            last = words_[j - 1]
+            # "a tall is", "a tennis glowers", "with a tennis.": the noun is missing
+            if nxt_tag in ("VBZ", "VBD", "VBP", "MD", "IN", "END", ".", ",") and (
+                last[1] not in ("NN", "NNS") or last[0] in lx.ADJECTIVE_LIKE_NOUNS
+            ):
+                add(f"headless:{w}->{nxt_tag if nxt_tag.isupper() else 'END'}")
+            # "a tennis glowers" (tagged NNS), "a red shoes": "a" with a plural head
+            elif (
+                nxt_tag == "NNS"
+                and (last[1] != "NN" or last[0] in lx.ADJECTIVE_LIKE_NOUNS)
+                and words_[i + 1][0] not in ("few", "lot", "couple", "dozen", "number", "hundred", "thousand", "pair")
+                and (j + 1 >= len(words_) or words_[j + 1][1] not in ("NN", "NNS", "NNP"))
+            ):
+                add(f"headless:{w}->NNS")
+    for a, b in _PAIRS:
+        if text.count(a) != text.count(b):
+            add(f"unbalanced:{a}")
+    if text.count('"') % 2:
+        add('unbalanced:"')
+    bare = re.sub(r"<[^<>]*>", "", text)
+    if "<" in bare or ">" in bare or re.search(r"<[^<>]*$", text):
+        add("unbalanced:<")
+    return out
+
+
+def changed_part(original: str, candidate: str) -> tuple[str, str]:
+    """The sentences an edit touched: both texts less the sentences they share at the start
+    and at the end (a review keeps its other sentences byte-identical)."""
+    from generation.ml.rules.tokens import sentence_spans
+
+    a = [original[x:y] for x, y in sentence_spans(original)]
+    b = [candidate[x:y] for x, y in sentence_spans(candidate)]
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    j = 0
+    while j < min(len(a), len(b)) - i and a[len(a) - 1 - j] == b[len(b) - 1 - j]:
+        j += 1
+    return " ".join(a[i : len(a) - j]), " ".join(b[i : len(b) - j])
+
+
+def introduced_malformations(original: str, candidate: str, *, tagged: bool = True) -> list[str]:
+    """The malformation patterns (:func:`malformations`) that ``candidate`` has more often than
+    ``original``: what the edit broke. With ``tagged`` the rules' POS tagger also reads the
+    changed sentences for a determiner whose noun was lost before a verb."""
+    before = malformations(original)
+    after = malformations(candidate)
+    if tagged:
+        from generation.ml.rules.tokens import tag
+
+        pa, pb = changed_part(original, candidate)
+        for part, into in ((pa, before), (pb, after)):
+            tagged_only = {
+                k: n
+                for k, n in malformations(part, [(t.text, t.pos) for t in tag(part)]).items()
+                if k.startswith("headless:") and k.split("->")[1].isupper()
+            }
+            for k, n in tagged_only.items():
+                into[k] = into.get(k, 0) + n
+    return sorted(k for k, n in after.items() if n > before.get(k, 0))
+
 
 def artifacts(
     original_fields: Mapping[str, str],
@@ -364,6 +480,9 @@ def artifacts(
                 if len(seg.split()) >= 4 and seg in new:
                     reasons.append(f"{k} copies the prompt")
                     break
+        broken = introduced_malformations(str(original_fields.get(k, "")), str(candidate_fields[k]))
+        if broken:
+            reasons.append(f"{k}: malformed after the edit ({', '.join(broken)})")
     if intro_set:
         hyp = original_fields.get(hypothesis_field)
         prem = original_fields.get(premise_field)

@@ -553,3 +553,354 @@ IRREGULAR_PARTICIPLES: dict[str, str] = {
 }
 OBJECT_PRONOUN: dict[str, str] = {"i": "me", "he": "him", "she": "her", "we": "us", "they": "them"}
 SUBJECT_PRONOUN: dict[str, str] = {v: k for k, v in OBJECT_PRONOUN.items()}
+
+# Nouns that are a noun's modifier far more often than a countable head: after "a" they need
+# their noun ("a tennis racket"; "A boy with a tennis glowers" lost it). The artifacts filter
+# reads "a/an" + one of these + no noun as a lost head.
+ADJECTIVE_LIKE_NOUNS: frozenset[str] = frozenset(
+    {
+        "tennis",
+        "soccer",
+        "baseball",
+        "basketball",
+        "football",
+        "volleyball",
+        "golf",
+        "hockey",
+        "rugby",
+        "cricket",
+        "swimming",
+        "bathing",
+        "running",
+        "fishing",
+        "police",
+        "fire",
+        "ice",
+        "water",
+        "music",
+        "street",
+        "brick",
+        "metal",
+        "plastic",
+        "leather",
+        "denim",
+        "cotton",
+        "wool",
+        "rock",
+        "jazz",
+        "grocery",
+        "birthday",
+        "wedding",
+        "track",
+        "construction",
+    }
+)
+
+# -- validity constraints of the rules generator (issue 27) -----------------------------------
+# Words that open a subordinate clause: negation and fronting leave such clauses alone
+# ("because they are never in love", "while she does not continue to ride" were invalid).
+SUBORDINATORS: frozenset[str] = frozenset(
+    {"because", "while", "whilst", "as", "when", "since", "although", "though", "if", "that", "who", "which", "whose"}
+)
+COLOURS: frozenset[str] = frozenset(
+    {"red", "blue", "green", "black", "white", "yellow", "orange", "pink", "purple", "brown", "gray", "grey"}
+)
+# WordNet noun lexicographer files of concrete things: the noun relations of ``lexical`` and
+# ``resemantic`` stay inside them ("basketball" is first a game, noun.act: its sister
+# "tennis" replaced a ball in "A boy with a tennis glowers"; "background" -> "birthright",
+# "supply" -> "gain", "play" -> "cook" came from abstract senses)
+CONCRETE_LEXNAMES: frozenset[str] = frozenset(
+    {"noun.artifact", "noun.animal", "noun.food", "noun.plant", "noun.object", "noun.body", "noun.substance"}
+)
+# Where an inserted adjective fits: the WordNet lexname of the noun's first sense ("loud
+# grass", "dry microphone", "a red kid" were invalid). Colours describe things, not people.
+ADJECTIVE_LEXNAMES: dict[str, frozenset[str]] = {
+    **{a: frozenset({"noun.person"}) for a in ("happy", "tired", "busy", "angry", "friendly", "lonely", "elderly")},
+    **{a: frozenset({"noun.person", "noun.animal"}) for a in ("young", "old", "calm", "curious", "serious")},
+    **{a: frozenset({"noun.person", "noun.animal", "noun.group"}) for a in ("loud", "quiet", "smiling")},
+    "tall": frozenset({"noun.person", "noun.plant", "noun.artifact"}),
+    **{
+        a: frozenset({"noun.person", "noun.animal", "noun.artifact", "noun.object", "noun.plant"})
+        for a in ("small", "large", "tiny", "huge")
+    },
+    **{
+        a: frozenset({"noun.artifact"})
+        for a in ("red", "blue", "green", "black", "white", "new", "wooden", "shiny", "heavy")
+    },
+    **{a: frozenset({"noun.artifact", "noun.object"}) for a in ("bright", "dark")},
+    "wet": frozenset({"noun.object", "noun.plant", "noun.body", "noun.animal"}),
+    "dry": frozenset({"noun.object", "noun.plant"}),
+    **{a: frozenset({"noun.location"}) for a in ("crowded", "empty")},
+    "famous": frozenset({"noun.person", "noun.location"}),
+    "local": frozenset({"noun.person", "noun.location", "noun.group"}),
+    **{a: frozenset({"noun.artifact", "noun.person", "noun.animal", "noun.body"}) for a in ("dirty", "clean")},
+    "strange": frozenset({"noun.artifact", "noun.person", "noun.animal", "noun.object", "noun.food"}),
+}
+# Places that "crowded"/"empty" fit although WordNet files them as artifacts
+PLACE_NOUNS: frozenset[str] = frozenset(
+    {
+        "street",
+        "room",
+        "bus",
+        "train",
+        "restaurant",
+        "bar",
+        "cafe",
+        "store",
+        "shop",
+        "market",
+        "road",
+        "beach",
+        "park",
+        "stadium",
+        "hall",
+        "square",
+        "sidewalk",
+        "building",
+        "station",
+        "subway",
+        "kitchen",
+        "office",
+    }
+)
+# Manner adverbs for an action verb (not a posture or state verb); sentence adverbs
+# ("probably", "honestly") need a finite verb ("Friends probably running" was invalid).
+MANNER_ADVERBS: tuple[str, ...] = (
+    "quickly",
+    "slowly",
+    "carefully",
+    "happily",
+    "quietly",
+    "eagerly",
+    "calmly",
+    "gently",
+    "proudly",
+    "nervously",
+)
+SENTENCE_ADVERBS: tuple[str, ...] = ("clearly", "probably", "certainly", "finally", "suddenly")
+STATE_VERBS: frozenset[str] = frozenset(
+    {
+        "stand",
+        "sit",
+        "lie",
+        "wear",
+        "have",
+        "own",
+        "contain",
+        "seem",
+        "appear",
+        "look",
+        "be",
+        "hold",
+        "wait",
+        "sleep",
+        "rest",
+        "lay",
+        "remain",
+        "stay",
+        "belong",
+        "need",
+        "want",
+        "know",
+        "love",
+        "like",
+        "hate",
+    }
+)
+# Time phrases only for a sentence-final insert: a place or company phrase attaches to the last
+# noun ("a truck with a friend", "flags with a friend") and "for the first time" rarely makes sense
+INSERT_TIME_PPS: tuple[str, ...] = (
+    "at night",
+    "in the morning",
+    "in the afternoon",
+    "during the day",
+    "on the weekend",
+    "in the evening",
+)
+# Person nouns: swapped among themselves (resemantic), as WordNet's sister terms of a person
+# are mostly odd ("host", "character", "beau", "masses")
+PERSON_SWAPS: dict[str, tuple[str, ...]] = {
+    "man": ("woman",),
+    "woman": ("man",),
+    "men": ("women",),
+    "women": ("men",),
+    "boy": ("girl",),
+    "girl": ("boy",),
+    "boys": ("girls",),
+    "girls": ("boys",),
+    "guy": ("woman",),
+    "guys": ("women",),
+    "lady": ("man",),
+    "ladies": ("men",),
+    "gentleman": ("lady",),
+    "husband": ("wife",),
+    "wife": ("husband",),
+    "brother": ("sister",),
+    "sister": ("brother",),
+    "son": ("daughter",),
+    "daughter": ("son",),
+    "father": ("mother",),
+    "mother": ("father",),
+    "dad": ("mom",),
+    "mom": ("dad",),
+    "child": ("adult", "teenager"),
+    "kid": ("teenager", "adult"),
+    "children": ("adults", "teenagers"),
+    "kids": ("teenagers", "adults"),
+    "adult": ("child",),
+    "adults": ("children",),
+    "teenager": ("child", "adult"),
+    "teenagers": ("children", "adults"),
+    "player": ("coach", "referee"),
+    "players": ("coaches",),
+    "doctor": ("nurse",),
+    "nurse": ("doctor",),
+    "king": ("queen",),
+    "queen": ("king",),
+    "student": ("teacher",),
+    "teacher": ("student",),
+    "students": ("teachers",),
+    "teachers": ("students",),
+}
+# Verbs swapped only inside a class of one argument frame (resemantic): an intransitive verb
+# never gets an object ("A dog jumping a Frisbee", "A man dancing a bag") and a transitive one
+# never loses it ("People building near trash bags"); no stative verb in the progressive
+# ("someone who is loving down on the street")
+VERB_CLASSES: tuple[tuple[str, frozenset[str]], ...] = (
+    ("intransitive", frozenset({"walk", "run", "jog"})),
+    ("intransitive", frozenset({"sit", "stand", "kneel"})),
+    ("intransitive", frozenset({"sing", "dance"})),
+    ("intransitive", frozenset({"laugh", "smile", "cry"})),
+    ("intransitive", frozenset({"swim", "wade"})),
+    ("transitive", frozenset({"hold", "carry"})),
+    ("transitive", frozenset({"watch", "photograph"})),
+    ("transitive", frozenset({"push", "pull"})),
+    ("transitive", frozenset({"throw", "catch", "kick"})),
+    ("transitive", frozenset({"buy", "sell"})),
+    ("transitive", frozenset({"open", "close"})),
+    ("transitive", frozenset({"eat", "cook"})),
+    ("transitive", frozenset({"like", "love", "hate"})),
+)
+
+# Words the WordNet codes never introduce: dated or offensive senses ("a queer trick", "negroid")
+EXCLUDED_WORDS: frozenset[str] = frozenset({"queer", "negroid", "colored", "coloured", "gay", "retarded", "oriental"})
+# Sentiment words the review codes leave alone: their opposite breaks an idiom or a frame
+# ("as well" -> "as badly", "a lot of fun" -> "a lot of painful", "I would recommend that" ->
+# "I would avoid that", "a true story" -> "a false story", "at least" -> "at most")
+POLARITY_SKIP: frozenset[str] = frozenset(
+    {
+        "well",
+        "fun",
+        "true",
+        "false",
+        "least",
+        "most",
+        "fake",
+        "able",
+        "naive",
+        "fair",
+        "real",
+        "recommend",
+        "recommended",
+        "recommends",
+        "avoid",
+        "old",
+        "only",
+        "more",
+        "less",
+        "much",
+    }
+)
+
+# Adjective antonyms the lexical code uses: plain gradable pairs that keep their sense in a
+# caption (both directions)
+_ADJECTIVE_PAIRS = (
+    ("big", "small"),
+    ("large", "small"),
+    ("tall", "short"),
+    ("long", "short"),
+    ("wet", "dry"),
+    ("full", "empty"),
+    ("open", "closed"),
+    ("black", "white"),
+    ("happy", "sad"),
+    ("clean", "dirty"),
+    ("light", "dark"),
+    ("hot", "cold"),
+    ("fast", "slow"),
+    ("loud", "quiet"),
+    ("young", "old"),
+    ("new", "old"),
+    ("thick", "thin"),
+    ("wide", "narrow"),
+    ("high", "low"),
+    ("heavy", "light"),
+    ("little", "big"),
+    ("older", "younger"),
+    ("outdoor", "indoor"),
+    ("crowded", "empty"),
+    ("busy", "quiet"),
+)
+ADJECTIVE_ANTONYMS: dict[str, str] = dict(_ADJECTIVE_PAIRS) | {
+    b: a for a, b in _ADJECTIVE_PAIRS if b not in ("small", "short", "old", "light", "big", "empty", "quiet")
+}
+
+# Review polarity pairs (positive, negative), used in both directions: rationale_infill's
+# label words and the rules generator's sentiment opposites (rules/polarity.py)
+POLARITY_PAIRS: tuple[tuple[str, str], ...] = (
+    ("good", "bad"),
+    ("great", "terrible"),
+    ("excellent", "awful"),
+    ("best", "worst"),
+    ("love", "hate"),
+    ("loved", "hated"),
+    ("loves", "hates"),
+    ("like", "dislike"),
+    ("liked", "disliked"),
+    ("interesting", "boring"),
+    ("enjoyable", "tedious"),
+    ("beautiful", "ugly"),
+    ("brilliant", "dull"),
+    ("funny", "unfunny"),
+    ("perfect", "flawed"),
+    ("strong", "weak"),
+    ("wonderful", "dreadful"),
+    ("fantastic", "horrible"),
+    ("amazing", "disappointing"),
+    ("superb", "poor"),
+    ("memorable", "forgettable"),
+    ("impressive", "unimpressive"),
+    ("fun", "painful"),
+    ("well", "badly"),
+    ("better", "worse"),
+    ("entertaining", "dull"),
+    ("clever", "stupid"),
+    ("masterpiece", "mess"),
+    ("gem", "disaster"),
+    ("recommend", "avoid"),
+    ("enjoyed", "endured"),
+    ("charming", "annoying"),
+    ("engaging", "tedious"),
+    ("moving", "lifeless"),
+    ("original", "derivative"),
+    ("smart", "dumb"),
+    ("fresh", "stale"),
+    ("compelling", "uninspired"),
+    ("thrilling", "tiresome"),
+    ("hilarious", "lame"),
+    ("superior", "inferior"),
+    ("succeeds", "fails"),
+    ("success", "failure"),
+    ("pleasure", "chore"),
+    ("beautifully", "poorly"),
+    ("nice", "nasty"),
+    ("highly", "barely"),
+    ("wonderfully", "terribly"),
+    ("stunning", "bland"),
+    ("believable", "implausible"),
+    ("sharp", "sloppy"),
+    ("solid", "shaky"),
+    ("favorite", "least favorite"),
+    ("masterful", "amateurish"),
+    ("worth", "not worth"),
+)

@@ -42,6 +42,7 @@ from generation.ml.base import (
     Skip,
     stop_point,
 )
+from generation.ml.lexicons import POLARITY_PAIRS
 from generation.ml.saliency import (
     ClassifierInput,
     TextClassifier,
@@ -63,64 +64,7 @@ NAME = "rationale-infill"
 MARKUP_RE = re.compile(r"<[^<>]{1,40}>")  # <br /> in IMDb reviews: never a rationale
 DEFAULT_NLTK_DATA = str(Path(__file__).resolve().parents[2] / "var" / "nltk_data")
 
-# A small label-word lexicon: polarity pairs (positive, negative), used in both directions.
-POLARITY_PAIRS: tuple[tuple[str, str], ...] = (
-    ("good", "bad"),
-    ("great", "terrible"),
-    ("excellent", "awful"),
-    ("best", "worst"),
-    ("love", "hate"),
-    ("loved", "hated"),
-    ("loves", "hates"),
-    ("like", "dislike"),
-    ("liked", "disliked"),
-    ("interesting", "boring"),
-    ("enjoyable", "tedious"),
-    ("beautiful", "ugly"),
-    ("brilliant", "dull"),
-    ("funny", "unfunny"),
-    ("perfect", "flawed"),
-    ("strong", "weak"),
-    ("wonderful", "dreadful"),
-    ("fantastic", "horrible"),
-    ("amazing", "disappointing"),
-    ("superb", "poor"),
-    ("memorable", "forgettable"),
-    ("impressive", "unimpressive"),
-    ("fun", "painful"),
-    ("well", "badly"),
-    ("better", "worse"),
-    ("entertaining", "dull"),
-    ("clever", "stupid"),
-    ("masterpiece", "mess"),
-    ("gem", "disaster"),
-    ("recommend", "avoid"),
-    ("enjoyed", "endured"),
-    ("charming", "annoying"),
-    ("engaging", "tedious"),
-    ("moving", "lifeless"),
-    ("original", "derivative"),
-    ("smart", "dumb"),
-    ("fresh", "stale"),
-    ("compelling", "uninspired"),
-    ("thrilling", "tiresome"),
-    ("hilarious", "lame"),
-    ("superior", "inferior"),
-    ("succeeds", "fails"),
-    ("success", "failure"),
-    ("pleasure", "chore"),
-    ("beautifully", "poorly"),
-    ("nice", "nasty"),
-    ("highly", "barely"),
-    ("wonderfully", "terribly"),
-    ("stunning", "bland"),
-    ("believable", "implausible"),
-    ("sharp", "sloppy"),
-    ("solid", "shaky"),
-    ("favorite", "least favorite"),
-    ("masterful", "amateurish"),
-    ("worth", "not worth"),
-)
+# A small label-word lexicon (``lexicons.POLARITY_PAIRS``): polarity pairs (positive, negative).
 POSITIVE_WORDS = tuple(p for p, _ in POLARITY_PAIRS)
 NEGATIVE_WORDS = tuple(n for _, n in POLARITY_PAIRS)
 NEGATIONS = frozenset({"not", "no", "never", "n't", "nothing", "nobody", "none", "hardly", "barely"})

@@ -15,7 +15,7 @@ from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Origina
 from generation.ml.rules import CODES, DEFAULT_CODES, PERTURBATIONS, RulesGenerator
 from generation.ml.rules import wordnet as wnx
 from generation.ml.rules.lexical_codes import Sentence
-from generation.ml.rules.phrases import fix_tags
+from generation.ml.rules.phrases import fix_tags, inflect
 from generation.ml.rules.tokens import apply_edits, sentence_spans, tag, words
 
 NLI_LABELS = ("entailment", "neutral", "contradiction")
@@ -46,7 +46,9 @@ def test_sentence_spans_skip_markup() -> None:
 def test_negation_inserts_with_varied_forms() -> None:
     out = outputs("negation", "A man is riding a bike.")
     assert "A man is not riding a bike." in out
-    assert {"A man is never riding a bike.", "A man is no longer riding a bike.", "No man is riding a bike."} <= out
+    assert {"A man is no longer riding a bike.", "No man is riding a bike."} <= out
+    # issue 27: "never" / "rarely" turn a scene into a habit ("Two hikers never walk along a path")
+    assert not [o for o in out if " never " in o or " rarely " in o]
 
 
 def test_negation_do_support_for_plain_verbs() -> None:
@@ -67,8 +69,11 @@ def test_negation_removes_existing_negation() -> None:
 def test_quantifier_changes_determiner_number_and_agreement() -> None:
     out = outputs("quantifier", "A man is riding a bike.")
     assert "Two men are riding a bike." in out  # plural noun and verb agreement follow
-    assert "Every man is riding a bike." in out
-    assert "A man is riding two bikes." in out
+    assert "One man is riding a bike." in out
+    # issue 27: the subject only, and no "every"/"each"/"another"/"a single" ("There is another
+    # man walking", "drives many cars" were invalid)
+    assert "A man is riding two bikes." not in out
+    assert not [o for o in out if o.split()[0] in ("Every", "Each", "Another") or "single" in o]
 
 
 def test_quantifier_swaps_quantifiers_and_numbers() -> None:
@@ -97,12 +102,20 @@ def test_lexical_uses_wordnet_antonyms() -> None:
     assert "It is short." in outputs("lexical", "It is tall.")
 
 
-def test_lexical_uses_hypernyms_and_hyponyms() -> None:
-    out = outputs("lexical", "The water is cold.")
-    replaced = {o.split()[1] for o in out if o.endswith("is cold.")}
-    assert replaced & set(wnx.hypernyms("water", "n")) or replaced & set(wnx.hyponyms("water", "n"))
+def test_lexical_uses_frequent_hypernyms_of_people_and_plain_adjective_pairs() -> None:
+    # issue 27: no hyponyms ("man" -> "sir", "boat" -> "barge"); hypernyms of people and animals
+    # attested 10 times in SemCor ("girl" -> "woman"); adjectives from plain pairs
+    out = outputs("lexical", "The girl is tired.")
+    assert "The woman is tired." in out
+    assert not [o for o in every_word(out) if o in set(wnx.hyponyms("girl", "n"))]
     for o in out:  # one word changed, everything else kept
-        assert len(set(o.split()) ^ set("The water is cold.".split())) <= 2
+        assert len(set(o.split()) ^ set("The girl is tired.".split())) <= 2
+    assert "The water is hot." in outputs("lexical", "The water is cold.")
+    assert not outputs("lexical", "A man sits in a boat.") & {"A man sits in a barge.", "A sir sits in a boat."}
+
+
+def every_word(texts: set[str]) -> set[str]:
+    return {w.strip(".").lower() for t in texts for w in t.split()}
 
 
 def test_quantifier_puts_no_universal_quantifier_inside_a_prepositional_phrase() -> None:
@@ -111,18 +124,17 @@ def test_quantifier_puts_no_universal_quantifier_inside_a_prepositional_phrase()
         assert out
         for o in out:
             assert not any(f"of {q} train" in o for q in ("every", "each", "all")), o
-        # the subject still gets them
-        assert "Every man works near a train." in outputs("quantifier", "A man works near a train.", seed)
-        assert not any(
-            "near every" in o or "near each" in o for o in outputs("quantifier", "A man works near a train.", seed)
-        )
+        # the subject still gets a quantifier, the prepositional phrase none
+        near = outputs("quantifier", "A man works near a train.", seed)
+        assert "Two men work near a train." in near
+        assert all(o.endswith("near a train.") for o in near), near
 
 
 def test_resemantic_swaps_in_attested_sister_terms_only() -> None:
     assert wnx.attested("couch", "n") and not wnx.attested("spectroscope", "n")
     for seed in range(10):
         for o in outputs("resemantic", "A woman is standing near the water.", seed):
-            verbs = {form for row in lx.VERB_FORMS for form in row}
+            verbs = {inflect(v, "VBG") for _, vs in lx.VERB_CLASSES for v in vs}
             new = set(o.rstrip(".").lower().split()) - set("a an woman is standing near the water".split()) - verbs
             for w in new - set(lx.INSERT_ADJECTIVES):  # the swapped noun (and maybe its adjective)
                 assert wnx.attested(wnx.lemma(w, "n"), "n"), o
@@ -144,7 +156,10 @@ def test_adjective_fits_its_noun() -> None:
     assert wnx.adjective_fits("elderly", "woman") and not wnx.adjective_fits("elderly", "sandals")
     assert wnx.adjective_fits("wooden", "box") and not wnx.adjective_fits("wooden", "dog")
     assert not wnx.adjective_fits("elderly", "girl")  # the noun already says the age
-    assert wnx.adjective_fits("red", "dog") and wnx.adjective_fits("red", "qwxzv")
+    # issue 27: by the noun's lexicographer file ("a red kid", "loud grass", "a dry microphone")
+    assert wnx.adjective_fits("red", "car") and not wnx.adjective_fits("red", "kid")
+    assert not wnx.adjective_fits("loud", "grass") and not wnx.adjective_fits("dry", "microphone")
+    assert wnx.adjective_fits("crowded", "street") and wnx.adjective_fits("wet", "grass")
     assert not wnx.adjective_fits("happy", "qwxzv")  # unknown noun: neutral adjectives only
 
 
@@ -176,7 +191,7 @@ def test_insert_adds_a_modifier() -> None:
         assert 1 <= sum(added.values()) <= 4
         inserted = set(added) - {"a", "an"}
         assert inserted <= set(lx.INSERT_ADJECTIVES) | set(lx.INSERT_ADVERBS) | {
-            w for pp in lx.INSERT_PPS for w in pp.split()
+            w for pp in lx.INSERT_TIME_PPS for w in pp.split()
         }, o
 
 
@@ -310,6 +325,9 @@ def test_long_text_edits_one_sentence_and_keeps_the_rest() -> None:
     assert cands
     spans = sentence_spans(review)
     for c in cands:
+        if "window" not in c.meta:  # issue 27: the review-wide polarity flip edits every sentence
+            assert "review polarity flip" in str(c.meta["detail"])
+            continue
         old, new = c.meta["window"]
         assert old in review and old != new
         assert c.fields["text"] == review.replace(old, new, 1)
@@ -347,7 +365,10 @@ def test_rules_targets_on_cad_dev_without_model(shared_data) -> None:
     assert len(with_cand) >= 0.95 * len(origs)
     assert {c.perturbation for c in cands} == set(DEFAULT_CODES)
     stats = introduced_stats([c.meta["introduced"] for c in cands])
-    assert stats["introduced_distinct_1"] >= 0.25
+    # issue 27 traded introduced-word variety for validity (fitting adjectives, time phrases only,
+    # person counterparts, same-frame verbs, no hyponyms, review-wide polarity flips): 0.10 here,
+    # against about 0.33 before; docs/generation.md reports the diversity line
+    assert stats["introduced_distinct_1"] >= 0.09
     assert stats["introduced_max_share"] <= 0.10
 
 
@@ -373,8 +394,11 @@ def test_lower_case_review_is_split_and_an_unsplittable_one_is_skipped() -> None
         "stars option. to give this film even a single star is giving way too much. " * 3
     )
     orig = Original("lc", {"text": review}, "Negative", ("Negative", "Positive"), "sentiment")
-    out = list(RulesGenerator(seed=0).generate([orig]))
+    # the generic codes (a sentiment run's own codes need a sentiment-bearing word: issue 27)
+    out = list(RulesGenerator(seed=0, codes=DEFAULT_CODES).generate([orig]))
     assert out and all(isinstance(c, GeneratedCandidate) for c in out)
+    skip = list(RulesGenerator(seed=0).generate([orig]))
+    assert isinstance(skip[0], Skip) and "no sentiment-bearing word" in skip[0].reason
     ramble = Original("long", {"text": " ".join(["word"] * 80)}, None, (), "sentiment")
     skip = list(RulesGenerator().generate([ramble]))
     assert len(skip) == 1 and isinstance(skip[0], Skip) and "no sentence of 3-60 words" in skip[0].reason

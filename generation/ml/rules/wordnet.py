@@ -29,6 +29,8 @@ class Lemma(Protocol):
 class Synset(Protocol):
     def name(self) -> str: ...
 
+    def lexname(self) -> str: ...
+
     def lemmas(self) -> list[Lemma]: ...
 
     def hypernyms(self) -> list[Synset]: ...
@@ -235,15 +237,23 @@ def animacy(noun: str) -> str | None:
 
 
 def adjective_fits(adj: str, noun: str) -> bool:
-    """Whether an inserted adjective can describe the noun: a living being's adjective only
-    before an animate noun, a thing's only before an inanimate one, no age adjective before a
-    noun that already says the age. A noun WordNet does not know gets only the neutral ones."""
+    """Whether an inserted adjective can describe the noun: no age adjective before a noun
+    that already says the age ("an elderly girl"); an adjective of
+    ``lexicons.ADJECTIVE_LEXNAMES`` only before a noun whose first sense is in one of its
+    lexicographer files ("loud grass", "a dry microphone", "a red kid" were invalid;
+    "crowded"/"empty" also before the places of ``PLACE_NOUNS``); the others by WordNet
+    animacy (a living being's adjective only before an animate noun, a thing's only before an
+    inanimate one). A noun WordNet does not know gets only the neutral ones."""
     from generation.ml import lexicons as lx
 
     adj, noun = adj.lower(), noun.lower()
     base = lemma(noun, "n")
     if adj in lx.AGE_ADJECTIVES and base in lx.AGE_NOUNS:
         return False
+    if adj in lx.ADJECTIVE_LEXNAMES:
+        if adj in ("crowded", "empty") and base in lx.PLACE_NOUNS:
+            return True
+        return lexname(noun, "n") in lx.ADJECTIVE_LEXNAMES[adj]
     kind = animacy(noun)
     if adj in lx.ANIMATE_ADJECTIVES:
         return kind == "animate"
@@ -258,3 +268,73 @@ def attested(word: str, pos: str) -> bool:
     ``cntlist.rev``): "spectroscope", "elixir", "jubilation" do not, "motorcycle" does not
     either, "couch" does."""
     return any(_count(lem) > 0 for lem in wordnet().lemmas(lemma(word, pos), pos))
+
+
+@lru_cache(maxsize=65536)
+def lexname(word: str, pos: str = "n") -> str | None:
+    """The lexicographer file of the word's first (most frequent) sense: ``noun.person``,
+    ``noun.artifact``, ``noun.act``, ... (None when WordNet does not know it)."""
+    syns = _synsets(word, pos, 1)
+    return syns[0].lexname() if syns else None
+
+
+@lru_cache(maxsize=65536)
+def frequency(word: str, pos: str) -> int:
+    """SemCor count of the word in that part of speech, all senses together."""
+    return sum(_count(lem) for lem in wordnet().lemmas(lemma(word, pos), pos))
+
+
+def _names_counts(synsets: Iterable[Synset], exclude: str, min_count: int) -> tuple[str, ...]:
+    """Single-word lemmas of ``synsets`` attested at least ``min_count`` times in SemCor (for
+    that sense), most frequent first: rare or archaic words ("bambinos", "shtick", "dame",
+    "daishiki") never come out."""
+    best: dict[str, int] = {}
+    for s in synsets:
+        for lem in s.lemmas():
+            name, c = lem.name(), _count(lem)
+            if "_" in name or not name.isalpha() or name[:1].isupper() or name.lower() == exclude or c < min_count:
+                continue
+            best[name.lower()] = max(best.get(name.lower(), 0), c)
+    return tuple(sorted(best, key=lambda k: (-best[k], k)))
+
+
+@lru_cache(maxsize=65536)
+def frequent_hyponyms(word: str, pos: str, min_count: int = 5) -> tuple[str, ...]:
+    """Hyponyms of the first sense that SemCor attests ``min_count`` times or more."""
+    return _names_counts([h for s in _synsets(word, pos, 1) for h in s.hyponyms()], lemma(word, pos), min_count)
+
+
+@lru_cache(maxsize=65536)
+def frequent_hypernyms(word: str, pos: str, min_count: int = 1) -> tuple[str, ...]:
+    """Hypernyms of the first sense that SemCor attests ``min_count`` times or more."""
+    return _names_counts([h for s in _synsets(word, pos, 1) for h in s.hypernyms()], lemma(word, pos), min_count)
+
+
+@lru_cache(maxsize=65536)
+def first_sense_antonyms(word: str, pos: str) -> tuple[str, ...]:
+    """Antonyms of the word's first sense only ("dark waters" -> "light", never the hair
+    sense's "blond"); for an adjective satellite, of its cluster head."""
+    base = lemma(word, pos)
+    names: list[tuple[str, int]] = []
+    for s in _synsets(word, pos, 1):
+        for lem in s.lemmas():
+            if lem.name().lower() == base:
+                names += [(a.name(), _count(a) + 1) for a in lem.antonyms()]
+        if pos == "a" and not names:
+            for sim in s.similar_tos():
+                for lem in sim.lemmas():
+                    names += [(a.name(), _count(a)) for a in lem.antonyms()]
+    return _clean(names, base)
+
+
+@lru_cache(maxsize=65536)
+def frequent_cohyponyms(word: str, pos: str, min_count: int = 3) -> tuple[str, ...]:
+    """Sister terms of the first sense, in the same lexicographer file, attested
+    ``min_count`` times or more in SemCor."""
+    syns = _synsets(word, pos, 1)
+    if not syns:
+        return ()
+    own = {lem.name().lower() for s in syns for lem in s.lemmas()}
+    lex = syns[0].lexname()
+    sisters = [c for s in syns for h in s.hypernyms() for c in h.hyponyms() if c not in syns and c.lexname() == lex]
+    return tuple(n for n in _names_counts(sisters, lemma(word, pos), min_count) if n not in own)

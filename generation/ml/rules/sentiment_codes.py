@@ -1,0 +1,226 @@
+"""The control codes for sentiment (issue 27): edits go where the label lives.
+
+On a review the generic codes edited random words ("some randomly placed columns ride off as
+a set", "a pretty good comedy team in silence.") and 3.1 % of the pooled candidates flipped
+the label. These work on the sentiment-bearing words of :mod:`generation.ml.rules.polarity`
+(TextBlob's polarity lexicon and the curated review pairs) instead:
+
+* ``lexical`` — every sentiment-bearing word of the sentence with an opposite becomes that
+  opposite ("a great cast" -> "a terrible cast", "I loved it" -> "I hated it"); a word under a
+  negation loses the negation instead ("not funny" -> "funny"), so the sentence flips as a
+  whole; :func:`review_flip` does the same for every sentence of the review at once.
+* ``negation`` — negation toggled where it scopes over a sentiment-bearing word: removed
+  ("wasn't good" -> "was good") or added at the copula / verb of that word's clause ("is
+  good" -> "is not good", "I enjoyed" -> "I did not enjoy").
+* ``delete`` — a sentiment-bearing modifier removed ("a brilliant film" -> "a film"), or the
+  intensifier before one ("very good" -> "good").
+* ``insert`` — an intensifier before a sentiment-bearing adjective ("is good" -> "is really
+  good").
+
+No edit touches markup (the generator drops any proposal that does).
+"""
+
+from __future__ import annotations
+
+import random
+
+from generation.ml import lexicons as lx
+from generation.ml.rules import polarity as pol
+from generation.ml.rules import wordnet as wnx
+from generation.ml.rules.lexical_codes import Proposal, Sentence, _rep
+from generation.ml.rules.phrases import delete_span, fix_article
+from generation.ml.rules.tokens import Token, match_case
+
+POLAR_TAGS = ("JJ", "JJR", "JJS", "RB", "RBR", "RBS", "VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "NN", "NNS")
+INTENSIFIERS = ("very", "really", "truly", "quite")
+_FIXED_AUX = {"ca": "can", "wo": "will", "sha": "shall", "ai": "is"}
+
+
+def _quoted(toks: list[Token]) -> list[bool]:
+    """Which tokens sit inside double quotes (a title: "Amazing Grace")."""
+    out, inside = [], False
+    for t in toks:
+        if t.text in ('"', "“", "”"):
+            inside = not inside
+        out.append(inside)
+    return out
+
+
+def polar(toks: list[Token]) -> list[int]:
+    """Indices of the sentiment-bearing words: a verb only when it is no auxiliary; none in a
+    title (quoted, or capitalised inside the sentence: "Amazing Grace"), none of
+    ``lexicons.POLARITY_SKIP`` ("as well", "a lot of fun", "at least", "recommend that"), none
+    before "old" / "as" ("good old boy", "Dumb is as dumb does") or after "at" ("at best")."""
+    quoted = _quoted(toks)
+    out = []
+    for i, t in enumerate(toks):
+        if t.pos not in POLAR_TAGS or not t.text.isalpha() or t.lower in lx.AUXILIARIES or t.lower in lx.POLARITY_SKIP:
+            continue
+        if quoted[i] or (i > 0 and t.text[:1].isupper() and toks[i - 1].text not in (".", "!", "?", '"')):
+            continue
+        if i + 1 < len(toks) and toks[i + 1].lower in ("old", "as"):
+            continue
+        if i > 0 and toks[i - 1].lower in ("at", "as"):
+            continue
+        if pol.polarity(t.lower):
+            out.append(i)
+    return out
+
+
+def _unnegate(s: Sentence, j: int) -> tuple[tuple[int, int, str], ...] | None:
+    """Edits that remove the negation at token ``j``."""
+    toks = s.toks
+    t = toks[j]
+    if t.lower == "n't" and j > 0:
+        prev = toks[j - 1]
+        aux = _FIXED_AUX.get(prev.lower, prev.text)
+        return ((prev.start, t.end, match_case(prev.text, aux)),)
+    if t.lower == "not":
+        return (delete_span(s.text, toks, j, j + 1),)
+    if t.lower == "never":
+        return (_rep(t, "always"),)
+    return None
+
+
+def _flip_edits(s: Sentence) -> tuple[list[tuple[int, int, str]], list[str], list[str]]:
+    """Edits that flip every sentiment-bearing word of the sentence (opposites; negations
+    removed), with the words introduced and removed."""
+    toks = s.toks
+    edits: list[tuple[int, int, str]] = []
+    intro: list[str] = []
+    removed: list[str] = []
+    used_neg: set[int] = set()
+    taken: set[int] = set()
+    for i in polar(toks):
+        j = pol.negated(toks, i)
+        if j is not None:
+            if j in used_neg:
+                continue
+            un = _unnegate(s, j)
+            if un is not None:
+                edits += list(un)
+                used_neg.add(j)
+                taken.add(j)
+                removed.append(toks[j].lower)
+            continue
+        opp = pol.opposites(toks[i].text, toks[i].pos)
+        if not opp or i in taken:
+            continue
+        word = opp[0]
+        edits.append(_rep(toks[i], word))
+        if i > 0 and (fix := fix_article(toks[i - 1], word)) and i - 1 not in taken:
+            edits.append((toks[i - 1].start, toks[i - 1].end, fix))
+            taken.add(i - 1)
+        taken.add(i)
+        intro.append(word.lower())
+        removed.append(toks[i].lower)
+    return edits, intro, removed
+
+
+def lexical(s: Sentence, rng: random.Random) -> list[Proposal]:
+    edits, intro, removed = _flip_edits(s)
+    if not edits:
+        return []
+    detail = "polarity: " + ", ".join(f"{a} -> {b}" for a, b in zip(removed, intro, strict=False))
+    return [Proposal("lexical", tuple(edits), tuple(intro), tuple(removed), detail)]
+
+
+def review_flip(sentences: list[Sentence]) -> Proposal | None:
+    """One proposal flipping the sentiment-bearing words of every sentence of a review."""
+    edits: list[tuple[int, int, str]] = []
+    intro: list[str] = []
+    removed: list[str] = []
+    for s in sentences:
+        e, a, r = _flip_edits(s)
+        edits += e
+        intro += a
+        removed += r
+    if len(edits) < 2:
+        return None
+    return Proposal("lexical", tuple(edits), tuple(intro), tuple(removed), f"review polarity flip ({len(edits)} edits)")
+
+
+def negation(s: Sentence, rng: random.Random) -> list[Proposal]:
+    toks = s.toks
+    out: list[Proposal] = []
+    idx = polar(toks)
+    for i in idx:
+        j = pol.negated(toks, i)
+        if j is None:
+            continue
+        un = _unnegate(s, j)
+        if un is not None:
+            out.append(Proposal("negation", un, (), (toks[j].lower,), f"remove {toks[j].lower} before {toks[i].lower}"))
+            return out
+    for i in idx:
+        # the copula or auxiliary of the word's clause, right before it (adverbs between)
+        k = i - 1
+        while k >= 0 and toks[k].pos.startswith("RB") and toks[k].lower not in ("not", "n't", "never"):
+            k -= 1
+        if k >= 0 and toks[k].lower in lx.AUXILIARIES and toks[k].pos.startswith(("VB", "MD")):
+            out.append(
+                Proposal("negation", ((toks[k].end, toks[k].end, " not"),), ("not",), (), f"{toks[k].lower} not")
+            )
+            return out
+        t = toks[i]
+        if t.pos in ("VBD", "VBZ", "VBP") and i > 0 and toks[i - 1].pos in ("PRP", "NN", "NNS", "NNP", "DT"):
+            aux = lx.DO_SUPPORT[t.pos]
+            base = wnx.lemma(t.lower, "v")
+            form = f"{aux} not {base}"
+            out.append(Proposal("negation", ((t.start, t.end, form),), (aux, "not"), (), f"{t.text} -> {form}"))
+            return out
+    return out
+
+
+def delete(s: Sentence, rng: random.Random) -> list[Proposal]:
+    toks, out = s.toks, []
+    for i in polar(toks):
+        t = toks[i]
+        if i > 0 and toks[i - 1].lower in (*INTENSIFIERS, "so", "extremely", "incredibly", "pretty"):
+            out.append(
+                Proposal(
+                    "delete",
+                    (delete_span(s.text, toks, i - 1, i),),
+                    (),
+                    (toks[i - 1].lower,),
+                    f"-int {toks[i - 1].lower}",
+                )
+            )
+        # an adjective of an indefinite noun phrase only: not a superlative or comparative ("the
+        # worst movie I have ever"), not one of a list ("a refreshing, movie"), not after an
+        # intensifier ("two very men")
+        if (
+            t.pos == "JJ"
+            and i + 1 < len(toks)
+            and toks[i + 1].pos in ("NN", "NNS")
+            and i > 0
+            and toks[i - 1].lower in ("a", "an", "some", "many", "this", "these")
+            and (i + 2 >= len(toks) or toks[i + 2].text != ",")
+        ):
+            edits = [delete_span(s.text, toks, i, i + 1)]
+            if fix := fix_article(toks[i - 1], toks[i + 1].text):
+                edits.append((toks[i - 1].start, toks[i - 1].end, fix))
+            out.append(Proposal("delete", tuple(edits), (), (t.lower,), f"-adj {t.lower}"))
+    return out
+
+
+def insert(s: Sentence, rng: random.Random) -> list[Proposal]:
+    toks, out = s.toks, []
+    for i in polar(toks):
+        t = toks[i]
+        if t.pos != "JJ" or i == 0 or toks[i - 1].pos.startswith("RB") or toks[i - 1].lower in INTENSIFIERS:
+            continue
+        if abs(pol.polarity(t.lower)) >= 0.8:
+            continue  # extreme already: "quite great", "very awful"
+        if toks[i - 1].lower in lx.COPULAS or toks[i - 1].pos in ("DT", "PRP$"):
+            adv = rng.choice(INTENSIFIERS)
+            edits = [(t.start, t.start, adv + " ")]
+            if fix := fix_article(toks[i - 1], adv):
+                edits.append((toks[i - 1].start, toks[i - 1].end, fix))
+            out.append(Proposal("insert", tuple(edits), (adv,), (), f"+int {adv}"))
+    return out
+
+
+PERTURBATIONS = {"lexical": lexical, "negation": negation, "delete": delete, "insert": insert}
+
+__all__ = ["PERTURBATIONS", "delete", "insert", "lexical", "negation", "polar", "review_flip"]

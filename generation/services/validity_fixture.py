@@ -1,0 +1,202 @@
+"""The rules generator's validity dev fixture (issue 27): a fresh ``rules`` run through the run
+filters, re-scored against candidates a person judged. No database.
+
+The fixture (``tests/fixtures/generation-validity/<task>.jsonl``, README there) holds one judged
+pooled candidate per line: ``key`` (:func:`candidate_key`: the original's id and the
+candidate's fields), ``code``, the changed text before and after (``original`` /
+``candidate``; the edited sentence of a review), ``valid``, ``flip`` (the gold label changes)
+and the annotator's ``reason``. A new run's pooled candidates that are identical to a judged
+one are scored by its judgement; the others are reported as unjudged (``dump_unjudged`` writes a
+sample of them in the same format, for the next round of judging).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from generation.ml import filters as ml_filters
+from generation.ml import metrics as ml_metrics
+from generation.ml.base import GeneratedCandidate, Original
+from generation.services import run_quality
+
+
+def candidate_key(original_id: str, fields: dict[str, Any]) -> str:
+    """What identifies a candidate across runs: its original and its exact fields."""
+    blob = json.dumps([original_id, {k: fields[k] for k in sorted(fields)}], ensure_ascii=False)
+    return hashlib.sha1(blob.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass
+class Pooled:
+    original: Original
+    cand: GeneratedCandidate
+    key: str
+    before: str
+    after: str
+
+
+def pooled_candidates(
+    originals: Sequence[Original],
+    *,
+    generator: Any,
+    filters: Iterable[str],
+    band: tuple[float, float],
+    encoder: Any,
+    scorer: Any = None,
+    max_ratio: float = ml_filters.PERPLEXITY_MAX_RATIO,
+) -> tuple[list[Pooled], int]:
+    """Run ``generator`` on ``originals`` and the run filters on its candidates, as a run does;
+    (the pooled candidates, the number of candidates before filtering)."""
+    by_id = {o.id: o for o in originals}
+    pairs = [(by_id[c.original_id], c) for c in generator.generate(originals) if isinstance(c, GeneratedCandidate)]
+    verdicts = run_quality.apply_filters(
+        pairs, filters=list(filters), band=band, encoder=encoder, scorer=scorer, max_ratio=max_ratio
+    )
+    out = []
+    for (o, c), v in zip(pairs, verdicts, strict=True):
+        if v.keep:
+            before, after = ml_filters.comparison_texts(o.fields, c.fields, c.meta)
+            out.append(Pooled(o, c, candidate_key(o.id, c.fields), before, after))
+    return out, len(pairs)
+
+
+def read_fixture(path: str) -> dict[str, dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                row = json.loads(line)
+                if row.get("valid") is not None:
+                    rows[row["key"]] = row
+    return rows
+
+
+def read_generated_gold(path: str) -> dict[str, dict[str, Any]]:
+    """The generated-gold dev set (pairs-jsonl with ``counterfactual.valid`` and ``.label``) as
+    judgements keyed like the fixture: valid, and flip = its label differs from the original's."""
+    rows: dict[str, dict[str, Any]] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            cf, orig = r["counterfactual"], r["original"]
+            if cf.get("valid") is None:
+                continue
+            key = candidate_key(str(orig["id"]), dict(cf["fields"]))
+            rows[key] = {
+                "key": key,
+                "code": cf.get("perturbation"),
+                "valid": bool(cf["valid"]),
+                "flip": cf.get("label") is not None and cf.get("label") != orig.get("label"),
+            }
+    return rows
+
+
+def row_for(p: Pooled) -> dict[str, Any]:
+    """A fixture line for a pooled candidate, judgement empty."""
+    field = str(p.cand.meta.get("field", ""))
+    other = {k: v for k, v in p.original.fields.items() if k != field}
+    return {
+        "key": p.key,
+        "original_id": p.original.id,
+        "label": p.original.label,
+        "code": p.cand.perturbation,
+        "field": field,
+        "detail": p.cand.meta.get("detail", ""),
+        "context": other,
+        "original": p.before,
+        "candidate": p.after,
+        "valid": None,
+        "flip": None,
+        "reason": "",
+    }
+
+
+def dump_unjudged(
+    pooled: Sequence[Pooled], judged: dict[str, dict[str, Any]], *, per_code: int, seed: int = 0
+) -> list[dict[str, Any]]:
+    """Up to ``per_code`` unjudged pooled candidates per code (seeded sample), as fixture lines."""
+    by_code: dict[str, list[Pooled]] = defaultdict(list)
+    for p in pooled:
+        if p.key not in judged:
+            by_code[p.cand.perturbation].append(p)
+    rng = random.Random(seed)
+    out = []
+    for code in sorted(by_code):
+        ps = by_code[code]
+        out += [row_for(p) for p in rng.sample(ps, min(per_code, len(ps)))]
+    return out
+
+
+def _rate(xs: list[bool]) -> float | None:
+    return round(sum(xs) / len(xs), 3) if xs else None
+
+
+def score(pooled: Sequence[Pooled], judged: dict[str, dict[str, Any]], n_candidates: int) -> dict[str, Any]:
+    """Per code and overall: pooled count and share, judged overlap, validity and label flips on
+    it (``valid`` / ``flips``: over the judged candidates; ``pool_valid`` / ``pool_flips``: each
+    code's rate weighted by its share of the pool); diversity (distinct-2, self-BLEU) of the
+    pooled candidates' changed text."""
+    codes: dict[str, dict[str, Any]] = {}
+    counts = Counter(p.cand.perturbation for p in pooled)
+    n = len(pooled)
+    allv: list[bool] = []
+    allf: list[bool] = []
+    for code in sorted(counts):
+        rows = [judged[p.key] for p in pooled if p.cand.perturbation == code and p.key in judged]
+        v = [bool(r["valid"]) for r in rows]
+        f = [bool(r.get("flip")) for r in rows]
+        allv += v
+        allf += f
+        codes[code] = {
+            "pooled": counts[code],
+            "share": round(counts[code] / n, 3) if n else 0.0,
+            "judged": len(rows),
+            "valid": _rate(v),
+            "flips": _rate(f),
+        }
+    texts = [p.after for p in pooled]
+    # the judged sample is stratified by code (up to 50 each): the pool's figures weight each
+    # code's rate by its share of the pool (codes with no judged candidate left out)
+    judged_codes = [c for c in codes.values() if c["judged"]]
+    weight = sum(c["share"] for c in judged_codes)
+    return {
+        "pool_valid": round(sum(c["share"] * c["valid"] for c in judged_codes) / weight, 3) if weight else None,
+        "pool_flips": round(sum(c["share"] * c["flips"] for c in judged_codes) / weight, 3) if weight else None,
+        "candidates": n_candidates,
+        "pooled": n,
+        "judged": len(allv),
+        "valid": _rate(allv),
+        "flips": _rate(allf),
+        "by_code": codes,
+        "distinct_2": round(ml_metrics.distinct_n(texts, 2), 4),
+        "self_bleu": round(ml_metrics.self_bleu(texts, max_texts=300, seed=0), 4),
+    }
+
+
+def reasons(pooled: Sequence[Pooled], judged: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(code, candidate, reason) of the judged invalid candidates in this pool."""
+    return [
+        (p.cand.perturbation, p.after, str(judged[p.key].get("reason", "")))
+        for p in pooled
+        if p.key in judged and not judged[p.key]["valid"]
+    ]
+
+
+__all__ = [
+    "Pooled",
+    "candidate_key",
+    "dump_unjudged",
+    "pooled_candidates",
+    "read_fixture",
+    "read_generated_gold",
+    "reasons",
+    "score",
+]

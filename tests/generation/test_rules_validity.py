@@ -1,0 +1,198 @@
+"""Issue 27: the invalid candidates of the dev fixture (tests/fixtures/generation-validity/),
+one test per failure reason, with the real WordNet and POS tagger (and spaCy where the code
+uses it): the bad output is no longer produced, and the good edits still are."""
+
+from __future__ import annotations
+
+import random
+
+from generation.ml import filters as F
+from generation.ml.base import GeneratedCandidate, Original
+from generation.ml.rules import DEFAULT_CODES, TASK_CODES, RulesGenerator, sentiment_codes
+from generation.ml.rules import polarity as pol
+from generation.ml.rules.lexical_codes import Sentence
+from generation.ml.rules.phrases import fix_tags
+from generation.ml.rules.tokens import apply_edits, tag
+from tests.generation.test_rules import outputs
+
+
+def every_seed(code: str, text: str, seeds: int = 8) -> set[str]:
+    out: set[str] = set()
+    for seed in range(seeds):
+        out |= outputs(code, text, seed)
+    return out
+
+
+# -- negation ------------------------------------------------------------------------------------
+def test_negation_puts_no_no_inside_a_prepositional_phrase() -> None:
+    out = every_seed("negation", "Mother catching her son in a pool.")
+    assert not [o for o in out if "no pool" in o]
+    out = every_seed("negation", "Man playing the oboe with the rest of a band.")
+    assert not [o for o in out if "no band" in o]
+    assert "No man is riding a bike." in outputs("negation", "A man is riding a bike.")  # the subject still
+
+
+def test_negation_leaves_subordinate_clauses_and_habits_alone() -> None:
+    out = every_seed("negation", "People running holding hands because they are in love.")
+    assert not [o for o in out if "are not in love" in o or "never in love" in o]
+    out = every_seed("negation", "Two hikers walk along a path.")
+    assert not [o for o in out if "never walk" in o or "rarely walk" in o]
+    assert "Two hikers do not walk along a path." in out
+
+
+# -- quantifier ----------------------------------------------------------------------------------
+def test_quantifier_only_on_the_subject_and_with_agreement() -> None:
+    out = every_seed("quantifier", "Two people are sitting under a tent while another stands.")
+    assert not [o for o in out if "tents" in o]
+    assert out & {"Several people are sitting under a tent while another stands."}
+    out = every_seed("quantifier", "A redhead is wearing a hat as she speaks to her friends.")
+    assert not [o for o in out if "redheads" in o]  # "she" still needs one redhead
+    out = every_seed("quantifier", "There is a man walking.")
+    assert not [o for o in out if "another" in o]
+
+
+# -- lexical -------------------------------------------------------------------------------------
+def test_lexical_is_sense_aware() -> None:
+    out = every_seed("lexical", "Three people are kayaking in dark waters.")
+    assert not [o for o in out if "blond" in o]
+    out = every_seed("lexical", "Three young women pose for the camera at a parade.")
+    assert not [o for o in out if " be " in o]  # no verb hypernyms
+    out = every_seed("lexical", "A lot of children are playing hopscotch.")
+    assert not [o for o in out if "bambinos" in o]
+    out = every_seed("lexical", "A black cat sits on a wall.")
+    assert not [o for o in out if "negroid" in o]
+    assert "A white cat sits on a wall." in out  # the colour antonym stays
+
+
+# -- resemantic ----------------------------------------------------------------------------------
+def test_resemantic_keeps_the_verbs_frame() -> None:
+    out = every_seed("resemantic", "A dog catching a Frisbee.")
+    assert not [o for o in out if "jumping a" in o or "dancing a" in o]
+    assert out & {"A dog throwing a Frisbee.", "A dog kicking a Frisbee."}
+    out = every_seed("resemantic", "Someone who is lying down on the street.")
+    assert not [o for o in out if "loving" in o]
+    out = every_seed("resemantic", "People standing near trash bags outside.")
+    assert not [o for o in out if "building near" in o]
+
+
+def test_resemantic_nouns_stay_concrete_and_heads() -> None:
+    out = every_seed("resemantic", "A boy with a basketball glowers at the camera.")
+    assert not [o for o in out if "tennis" in o]
+    out = every_seed("resemantic", "Two girls play behind music stands.")
+    assert not [o for o in out if "music jumps" in o or "music cooks" in o]
+    assert "Two boys play behind music stands." in out  # person counterpart
+    out = every_seed("resemantic", "A construction man appears to be staring at a device.")
+    assert not [o for o in out if "host" in o]
+
+
+# -- insert --------------------------------------------------------------------------------------
+def test_insert_adjectives_fit_and_no_dangling_phrase() -> None:
+    out = every_seed("insert", "A kid is with a woman.", 20)
+    assert not [o for o in out if " red kid" in o or " blue kid" in o]
+    out = every_seed("insert", "The cat is white.", 20)
+    assert not [o for o in out if "blue cat" in o or "in the morning" in o or "incredibly white" in o]
+    out = every_seed("insert", "A man looks at vegetables on the back of a truck.", 20)
+    assert not [o for o in out if "truck with a friend" in o]
+    out = every_seed("insert", "The other stands near the fire.", 20)
+    assert not [o for o in out if "loudly stands" in o or "ly stands" in o]
+
+
+# -- delete --------------------------------------------------------------------------------------
+def test_delete_leaves_predicates_antecedents_and_brackets() -> None:
+    out = every_seed("delete", "A woman wearing a short skirt is on a crowded street.")
+    assert not [o for o in out if o.endswith("is.")]
+    out = every_seed("delete", "This man plays the tuba while Sousa instructs.")
+    assert not [o for o in out if "tuba instructs" in o]
+    out = every_seed("delete", "A man is standing in coconuts while trying to open one.")
+    assert not [o for o in out if "standing while" in o]
+    out = every_seed("delete", "A few people are displaying something on their face.")
+    assert not [o for o in out if o.startswith("A people")]
+    assert "A tall man walks in the park." in every_seed("delete", "A tall man walks slowly in the park.")
+
+
+# -- restructure ---------------------------------------------------------------------------------
+def test_restructure_fronts_only_place_and_time_and_keeps_pronouns_after_antecedents() -> None:
+    assert not [o for o in every_seed("restructure", "A couple is looking for a house.") if o.startswith("For")]
+    assert not [o for o in every_seed("restructure", "The man is marveling at the technology.") if o.startswith("At")]
+    assert not [o for o in every_seed("restructure", "A woman raises her hand as she walks.") if o.startswith("Her")]
+    out = every_seed("restructure", "A young boy chases away two geese.")
+    assert not [o for o in out if o.startswith("Away")]
+    assert "In the park, a man sits." in every_seed("restructure", "A man sits in the park.")
+
+
+# -- artifacts filter ----------------------------------------------------------------------------
+NLI = {"premise": "A boy with a tennis racket glowers at the camera.", "hypothesis": "The boy scowls."}
+
+
+def test_artifacts_catch_dangling_words_lost_heads_and_broken_markup() -> None:
+    def keep(orig: str, cand: str) -> bool:
+        return F.artifacts({"premise": orig, "hypothesis": "x"}, {"premise": cand, "hypothesis": "x"}).keep
+
+    assert not keep("A woman in a black swimming suit.", "A woman in a black swimming suit while.")
+    assert not keep("People with instruments.", "People with instruments are.")
+    assert not keep("A man walks a dog.", "A man walks a dog in the.")
+    assert not keep(NLI["premise"], "A boy with a tennis glowers at the camera.")
+    assert not keep("A man walks.", "A tall walks.")
+    assert not keep("A man walks the dog.", "A man walks the the dog.")
+    assert not keep("A man (in red) sits.", "A man (in red sits.")
+    assert not F.artifacts(
+        {"text": "Nice film.<br /><br />Crew is fine."}, {"text": "Nice film.<br /><br Crew is fine."}
+    ).keep
+    # good edits pass, and what the original already had is not the edit's fault
+    assert keep("A man is standing.", "A man is standing up.")
+    assert keep("The man walks a dog.", "The man walks a happy dog.")
+    assert keep("What is he looking at?", "What is the boy looking at?")
+    assert keep("Man walking with.", "Woman walking with.")
+
+
+def test_malformations_name_the_pattern() -> None:
+    assert F.introduced_malformations("A band with instruments.", "A band with instruments are.") == ["end:are"]
+    assert F.introduced_malformations("A boy kicks a ball.", "A boy kicks a ball.") == []
+
+
+# -- sentiment -----------------------------------------------------------------------------------
+REVIEW = (
+    "This movie was great and I loved the cast.<br /><br />The plot is not funny, but the acting is "
+    "very good.<br /><br />Some randomly placed columns ride off as a set. It is boring."
+)
+
+
+def test_sentiment_edits_land_on_sentiment_words_and_never_in_markup() -> None:
+    assert TASK_CODES["sentiment"] and set(TASK_CODES["sentiment"]) <= set(DEFAULT_CODES)
+    o = Original("r1", {"text": REVIEW}, "positive", ("positive", "negative"), "sentiment")
+    cands = [c for c in RulesGenerator(seed=0).generate([o]) if isinstance(c, GeneratedCandidate)]
+    assert cands
+    markup = pol.markup_spans(REVIEW)
+    for c in cands:
+        new = c.fields["text"]
+        assert new.count("<br /><br />") == REVIEW.count("<br /><br />"), new
+        assert "columns ride off" in new  # a sentence without sentiment words is left alone
+        assert c.meta["removed"] or c.meta["introduced"], c.meta
+        # every removed word carried sentiment, or was a negation / intensifier of one
+        for w in c.meta["removed"]:
+            assert pol.polarity(w) or w in ("not", "n't", "never", *sentiment_codes.INTENSIFIERS), (w, new)
+        assert [new[a:b] for a, b in pol.markup_spans(new)] == [REVIEW[a:b] for a, b in markup], new
+    flips = [c for c in cands if "review polarity flip" in str(c.meta["detail"])]
+    assert flips
+    flipped = flips[0].fields["text"]
+    assert "terrible" in flipped and "hated" in flipped and "is funny" in flipped and "interesting" in flipped
+
+
+def test_sentiment_never_edits_inside_broken_markup() -> None:
+    text = "I loved it.<br /><br Crew is not an excuse and this movie is bad."
+    sent = Sentence(text, fix_tags(tag(text)), 0, len(text))
+    spans = pol.markup_spans(text)
+    assert spans
+    o = Original("r2", {"text": text}, "negative", ("positive", "negative"), "sentiment")
+    for c in RulesGenerator(seed=1).generate([o]):
+        assert isinstance(c, GeneratedCandidate)
+        assert "<br /><br Crew" in c.fields["text"] or "<br /><br" in c.fields["text"]
+    for p in sentiment_codes.lexical(sent, random.Random(0)):
+        new = apply_edits(text, list(p.edits))
+        assert "hated" in new and "good" in new
+
+
+def test_polarity_lexicon_is_read_from_textblob() -> None:
+    assert pol.polarity("great") > 0 > pol.polarity("boring")
+    assert pol.polarity("table") == 0.0
+    assert "terrible" in pol.opposites("great", "JJ") and "hated" in pol.opposites("loved", "VBD")

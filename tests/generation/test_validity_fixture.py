@@ -1,0 +1,57 @@
+"""The validity dev fixture's scoring (issue 27): candidates identical to judged ones are scored
+by their judgement; the pool's figures weight each code by its share; the shipped fixture is
+well formed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from generation.ml.base import GeneratedCandidate, Original
+from generation.services import validity_fixture as vf
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "generation-validity"
+
+
+def pooled(oid: str, text: str, code: str) -> vf.Pooled:
+    o = Original(oid, {"premise": "A man walks.", "hypothesis": "x"}, "neutral", (), "nli")
+    c = GeneratedCandidate(oid, {"premise": text, "hypothesis": "x"}, "rules", code, None, {"field": "premise"})
+    return vf.Pooled(o, c, vf.candidate_key(oid, c.fields), "A man walks.", text)
+
+
+def test_identical_candidates_are_scored_by_their_judgement() -> None:
+    pool = [
+        pooled("a", "A woman walks.", "resemantic"),
+        pooled("a", "A man runs.", "resemantic"),
+        pooled("b", "No man walks.", "negation"),
+        pooled("b", "A man does not walk.", "negation"),
+    ]
+    judged = {
+        pool[0].key: {"valid": True, "flip": True},
+        pool[1].key: {"valid": False, "flip": False},
+        pool[2].key: {"valid": True, "flip": True},
+    }
+    r = vf.score(pool, judged, n_candidates=10)
+    assert r["pooled"] == 4 and r["judged"] == 3 and r["candidates"] == 10
+    assert r["by_code"]["resemantic"] == {"pooled": 2, "share": 0.5, "judged": 2, "valid": 0.5, "flips": 0.5}
+    assert r["by_code"]["negation"]["valid"] == 1.0 and r["by_code"]["negation"]["judged"] == 1
+    assert r["pool_valid"] == 0.75  # 0.5 x 0.5 + 0.5 x 1.0
+    assert vf.reasons(pool, {pool[1].key: {"valid": False, "reason": "verb swap"}}) == [
+        ("resemantic", "A man runs.", "verb swap")
+    ]
+    # the same text from another original is another candidate
+    assert vf.candidate_key("a", pool[0].cand.fields) != vf.candidate_key("z", pool[0].cand.fields)
+    rows = vf.dump_unjudged(pool, judged, per_code=5)
+    assert [r["candidate"] for r in rows] == ["A man does not walk."] and rows[0]["valid"] is None
+
+
+def test_the_shipped_fixture_is_well_formed() -> None:
+    for task in ("nli", "sentiment"):
+        rows = [json.loads(line) for line in (FIXTURE / f"{task}.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert len(rows) >= 150
+        assert len({r["key"] for r in rows}) == len(rows)
+        for r in rows:
+            assert isinstance(r["valid"], bool) and isinstance(r["flip"], bool)
+            assert r["code"] and r["judged_on"]
+            assert r["valid"] or r["reason"], r  # every invalid candidate says why
+    assert set(json.loads((FIXTURE / "baseline.json").read_text(encoding="utf-8"))) == {"nli", "sentiment"}
