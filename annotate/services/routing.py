@@ -158,6 +158,22 @@ def _items_for(project: Project, candidate_ids: list[int], *, gold: bool, rng: r
     ]
 
 
+def no_annotators_warning(project: Project) -> str:
+    """The warning routing gives when nobody could answer what it routes: '' when the project
+    has at least one annotator member, else a sentence naming the members page."""
+    from django.urls import reverse
+
+    from projects.models import ProjectMembership
+
+    if ProjectMembership.objects.filter(project=project, role="annotator").exists():
+        return ""
+    members = reverse("annotate-members", kwargs={"project_id": project.pk})
+    return (
+        f"Project {project.name!r} has no annotator members: nobody will be served the routed items "
+        f"until you add annotators on the members page ({members})."
+    )
+
+
 def project_route(
     *,
     project: Project,
@@ -175,7 +191,7 @@ def project_route(
     budget = validate_budget(project.human_budget if budget is None else budget)
     gold_rate = float(settings.COUNTERPART["GOLD_RATE"]) if gold_rate is None else float(gold_rate)
     rng = random.Random(seed)
-    messages: list[str] = []
+    messages: list[str] = [w for w in [no_annotators_warning(project)] if w]
 
     total = Candidate.objects.filter(project=project, state__in=_LIVE_STATES).count()
     already = Item.objects.filter(project=project, is_gold=False).values("candidate_id").distinct().count()
