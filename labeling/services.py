@@ -194,6 +194,12 @@ def invariant_baseline(pairs: list[Pair], ys: list[str]) -> dict[str, Any]:
     return {"invariant_accuracy": round(sum(right) / len(right), 4) if right else None, "invariant_correct": right}
 
 
+def project_model_files(project: Project) -> list[Path]:
+    """The project's folder of pairwise models (removed when the project is deleted; registered
+    with ``projects.services.deletion`` in ``LabelingConfig.ready``)."""
+    return [Path(settings.COUNTERPART["MODEL_DIR"]) / f"project-{project.pk}"]
+
+
 def model_path(project: Project, version: int) -> Path:
     return Path(settings.COUNTERPART["MODEL_DIR"]) / f"project-{project.pk}" / f"pairwise-v{version}.joblib"
 

@@ -102,6 +102,22 @@ class ImportForm(InputForm):
         return "; ".join(str(m) for errors in self.errors.values() for m in errors)
 
 
+class ProjectDeleteForm(InputForm):
+    """The delete page: ``confirm``, the project's name typed again."""
+
+    confirm = StorableCharField(max_length=200, required=False)
+
+    def __init__(self, *args: Any, project_name: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.project_name = project_name
+
+    def clean_confirm(self) -> str:
+        typed = str(self.cleaned_data.get("confirm") or "").strip()
+        if typed != self.project_name:
+            raise forms.ValidationError(f"type the project's name, {self.project_name}, to confirm")
+        return typed
+
+
 class TokenForm(InputForm):
     """The tokens page: ``action`` (create, revoke) and, for a researcher revoking another's
     token, ``user`` (an id)."""

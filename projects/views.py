@@ -10,6 +10,7 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
@@ -25,9 +26,9 @@ from projects import permissions, states
 from projects.formats import FORMAT_TASKS
 from projects.formats.images import IMAGE_TYPES
 from projects.formats.reading import LABEL_SOURCES
-from projects.forms import DownloadQuery, ExportForm, ExportJobQuery, ImportForm, uploads_parse
+from projects.forms import DownloadQuery, ExportForm, ExportJobQuery, ImportForm, ProjectDeleteForm, uploads_parse
 from projects.http import HtmxHttpRequest
-from projects.models import TASK_DEFAULTS, TASKS, Job, Project
+from projects.models import JOB_ACTIVE, TASK_DEFAULTS, TASKS, Job, Project
 from projects.permissions import researcher_or_token_required, researcher_required
 from projects.selectors import (
     image_visible_to,
@@ -37,6 +38,7 @@ from projects.selectors import (
     project_list_with_counts,
     project_overview,
 )
+from projects.services.deletion import ProjectBusy, project_delete, project_files
 from projects.services.exports import (
     DIRECTORY_FORMATS,
     EXCLUDED_BY_DEFAULT,
@@ -81,6 +83,35 @@ def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if request.htmx:
         return render(request, "projects/project_detail.html#counts", context)
     return render(request, "projects/project_detail.html", context)
+
+
+@researcher_required
+@require_http_methods(["GET", "POST"])
+def project_delete_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET: what deleting the project removes, and a form to confirm by typing its name. POST:
+    delete it (refused with 409 while one of its jobs is queued or running; 400 when the name
+    typed does not match), then back to the project list."""
+    project = get_object_or_404(Project, pk=pk)
+    context: dict[str, Any] = {
+        "project": project,
+        "overview": project_overview(project=project),
+        "active_jobs": project.jobs.filter(status__in=JOB_ACTIVE).order_by("pk"),
+        "files": len([p for p in project_files(project) if p.exists()]),
+        "errors": {},
+    }
+    if request.method == "GET":
+        return render(request, "projects/project_delete.html", context)
+    form = ProjectDeleteForm.parse(request.POST, project_name=project.name)
+    if not form.is_valid():
+        return render(request, "projects/project_delete.html", {**context, "errors": form.field_errors()}, status=400)
+    try:
+        deleted = project_delete(project=project)
+    except ProjectBusy as exc:
+        return render(request, "projects/project_delete.html", {**context, "errors": {"general": str(exc)}}, status=409)
+    messages.success(
+        request, f"Project {deleted.name!r} deleted ({deleted.rows} rows, {deleted.paths} files or folders on disk)."
+    )
+    return redirect("project-list")
 
 
 def _export_context(project: Project, form: dict[str, Any], errors: dict[str, str], job: Any = None) -> dict[str, Any]:
