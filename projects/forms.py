@@ -96,6 +96,17 @@ class ImportForm(InputForm):
         except ValueError as exc:
             raise forms.ValidationError(f"label map: {exc}") from None
 
+    def shown(self) -> dict[str, Any]:
+        """The values to show back in the form after an error: as they were sent (a format only
+        when it is one of the choices; long values cut, as the fields would refuse them)."""
+        fmt = str(self.data.get("format", ""))
+        return {
+            "format": fmt if fmt in UPLOAD_FORMATS else "",
+            "split": str(self.data.get("split", "")).strip()[:32],
+            "label_map": str(self.data.get("label_map", ""))[:2000],
+            "skip_bad_rows": bool(self.data.get("skip_bad_rows")),
+        }
+
     def first_error(self) -> str:
         if "format" in self.errors:
             return f"choose a file format: {', '.join(UPLOAD_FORMATS)}"

@@ -266,13 +266,14 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
             return reason
         uploads = uploads_parse(request.FILES)  # reads the upload through the handlers
         files = {field: (stored_path(f), f.name or "upload") for field, f in uploads.items()}
-        if size.exceeded:
-            return _import_error(request, project, f"upload refused: over the {limit}-byte limit", 413)
         form = ImportForm.parse(request.POST)
+        chosen = form.shown()  # shown back after any error: the format, split, … stay as chosen
+        if size.exceeded:
+            return _import_error(request, project, f"upload refused: over the {limit}-byte limit", 413, chosen)
         if not form.is_valid():
-            return _import_error(request, project, form.first_error(), 400)
+            return _import_error(request, project, form.first_error(), 400, chosen)
         if not files:
-            return _import_error(request, project, "choose a file to upload", 400)
+            return _import_error(request, project, "choose a file to upload", 400, chosen)
         try:
             job = import_files_start(
                 project=project,
@@ -285,9 +286,9 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
                 created_by=request.user,
             )
         except ImportNotStarted as exc:
-            return _import_error(request, project, str(exc), 400)
+            return _import_error(request, project, str(exc), 400, chosen)
         except BrokerUnavailable as exc:
-            return _import_error(request, project, f"Import not started: {exc}", 503)
+            return _import_error(request, project, f"Import not started: {exc}", 503, chosen)
         handed_over = {path for path, _name in files.values()}
         return render(request, "projects/project_import.html", {**_import_context(project), **job_context(job)})
     finally:
@@ -307,8 +308,10 @@ def _import_context(project: Project) -> dict[str, Any]:
     }
 
 
-def _import_error(request: HttpRequest, project: Project, message: str, status: int) -> HttpResponse:
-    context = {**_import_context(project), "error": message}
+def _import_error(
+    request: HttpRequest, project: Project, message: str, status: int, chosen: dict[str, Any] | None = None
+) -> HttpResponse:
+    context = {**_import_context(project), "error": message, "chosen": chosen or {}}
     return render(request, "projects/project_import.html", context, status=status)
 
 
