@@ -36,6 +36,7 @@ class ExportForm(InputForm):
     min_confidence = forms.CharField(required=False)
     split = _Many(required=False)
     include_invalid = forms.CharField(required=False)
+    labelled_only = forms.CharField(required=False)
 
     def unstorable(self) -> str | None:
         """What makes a sent value unstorable (a NUL character…), named by its field; None."""

@@ -138,6 +138,7 @@ BLANK_EXPORT: dict[str, Any] = {
     "min_confidence": None,
     "split": [],
     "include_invalid": False,
+    "labelled_only": False,
 }
 
 
@@ -148,8 +149,10 @@ def _export_page(
     errors: dict[str, str],
     status: int = 200,
     job: Any = None,
+    notice: str = "",
 ) -> HttpResponse:
-    return render(request, "projects/project_export.html", _export_context(project, form, errors, job), status=status)
+    context = {**_export_context(project, form, errors, job), "notice": notice}
+    return render(request, "projects/project_export.html", context, status=status)
 
 
 @researcher_required
@@ -183,8 +186,8 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponse | FileResponse
         return _export_page(request, project, shown, errors, 400)
     sync_max = int(settings.COUNTERPART["EXPORT_SYNC_MAX"])
     n = export_count(project=project, filters=filters, limit=sync_max)
-    if n == 0:
-        return _export_page(request, project, shown, {"general": NOTHING_TO_EXPORT}, 400)
+    if n == 0:  # an empty result is not a bad request: the page says so (200)
+        return _export_page(request, project, shown, {}, notice=NOTHING_TO_EXPORT)
     # Directory formats (hf-datasets, coco-cf) and large exports run as a job (a file, or a zip).
     if fmt in DIRECTORY_FORMATS or n > sync_max:
         if request.method != "POST":
