@@ -59,6 +59,10 @@ LEARNERS = ("linear", "cross-encoder")
 logger = logging.getLogger(__name__)
 
 CHUNK = 500
+# auto-labelling commits and reports progress at least every this many candidates (a block ends
+# at an original's last candidate): a 1,000-pair project shows its progress move, not 0/N
+# until the end (issue 25)
+AUTOLABEL_BLOCK = 200
 
 
 Progress = Callable[[int, int], None]
@@ -583,7 +587,7 @@ def autolabel(
     total = done + todo
     if progress is not None:
         progress(done, total)
-    for block in _blocks_by_example(rows, chunk_size * 4):
+    for block in _blocks_by_example(rows, min(chunk_size * 4, AUTOLABEL_BLOCK)):
         keep = [i for i, r in enumerate(block) if r[1] in AUTOLABEL_FROM]
         if not keep:  # every candidate of these originals is labelled already
             continue
