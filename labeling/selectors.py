@@ -220,6 +220,23 @@ WARM_START_SETS = (("cad-nli", "nli"), ("cad-sentiment", "sentiment"))
 WARM_START_SPLITS = ("train", "dev")
 
 
+SHARED_DATA_SETTING = "COUNTERPART_SHARED_DATA"
+
+
+def cad_missing_note(*, project: Project, found: bool, what: str) -> str:
+    """What the train form and the evaluation say when they offer no CAD set (``what``: "warm
+    starts", "CAD test sets"): '' when ``found``; else that this task has none, or which
+    setting names the folder they were looked for in (no server path is shown)."""
+    if found:
+        return ""
+    if project.task not in {task for _fmt, task in WARM_START_SETS}:
+        return f"No CAD data set exists for {project.task} projects, so there are no {what}."
+    return (
+        f"No CAD {project.task} data was found under {SHARED_DATA_SETTING} (the folder that holds cad/; "
+        f"../shared/data by default): set it to that folder and restart Counterpart to offer {what}."
+    )
+
+
 def warm_start_choices(*, project: Project) -> list[tuple[str, str, str]]:
     """The known data sets h may be warm-started from, for this project's task, that exist
     under ``COUNTERPART["SHARED_DATA_DIR"]``: ``(key, label, FORMAT:PATH:SPLIT)``. The page

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from labeling import services
 from labeling.forms import AutolabelForm, TrainForm
-from labeling.selectors import flip_rates_for, warm_start_options
+from labeling.selectors import cad_missing_note, flip_rates_for, warm_start_options
 from projects.models import Project
 from projects.permissions import researcher_required
 from projects.selectors import job_latest, job_progress
@@ -47,6 +47,7 @@ def _fragment(
         "warm_starts": warm_start_options(project=project),
         "errors": errors or {},
     }
+    context["warm_note"] = cad_missing_note(project=project, found=bool(context["warm_starts"]), what="warm starts")
     return render(request, "labeling/_flip_rates.html", context, status=status)
 
 
