@@ -14,7 +14,7 @@ from projects.models import ProjectMembership
 
 from .factories import annotator, login, project_with_candidates, researcher
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def test_the_service_warns_until_an_annotator_is_a_member():

@@ -21,7 +21,7 @@ from projects.services import jobs as job_svc
 from .conftest import FakeEncoder
 from .test_services import make_project
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 class WorkerKilled(BaseException):

@@ -13,7 +13,7 @@ from .conftest import FakeEncoder
 from .test_evaluation import api
 from .test_services import make_project
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def test_the_evaluation_reports_encoding_then_fits(monkeypatch, settings, tmp_path, django_capture_on_commit_callbacks):

@@ -18,7 +18,7 @@ from tests.annotate.factories import annotator, project_with_candidates, researc
 from tests.projects.test_export_workspace import login
 from tests.projects.test_workspace_api import client_for as token_client
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 @pytest.fixture

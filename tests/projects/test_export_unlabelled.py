@@ -15,7 +15,7 @@ from projects.models import Candidate, Label
 from projects.services.exports import NOTHING_TO_EXPORT, candidates_for_export
 from tests.annotate.factories import login, project_with_candidates, researcher
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 @pytest.fixture

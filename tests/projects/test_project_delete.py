@@ -14,7 +14,7 @@ from projects.models import Candidate, Example, Job, Project
 from projects.services.deletion import ProjectBusy, project_delete
 from tests.annotate.factories import annotator, login, project_with_candidates, researcher
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 @pytest.fixture

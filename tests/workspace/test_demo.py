@@ -14,7 +14,7 @@ from django.test import Client
 from projects.models import Candidate, Example, Project, ProjectMembership
 from projects.permissions import ANNOTATOR, RESEARCHER
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def run(*args: str) -> str:
