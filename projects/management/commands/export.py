@@ -70,12 +70,11 @@ class Command(BaseCommand):
         except ExportError as exc:
             raise CommandError(str(exc)) from None
         if opts["out"] != "-":
+            self.stdout.write(f"exported {n} pairs to {opts['out']}")
             filters = {k: opts[k] for k in ("state", "label_source", "min_confidence", "split", "include_invalid")}
             unlabelled = 0 if opts["labelled_only"] else export_unlabelled_count(project=project, filters=filters)
-            note = (
-                f' ({unlabelled} of them with no label yet, written with "label": null; '
-                "--labelled-only leaves them out)"
-                if unlabelled
-                else " (every one has a label)"
-            )
-            self.stdout.write(f"exported {n} pairs to {opts['out']}{note}")
+            if unlabelled:
+                self.stdout.write(
+                    f'{unlabelled} of them have no label yet (written with "label": null); '
+                    "--labelled-only leaves them out"
+                )
