@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -28,6 +28,7 @@ def _error(exc: svc.AnnotationError) -> Response:
     return Response({"detail": str(exc)}, status=exc.status)
 
 
+@extend_schema_serializer(component_name="RouteJob")
 class RouteJobOutputSerializer(JobOutputSerializer):
     warnings = serializers.ListField(
         child=serializers.CharField(), help_text="e.g. the project has no annotator members (add them first)"
