@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from annotate import selectors
 from annotate.services import assignments as svc
-from annotate.services.routing import STRATEGIES, project_route_start
+from annotate.services.routing import STRATEGIES, no_annotators_warning, project_route_start
 from projects.apis import JobOutputSerializer
 from projects.authentication import AUTHENTICATION
 from projects.models import Project
@@ -26,6 +26,13 @@ from projects.validators import budget_validator
 
 def _error(exc: svc.AnnotationError) -> Response:
     return Response({"detail": str(exc)}, status=exc.status)
+
+
+@extend_schema_serializer(component_name="RouteJob")
+class RouteJobOutputSerializer(JobOutputSerializer):
+    warnings = serializers.ListField(
+        child=serializers.CharField(), help_text="e.g. the project has no annotator members (add them first)"
+    )
 
 
 class AnnotationOutputSerializer(serializers.Serializer):
@@ -207,7 +214,7 @@ class ProjectRouteApi(APIView):
         summary="Route items to annotators (job)",
         request=InputSerializer,
         responses={
-            202: JobOutputSerializer,
+            202: RouteJobOutputSerializer,
             400: OpenApiResponse(description="bad input"),
             503: OpenApiResponse(description="task broker unreachable"),
         },
@@ -224,4 +231,7 @@ class ProjectRouteApi(APIView):
             return Response({"detail": exc.messages}, status=status.HTTP_400_BAD_REQUEST)
         except BrokerUnavailable as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
-        return Response(job_as_dict(job=job), status=status.HTTP_202_ACCEPTED)
+        warning = no_annotators_warning(project)
+        return Response(
+            {**job_as_dict(job=job), "warnings": [warning] if warning else []}, status=status.HTTP_202_ACCEPTED
+        )

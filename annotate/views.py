@@ -25,6 +25,7 @@ from annotate.services import assignments as svc
 from annotate.services.quality import items_settle_waiting
 from annotate.services.routing import (
     STRATEGIES,
+    no_annotators_warning,
     project_add_check_items,
     project_route_start,
 )
@@ -265,6 +266,7 @@ def _route_context(project: Project) -> dict[str, Any]:
         "strategies": STRATEGIES,
         "route_job": route_job,
         "route_progress": job_progress(job=route_job) if route_job else None,
+        "no_annotators": no_annotators_warning(project),
         "budget": project.human_budget,
         "strategy": "random",
         "errors": {},
@@ -295,4 +297,6 @@ def route(request: HttpRequest, project_id: int) -> HttpResponse:
             request, "annotate/route.html", {**ctx, "errors": {"general": f"Routing not started: {exc}"}}, status=503
         )
     messages.success(request, f"Routing queued (job {job.pk}); its progress is shown below.")
+    if ctx["no_annotators"]:
+        messages.warning(request, ctx["no_annotators"])
     return redirect("annotate-route", project_id=project.pk)

@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 from labeling.evaluation import MAX_SEEDS, evaluation_start
 from labeling.ml.augmentation import CLASSIFIERS
 from labeling.models import MODES
-from labeling.selectors import warm_start_choices
+from labeling.selectors import cad_missing_note, warm_start_choices
 from labeling.services import TASK_MODEL_LATEST, autolabel_start, pairwise_train_start
 from labeling.task_training import (
     MAX_EPOCHS,
@@ -131,7 +131,9 @@ class PairwiseTrainApi(APIView):
         specs = {k: spec for k, _, spec in warm_start_choices(project=project)}
         if key and key not in specs:
             choices = ", ".join(specs) or "none for this task"
-            return Response({"warm_start": [f"unknown warm-start set {key!r}; choose one of {choices}"]}, status=400)
+            note = cad_missing_note(project=project, found=bool(specs), what="warm starts")
+            message = f"unknown warm-start set {key!r}; choose one of {choices}" + (f". {note}" if note else "")
+            return Response({"warm_start": [message]}, status=400)
         return _job_response(
             lambda: pairwise_train_start(
                 project=project,

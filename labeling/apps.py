@@ -24,3 +24,8 @@ class LabelingConfig(AppConfig):
         from projects.services.exports import export_provenance_register
 
         export_provenance_register(pairs=export_provenance, manifest=export_manifest)
+
+        from labeling.services import project_model_files
+        from projects.services.deletion import project_files_register
+
+        project_files_register(project_model_files)

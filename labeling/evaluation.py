@@ -283,6 +283,37 @@ def evaluation_start(
     )
 
 
+ENCODE_CHUNK = 256  # texts per encoder call while the evaluation reports its encoding step
+
+
+def _encoding_progress(encode: Any, ctx: JobContext, estimate: int, reporting: Any) -> Any:
+    """``encode`` a chunk of texts at a time, reporting the texts encoded so far as the current
+    step's progress while ``reporting()`` (the estimate grows if it was short)."""
+    import numpy as np
+
+    done = 0
+
+    def embed(texts: Any) -> Any:
+        nonlocal done
+        texts, chunk = list(texts), ENCODE_CHUNK
+        if len(texts) <= chunk:
+            parts = [encode(texts)]
+        else:
+            parts = []
+            for start in range(0, len(texts), chunk):
+                parts.append(encode(texts[start : start + chunk]))
+                if reporting():
+                    ctx.check_cancelled()
+                    now = done + min(start + chunk, len(texts))
+                    ctx.step_progress(now, max(estimate, now))
+        done += len(texts)
+        if reporting():
+            ctx.step_progress(done, max(estimate, done))
+        return parts[0] if len(parts) == 1 else np.vstack(parts)
+
+    return embed
+
+
 def evaluation_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     from labeling.ml.augmentation import classifier_factory, run_augmentation
 
@@ -308,11 +339,23 @@ def evaluation_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     if len(pool.pairs) < MIN_POOL:
         raise JobFailed(f"only {len(pool.pairs)} labelled candidates left in the pool; the evaluation needs {MIN_POOL}")
 
-    def progress(done: int, total: int) -> None:
-        ctx.check_cancelled()
-        ctx.progress(done, total)
+    # Two steps, each with its own progress (issue 25: the job sat at 0/N until its end, as the
+    # first f' fit comes only after every text was encoded): 1. encoding the texts, a chunk at
+    # a time (an estimate of their number: the pool, the export and the test sets, per field);
+    # 2. the f' fits (seeds × variants), counted by run_augmentation.
+    texts = len(fields) * (2 * len(pool.pairs) + 2 * len(export.pairs) + sum(len(e.records) for e in evals))
+    ctx.step("encode the texts", index=1, count=2, total=texts, unit="texts")
+    fitting = False
 
-    embed = embedder().encode
+    def progress(done: int, total: int) -> None:
+        nonlocal fitting
+        ctx.check_cancelled()
+        if not fitting:
+            fitting = True
+            ctx.step("fit the classifiers (seeds × variants)", index=2, count=2, total=total, unit="fits")
+        ctx.step_progress(done, total)
+
+    embed = _encoding_progress(embedder().encode, ctx, texts, lambda: not fitting)
     try:
         factory = classifier_factory(
             p["classifier"], labels=labels, fields=fields, embed=embed, finetune=finetune_options()

@@ -7,7 +7,7 @@ from typing import Any
 
 from django import forms
 
-from labeling.selectors import warm_start_choices
+from labeling.selectors import cad_missing_note, warm_start_choices
 from projects.inputs import InputForm
 from projects.models import Project
 
@@ -30,7 +30,8 @@ class TrainForm(InputForm):
         known = {k: spec for k, _, spec in warm_start_choices(project=self.project)}
         if key and key not in known:
             choices = ", ".join(known) or f"none for {self.project.task} projects"
-            raise forms.ValidationError(f"choose one of the listed data sets ({choices})")
+            note = cad_missing_note(project=self.project, found=bool(known), what="warm starts")
+            raise forms.ValidationError(f"choose one of the listed data sets ({choices}){'. ' + note if note else ''}")
         return str(known.get(key, ""))
 
     def clean_mode(self) -> str:

@@ -66,6 +66,10 @@ TASK_MODEL_LATEST = "latest"
 logger = logging.getLogger(__name__)
 
 CHUNK = 500
+# auto-labelling commits and reports progress at least every this many candidates (a block ends
+# at an original's last candidate): a 1,000-pair project shows its progress move, not 0/N
+# until the end (issue 25)
+AUTOLABEL_BLOCK = 200
 
 
 Progress = Callable[[int, int], None]
@@ -245,6 +249,12 @@ def invariant_baseline(pairs: list[Pair], ys: list[str]) -> dict[str, Any]:
     dashboard compares h's with it (``workspace/dashboard/selectors.py``)."""
     right = [int(p.y == y2) for p, y2 in zip(pairs, ys, strict=True)]
     return {"invariant_accuracy": round(sum(right) / len(right), 4) if right else None, "invariant_correct": right}
+
+
+def project_model_files(project: Project) -> list[Path]:
+    """The project's folder of pairwise models (removed when the project is deleted; registered
+    with ``projects.services.deletion`` in ``LabelingConfig.ready``)."""
+    return [Path(settings.COUNTERPART["MODEL_DIR"]) / f"project-{project.pk}"]
 
 
 def model_path(project: Project, version: int) -> Path:
@@ -682,7 +692,7 @@ def autolabel(
     total = done + todo
     if progress is not None:
         progress(done, total)
-    for block in _blocks_by_example(rows, chunk_size * 4):
+    for block in _blocks_by_example(rows, min(chunk_size * 4, AUTOLABEL_BLOCK)):
         keep = [i for i, r in enumerate(block) if r[1] in AUTOLABEL_FROM]
         if not keep:  # every candidate of these originals is labelled already
             continue

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from labeling import services, task_training
 from labeling.forms import AutolabelForm, TaskModelForm, TrainForm
-from labeling.selectors import flip_rates_for, warm_start_options
+from labeling.selectors import cad_missing_note, flip_rates_for, warm_start_options
 from projects.models import Project
 from projects.permissions import researcher_required
 from projects.selectors import job_latest, job_progress
@@ -49,6 +49,7 @@ def _fragment(
         "task_model": task_training.task_model_latest(project=project),
         "errors": errors or {},
     }
+    context["warm_note"] = cad_missing_note(project=project, found=bool(context["warm_starts"]), what="warm starts")
     return render(request, "labeling/_flip_rates.html", context, status=status)
 
 

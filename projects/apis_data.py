@@ -160,6 +160,11 @@ class DataExportApi(APIView):
         include_invalid = serializers.BooleanField(
             required=False, default=False, help_text="also pairs judged invalid (left out by default)"
         )
+        labelled_only = serializers.BooleanField(
+            required=False,
+            default=False,
+            help_text='leave out pairs with no label yet (by default they are exported with "label": null)',
+        )
         run_as_job = serializers.BooleanField(required=False, default=False, help_text="always start a job")
 
     @extend_schema(

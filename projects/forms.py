@@ -36,6 +36,7 @@ class ExportForm(InputForm):
     min_confidence = forms.CharField(required=False)
     split = _Many(required=False)
     include_invalid = forms.CharField(required=False)
+    labelled_only = forms.CharField(required=False)
 
     def unstorable(self) -> str | None:
         """What makes a sent value unstorable (a NUL character…), named by its field; None."""
@@ -96,10 +97,37 @@ class ImportForm(InputForm):
         except ValueError as exc:
             raise forms.ValidationError(f"label map: {exc}") from None
 
+    def shown(self) -> dict[str, Any]:
+        """The values to show back in the form after an error: as they were sent (a format only
+        when it is one of the choices; long values cut, as the fields would refuse them)."""
+        fmt = str(self.data.get("format", ""))
+        return {
+            "format": fmt if fmt in UPLOAD_FORMATS else "",
+            "split": str(self.data.get("split", "")).strip()[:32],
+            "label_map": str(self.data.get("label_map", ""))[:2000],
+            "skip_bad_rows": bool(self.data.get("skip_bad_rows")),
+        }
+
     def first_error(self) -> str:
         if "format" in self.errors:
             return f"choose a file format: {', '.join(UPLOAD_FORMATS)}"
         return "; ".join(str(m) for errors in self.errors.values() for m in errors)
+
+
+class ProjectDeleteForm(InputForm):
+    """The delete page: ``confirm``, the project's name typed again."""
+
+    confirm = StorableCharField(max_length=200, required=False)
+
+    def __init__(self, *args: Any, project_name: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.project_name = project_name
+
+    def clean_confirm(self) -> str:
+        typed = str(self.cleaned_data.get("confirm") or "").strip()
+        if typed != self.project_name:
+            raise forms.ValidationError(f"type the project's name, {self.project_name}, to confirm")
+        return typed
 
 
 class TokenForm(InputForm):

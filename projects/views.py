@@ -10,6 +10,7 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
@@ -25,9 +26,9 @@ from projects import permissions, states
 from projects.formats import FORMAT_TASKS
 from projects.formats.images import IMAGE_TYPES
 from projects.formats.reading import LABEL_SOURCES
-from projects.forms import DownloadQuery, ExportForm, ExportJobQuery, ImportForm, uploads_parse
+from projects.forms import DownloadQuery, ExportForm, ExportJobQuery, ImportForm, ProjectDeleteForm, uploads_parse
 from projects.http import HtmxHttpRequest
-from projects.models import TASK_DEFAULTS, TASKS, Job, Project
+from projects.models import JOB_ACTIVE, TASK_DEFAULTS, TASKS, Job, Project
 from projects.permissions import researcher_or_token_required, researcher_required
 from projects.selectors import (
     image_visible_to,
@@ -37,6 +38,7 @@ from projects.selectors import (
     project_list_with_counts,
     project_overview,
 )
+from projects.services.deletion import ProjectBusy, project_delete, project_files
 from projects.services.exports import (
     DIRECTORY_FORMATS,
     EXCLUDED_BY_DEFAULT,
@@ -83,6 +85,35 @@ def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return render(request, "projects/project_detail.html", context)
 
 
+@researcher_required
+@require_http_methods(["GET", "POST"])
+def project_delete_page(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET: what deleting the project removes, and a form to confirm by typing its name. POST:
+    delete it (refused with 409 while one of its jobs is queued or running; 400 when the name
+    typed does not match), then back to the project list."""
+    project = get_object_or_404(Project, pk=pk)
+    context: dict[str, Any] = {
+        "project": project,
+        "overview": project_overview(project=project),
+        "active_jobs": project.jobs.filter(status__in=JOB_ACTIVE).order_by("pk"),
+        "files": len([p for p in project_files(project) if p.exists()]),
+        "errors": {},
+    }
+    if request.method == "GET":
+        return render(request, "projects/project_delete.html", context)
+    form = ProjectDeleteForm.parse(request.POST, project_name=project.name)
+    if not form.is_valid():
+        return render(request, "projects/project_delete.html", {**context, "errors": form.field_errors()}, status=400)
+    try:
+        deleted = project_delete(project=project)
+    except ProjectBusy as exc:
+        return render(request, "projects/project_delete.html", {**context, "errors": {"general": str(exc)}}, status=409)
+    messages.success(
+        request, f"Project {deleted.name!r} deleted ({deleted.rows} rows, {deleted.paths} files or folders on disk)."
+    )
+    return redirect("project-list")
+
+
 def _export_context(project: Project, form: dict[str, Any], errors: dict[str, str], job: Any = None) -> dict[str, Any]:
     return {
         "project": project,
@@ -107,6 +138,7 @@ BLANK_EXPORT: dict[str, Any] = {
     "min_confidence": None,
     "split": [],
     "include_invalid": False,
+    "labelled_only": False,
 }
 
 
@@ -117,8 +149,10 @@ def _export_page(
     errors: dict[str, str],
     status: int = 200,
     job: Any = None,
+    notice: str = "",
 ) -> HttpResponse:
-    return render(request, "projects/project_export.html", _export_context(project, form, errors, job), status=status)
+    context = {**_export_context(project, form, errors, job), "notice": notice}
+    return render(request, "projects/project_export.html", context, status=status)
 
 
 @researcher_required
@@ -152,8 +186,8 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponse | FileResponse
         return _export_page(request, project, shown, errors, 400)
     sync_max = int(settings.COUNTERPART["EXPORT_SYNC_MAX"])
     n = export_count(project=project, filters=filters, limit=sync_max)
-    if n == 0:
-        return _export_page(request, project, shown, {"general": NOTHING_TO_EXPORT}, 400)
+    if n == 0:  # an empty result is not a bad request: the page says so (200)
+        return _export_page(request, project, shown, {}, notice=NOTHING_TO_EXPORT)
     # Directory formats (hf-datasets, coco-cf) and large exports run as a job (a file, or a zip).
     if fmt in DIRECTORY_FORMATS or n > sync_max:
         if request.method != "POST":
@@ -235,13 +269,14 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
             return reason
         uploads = uploads_parse(request.FILES)  # reads the upload through the handlers
         files = {field: (stored_path(f), f.name or "upload") for field, f in uploads.items()}
-        if size.exceeded:
-            return _import_error(request, project, f"upload refused: over the {limit}-byte limit", 413)
         form = ImportForm.parse(request.POST)
+        chosen = form.shown()  # shown back after any error: the format, split, … stay as chosen
+        if size.exceeded:
+            return _import_error(request, project, f"upload refused: over the {limit}-byte limit", 413, chosen)
         if not form.is_valid():
-            return _import_error(request, project, form.first_error(), 400)
+            return _import_error(request, project, form.first_error(), 400, chosen)
         if not files:
-            return _import_error(request, project, "choose a file to upload", 400)
+            return _import_error(request, project, "choose a file to upload", 400, chosen)
         try:
             job = import_files_start(
                 project=project,
@@ -254,9 +289,9 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
                 created_by=request.user,
             )
         except ImportNotStarted as exc:
-            return _import_error(request, project, str(exc), 400)
+            return _import_error(request, project, str(exc), 400, chosen)
         except BrokerUnavailable as exc:
-            return _import_error(request, project, f"Import not started: {exc}", 503)
+            return _import_error(request, project, f"Import not started: {exc}", 503, chosen)
         handed_over = {path for path, _name in files.values()}
         return render(request, "projects/project_import.html", {**_import_context(project), **job_context(job)})
     finally:
@@ -276,8 +311,10 @@ def _import_context(project: Project) -> dict[str, Any]:
     }
 
 
-def _import_error(request: HttpRequest, project: Project, message: str, status: int) -> HttpResponse:
-    context = {**_import_context(project), "error": message}
+def _import_error(
+    request: HttpRequest, project: Project, message: str, status: int, chosen: dict[str, Any] | None = None
+) -> HttpResponse:
+    context = {**_import_context(project), "error": message, "chosen": chosen or {}}
     return render(request, "projects/project_import.html", context, status=status)
 
 

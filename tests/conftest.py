@@ -90,10 +90,18 @@ def browser_type_launch_args(browser_type_launch_args):
 
 @pytest.fixture(autouse=True)
 def _tmp_media(settings, tmp_path):
-    """Media under the test's tmp_path, and the test's tmp_path as the image root (tests
-    write their images there); tests of the image root set ``IMAGE_ROOT`` themselves."""
+    """Media, models and exports under the test's tmp_path, and the test's tmp_path as the
+    image root (tests write their images there); tests of the image root set ``IMAGE_ROOT``
+    themselves."""
     settings.MEDIA_ROOT = str(tmp_path / "media")
-    settings.COUNTERPART = {**settings.COUNTERPART, "IMAGE_ROOT": str(tmp_path)}
+    # models and exports per test too: tests run in parallel processes (pytest-xdist), whose
+    # projects share primary keys (project-1/…, export-1.jsonl)
+    settings.COUNTERPART = {
+        **settings.COUNTERPART,
+        "IMAGE_ROOT": str(tmp_path),
+        "MODEL_DIR": str(tmp_path / "models"),
+        "EXPORT_DIR": str(tmp_path / "exports"),
+    }
     return settings.MEDIA_ROOT
 
 

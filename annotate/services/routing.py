@@ -187,6 +187,22 @@ def project_add_check_items(*, project: Project, seed: int | None = None) -> Rou
     return RoutingResult(strategy="gold", requested=0, routed=0, items=0, gold_items=len(gold_items), messages=messages)
 
 
+def no_annotators_warning(project: Project) -> str:
+    """The warning routing gives when nobody could answer what it routes: '' when the project
+    has at least one annotator member, else a sentence naming the members page."""
+    from django.urls import reverse
+
+    from projects.models import ProjectMembership
+
+    if ProjectMembership.objects.filter(project=project, role="annotator").exists():
+        return ""
+    members = reverse("annotate-members", kwargs={"project_id": project.pk})
+    return (
+        f"Project {project.name!r} has no annotator members: nobody will be served the routed items "
+        f"until you add annotators on the members page ({members})."
+    )
+
+
 def project_route(
     *,
     project: Project,
@@ -204,7 +220,7 @@ def project_route(
     budget = validate_budget(project.human_budget if budget is None else budget)
     gold_rate = float(settings.COUNTERPART["GOLD_RATE"]) if gold_rate is None else float(gold_rate)
     rng = random.Random(seed)
-    messages: list[str] = []
+    messages: list[str] = [w for w in [no_annotators_warning(project)] if w]
 
     total = Candidate.objects.filter(project=project, state__in=_LIVE_STATES).count()
     already = Item.objects.filter(project=project, is_gold=False).values("candidate_id").distinct().count()

@@ -203,6 +203,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Counterfactual data augmentation with a human in the loop.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # the job kinds appear in the Job and RouteJob components: one enum, one name
+    "ENUM_NAME_OVERRIDES": {"JobKindEnum": "projects.models.JOB_KINDS"},
     # /api/schema/ and /api/docs/ for signed-in users (session or token) only, in every environment.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "SERVE_AUTHENTICATION": [

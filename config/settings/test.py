@@ -3,6 +3,8 @@
 Integration tests (tests/integration/) switch eager off and talk to the real broker.
 """
 
+import os
+
 from config.env import env, env_bool
 
 from .base import *
@@ -13,7 +15,12 @@ DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True
-COUNTERPART["EMBEDDING_CACHE_DIR"] = env("COUNTERPART_EMBEDDING_CACHE", str(VAR_DIR / "test-embeddings"))
+# one embedding cache per pytest-xdist worker (scripts/test.sh runs the fast tests in parallel):
+# two processes writing the same shard at once would race on its temporary file
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+COUNTERPART["EMBEDDING_CACHE_DIR"] = env(
+    "COUNTERPART_EMBEDDING_CACHE", str(VAR_DIR / (f"test-embeddings-{_WORKER}" if _WORKER else "test-embeddings"))
+)
 # Unit tests run jobs eagerly inside the test's transaction: no heartbeat thread (progress
 # calls refresh the heartbeat; integration tests run real workers with the thread on).
 COUNTERPART["JOB_HEARTBEAT_THREAD"] = env_bool("COUNTERPART_JOB_HEARTBEAT_THREAD", False)

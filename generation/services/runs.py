@@ -35,6 +35,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 from django.conf import settings
@@ -528,6 +529,12 @@ def run_image_dir(run: GenerationRun) -> str:
     from pathlib import Path
 
     return str(Path(settings.MEDIA_ROOT) / "generated" / str(run.pk))
+
+
+def project_run_files(project: Project) -> list[Path]:
+    """The image folders of the project's generation runs (removed when the project is deleted;
+    registered with ``projects.services.deletion`` in ``GenerationConfig.ready``)."""
+    return [Path(run_image_dir(run)) for run in GenerationRun.objects.filter(project=project).only("pk")]
 
 
 def _write_batch(

@@ -111,12 +111,14 @@ def export_filters_parse(params: Any) -> tuple[dict[str, Any], dict[str, str]]:
     if fmt not in EXPORT_FORMATS:
         errors["format"] = f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}"
     include_invalid = str(params.get("include_invalid") or "").strip().lower() in ("1", "true", "on", "yes")
+    labelled_only = str(params.get("labelled_only") or "").strip().lower() in ("1", "true", "on", "yes")
     filters = {
         "state": state,
         "label_source": label_source,
         "min_confidence": min_confidence,
         "split": split,
         "include_invalid": include_invalid,
+        "labelled_only": labelled_only,
     }
     return {"format": fmt, **filters}, errors
 
@@ -129,13 +131,15 @@ def candidates_for_export(
     min_confidence: float | None = None,
     split: list[str] | None = None,
     include_invalid: bool = False,
+    labelled_only: bool = False,
 ) -> QuerySet[Candidate]:
     """The project's candidates matching the filters, in id order, with their originals.
 
     ``label_source`` filters on the exported label's source: a final label's source, or
     ``gold`` for a candidate whose only label is its known answer. Candidates judged invalid
     (``meta.valid`` false: imported so, or annotators answered "Unclear / invalid") are left
-    out unless ``include_invalid``."""
+    out unless ``include_invalid``. Pairs without any label yet (neither a final label nor a
+    known answer: ``"label": null`` in the file) are included unless ``labelled_only``."""
     qs = Candidate.objects.filter(project=project).select_related("example").order_by("id")
     if not state:
         qs = qs.exclude(state__in=EXCLUDED_BY_DEFAULT)
@@ -162,6 +166,8 @@ def candidates_for_export(
         qs = qs.filter(example__split__in=split)
     if not include_invalid:
         qs = qs.filter(~Q(meta__has_key="valid") | Q(meta__valid=True))
+    if labelled_only:
+        qs = qs.filter(Q(label__isnull=False) | Q(gold_label__isnull=False))
     return qs
 
 
@@ -251,7 +257,8 @@ def export_manifest(
         "labels": list(Label.objects.filter(project=project).order_by("position").values_list("name", flat=True)),
         "text_fields": list(project.text_fields),
         "format": format,
-        "filters": {k: v for k, v in filters.items() if v not in (None, [], "")},
+        # labelled_only shows only when set (older manifests never had it)
+        "filters": {k: v for k, v in filters.items() if v not in (None, [], "") and (k != "labelled_only" or v)},
         "excluded_by_default": ([] if filters.get("state") else EXCLUDED_BY_DEFAULT)
         + ([] if filters.get("include_invalid") else ["invalid"]),
         "rows": rows,
@@ -288,6 +295,7 @@ def data_export(
     min_confidence: float | None = None,
     split: list[str] | None = None,
     include_invalid: bool = False,
+    labelled_only: bool = False,
     manifest: bool = True,
     progress: Callable[[int, int], None] | None = None,
 ) -> int:
@@ -304,6 +312,7 @@ def data_export(
         min_confidence=min_confidence,
         split=split,
         include_invalid=include_invalid,
+        labelled_only=labelled_only,
     )
     records = pair_records(project=project, candidates=qs)
     if progress is not None:
@@ -340,6 +349,7 @@ def data_export(
             "min_confidence": min_confidence,
             "split": split,
             "include_invalid": include_invalid,
+            "labelled_only": labelled_only,
         }
         doc = export_manifest(project=project, format=format, filters=filters, rows=n, path=out)
         manifest_path(out).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -398,7 +408,7 @@ def _remove(path: str) -> None:
 
 
 # -- the ``export`` job kind (large exports; registered in ProjectsConfig.ready) -------------
-EXPORT_FILTERS = ("state", "label_source", "min_confidence", "split", "include_invalid")
+EXPORT_FILTERS = ("state", "label_source", "min_confidence", "split", "include_invalid", "labelled_only")
 
 
 def export_splits(*, project: Project) -> list[str]:
@@ -409,6 +419,12 @@ def export_splits(*, project: Project) -> list[str]:
 
 
 NOTHING_TO_EXPORT = "Nothing to export: no pair matches these filters."
+
+
+def export_unlabelled_count(*, project: Project, filters: dict[str, Any]) -> int:
+    """How many of the pairs the filters match have no label yet (``"label": null``)."""
+    qs = candidates_for_export(project=project, **filters).select_related(None).order_by()
+    return int(qs.filter(label__isnull=True, gold_label__isnull=True).count())
 
 
 def export_count(*, project: Project, filters: dict[str, Any], limit: int) -> int:

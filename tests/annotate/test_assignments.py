@@ -12,7 +12,7 @@ from projects.models import Candidate
 
 from .factories import annotator, project_with_candidates
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def _routed(n=4, k=3, **kw):

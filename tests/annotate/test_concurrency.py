@@ -24,6 +24,8 @@ from annotate.services.routing import project_route
 
 from .factories import annotator, project_with_candidates
 
+pytestmark = pytest.mark.postgres_too
+
 REPO = Path(__file__).resolve().parents[2]
 
 

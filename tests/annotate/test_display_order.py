@@ -15,7 +15,7 @@ from projects.models import Label
 
 from .factories import annotator, project_with_candidates
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def test_task_labels_keep_the_project_order_and_unclear_last():

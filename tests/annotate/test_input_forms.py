@@ -18,7 +18,7 @@ from workspace.data.forms import CandidateFiltersForm, PageQuery
 
 from .factories import project_with_candidates, researcher
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 @pytest.mark.parametrize("value", ["2", "-0.1", "abc", "nan", None, 1.01])

@@ -15,6 +15,8 @@ from annotate.kinds.caption_choice import CaptionChoice
 from annotate.models import Item
 from projects.models import TASKS
 
+pytestmark = pytest.mark.postgres_too
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

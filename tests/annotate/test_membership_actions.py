@@ -18,6 +18,8 @@ from projects.services.memberships import membership_pause, membership_remove, m
 
 from .factories import annotator, login, project_with_candidates, researcher
 
+pytestmark = pytest.mark.postgres_too
+
 PAUSED = "paused by the project's researchers"
 
 

@@ -11,7 +11,7 @@ from projects.models import Candidate
 
 from .factories import project_with_candidates
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def test_random_routes_budget_share_and_tops_up_without_double_routing():

@@ -27,7 +27,7 @@ from tests.labeling.conftest import LABELS, FakeEncoder, synthetic_pairs
 
 from .factories import project_with_candidates, researcher
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 @pytest.fixture(autouse=True)

@@ -19,7 +19,7 @@ from projects.services.memberships import membership_pause
 
 from .factories import annotator, login, project_with_candidates, researcher
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def _one_item(k=3):

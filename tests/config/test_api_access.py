@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from annotate.services.routing import project_route
 from tests.annotate.factories import annotator, project_with_candidates
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 BAD_TOKEN = "Token 0000000000000000000000000000000000000000"
 

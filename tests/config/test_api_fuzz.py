@@ -23,7 +23,7 @@ from tests.conftest import need_module
 
 schemathesis = need_module("schemathesis")
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 MAX_EXAMPLES = 12
 # derandomize: the same requests on every run, so CI does not flake (vary the seed locally

@@ -49,7 +49,7 @@ from projects.models import Candidate, Label, ProjectMembership
 from projects.states import STATES
 from tests.annotate.factories import annotator, project_with_candidates, researcher
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 # Per route and role; each example sends one GET and one POST. Routes with forms or API
 # bodies or query parameters to mutate get more.

@@ -15,7 +15,7 @@ from tests.annotate.factories import project_with_candidates, researcher
 from tests.conftest import REPO
 from workspace.ml import charts
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 EXPECTED_CSP = {
     "default-src": "'self'",

@@ -21,7 +21,7 @@ from annotate.services.routing import project_route
 from projects.models import Candidate, Label, Project, ProjectMembership
 from tests.annotate.factories import annotator, project_with_candidates, researcher
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 SURROGATE = "\ud800"
 

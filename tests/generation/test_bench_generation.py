@@ -9,6 +9,8 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+pytestmark = pytest.mark.postgres_too
+
 ROWS = [
     ("Negative", "The plot is thin and the acting is weak. I would not watch it again.", "1"),
     ("Positive", "The plot is rich and the acting is strong. I would watch it again.", "1"),

@@ -14,6 +14,8 @@ from generation.ml.base import GeneratedCandidate, Original
 from generation.services import run_quality
 from tests.generation._tiny_hf import save_gpt2
 
+pytestmark = pytest.mark.postgres_too
+
 
 @pytest.fixture(scope="module")
 def tiny_scorer(tmp_path_factory):

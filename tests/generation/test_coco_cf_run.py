@@ -15,6 +15,8 @@ from projects.models import Candidate, Example
 from projects.services.projects import project_create
 from tests.conftest import need_module
 
+pytestmark = pytest.mark.postgres_too
+
 CAPTIONS = {
     "179765_0": "A black Honda motorcycle parked in front of a garage.",
     "158956_0": "A woman is cutting into a cake with a large knife.",

@@ -25,6 +25,8 @@ from projects.models import Candidate, Example
 from projects.services.projects import project_create
 from tests.generation.llm_server import ModelServer, RateLimitProxy, free_port, sampling_folder
 
+pytestmark = pytest.mark.postgres_too
+
 SECRET = "sk-test-never-shown-0123456789"
 REVIEWS = (
     "The acting was wonderful and the story kept me interested until the end.",

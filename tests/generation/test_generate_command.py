@@ -18,6 +18,8 @@ from tests.generation.run_fixtures import (
     register_test_generators,
 )
 
+pytestmark = pytest.mark.postgres_too
+
 
 @pytest.fixture(autouse=True)
 def _generators():

@@ -16,7 +16,7 @@ from projects.services import imports
 from projects.services.imports import ImportRefused, data_import
 from projects.services.projects import project_create
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def db_state() -> tuple:

@@ -9,6 +9,8 @@ from projects.services.projects import project_create
 from tests.generation.conftest import user_with_role
 from tests.projects.import_uploads import Imported, post_import
 
+pytestmark = pytest.mark.postgres_too
+
 
 def pair(i, label="positive", source="gold"):
     return json.dumps(

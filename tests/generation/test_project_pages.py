@@ -7,6 +7,8 @@ from projects.models import Candidate, Example, ProjectMembership
 from projects.services.candidates import candidates_transition
 from projects.services.projects import project_create
 
+pytestmark = pytest.mark.postgres_too
+
 
 @pytest.fixture
 def project(db):

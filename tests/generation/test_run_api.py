@@ -12,6 +12,8 @@ from generation.services.runs import run_create, run_execute
 from projects import permissions
 from tests.generation.run_fixtures import make_project, register_test_generators
 
+pytestmark = pytest.mark.postgres_too
+
 
 @pytest.fixture(autouse=True)
 def _generators():

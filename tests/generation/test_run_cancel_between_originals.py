@@ -19,7 +19,7 @@ from generation.services.runs import run_cancel, run_create, run_execute
 from projects.models import Candidate
 from tests.generation.run_fixtures import EchoGenerator, make_project
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 SEEN: list[str] = []
 

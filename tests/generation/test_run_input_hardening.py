@@ -14,6 +14,8 @@ from generation.services.runs import run_options_clean
 from projects.models import Job
 from tests.generation.run_fixtures import make_project
 
+pytestmark = pytest.mark.postgres_too
+
 BAD_OPTIONS = {
     "NUL in generator_options": ({"generator_options": {"x": "a\u0000b"}}, "generator_options", "NUL character"),
     "NUL in a generator_options key": ({"generator_options": {"a\u0000": 1}}, "generator_options", "NUL character"),

@@ -10,6 +10,8 @@ from generation.models import GenerationRun
 from generation.services.runs import run_create, run_execute
 from tests.generation.run_fixtures import make_project, register_test_generators
 
+pytestmark = pytest.mark.postgres_too
+
 
 @pytest.fixture(autouse=True)
 def _generators():

@@ -27,6 +27,8 @@ from tests.generation.run_fixtures import (
     register_test_generators,
 )
 
+pytestmark = pytest.mark.postgres_too
+
 NO_SIM = ["dedup", "artifacts"]
 
 

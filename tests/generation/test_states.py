@@ -6,6 +6,8 @@ from projects.models import Candidate, Example
 from projects.services.candidates import candidate_transition, candidates_transition
 from projects.services.projects import project_create
 
+pytestmark = pytest.mark.postgres_too
+
 
 @pytest.fixture
 def project(db):

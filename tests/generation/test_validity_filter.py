@@ -13,6 +13,8 @@ from generation.ml.base import GeneratedCandidate, Original
 from generation.services import run_quality
 from tests.generation._tiny_hf import save_bert_classifier, torch_single_thread  # noqa: F401
 
+pytestmark = pytest.mark.postgres_too
+
 SENTENCES = [
     "A woman washes dishes in the river while camping.",
     "Two hikers walk along a path adjacent to an old wall.",

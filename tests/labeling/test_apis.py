@@ -15,7 +15,7 @@ from tests.annotate.factories import annotator, researcher
 from .conftest import FakeEncoder
 from .test_services import make_project
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 @pytest.fixture(autouse=True)

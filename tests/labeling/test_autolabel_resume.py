@@ -5,6 +5,7 @@ together; a resumed attempt goes on after the cursor with the same model and thr
 
 from __future__ import annotations
 
+import itertools
 from datetime import timedelta
 
 import pytest
@@ -20,7 +21,7 @@ from projects.services import jobs as job_svc
 from .conftest import FakeEncoder
 from .test_services import make_project
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 class WorkerKilled(BaseException):
@@ -106,3 +107,16 @@ def test_a_resumed_run_keeps_its_threshold_and_does_not_count_abstentions_twice(
     assert done.result["abstained"] == 140 and done.result["auto_labeled"] == 0
     assert done.result["considered"] == 140 and done.result["min_confidence"] == 1.0
     assert Candidate.objects.filter(project=project, state=states.ABSTAINED).count() == 140
+
+
+def test_progress_moves_while_it_runs_not_only_at_the_end():
+    """Issue 25: a job of a few hundred candidates showed 0/N until the end (one block of
+    4 × CHUNK = 2,000). Blocks are at most ``AUTOLABEL_BLOCK`` candidates, each reported."""
+    project, _ = make_project(n_pairs=600, n_human=60)
+    services.pairwise_train(project=project, mode="pc")
+    reports: list[tuple[int, int]] = []
+    services.autolabel(project=project, min_confidence=0.0, progress=lambda d, t: reports.append((d, t)))
+    assert reports[0] == (0, 540) and reports[-1] == (540, 540)
+    between = [d for d, _ in reports if 0 < d < 540]
+    assert len(between) >= 540 // services.AUTOLABEL_BLOCK - 1
+    assert all(b - a <= services.AUTOLABEL_BLOCK + 10 for (a, _), (b, _) in itertools.pairwise(reports))

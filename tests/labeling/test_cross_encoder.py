@@ -12,6 +12,8 @@ from labeling.ml.pairwise import LabelingModel
 from ._tiny_bert import save_tiny_bert
 from .conftest import FIELDS, LABELS, synthetic_pairs
 
+pytestmark = pytest.mark.postgres_too
+
 
 def test_cross_encoder_trains_calibrates_and_round_trips(tmp_path):
     path = save_tiny_bert(tmp_path / "bert", ["x", "y", "z"])

@@ -18,7 +18,7 @@ from projects.models import Job
 from .conftest import FakeEncoder, synthetic_pairs
 from .test_services import make_project
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 @pytest.fixture(autouse=True)
@@ -166,7 +166,7 @@ def test_gain_chart_geometry():
         }
     )
     rows = {r["name"]: r for r in chart["rows"]}
-    gold, inv, pc = "Known labels (ceiling)", "“Nothing flips”", "Pairwise h"
+    gold, inv, pc = "Known labels (reference)", "“Nothing flips”", "Pairwise h"
     assert set(rows) == {gold, inv, pc}  # plain words, not the variants' keys
     assert rows[pc]["na"] == "too few labels"
     assert rows[gold]["bar_x"] == chart["zero"] and rows[gold]["positive"]

@@ -17,7 +17,7 @@ from projects.services.projects import project_create
 
 from .conftest import FakeEncoder, sibling_pairs, synthetic_pairs
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 @pytest.fixture(autouse=True)

@@ -22,7 +22,7 @@ from projects.services.jobs import JobContext, job_create
 from .conftest import FakeEncoder, synthetic_pairs
 from .test_services import make_project
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 class CountingEncoder(FakeEncoder):

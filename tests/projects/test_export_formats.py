@@ -16,7 +16,7 @@ from projects.services.exports import ExportError, data_export
 from projects.services.imports import data_import
 from projects.services.projects import project_create
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def nli_project():

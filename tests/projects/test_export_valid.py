@@ -19,7 +19,7 @@ from projects.services.imports import data_import
 from projects.services.projects import project_create
 from tests.annotate.factories import annotator, project_with_candidates, researcher
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def _row(i: int, valid: bool | None) -> str:

@@ -16,7 +16,7 @@ from projects.models import Candidate, Job
 from projects.services.exports import data_export, export_file_for, manifest_path
 from tests.annotate.factories import annotator, login, project_with_candidates, researcher
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 @pytest.fixture

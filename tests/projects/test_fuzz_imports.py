@@ -21,7 +21,7 @@ from projects.models import Candidate, Example, Project
 from projects.services.imports import ImportRefused, data_import
 from projects.services.projects import project_create
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 FUZZ = settings(
     max_examples=40,

@@ -16,6 +16,8 @@ from projects.services.projects import project_create
 from tests.annotate.factories import researcher
 from tests.projects.import_uploads import upload_page
 
+pytestmark = pytest.mark.postgres_too
+
 
 def png_bytes() -> bytes:
     out = io.BytesIO()

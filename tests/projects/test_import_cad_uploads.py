@@ -30,7 +30,7 @@ from projects.services.projects import project_create
 from tests.annotate.factories import researcher
 from tests.projects.import_uploads import post_import
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 N = 5  # originals in the cut-down split: 5 originals, 20 NLI pairs
 

@@ -35,7 +35,7 @@ from projects.services.projects import project_create
 from tests.annotate.factories import researcher
 from tests.projects.import_uploads import post_import
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def pair(i: int) -> str:

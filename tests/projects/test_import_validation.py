@@ -23,7 +23,7 @@ from projects.services.projects import project_create
 from tests.generation.conftest import user_with_role
 from tests.projects.import_uploads import Imported, upload_page
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def pair(i: Any, *, text: str = "", meta: Any = None, original: dict | None = None, cf: dict | None = None) -> str:

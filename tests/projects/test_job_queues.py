@@ -9,10 +9,13 @@ import re
 import shlex
 from pathlib import Path
 
+import pytest
 from django.conf import settings
 
 from projects.models import JOB_KINDS
 from projects.services.jobs import _KINDS
+
+pytestmark = pytest.mark.postgres_too
 
 ROOT = Path(__file__).resolve().parents[2]
 INTERACTIVE = {"train", "autolabel", "route", "export", "evaluate", "import"}

@@ -26,6 +26,8 @@ from projects.services.projects import project_create
 from tests.annotate.factories import project_with_candidates, researcher
 from tests.conftest import need
 
+pytestmark = pytest.mark.postgres_too
+
 CALLS: list[int] = []
 
 

@@ -21,7 +21,7 @@ from projects.services.projects import project_create
 from tests.annotate.factories import annotator, project_with_candidates, researcher
 from tests.generation.run_fixtures import make_project, register_test_generators
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 @pytest.fixture

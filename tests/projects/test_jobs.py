@@ -21,7 +21,7 @@ from projects.services import jobs as svc
 from projects.services.projects import project_create
 from tests.annotate.factories import annotator, researcher
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 CALLS: list[int] = []
 

@@ -12,6 +12,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
+pytestmark = pytest.mark.postgres_too
+
 OLD = [
     ("generation", "0001_initial"),
     ("annotate", "0003_next_item_index_excludes_full"),

@@ -16,7 +16,7 @@ from projects.aggregates import project_stats_recompute
 from projects.models import Candidate, Example, Project
 from tests.annotate.factories import annotator, project_with_candidates, researcher
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def client_for(user):

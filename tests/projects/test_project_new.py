@@ -8,7 +8,7 @@ from django.test import Client
 from projects.models import Project
 from tests.annotate.factories import annotator, researcher
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 @pytest.fixture

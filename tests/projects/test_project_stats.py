@@ -30,7 +30,7 @@ from projects.services.jobs import job_execute
 from projects.services.projects import project_create
 from tests.annotate.factories import annotator, project_with_candidates, researcher
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def assert_exact(project) -> None:

@@ -14,6 +14,8 @@ from projects.models import Candidate, Example
 from projects.services.candidates import candidates_transition
 from projects.services.projects import project_create
 
+pytestmark = pytest.mark.postgres_too
+
 S = states
 # The whole table: (source, target) pairs that are allowed. Anything else is not.
 ALLOWED = {

@@ -34,7 +34,7 @@ from workspace.dashboard.selectors import (
 )
 from workspace.ml import dashboard_stats as stats
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def answer_everything(project, users, pick):

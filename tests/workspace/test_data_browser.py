@@ -11,7 +11,7 @@ from projects.models import Candidate, Label, LabelOverride
 from tests.annotate.factories import annotator, login, project_with_candidates, researcher
 from workspace.data.selectors import CandidateFilters, candidates_browse
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from workspace.data.selectors import CandidateFilters, candidates_browse, candid
 from workspace.data.titles import candidate_title
 from workspace.data.totals import Total, matching_total
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def login():

@@ -14,7 +14,7 @@ from django.test import Client
 from projects.models import Candidate, Example, Project, ProjectMembership
 from projects.permissions import ANNOTATOR, RESEARCHER
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def run(*args: str) -> str:
@@ -94,3 +94,40 @@ def test_demo_refuses_under_production_settings_unless_forced(settings) -> None:
     assert not Group.objects.filter(name=RESEARCHER).exists()
     run("--no-data", "--force", "--password", "s3cret-pass")
     assert get_user_model().objects.get(username="researcher").check_password("s3cret-pass")
+
+
+def test_demo_twice_keeps_sessions_and_routes_no_more(settings, tmp_path: Path) -> None:
+    """`make run` on an existing database (issue 25, item 4): the demo runs again, and the
+    sessions of those logged in survive; no demo item is added, even after the researcher
+    changed the budget."""
+    from annotate.models import Item
+
+    settings.COUNTERPART = {**settings.COUNTERPART, "SHARED_DATA_DIR": str(tmp_path / "nowhere")}
+    run()
+
+    def counts() -> dict[str, int]:
+        return {
+            "candidates": Candidate.objects.count(),
+            "items": Item.objects.count(),
+            "routed_or_labelled": Candidate.objects.filter(state__in=["routed", "human_labeled"]).count(),
+            "members": ProjectMembership.objects.count(),
+            "users": get_user_model().objects.count(),
+        }
+
+    before = counts()
+    assert before["items"] > 0
+    annotator, researcher = Client(), Client()
+    assert annotator.login(username="annotator", password="counterpart-demo")
+    assert researcher.login(username="researcher", password="counterpart-demo")
+    # what a first session may do: the researcher raises the project's budget
+    project = Project.objects.get(name="demo-nli")
+    Project.objects.filter(pk=project.pk).update(human_budget=0.5)
+
+    text = run()
+    assert "routed 0 candidates" in text
+    assert counts() == before
+    assert annotator.get("/annotate/").status_code == 200
+    assert researcher.get(f"/projects/{project.pk}/").status_code == 200
+    # a changed password is still written (and then those sessions end, as Django means them to)
+    run("--password", "new-pass-123")
+    assert annotator.get("/annotate/").status_code == 302

@@ -13,7 +13,7 @@ from annotate.models import Item
 from projects.models import Candidate, Project
 from workspace.services.demo_captions import PAIRS, PHOTOS, skimage_data_dir, swap_caption
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def run(*args: str) -> str:

@@ -7,7 +7,7 @@ from annotate.services.routing import project_route
 from projects.models import ProjectMembership
 from tests.annotate.factories import UserFactory, annotator, login, project_with_candidates, researcher
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 @pytest.fixture

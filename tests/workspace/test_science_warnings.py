@@ -22,7 +22,7 @@ from workspace.dashboard.selectors import (
 )
 from workspace.ml import dashboard_stats as stats
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def labelled_project(n_human=30, human_flips=15, n_auto=0, auto_flips=0, n_pooled=0, name="w"):

@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
 from labeling import evaluation as services_evaluation
-from labeling.selectors import evaluation_for
+from labeling.selectors import cad_missing_note, evaluation_for
 from projects.models import Project
 from projects.permissions import researcher_required
 from projects.selectors import job_progress
@@ -46,6 +46,14 @@ def _evaluation_fragment(
         "message": message,
         "error": error,
         "form": form or EvaluationForm(project=project),
+        "cad_note": cad_missing_note(
+            project=project,
+            found=any(
+                c.key != services_evaluation.PROJECT_EVAL
+                for c in services_evaluation.evaluation_choices(project=project)
+            ),
+            what="CAD test sets",
+        ),
         "job": latest,
         "progress": job_progress(job=latest) if latest else None,
         "result_job": ev["result_job"],

@@ -23,6 +23,7 @@ from typing import Any
 
 from django.conf import settings
 
+from annotate.models import Item
 from annotate.services.routing import project_add_annotators, project_route
 from projects.services.imports import ImportReport, data_import
 from projects.services.projects import project_get_or_create
@@ -149,6 +150,11 @@ def demo_caption_file() -> Path:
     return path
 
 
+def demo_was_routed(project: Any) -> bool:
+    """Whether this demo project was ever routed (it has items): then the demo routes no more."""
+    return Item.objects.filter(project=project).exists()
+
+
 def demo_caption_project(*, researcher: Any, annotators: list[Any], route: bool) -> tuple[str, ImportReport, int]:
     """Create (or top up) the image-caption demo project; returns (summary line, import report,
     routed pairs). Every pair is routed (both images of a pair become caption-choice items)."""
@@ -161,6 +167,9 @@ def demo_caption_project(*, researcher: Any, annotators: list[Any], route: bool)
     )
     report = data_import(project=project, format="pairs-jsonl", paths=[str(demo_caption_file())])
     project_add_annotators(project=project, users=annotators)
-    routed = project_route(project=project, budget=1.0, seed=0).routed if route else 0
+    # routed once: a project that has items is left as it is (a second `make run` routes no more)
+    routed = 0
+    if route and not demo_was_routed(project):
+        routed = project_route(project=project, budget=1.0, seed=0).routed
     line = f"demo project {project.name!r} ({'created' if created else 'exists'}): {report.summary()}"
     return line, report, routed

@@ -3,7 +3,9 @@
 Writes a project's pairs (docs/formats.md §1 for ``pairs-jsonl``; columns in
 ``generation/formats/tabular.py`` for ``csv``). Filters: ``--state``, ``--label-source``
 (human, auto, gold, imported, none), ``--min-confidence``, ``--split``; the list filters take
-comma-separated values. Pairs judged invalid are left out unless ``--include-invalid``.
+comma-separated values. Pairs judged invalid are left out unless ``--include-invalid``. Pairs
+with no label yet are written with ``"label": null`` unless ``--labelled-only``; the command
+says how many there were.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from projects.models import Project
-from projects.services.exports import EXPORT_FORMATS, ExportError, data_export
+from projects.services.exports import EXPORT_FORMATS, ExportError, data_export, export_unlabelled_count
 
 
 def _csv_list(value: str) -> list[str]:
@@ -42,6 +44,12 @@ class Command(BaseCommand):
             help="also pairs judged invalid (imported valid=false, or annotators answered 'Unclear / invalid')",
         )
 
+        parser.add_argument(
+            "--labelled-only",
+            action="store_true",
+            help='leave out pairs with no label yet (by default they are written with "label": null)',
+        )
+
     def handle(self, *args: Any, **opts: Any) -> None:
         project = Project.objects.filter(name=opts["project"]).first()
         if project is None:
@@ -57,8 +65,16 @@ class Command(BaseCommand):
                 min_confidence=opts["min_confidence"],
                 split=opts["split"],
                 include_invalid=opts["include_invalid"],
+                labelled_only=opts["labelled_only"],
             )
         except ExportError as exc:
             raise CommandError(str(exc)) from None
         if opts["out"] != "-":
             self.stdout.write(f"exported {n} pairs to {opts['out']}")
+            filters = {k: opts[k] for k in ("state", "label_source", "min_confidence", "split", "include_invalid")}
+            unlabelled = 0 if opts["labelled_only"] else export_unlabelled_count(project=project, filters=filters)
+            if unlabelled:
+                self.stdout.write(
+                    f'{unlabelled} of them have no label yet (written with "label": null); '
+                    "--labelled-only leaves them out"
+                )

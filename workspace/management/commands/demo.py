@@ -10,7 +10,9 @@ project, and the project's human budget (10%) is routed to annotators so there i
 to label at once (``--no-route``: leave everything pooled). A second project,
 ``demo-image-caption``, holds four image pairs (scikit-image's public-domain / CC0 photos,
 one-noun caption swaps) routed as caption-choice items (see workspace/services/demo_captions.py).
-Running it again is harmless: it re-sets the passwords and imports nothing twice.
+Running it again is harmless: it imports nothing twice, routes nothing more into a project that
+was routed before, and writes a password only when it changed (so the sessions of those
+logged in survive a second ``make run``).
 
 Under the production settings (``settings.PRODUCTION``) it refuses unless given ``--force``:
 it would create accounts with a published password on a real server.
@@ -32,6 +34,7 @@ from annotate.services.routing import project_add_annotators, project_route
 from projects.permissions import ANNOTATOR, RESEARCHER
 from projects.services.imports import data_import
 from projects.services.projects import project_get_or_create
+from workspace.services.demo_captions import demo_was_routed
 
 DEMO_PROJECT = "demo-nli"
 RESEARCHER_USERNAME = "researcher"
@@ -93,10 +96,16 @@ class Command(BaseCommand):
             for line in report.problems[:10]:
                 self.stderr.write(line)
             if not opts["no_route"]:
-                # Route the project's human budget so the annotator has items right away
-                # (tops up only: a second run routes nothing more).
-                routed = project_route(project=project, seed=0)
-                self.stdout.write(f"routed {routed.routed} candidates to annotators ({routed.gold_items} gold checks)")
+                # Route the project's human budget so the annotator has items right away — once:
+                # a project that was ever routed is left as the researcher left it (a second
+                # `make run` routes nothing more, whatever was labelled or re-budgeted since).
+                if demo_was_routed(project):
+                    self.stdout.write("routed 0 candidates (the demo project was routed before; left as it is)")
+                else:
+                    routed = project_route(project=project, seed=0)
+                    self.stdout.write(
+                        f"routed {routed.routed} candidates to annotators ({routed.gold_items} gold checks)"
+                    )
 
         if not opts["no_data"]:
             self._caption_demo(researcher, annotators, route=not opts["no_route"])
@@ -127,7 +136,10 @@ class Command(BaseCommand):
     def _user(self, username: str, password: str, group: Group) -> Any:
         User = get_user_model()
         user, _ = User.objects.get_or_create(username=username, defaults={"email": f"{username}@example.org"})
-        user.set_password(password)
-        user.save(update_fields=["password"])
+        if not user.check_password(password):
+            # Only a new password is written: re-hashing the same one would change the session
+            # hash and log everybody out on every `make run`.
+            user.set_password(password)
+            user.save(update_fields=["password"])
         user.groups.add(group)
         return user
