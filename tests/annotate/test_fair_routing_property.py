@@ -41,7 +41,7 @@ from projects.services.memberships import membership_pause, membership_resume
 
 from .factories import annotator, project_with_candidates
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 LEASE = 60  # seconds (tests/annotate/conftest.py)

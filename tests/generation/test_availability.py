@@ -17,6 +17,8 @@ from generation.services.availability import availability
 from projects import permissions
 from tests.generation.run_fixtures import make_project
 
+pytestmark = pytest.mark.postgres_too  # reaches database-specific code (docs/testing.md)
+
 
 @pytest.fixture
 def project(db):

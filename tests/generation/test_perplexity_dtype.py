@@ -10,6 +10,8 @@ from generation.ml import filters
 from generation.ml.base import GeneratorConfigError
 from tests.generation._tiny_hf import save_gpt2
 
+pytestmark = pytest.mark.postgres_too  # reaches database-specific code (docs/testing.md)
+
 
 def test_bfloat16_scores_close_to_float32_and_a_bad_value_fails(settings, tmp_path) -> None:
     import torch

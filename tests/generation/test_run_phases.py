@@ -16,6 +16,8 @@ from generation.services.runs import run_create, run_execute
 from projects.models import Candidate, Job
 from tests.generation.run_fixtures import EchoGenerator, make_project
 
+pytestmark = pytest.mark.postgres_too  # reaches database-specific code (docs/testing.md)
+
 
 @pytest.fixture
 def project(db):

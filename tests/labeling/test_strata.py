@@ -16,6 +16,8 @@ from projects.services.projects import project_create
 
 from .conftest import LABELS, FakeEncoder, _marked_pair, synthetic_pairs
 
+pytestmark = pytest.mark.postgres_too  # reaches database-specific code (docs/testing.md)
+
 
 def test_source_generator_and_code_strata_with_their_reasons():
     # 12 human-written pairs where h is right and invariant wrong; 12 generated rules/insert

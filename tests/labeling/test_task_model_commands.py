@@ -14,7 +14,7 @@ from projects.services.projects import project_create
 
 from .test_task_training import TEXTS, _many, _task_file, _tiny  # noqa: F401  (the fixture)
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def test_import_then_train_then_cached(tmp_path, capsys):

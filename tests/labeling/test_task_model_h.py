@@ -16,6 +16,8 @@ from labeling.ml.textkeys import text_hash
 
 from .conftest import FIELDS, LABELS, fake_embed, synthetic_pairs
 
+pytestmark = pytest.mark.postgres_too  # reaches database-specific code (docs/testing.md)
+
 
 class OracleTaskModel:
     """A task model that knows the label of the texts it was told, right ``accuracy`` of the

@@ -23,7 +23,7 @@ from tests.annotate.factories import annotator, login, researcher
 from ._tiny_bert import save_tiny_bert
 from .test_services import make_project
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 TEXTS = [
     ("a man runs in the park", "a man runs", "entailment"),

@@ -21,7 +21,7 @@ from projects.services.projects import project_create
 from .conftest import FakeEncoder, synthetic_pairs
 from .test_services import make_project
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 @pytest.fixture(autouse=True)

@@ -19,7 +19,7 @@ from projects.services.projects import project_create
 from tests.annotate.factories import researcher
 from workspace.data.images import shown_image
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def png(path: Path, colour: str) -> str:
