@@ -82,6 +82,17 @@ class Command(BaseCommand):
             return f"SELECT g AS i FROM generate_series(0, {int(n) - 1}) AS g"
         return f"WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < {int(n) - 1}) SELECT i FROM s"
 
+    def _migrate_and_seed(self, *, n_items: int, k: int, n_annotators: int) -> tuple[Project, list[str]]:
+        """Migrate the configured database, seed it (:meth:`_seed`) and say how long that took."""
+        call_command("migrate", verbosity=0)
+        t0 = time.perf_counter()
+        seeded = self._seed(n_items=n_items, k=k, n_annotators=n_annotators)
+        self.stdout.write(
+            f"seeded {n_items} items, {n_annotators} annotators in {time.perf_counter() - t0:.1f} s "
+            f"({connection.vendor})"
+        )
+        return seeded
+
     def _seed(self, *, n_items: int, k: int, n_annotators: int) -> tuple[Project, list[str]]:
         """N routed candidates and their items, written by the database itself: one template
         candidate is made through the ORM, then copied N times with INSERT … SELECT over a
@@ -328,12 +339,7 @@ class Command(BaseCommand):
         if n_ann < 1 or n_items < 1 or k < 1:
             raise CommandError("--annotators, --items and --k must be positive")
         out = self.stdout
-        call_command("migrate", verbosity=0)
-        t0 = time.perf_counter()
-        project, tokens = self._seed(n_items=n_items, k=k, n_annotators=n_ann)
-        out.write(
-            f"seeded {n_items} items, {n_ann} annotators in {time.perf_counter() - t0:.1f} s ({connection.vendor})"
-        )
+        project, tokens = self._migrate_and_seed(n_items=n_items, k=k, n_annotators=n_ann)
         proc = None
         try:
             if opts["url"]:

@@ -23,7 +23,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import DatabaseError, connection
 from django.db.models import F
@@ -91,12 +90,7 @@ class Command(bench_annotation.Command):
         if ramp >= opts["seconds"]:
             raise CommandError(f"the ramp-up ({ramp:.0f} s) leaves no steady window in --seconds {opts['seconds']}")
         out = self.stdout
-        call_command("migrate", verbosity=0)
-        t0 = time.perf_counter()
-        project, tokens = self._seed(n_items=n_items, k=k, n_annotators=n_ann)
-        out.write(
-            f"seeded {n_items} items, {n_ann} annotators in {time.perf_counter() - t0:.1f} s ({connection.vendor})"
-        )
+        project, tokens = self._migrate_and_seed(n_items=n_items, k=k, n_annotators=n_ann)
         proc = None
         with tempfile.TemporaryDirectory(prefix="cp-load-") as tmp:
             token_file, dump = Path(tmp, "tokens"), Path(tmp, "requests.json")
