@@ -862,6 +862,9 @@ def _execute(
         except Exception as exc:
             _final_metrics(run, failed=True)
             raise JobFailed(f"the similarity filter needs MiniLM, which could not be loaded: {exc}") from exc
+    warm_up = getattr(generator, "warm_up", None)  # resources its first batch would load
+    if callable(warm_up):
+        warm_up()
     should_stop = cancel_probe(ctx)
     with contextlib.suppress(AttributeError):  # stop points inside the generator, where it has them
         cast(Any, generator).should_stop = should_stop

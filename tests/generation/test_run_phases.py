@@ -55,6 +55,31 @@ def test_model_loading_is_a_visible_phase_with_its_message(project, client, rese
     assert run_progress(run=run).phase == ""  # finished: no phase
 
 
+def test_the_generators_warm_up_runs_in_the_loading_phase(project):
+    """A generator's ``warm_up`` (rules: WordNet, the tagger, spaCy, the lexicon) runs while the
+    run says "loading models", not inside its first batch."""
+    calls: list[str] = []
+
+    class WarmEcho(EchoGenerator):
+        def warm_up(self) -> None:
+            run = GenerationRun.objects.select_related("job").get()
+            calls.append(run_progress(run=run).phase)
+
+    registry.register("test-warm", factory=lambda **opts: WarmEcho(per_original=1))
+    try:
+        run = run_execute(run_id=run_create(project=project, generator="test-warm", options={"filters": []}).pk)
+    finally:
+        registry.unregister("test-warm")
+    assert calls == ["loading models"] and run.status == "succeeded"
+
+
+def test_rules_warm_up_loads_its_resources():
+    from generation.ml.rules import RulesGenerator, syntax, wordnet
+
+    RulesGenerator().warm_up()
+    assert wordnet._WN is not None and syntax._nlp.cache_info().currsize == 1
+
+
 def _generating(job: Job, started, points: list[tuple[float, int]], total: int) -> None:
     job.status, job.started_at, job.total, job.done = "running", started - timedelta(seconds=130), total, points[-1][1]
     job.step = {

@@ -242,6 +242,17 @@ class RulesGenerator:
     # -- interface -----------------------------------------------------------------------------
     should_stop: StopHook | None = None  # set by the service: the run was cancelled
 
+    def warm_up(self) -> None:
+        """Load what the first batch would otherwise load (WordNet, the POS tagger, spaCy's
+        pipeline, the polarity lexicon), so a run's "loading models" phase covers it and its
+        rate and ETA start from a representative batch."""
+        from generation.ml.rules import polarity, syntax, wordnet
+
+        wordnet.wordnet()
+        tag("A man runs in the park.")
+        syntax.available()
+        polarity.lexicon()
+
     def generate(self, originals: Sequence[Original]) -> Iterator[GeneratedCandidate | Skip]:
         for original in originals:  # lazily: memory does not grow with the number of originals
             stop_point(self.should_stop)
