@@ -143,7 +143,7 @@ def pick_spans(chunks: Sequence[Chunk], k: int, salient: frozenset[str] = frozen
 
 def sentiment_words() -> frozenset[str]:
     """The polarity lexicon's words (both poles): spans holding one are masked first."""
-    from generation.ml.rationale_infill import POLARITY_PAIRS
+    from generation.ml.lexicons import POLARITY_PAIRS
 
     return frozenset(w for pair in POLARITY_PAIRS for p in pair for w in p.split() if w not in ("not", "least"))
 
