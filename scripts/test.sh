@@ -38,7 +38,7 @@ run_pytest -m "not postgres and (slow or browser or broker)" "$@"
 PG_URL=${COUNTERPART_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/counterpart}
 if .venv/bin/python -c "import psycopg,sys; psycopg.connect('${PG_URL}'.rsplit('/',1)[0]+'/postgres', connect_timeout=3).close()" 2>/dev/null; then
   echo "==> pytest (PostgreSQL: $PG_URL, $WORKERS workers): what can differ by database"
-  DATABASE_URL=$PG_URL run_pytest -m "(postgres or postgres_too) and not (slow or browser or broker)" "${PARALLEL[@]}" "$@"
+  DATABASE_URL=$PG_URL run_pytest -m "postgres or (postgres_too and not (slow or browser or broker))" "${PARALLEL[@]}" "$@"
 elif [ "${COUNTERPART_REQUIRE_SERVICES:-0}" = 1 ]; then
   echo "!! PostgreSQL not reachable at $PG_URL and COUNTERPART_REQUIRE_SERVICES=1" >&2
   exit 1
