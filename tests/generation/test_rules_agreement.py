@@ -57,8 +57,9 @@ def test_negation_takes_the_main_clause_verb_with_do_support() -> None:
 def test_quantifier_swaps_agree_through_prepositional_phrases() -> None:
     out = _outputs("A man in a red shirt is walking down the street.", quantifier)
     assert "Two men in a red shirt are walking down the street." in out
-    # a noun that is no subject changes number without touching the verb
-    assert "A man in two red shirts is walking down the street." in out
+    # only the subject's noun phrase is quantified (issue 27: object quantifiers read as
+    # nonsense in the judged dev fixture), so the noun in the PP keeps its number
+    assert not any("red shirts" in o for o in out)
     assert not any(o.startswith("Two men") and " is " in o for o in out)
     assert not any("red shirts are" in o for o in out)
     out = _outputs("An actor in the film plays the hero.", quantifier)
