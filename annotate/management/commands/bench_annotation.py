@@ -82,6 +82,17 @@ class Command(BaseCommand):
             return f"SELECT g AS i FROM generate_series(0, {int(n) - 1}) AS g"
         return f"WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < {int(n) - 1}) SELECT i FROM s"
 
+    @staticmethod
+    def _stop_server(proc: subprocess.Popen[Any] | None) -> None:
+        """Stop the gunicorn this command started (if it started one); kill it after 20 s."""
+        if proc is None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
     def _migrate_and_seed(self, *, n_items: int, k: int, n_annotators: int) -> tuple[Project, list[str]]:
         """Migrate the configured database, seed it (:meth:`_seed`) and say how long that took."""
         call_command("migrate", verbosity=0)
@@ -351,12 +362,7 @@ class Command(BaseCommand):
                 url=url, project_id=project.pk, tokens=tokens, seconds=opts["seconds"], agreement=opts["agreement"]
             )
         finally:
-            if proc is not None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            self._stop_server(proc)
         check = self._verify(project, res["seen"])
         both = sorted(res["next"] + res["submit"])
         nxt, sub = sorted(res["next"]), sorted(res["submit"])

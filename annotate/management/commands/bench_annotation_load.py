@@ -139,12 +139,7 @@ class Command(bench_annotation.Command):
                     raise CommandError(f"Locust wrote no results (exit {run.returncode}): {run.stderr[-2000:]}")
                 data = json.loads(dump.read_text(encoding="utf-8"))
             finally:
-                if proc is not None:
-                    proc.terminate()
-                    try:
-                        proc.wait(timeout=20)
-                    except subprocess.TimeoutExpired:
-                        proc.kill()
+                self._stop_server(proc)
         result = self._report(project=project, data=data, t_start=t_start, ramp=ramp, opts=opts)
         if not opts["keep"]:
             try:
