@@ -123,6 +123,16 @@ def _select_uncertainty(project: Project, n: int, rng: random.Random, messages: 
     return picked, "uncertainty"
 
 
+def scored_pool_count(*, project: Project) -> int:
+    """How many pooled or abstained candidates carry h's confidence (from an auto-label pass):
+    with any, ``uncertainty`` routes the least confident first, and the routing page offers it."""
+    return (
+        Candidate.objects.filter(project=project, state__in=[states.POOLED, states.ABSTAINED], confidence__isnull=False)
+        .exclude(label_source="human")
+        .count()
+    )
+
+
 def _select_active(project: Project, n: int, rng: random.Random, messages: list[str]) -> tuple[list[int], str]:
     """Uncertain and diverse, as ranked by the project's latest pairwise model (the labelling
     app's selector); without a usable model: random, with a message saying why."""
