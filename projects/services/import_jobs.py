@@ -104,7 +104,8 @@ def import_start(
     target: str = "pool",
     created_by: Any = None,
 ) -> Job:
-    """Queue an ``import`` job for ``paths`` (``target``: ``pool`` or ``task``, see ``TARGETS``). ``names`` maps a path to the name problems show
+    """Queue an ``import`` job for ``paths`` (``target``: ``pool`` or ``task``, see
+    ``TARGETS``). ``names`` maps a path to the name problems show
     (an upload's own file name); ``uploaded``: the files are uploads the job removes when it
     ends; ``archive``: an uploaded zip the job unpacks into ``paths[0]`` first (a CAD
     folder, :mod:`projects.services.import_bundles`). Raises :class:`ImportNotStarted` for a

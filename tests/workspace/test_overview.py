@@ -57,10 +57,13 @@ def test_the_overview_shows_one_next_step_and_moves_the_sections_to_their_pages(
     html = c.get(f"/projects/{project.pk}/").content.decode()
     assert html.count('id="next-step"') == 1 and 'data-step="route"' in html
     assert 'name="strategy" value="stratified"' in html  # the step's button routes the budget
-    for moved in ("labeling-flip-rates", "/task-model/", "/evaluation/\" hx-trigger"):
+    for moved in ("labeling-flip-rates", "/task-model/", '/evaluation/" hx-trigger'):
         assert moved not in html
     models = c.get(f"/projects/{project.pk}/models/").content.decode()
-    assert f"/labeling/projects/{project.pk}/flip-rates/" in models and f"/labeling/projects/{project.pk}/task-model/" in models
+    assert (
+        f"/labeling/projects/{project.pk}/flip-rates/" in models
+        and f"/labeling/projects/{project.pk}/task-model/" in models
+    )
     evaluation = c.get(f"/projects/{project.pk}/evaluation/").content.decode()
     assert f"/labeling/projects/{project.pk}/evaluation/" in evaluation
     data = c.get(f"/projects/{project.pk}/data/").content.decode()
@@ -179,7 +182,9 @@ def test_the_overview_offers_the_abstained_pairs_as_its_next_step(no_gold):
     )  # fmt: skip
     html = login(researcher()).get(f"/projects/{project.pk}/").content.decode()
     assert 'data-step="send-abstained"' in html and 'id="send-abstained"' in html
-    assert f"Send the {len(pool)} abstained pairs to people ({len(pool)} items at k = 2: {2 * len(pool)} answers)" in html
+    assert (
+        f"Send the {len(pool)} abstained pairs to people ({len(pool)} items at k = 2: {2 * len(pool)} answers)" in html
+    )
 
 
 def test_label_more_links_filter_to_exactly_those_candidates(no_gold):

@@ -777,7 +777,7 @@ def _h_stratum_group(kind: str, value: str) -> dict[str, str]:
 
 def _group_query(group: dict[str, str]) -> list[tuple[str, str]]:
     """The data browser's filters for a stratum (``(none)`` filters the empty value)."""
-    return [(k, v) for k, v in group.items()]
+    return list(group.items())
 
 
 def _strata_label(n_groups: int, project: Project, k: int | None = None) -> str:

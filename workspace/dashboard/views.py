@@ -9,8 +9,8 @@ from django.views.decorators.http import require_GET
 
 from projects.models import Project
 from projects.permissions import researcher_required
-from workspace.dashboard.selectors import CHECKS, project_dashboard, science_warnings
 from workspace.dashboard.forms import WarningsQuery
+from workspace.dashboard.selectors import CHECKS, project_dashboard, science_warnings
 
 
 @researcher_required

@@ -19,4 +19,3 @@ class RemedyForm(InputForm):
         if data.get("remedy") == "warning" and not data.get("key"):
             self.add_error("key", "name the risk to act on")
         return data
-

@@ -63,6 +63,7 @@ def overview_counts(*, counts: ProjectCounts) -> dict[str, Any]:
         "n_examples": counts.n_examples,
         "total": counts.total,
         "by_state": counts.by_state(),
+        "states": [(state, n, state.replace("_", " ")) for state, n in counts.by_state().items()],
         "label_sources": sources,
         "with_gold": sum(c.n for c in counts.cells if c.gold),
     }

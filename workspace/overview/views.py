@@ -53,7 +53,9 @@ def data_page(request: HttpRequest, pk: int) -> HttpResponse:
     """``/projects/<id>/data/``: candidates by state, labels by source, import and export."""
     project = _project(pk)
     counts = project_counts(project=project)
-    return render(request, "workspace/project_data.html", {"project": project, "overview": overview_counts(counts=counts)})
+    return render(
+        request, "workspace/project_data.html", {"project": project, "overview": overview_counts(counts=counts)}
+    )
 
 
 def _task_data_formats(project: Project) -> list[str]:
