@@ -246,7 +246,7 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
     project = get_object_or_404(Project, pk=pk)
     limit = settings.COUNTERPART["MAX_UPLOAD_BYTES"]
     if request.method != "POST":  # ?format=…&target=task: the form comes filled in (the task-model page's link)
-        chosen = ImportForm.parse(request.GET).shown() if request.GET else {}
+        chosen = ImportForm.parse(request.GET).shown()
         return render(request, "projects/project_import.html", {**_import_context(project), "chosen": chosen})
     declared = int(request.META.get("CONTENT_LENGTH") or 0)
     if declared > limit + 64 * 1024:

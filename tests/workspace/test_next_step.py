@@ -10,6 +10,8 @@ import pytest
 from workspace.overview import next_step as ns
 from workspace.overview.next_step import ProjectState, next_step
 
+pytestmark = pytest.mark.postgres_too  # the last test gathers the state from a database
+
 EMPTY = ProjectState()
 IMPORTED = ProjectState(originals=100)
 POOL = replace(IMPORTED, candidates=300, pooled=280)

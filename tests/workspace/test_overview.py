@@ -23,7 +23,7 @@ from tests.annotate.factories import annotator, login, project_with_candidates, 
 from tests.projects.import_uploads import post_import
 from workspace.dashboard.selectors import LOW_KAPPA, LOW_KAPPA_MIN_ITEMS, science_warnings
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 PAGES = ["", "data/", "models/", "evaluation/"]
 
