@@ -74,11 +74,12 @@ def test_the_overview_loads_at_most_four_risks_and_counts_the_rest(no_gold):
     project = project_with_candidates(n=12, k=2, perturbations=("negation", "insert"))
     project_route(project=project, budget=0.5, seed=0)
     c = login(researcher())
-    everything = science_warnings(project=project)
+    assert [w.code for w in science_warnings(project=project)] == ["no-human-labels", "stuck-items"]
     frag = c.get(f"/projects/{project.pk}/warnings/?limit=1").content.decode()
-    assert frag.count('class="warning"') == 1
-    if len(everything) > 1:
-        assert f"{len(everything) - 1} more on the" in frag
+    assert frag.count('class="warning"') == 1 and 'data-code="no-human-labels"' in frag
+    assert "1 more on the" in frag and "What is checked" not in frag
+    frag = c.get(f"/projects/{project.pk}/warnings/").content.decode()  # the dashboard's: all of them
+    assert frag.count('class="warning"') == 2 and 'id="more-warnings"' not in frag
     assert c.get(f"/projects/{project.pk}/warnings/?limit=x").status_code == 400
     assert c.get(f"/projects/{project.pk}/warnings/?limit=0").status_code == 400
 
