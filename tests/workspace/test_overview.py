@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 from django.test import TestCase
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from annotate.models import Item
@@ -21,7 +23,7 @@ from projects.services.candidates import candidates_transition
 from projects.services.projects import project_create
 from tests.annotate.factories import annotator, login, project_with_candidates, researcher
 from tests.projects.import_uploads import post_import
-from workspace.dashboard.selectors import LOW_KAPPA, LOW_KAPPA_MIN_ITEMS, science_warnings
+from workspace.dashboard.selectors import LOW_KAPPA, LOW_KAPPA_MIN_ITEMS, low_agreement_strata, science_warnings
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
@@ -47,6 +49,8 @@ def test_every_page_has_its_url_and_the_tabs(no_gold):
         assert 'aria-label="Project pages"' in c.get(f"/projects/{project.pk}/{url}").content.decode()
     for url in ("dashboard/", "route/", "members/"):
         assert 'aria-label="Project pages"' in c.get(f"/annotate/projects/{project.pk}/{url}").content.decode()
+    caption = project_with_candidates(name="captions", task="image-caption", n=4, k=2)
+    assert all(c.get(f"/projects/{caption.pk}/{p}").status_code == 200 for p in PAGES)
     annotator_client = login(annotator(project))
     assert all(annotator_client.get(f"/projects/{project.pk}/{p}").status_code == 403 for p in PAGES)
 
@@ -329,6 +333,11 @@ def test_agreement_below_0_2_per_code_is_a_risk_with_its_remedy(no_gold):
     assert LOW_KAPPA == 0.2 and LOW_KAPPA_MIN_ITEMS == 10
     html = login(researcher()).get(f"/projects/{project.pk}/dashboard/").content.decode()
     assert 'data-code="low-agreement"' in html
+    # cached under the state of the answers: the overview asks on every load
+    with CaptureQueriesContext(connection) as ctx:
+        (found_again,) = low_agreement_strata(project=project)
+    assert found_again[:2] == ("code", "rules / negation") and found_again[2] == pytest.approx(-0.5)
+    assert len(ctx.captured_queries) == 1 and found_again[3] == 12
 
 
 def test_low_agreement_needs_enough_items(no_gold):

@@ -805,34 +805,55 @@ def abstained_warning(*, project: Project, n: int) -> Warning:
     )
 
 
+@dataclass(frozen=True)
+class _Kappa:
+    kappa: float
+    n_items: int
+
+
+def low_agreement_strata(*, project: Project) -> list[tuple[str, str, float, int]]:
+    """``(kind, value, κ, items)`` for each control code and generator whose Fleiss' κ is below
+    ``LOW_KAPPA`` over at least ``LOW_KAPPA_MIN_ITEMS`` items with two or more answers. Cached
+    per project under the state of its answers (their number and the newest one's id), as the
+    dashboard's quality charts: the overview asks on every load."""
+    answers = Annotation.objects.filter(project=project).aggregate(n=Count("id"), last=Max("id"))
+    key = f"warnings:low-kappa:{project.pk}:{answers['n']}:{answers['last']}"
+    found = cache.get(key)
+    if found is not None:
+        return list(found)
+    _, allowed = _canonical_choices(project)
+    rows = Annotation.objects.filter(project=project, is_gold=False).values_list(
+        "item_id", "annotator_id", "choice", "item__candidate__generator", "item__candidate__perturbation"
+    )
+    by: dict[tuple[str, str], list[tuple[int, int, str]]] = defaultdict(list)
+    for item, ann, choice, gen, pert in rows.iterator(chunk_size=5000):
+        by[("generator", gen or "(none)")].append((item, ann, choice))
+        by[("code", f"{gen or '(none)'} / {pert or '(none)'}")].append((item, ann, choice))
+    found = []
+    for (kind, value), group in sorted(by.items()):
+        score = agreement.fleiss_kappa(group, labels=allowed)
+        if score.defined and score.n_items >= LOW_KAPPA_MIN_ITEMS and score.value < LOW_KAPPA:
+            found.append((kind, value, float(score.value), int(score.n_items)))
+    cache.set(key, found, QUALITY_CACHE_SECONDS)
+    return list(found)
+
+
 def agreement_warnings(*, project: Project) -> list[Warning]:
     """Fleiss' κ below ``LOW_KAPPA`` per control code and per generator, over at least
     ``LOW_KAPPA_MIN_ITEMS`` items with two or more answers (issue 32.7): people do not agree on
     what those candidates are. Remedy: read the instructions again; route those candidates with
     a higher k (more answers per item settle them)."""
-    _, allowed = _canonical_choices(project)
-    rows = list(
-        Annotation.objects.filter(project=project, is_gold=False).values_list(
-            "item_id", "annotator_id", "choice", "item__candidate__generator", "item__candidate__perturbation"
-        )
-    )
-    by: dict[tuple[str, str], list[tuple[int, int, str]]] = defaultdict(list)
-    for item, ann, choice, gen, pert in rows:
-        by[("generator", gen or "(none)")].append((item, ann, choice))
-        by[("code", f"{gen or '(none)'} / {pert or '(none)'}")].append((item, ann, choice))
     out: list[Warning] = []
     k = min(project.annotators_per_item + 1, int(settings.COUNTERPART["MAX_ANNOTATORS_PER_ITEM"]))
-    for (kind, value), answers in sorted(by.items()):
-        score = agreement.fleiss_kappa(answers, labels=allowed)
-        if not score.defined or score.n_items < LOW_KAPPA_MIN_ITEMS or score.value >= LOW_KAPPA:
-            continue
+    for kind, value, kappa, n_items in low_agreement_strata(project=project):
+        score = _Kappa(kappa, n_items)
         group = _h_stratum_group(kind, value)
         query = urlencode(_group_query(group))
         what = "control code" if kind == "code" else "generator"
         out.append(
             Warning(
                 "low-agreement",
-                f"People barely agree on {what} {value}: Fleiss' κ {score.value:.2f} over {score.n_items} items "
+                f"People barely agree on {what} {value}: Fleiss' κ {score.kappa:.2f} over {score.n_items} items "
                 f"(below {LOW_KAPPA}). Its labels are close to chance: look at the instructions for these "
                 "candidates, then route them with a higher k.",
                 "Read the instructions and see the candidates",
