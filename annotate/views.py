@@ -28,6 +28,7 @@ from annotate.services.routing import (
     no_annotators_warning,
     project_add_check_items,
     project_route_start,
+    scored_pool_count,
 )
 from projects.http import HtmxHttpRequest
 from projects.models import Project
@@ -261,6 +262,7 @@ def check_items(request: HttpRequest, project_id: int) -> HttpResponse:
 
 def _route_context(project: Project) -> dict[str, Any]:
     route_job = job_latest(project=project, kind="route")
+    scored = scored_pool_count(project=project)
     return {
         "project": project,
         "strategies": STRATEGIES,
@@ -268,7 +270,9 @@ def _route_context(project: Project) -> dict[str, Any]:
         "route_progress": job_progress(job=route_job) if route_job else None,
         "no_annotators": no_annotators_warning(project),
         "budget": project.human_budget,
-        "strategy": "random",
+        # once h has scored the pool, the least confident pairs teach it most (issue 32.2)
+        "strategy": "uncertainty" if scored else "random",
+        "scored": scored,
         "errors": {},
     }
 

@@ -31,6 +31,7 @@ urlpatterns = [
     path("api/v1/", include("projects.api_urls")),
     path("api/v1/", include("labeling.api_urls")),
     path("", include("projects.urls")),
+    path("", include("workspace.overview.urls")),
     path("", include("generation.urls")),
     path("", include("workspace.data.urls")),
     path("", include("workspace.dashboard.urls")),

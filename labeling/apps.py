@@ -20,6 +20,12 @@ class LabelingConfig(AppConfig):
 
         job_kind_register(name="task_model", queue="ml", handler=task_model_job, time_limit=limit)
 
+        from labeling.task_training import task_data_import
+        from projects.services.import_jobs import task_data_importer_register
+
+        # the import page's and API's "for the task model" rows (issue 32.3)
+        task_data_importer_register(task_data_import)
+
         from labeling.selectors import export_manifest, export_provenance
         from projects.services.exports import export_provenance_register
 

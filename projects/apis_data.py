@@ -35,7 +35,7 @@ from projects.services.exports import (
     export_start,
 )
 from projects.services.import_bundles import CAD_NLI_PARTS
-from projects.services.import_jobs import UPLOAD_FORMATS, ImportNotStarted
+from projects.services.import_jobs import TARGETS, TASK_DATA_FORMATS, UPLOAD_FORMATS, ImportNotStarted
 from projects.services.import_uploads import import_files_start
 from projects.services.jobs import BrokerUnavailable
 from projects.states import STATES
@@ -55,7 +55,8 @@ class DataImportApi(APIView):
     ``revised_hypothesis``. As on the import page: a file with any bad row is refused whole
     (the job fails, its ``result.problems`` lists them as ``file:line: …``) unless
     ``skip_bad_rows``; an empty file is refused; an upload over ``MAX_UPLOAD_BYTES`` is cut
-    off while streaming (413); relative image paths start at the image root."""
+    off while streaming (413); relative image paths start at the image root. ``target=task``:
+    the rows are the task model's training data (as ``import_task_data``), not the pool."""
 
     permission_classes = (IsResearcher,)
     parser_classes = (MultiPartParser,)
@@ -73,6 +74,20 @@ class DataImportApi(APIView):
         label_map = serializers.CharField(
             required=False, allow_blank=True, default="", max_length=2000, help_text="old=new[,old=new]"
         )
+        target = serializers.ChoiceField(
+            choices=TARGETS,
+            required=False,
+            default="pool",
+            help_text="pool: originals and pairs (the default); task: labelled rows that only train the task model f "
+            "(as import_task_data)",
+        )
+
+        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+            if attrs.get("target") == "task" and attrs["format"] not in TASK_DATA_FORMATS:
+                raise serializers.ValidationError(
+                    {"format": [f"task training data is labelled text: one of {', '.join(TASK_DATA_FORMATS)}"]}
+                )
+            return attrs
 
         def validate_label_map(self, value: str) -> dict[str, str]:
             try:
@@ -129,6 +144,7 @@ class DataImportApi(APIView):
                 strict=not v["skip_bad_rows"],
                 label_map=v["label_map"],
                 skip_hint='"skip_bad_rows": true',
+                target=v["target"],
                 created_by=request.user,
             )
         except ImportNotStarted as exc:

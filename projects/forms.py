@@ -10,7 +10,7 @@ from django import forms
 from projects.formats import parse_label_map
 from projects.inputs import IdField, InputForm, StorableCharField, unstorable
 from projects.services.exports import export_filters_parse
-from projects.services.import_jobs import UPLOAD_FORMATS
+from projects.services.import_jobs import TARGETS, TASK_DATA_FORMATS, UPLOAD_FORMATS
 
 EXPORT_FIELDS = ("format", "state", "label_source", "min_confidence", "split", "include_invalid")
 
@@ -87,6 +87,18 @@ class ImportForm(InputForm):
     split = StorableCharField(max_length=32)
     label_map = StorableCharField(label="label map", max_length=2000)
     skip_bad_rows = forms.BooleanField(required=False)
+    # labelled-jsonl (and the other labelled formats) may be the pool's rows or the task
+    # model's training data (issue 32.3); absent: the pool
+    target = forms.ChoiceField(choices=[(t, t) for t in TARGETS], required=False)
+
+    def clean_target(self) -> str:
+        return str(self.cleaned_data.get("target") or "pool")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("target") == "task" and data.get("format") and data["format"] not in TASK_DATA_FORMATS:
+            self.add_error("target", f"task training data is labelled text: one of {', '.join(TASK_DATA_FORMATS)}")
+        return data
 
     def clean_split(self) -> str:
         return str(self.cleaned_data["split"]).strip()
@@ -106,6 +118,7 @@ class ImportForm(InputForm):
             "split": str(self.data.get("split", "")).strip()[:32],
             "label_map": str(self.data.get("label_map", ""))[:2000],
             "skip_bad_rows": bool(self.data.get("skip_bad_rows")),
+            "target": "task" if self.data.get("target") == "task" else "pool",
         }
 
     def first_error(self) -> str:

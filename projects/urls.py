@@ -6,7 +6,6 @@ urlpatterns: list = [
     path("", views.home, name="home"),
     path("projects/", views.project_list, name="project-list"),
     path("projects/new/", views.project_new, name="project-new"),
-    path("projects/<int:pk>/", views.project_detail, name="project-detail"),
     path("projects/<int:pk>/delete/", views.project_delete_page, name="project-delete"),
     path("projects/<int:pk>/export/", views.project_export, name="project-export"),
     path("projects/<int:pk>/export/manifest/", views.project_export_manifest, name="project-export-manifest"),

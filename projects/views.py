@@ -54,7 +54,7 @@ from projects.services.exports import (
     export_start,
 )
 from projects.services.import_bundles import CAD_NLI_PARTS
-from projects.services.import_jobs import UPLOAD_FORMATS, ImportNotStarted
+from projects.services.import_jobs import TASK_DATA_FORMATS, UPLOAD_FORMATS, ImportNotStarted
 from projects.services.import_uploads import import_files_start
 from projects.services.imports import image_root
 from projects.services.jobs import BrokerUnavailable
@@ -74,15 +74,6 @@ def home(request: HttpRequest) -> HttpResponse:
 def project_list(request: HttpRequest) -> HttpResponse:
     projects = project_list_with_counts(user=request.user)
     return render(request, "projects/project_list.html", {"projects": projects})
-
-
-@researcher_required
-def project_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
-    project = get_object_or_404(Project, pk=pk)
-    context = {"project": project, "overview": project_overview(project=project)}
-    if request.htmx:
-        return render(request, "projects/project_detail.html#counts", context)
-    return render(request, "projects/project_detail.html", context)
 
 
 @researcher_required
@@ -254,8 +245,9 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
     with the job's progress box."""
     project = get_object_or_404(Project, pk=pk)
     limit = settings.COUNTERPART["MAX_UPLOAD_BYTES"]
-    if request.method != "POST":
-        return render(request, "projects/project_import.html", _import_context(project))
+    if request.method != "POST":  # ?format=…&target=task: the form comes filled in (the task-model page's link)
+        chosen = ImportForm.parse(request.GET).shown()
+        return render(request, "projects/project_import.html", {**_import_context(project), "chosen": chosen})
     declared = int(request.META.get("CONTENT_LENGTH") or 0)
     if declared > limit + 64 * 1024:
         return _import_error(request, project, f"upload refused: {declared} bytes is over the {limit}-byte limit", 413)
@@ -286,6 +278,7 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
                 strict=not form.cleaned_data["skip_bad_rows"],
                 label_map=form.cleaned_data["label_map"],
                 skip_hint=SKIP_HINT,
+                target=form.cleaned_data["target"],
                 created_by=request.user,
             )
         except ImportNotStarted as exc:
@@ -308,6 +301,8 @@ def _import_context(project: Project) -> dict[str, Any]:
         "formats": shown,
         "limit": settings.COUNTERPART["MAX_UPLOAD_BYTES"],
         "cad_nli_parts": CAD_NLI_PARTS,
+        "task_formats": [f for f in shown if f in TASK_DATA_FORMATS],
+        "chosen": {},
     }
 
 

@@ -123,6 +123,16 @@ def _select_uncertainty(project: Project, n: int, rng: random.Random, messages: 
     return picked, "uncertainty"
 
 
+def scored_pool_count(*, project: Project) -> int:
+    """How many pooled or abstained candidates carry h's confidence (from an auto-label pass):
+    with any, ``uncertainty`` routes the least confident first, and the routing page offers it."""
+    return (
+        Candidate.objects.filter(project=project, state__in=[states.POOLED, states.ABSTAINED], confidence__isnull=False)
+        .exclude(label_source="human")
+        .count()
+    )
+
+
 def _select_active(project: Project, n: int, rng: random.Random, messages: list[str]) -> tuple[list[int], str]:
     """Uncertain and diverse, as ranked by the project's latest pairwise model (the labelling
     app's selector); without a usable model: random, with a message saying why."""
@@ -137,8 +147,11 @@ def _select_active(project: Project, n: int, rng: random.Random, messages: list[
     return choice.ids, "active"
 
 
-def _items_for(project: Project, candidate_ids: list[int], *, gold: bool, rng: random.Random) -> list[Item]:
-    k = int(settings.COUNTERPART["GOLD_ANNOTATIONS_PER_ITEM"]) if gold else project.annotators_per_item
+def _items_for(
+    project: Project, candidate_ids: list[int], *, gold: bool, rng: random.Random, k: int | None = None
+) -> list[Item]:
+    if k is None:
+        k = int(settings.COUNTERPART["GOLD_ANNOTATIONS_PER_ITEM"]) if gold else project.annotators_per_item
     kind = kinds.kind_for_task(project.task)
     gold_names: dict[int, str] = {}
     if gold:
@@ -238,28 +251,162 @@ def project_route(
             picked, used = _select_active(project, requested, rng, messages)
         else:
             picked, used = _select_uncertainty(project, requested, rng, messages)
-        routed_ids: list[int] = []
-        for chunk in _chunks(picked):
-            candidates_transition(candidates=chunk, to=states.ROUTED)
-            routed_ids.extend(Candidate.objects.filter(pk__in=chunk, state=states.ROUTED).values_list("id", flat=True))
-        items = _items_for(project, routed_ids, gold=False, rng=rng)
-        Item.objects.bulk_create(items, batch_size=CHUNK)
-
-        # Check items: the gold rate's share of all routed items (at least the qualification
-        # size), topped up on every run (also at the same budget), plus whatever members in a
-        # fresh qualification window still lack (issue 25.3).
-        have_gold = Item.objects.filter(project=project, is_gold=True).count()
-        real_total = already + len(routed_ids)
-        want_gold = 0
-        if real_total:
-            want_gold = max(math.ceil(gold_rate * real_total), int(settings.COUNTERPART["QUALIFICATION_GOLD"]))
-        want_gold = max(want_gold - have_gold, check_items_shortfall(project=project).needed)
-        gold_items = _add_check_items(project, want_gold, rng, messages)
+        routed_ids, items, gold_items = _route_ids(project, picked, already, gold_rate, rng, messages)
     if requested and len(routed_ids) < requested:
         messages.append(f"only {len(routed_ids)} pooled candidates were available for {requested} requested")
+    if requested == 0:  # say why nothing moved (issue 32.2): the budget is already routed
+        messages.append(
+            f"nothing to route: the budget ({budget:.0%} of {total} candidates = {round(budget * total)}) is "
+            f"already routed ({already} candidates); raise the budget to route more"
+        )
     return RoutingResult(
         strategy=used,
         requested=requested,
+        routed=len(routed_ids),
+        items=len(items),
+        gold_items=len(gold_items),
+        messages=messages,
+    )
+
+
+def _route_ids(
+    project: Project,
+    picked: list[int],
+    already: int,
+    gold_rate: float,
+    rng: random.Random,
+    messages: list[str],
+    k: int | None = None,
+) -> tuple[list[int], list[Item], list[Item]]:
+    """Move ``picked`` to ``routed``, make their items, and top up the check items: the gold
+    rate's share of all routed items (at least the qualification size), topped up on every
+    run, plus whatever members in a fresh qualification window still lack (issue 25.3).
+    Inside the caller's transaction."""
+    routed_ids: list[int] = []
+    for chunk in _chunks(picked):
+        candidates_transition(candidates=chunk, to=states.ROUTED)
+        routed_ids.extend(Candidate.objects.filter(pk__in=chunk, state=states.ROUTED).values_list("id", flat=True))
+    items = _items_for(project, routed_ids, gold=False, rng=rng, k=k)
+    Item.objects.bulk_create(items, batch_size=CHUNK)
+    have_gold = Item.objects.filter(project=project, is_gold=True).count()
+    real_total = already + len(routed_ids)
+    want_gold = 0
+    if real_total:
+        want_gold = max(math.ceil(gold_rate * real_total), int(settings.COUNTERPART["QUALIFICATION_GOLD"]))
+    want_gold = max(want_gold - have_gold, check_items_shortfall(project=project).needed)
+    gold_items = _add_check_items(project, want_gold, rng, messages)
+    return routed_ids, items, gold_items
+
+
+# -- targeted routing: the remedies' buttons (issue 32.2) -----------------------------------
+
+TARGETS = ("abstained", "strata")
+# The states a targeted route takes candidates from, most wanted first: those nobody labelled.
+TARGET_STATES = (states.POOLED, states.ABSTAINED, states.AUTO_LABELED)
+GROUP_KEYS = ("generator", "perturbation", "source", "original_label", "target_label")
+MIN_STRATUM_ROUTE = 10  # per stratum: the labels h's per-stratum check needs (labeling/ml/strata.py)
+HUMAN_GENERATOR = "human"  # the generator of human-written counterfactuals (labeling/ml/strata.py)
+
+
+def _group_filter(group: dict[str, str]) -> dict[str, Any]:
+    """The candidate filter of a stratum: ``(none)`` is the empty value; ``source`` is
+    ``human-written`` (the ``human`` generator) or ``generated`` (any other)."""
+    out: dict[str, Any] = {}
+    for key in ("generator", "perturbation"):
+        if key in group:
+            out[key] = "" if group[key] == "(none)" else group[key]
+    if "original_label" in group:
+        out["example__label__name"] = group["original_label"]
+    if "target_label" in group:
+        out["target_label__name"] = group["target_label"]
+    return out
+
+
+def _group_name(group: dict[str, str]) -> str:
+    return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in group.items())
+
+
+def _in_group(project: Project, group: dict[str, str]) -> Any:
+    qs = Candidate.objects.filter(project=project, **_group_filter(group))
+    if group.get("source") == "human-written":
+        qs = qs.filter(generator__iexact=HUMAN_GENERATOR)
+    elif group.get("source") == "generated":
+        qs = qs.exclude(generator__iexact=HUMAN_GENERATOR)
+    return qs
+
+
+def route_target_check(
+    *, target: str, groups: list[dict[str, str]] | None, per_group: int | None, k: int | None = None
+) -> None:
+    """Refuse a targeted route that cannot mean anything (``ValidationError``)."""
+    if target not in TARGETS:
+        raise ValidationError(f"unknown target {target!r}; choose one of {', '.join(TARGETS)}")
+    if target == "strata":
+        if not groups:
+            raise ValidationError("name at least one stratum to route")
+        for g in groups:
+            if not g or set(g) - set(GROUP_KEYS) or not all(isinstance(v, str) for v in g.values()):
+                raise ValidationError(f"a stratum is a map of {', '.join(GROUP_KEYS)} to values")
+    if per_group is not None and per_group < 1:
+        raise ValidationError("per stratum: 1 or more")
+    k_max = int(settings.COUNTERPART["MAX_ANNOTATORS_PER_ITEM"])
+    if k is not None and not 1 <= k <= k_max:
+        raise ValidationError(f"annotators per item: from 1 to {k_max}")
+
+
+def project_route_target(
+    *,
+    project: Project,
+    target: str,
+    groups: list[dict[str, str]] | None = None,
+    per_group: int | None = None,
+    k: int | None = None,
+    seed: int | None = None,
+) -> RoutingResult:
+    """Route a chosen set beyond the budget (the remedies' buttons): ``abstained``: every
+    candidate h abstained on; ``strata``: up to ``per_group`` candidates of each stratum in
+    ``groups`` (``generator``, ``perturbation``, ``source``, ``original_label`` /
+    ``target_label``) that nobody has labelled (pooled first, then abstained, then auto-labelled).
+    ``k``: answers wanted per item (default the project's; higher where people disagree).
+    Routes something or says why it cannot, per stratum."""
+    route_target_check(target=target, groups=groups, per_group=per_group, k=k)
+    rng = random.Random(seed)
+    messages: list[str] = [w for w in [no_annotators_warning(project)] if w]
+    gold_rate = float(settings.COUNTERPART["GOLD_RATE"])
+    already = Item.objects.filter(project=project, is_gold=False).values("candidate_id").distinct().count()
+    picked: list[int] = []
+    if target == "abstained":
+        picked = list(Candidate.objects.filter(project=project, state=states.ABSTAINED).values_list("id", flat=True))
+        if not picked:
+            messages.append("no candidate is abstained: h labelled every pair it was asked about (or none yet)")
+    else:
+        per = per_group or MIN_STRATUM_ROUTE
+        taken: set[int] = set()
+        for group in groups or []:
+            qs = _in_group(project, group)
+            chosen: list[int] = []
+            for state in TARGET_STATES:
+                ids = [i for i in qs.filter(state=state).values_list("id", flat=True) if i not in taken]
+                chosen += sampling.random_sample(ids, per - len(chosen), seed=rng)
+                if len(chosen) >= per:
+                    break
+            if not chosen:
+                n = qs.count()
+                why = (
+                    "it has no candidate"
+                    if n == 0
+                    else f"its {n} candidates are all routed, labelled by people or filtered out already"
+                )
+                messages.append(f"{_group_name(group)}: nothing to route, {why}")
+            elif len(chosen) < per:
+                messages.append(f"{_group_name(group)}: {len(chosen)} routed, all it had left (of {per} wanted)")
+            picked += chosen
+            taken.update(chosen)
+    with transaction.atomic():
+        routed_ids, items, gold_items = _route_ids(project, picked, already, gold_rate, rng, messages, k=k)
+    return RoutingResult(
+        strategy=target,
+        requested=len(picked),
         routed=len(routed_ids),
         items=len(items),
         gold_items=len(gold_items),
@@ -303,13 +450,43 @@ def project_route_start(
     )
 
 
+def project_route_target_start(
+    *,
+    project: Project,
+    target: str,
+    groups: list[dict[str, str]] | None = None,
+    per_group: int | None = None,
+    k: int | None = None,
+    seed: int | None = None,
+    created_by: Any = None,
+) -> Job:
+    """Queue a targeted route (:func:`project_route_target`) as a ``route`` job."""
+    route_target_check(target=target, groups=groups, per_group=per_group, k=k)
+    return job_start(
+        kind="route",
+        project=project,
+        created_by=created_by,
+        params={"target": target, "groups": groups or [], "per_group": per_group, "k": k, "seed": seed},
+    )
+
+
 def project_route_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     assert job.project is not None
     p = job.params
     try:
-        result = project_route(
-            project=job.project, budget=p.get("budget"), strategy=p.get("strategy", "random"), seed=p.get("seed")
-        )
+        if p.get("target"):
+            result = project_route_target(
+                project=job.project,
+                target=p["target"],
+                groups=p.get("groups") or None,
+                per_group=p.get("per_group"),
+                k=p.get("k"),
+                seed=p.get("seed"),
+            )
+        else:
+            result = project_route(
+                project=job.project, budget=p.get("budget"), strategy=p.get("strategy", "random"), seed=p.get("seed")
+            )
     except ValidationError as exc:
         raise JobFailed(" ".join(exc.messages)) from exc
     ctx.progress(result.routed, result.requested)

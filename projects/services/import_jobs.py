@@ -31,6 +31,7 @@ import os
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,21 @@ ORPHAN_SECONDS = 6 * 3600  # an upload file no active job needs is removed after
 
 class ImportNotStarted(ValueError):
     """The import's settings are wrong (format, split); nothing was queued."""
+
+
+# Where an import's rows go (issue 32.3): ``pool`` (originals and pairs, the default) or
+# ``task``: the project's task training data, which only trains the task model f. The kernel
+# does not know that data's model: the labelling app registers its importer
+# (``labeling.task_training.task_data_import``, the one ``import_task_data`` runs).
+TARGETS = ("pool", "task")
+TASK_DATA_FORMATS = [f for f in formats.FORMATS if not f.startswith("coco")]
+TaskDataImporter = Callable[..., dict[str, Any]]
+_task_data_importers: list[TaskDataImporter] = []
+
+
+def task_data_importer_register(importer: TaskDataImporter) -> None:
+    """Called once at start-up by the labelling app (a second call replaces the first)."""
+    _task_data_importers[:] = [importer]
 
 
 def import_upload_dir() -> Path:
@@ -85,9 +101,11 @@ def import_start(
     archive: str | None = None,
     skip_hint: str = "--skip-bad-rows",
     batch_size: int | None = None,
+    target: str = "pool",
     created_by: Any = None,
 ) -> Job:
-    """Queue an ``import`` job for ``paths``. ``names`` maps a path to the name problems show
+    """Queue an ``import`` job for ``paths`` (``target``: ``pool`` or ``task``, see
+    ``TARGETS``). ``names`` maps a path to the name problems show
     (an upload's own file name); ``uploaded``: the files are uploads the job removes when it
     ends; ``archive``: an uploaded zip the job unpacks into ``paths[0]`` first (a CAD
     folder, :mod:`projects.services.import_bundles`). Raises :class:`ImportNotStarted` for a
@@ -98,6 +116,10 @@ def import_start(
         problem = f"unknown format {format!r}; choose one of {', '.join(formats.FORMATS)}"
     elif msg := formats.check_split(split):
         problem = msg
+    elif target not in TARGETS:
+        problem = "import the rows into the pool or as the task model's training data (target: pool or task)"
+    elif target == "task" and format not in TASK_DATA_FORMATS:
+        problem = f"task training data is labelled text: choose one of {', '.join(TASK_DATA_FORMATS)}"
     if problem:
         if uploaded:
             import_uploads_remove([*paths, *([archive] if archive else [])])
@@ -114,6 +136,7 @@ def import_start(
         "archive": archive,
         "skip_hint": skip_hint,
         "batch_size": batch_size,
+        "target": target,
     }
     return job_start(kind="import", project=project, params=params, created_by=created_by)
 
@@ -137,6 +160,8 @@ def import_job(job: Job, ctx: JobContext) -> dict[str, Any]:
             )
         except BundleRefused as exc:
             raise JobFailed(str(exc)) from None
+    if p.get("target") == "task":
+        return _task_data_job(job, ctx, paths, shown)
     total = _count_lines(p["format"], paths, p.get("split", ""))
     state: dict[str, Any] = {"phase": "", "at": 0.0}
 
@@ -180,6 +205,41 @@ def import_job(job: Job, ctx: JobContext) -> dict[str, Any]:
         "warning_count": report.warning_count,
         "warnings": [shown(x) for x in report.warnings[:SHOWN_PROBLEMS]],
         "summary": report.summary(),
+    }
+
+
+def _task_data_job(job: Job, ctx: JobContext, paths: list[str], shown: Callable[[str], str]) -> dict[str, Any]:
+    """An import whose rows are the task model's training data (``target: task``)."""
+    from django.core.exceptions import ValidationError
+
+    if not _task_data_importers:
+        raise JobFailed("task training data cannot be imported: the labelling app is not installed")
+    p = job.params
+    ctx.progress(0, 1)
+    try:
+        out = _task_data_importers[0](
+            project=job.project,
+            format=p["format"],
+            paths=paths,
+            split=p.get("split", ""),
+            label_map=p.get("label_map") or None,
+        )
+    except ValidationError as exc:
+        raise JobFailed(shown(" ".join(exc.messages))) from None
+    ctx.progress(1, 1)
+    problems = [shown(x) for x in out.get("problem_messages", [])[:SHOWN_PROBLEMS]]
+    summary = (
+        f"imported {out['imported']} task training examples ({out['duplicates']} already there, "
+        f"{out['problems']} rows with problems); they train the task model f only: never routed, exported or "
+        "counted in the pool"
+    )
+    return {
+        "target": "task",
+        "imported_task_examples": out["imported"],
+        "duplicates": out["duplicates"],
+        "problem_count": out["problems"],
+        "problems": problems,
+        "summary": summary,
     }
 
 

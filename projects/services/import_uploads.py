@@ -40,6 +40,7 @@ def import_upload_start(
     strict: bool = True,
     label_map: dict[str, str] | None = None,
     skip_hint: str,
+    target: str = "pool",
     created_by: Any = None,
 ) -> Job:
     """Queue the import of one uploaded file (the page and the API: one rule for both).
@@ -55,6 +56,7 @@ def import_upload_start(
         names={path: name or "upload"},
         uploaded=True,
         skip_hint=skip_hint,
+        target=target,
         created_by=created_by,
     )
 
@@ -68,9 +70,11 @@ def import_files_start(
     strict: bool = True,
     label_map: dict[str, str] | None = None,
     skip_hint: str,
+    target: str = "pool",
     created_by: Any = None,
 ) -> Job:
     """Queue the import of uploaded files (the page and the API: one rule for both).
+    ``target``: ``pool`` (originals and pairs) or ``task`` (the task model's training data).
     ``files`` maps a field (``file``, or for ``cad-nli`` also ``original``,
     ``revised_premise``, ``revised_hypothesis``) to ``(stored path, the user's file name)``;
     every stored file is the job's from here on (moved into its folder, or removed when the
@@ -90,6 +94,7 @@ def import_files_start(
                 strict=strict,
                 label_map=label_map,
                 skip_hint=skip_hint,
+                target=target,
                 created_by=created_by,
             )
         return _cad_start(
@@ -100,6 +105,7 @@ def import_files_start(
             strict=strict,
             label_map=label_map,
             skip_hint=skip_hint,
+            target=target,
             created_by=created_by,
         )
     except BundleRefused as exc:

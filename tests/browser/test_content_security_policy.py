@@ -46,14 +46,19 @@ def test_pages_htmx_charts_and_api_docs_work_under_the_policy(page, live_server,
     base, pk = live_server.url, project.pk
     _login(page, live_server, "res")
 
-    # The project page: three fragments arrive by htmx on load (hx-trigger="load").
-    page.goto(f"{base}/projects/{pk}/")
-    for fragment in ("#flip-rates", "#science-warnings", "#evaluation"):
-        page.wait_for_function(
-            "sel => !document.querySelector(sel).textContent.includes('Loading') "
-            "&& !document.querySelector(sel).textContent.includes('Checking the labelled sample')",
-            arg=fragment,
-        )
+    # The overview and its pages: fragments arrive by htmx on load (hx-trigger="load").
+    for url, fragments in (
+        ("", ("#science-warnings",)),
+        ("models/", ("#flip-rates", "#task-model")),
+        ("evaluation/", ("#evaluation",)),
+    ):
+        page.goto(f"{base}/projects/{pk}/{url}")
+        for fragment in fragments:
+            page.wait_for_function(
+                "sel => !document.querySelector(sel).textContent.includes('Loading') "
+                "&& !document.querySelector(sel).textContent.includes('Checking the labelled sample')",
+                arg=fragment,
+            )
 
     # The dashboard's charts: server-rendered SVG, sized by CSS (no inline style).
     page.goto(f"{base}/projects/{pk}/dashboard/")
@@ -77,6 +82,8 @@ def test_pages_htmx_charts_and_api_docs_work_under_the_policy(page, live_server,
         f"/annotate/projects/{pk}/members/",
         f"/projects/{pk}/export/",
         f"/projects/{pk}/runs/new/",
+        f"/projects/{pk}/data/",
+        f"/annotate/projects/{pk}/route/",
         "/jobs/",
         "/accounts/tokens/",
         "/accounts/lockouts/",

@@ -37,13 +37,13 @@ def test_train_and_autolabel_show_progress_then_results_without_a_reload(page, l
     user.groups.add(Group.objects.get_or_create(name="researcher")[0])
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    log_in(page, live_server, "res", next_path=f"/projects/{project.pk}/")
+    log_in(page, live_server, "res", next_path=f"/projects/{project.pk}/models/")  # the task model and h page
     page.wait_for_selector("section#flip-rates #pairwise-model")
     assert "No pairwise classifier trained yet" in page.inner_text("#pairwise-model")
     page.evaluate("window.__same_page = true")
 
     page.select_option("select[name=mode]", "pc")
-    page.click("text=Train h")
+    page.click("button:has-text('Train h')")
     page.wait_for_selector(".job[data-status=queued], .job[data-status=running]")
     assert "Training PC queued" in page.inner_text("#flip-rates")
     page.wait_for_function(

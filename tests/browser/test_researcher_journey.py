@@ -134,7 +134,8 @@ def test_researcher_journey(page, browser, live_server, worker, tmp_path):
     project = Project.objects.get(name="journey")
     assert page.url.endswith(f"/projects/{project.pk}/")
 
-    # -- import the pairs file -------------------------------------------------------------
+    # -- import the pairs file: the overview's one next step -------------------------------
+    assert page.locator("#next-step").get_attribute("data-step") == "import"
     page.get_by_role("link", name="Import a file", exact=True).click()
     page.set_input_files("#id_file", str(data))
     page.select_option("#id_format", "pairs-jsonl")
@@ -145,7 +146,8 @@ def test_researcher_journey(page, browser, live_server, worker, tmp_path):
 
     # -- a rules generation run, watched to the end on its page ----------------------------
     page.goto(f"{live_server.url}/projects/{project.pk}/")
-    page.get_by_role("link", name="Start a generation run").click()
+    assert page.locator("#next-step").get_attribute("data-step") == "route"  # imported pairs wait in the pool
+    page.get_by_role("link", name="a new run", exact=True).click()
     page.select_option("#id_generator", "rules")
     page.fill("#id_max_per_original", "1")
     page.uncheck("input[name=filters][value=similarity]")
@@ -161,7 +163,7 @@ def test_researcher_journey(page, browser, live_server, worker, tmp_path):
 
     # -- three annotators join ----------------------------------------------------------------
     page.goto(f"{live_server.url}/projects/{project.pk}/")
-    page.get_by_role("link", name="Annotators", exact=True).click()
+    page.get_by_role("link", name="Members", exact=True).first.click()
     for name in names:
         page.fill("#id_username", name)
         page.select_option("#id_role", "annotator")
@@ -171,7 +173,7 @@ def test_researcher_journey(page, browser, live_server, worker, tmp_path):
 
     # -- route half of the candidates ---------------------------------------------------------
     page.goto(f"{live_server.url}/projects/{project.pk}/")
-    page.get_by_role("link", name="Route to annotators").click()
+    page.get_by_role("link", name="routing", exact=True).click()
     page.fill("#budget", "0.5")
     page.click("form button[type=submit]:has-text('Route')")
     page.wait_for_selector(".job[data-status=succeeded]", timeout=30_000)
@@ -194,17 +196,20 @@ def test_researcher_journey(page, browser, live_server, worker, tmp_path):
 
     # -- the annotation quality page --------------------------------------------------------------
     page.goto(f"{live_server.url}/projects/{project.pk}/")
-    page.get_by_role("link", name="Annotation quality", exact=True).click()
+    page.get_by_role("link", name="Annotation quality", exact=True).first.click()
     page.wait_for_url(f"**/annotate/projects/{project.pk}/dashboard/")
     for name in names:  # the annotators table lists each of them
         assert page.locator(f"#h-ann ~ .dash-wrap table >> text={name}").count() >= 1
 
-    # -- train h (PC), then auto-label, without a reload ---------------------------------------------
+    # -- train h (PC), then auto-label, without a reload: the overview's next step leads there ----------
     page.goto(f"{live_server.url}/projects/{project.pk}/")
+    assert page.locator("#next-step").get_attribute("data-step") == "train-h"
+    page.click("#next-step a.button.primary")
+    page.wait_for_url(f"**/projects/{project.pk}/models/#flip-rates")
     page.wait_for_selector("section#flip-rates #pairwise-model")
     page.evaluate("window.__same_page = true")
     page.select_option("select[name=mode]", "pc")
-    page.click("text=Train h")
+    page.click("button:has-text('Train h')")
     page.wait_for_function(
         "() => document.querySelector('#pairwise-model').innerText.includes('Pairwise classifier v1')",
         timeout=60_000,
@@ -225,13 +230,13 @@ def test_researcher_journey(page, browser, live_server, worker, tmp_path):
 
     # -- the project dashboard -------------------------------------------------------------------------
     with page.expect_response(lambda r: r.url.endswith(f"/projects/{project.pk}/dashboard/")) as info:
-        page.get_by_role("link", name="Project dashboard", exact=True).click()
+        page.get_by_role("link", name="Dashboard", exact=True).first.click()
     response = info.value
     assert response.status == 200
     assert page.locator("figure.chart").count() >= 1
 
     # -- export the human labels, download, re-import into a second project ----------------------------
-    page.goto(f"{live_server.url}/projects/{project.pk}/")
+    page.goto(f"{live_server.url}/projects/{project.pk}/data/")
     page.get_by_role("link", name="Export with filters…").click()
     page.select_option("#x-format", "pairs-jsonl")
     page.select_option("#x-source", ["human"])

@@ -152,7 +152,7 @@ def test_page_section_starts_a_job_and_shows_chart_and_table(client, django_capt
         assert plain in html
     for key in ("capc-confident", ">capc<", ">pc<", ">gold<", ">invariant<", "{&#x27;"):
         assert key not in html
-    detail = client.get(f"/projects/{project.pk}/")
+    detail = client.get(f"/projects/{project.pk}/evaluation/")  # the evaluation page (issue 32.1)
     assert f"/labeling/projects/{project.pk}/evaluation/" in detail.content.decode()
 
 

@@ -30,7 +30,7 @@ def project():
 def test_the_labelled_set_link_with_nothing_labelled_is_a_200_page_that_says_so():
     p = project_with_candidates(n=5)
     c = login(researcher())
-    detail = c.get(f"/projects/{p.pk}/").content.decode()
+    detail = c.get(f"/projects/{p.pk}/data/").content.decode()  # the data page (issue 32.1)
     link = f"/projects/{p.pk}/export/?format=pairs-jsonl&amp;state=human_labeled&amp;state=auto_labeled"
     assert link in detail
     r = c.get(link.replace("&amp;", "&"))

@@ -274,10 +274,10 @@ def test_pages():
     c.force_login(r)
     html = c.get(f"/projects/{project.pk}/dashboard/").content.decode()
     assert html.count("<svg") >= 3 and html.count("<details>") >= 3 and "n/a (" in html
-    assert 'name="strategy" value="stratified"' in html
-    assert f'action="/annotate/projects/{project.pk}/route/"' in html
+    # the unrepresented "swap" stratum's remedy: a button that routes exactly that stratum (issue 32.2)
+    assert f'action="/projects/{project.pk}/route-remedy/"' in html and 'data-route="strata"' in html
     frag = c.get(f"/projects/{project.pk}/warnings/").content.decode()
-    assert "science-warnings" in frag and "swap" in frag and 'value="stratified"' in frag
+    assert "science-warnings" in frag and "swap" in frag and 'name="key" value="unrepresented-perturbation"' in frag
     page = c.get(f"/projects/{project.pk}/").content.decode()
     assert f"/projects/{project.pk}/dashboard/" in page and f"/projects/{project.pk}/warnings/" in page
     a = Client()

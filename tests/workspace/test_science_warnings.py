@@ -135,7 +135,7 @@ def test_enough_labels_but_no_h_is_not_enough_data_to_judge_h():
     project = labelled_project()
     (w,) = science_warnings(project=project)
     assert w.code == "no-model" and "Not enough data to judge h" in w.message
-    assert w.url == f"/projects/{project.pk}/#flip-rates"
+    assert w.url == f"/projects/{project.pk}/models/#flip-rates"  # the task-model and h page (issue 32.1)
     assert "No warnings" not in fragment(project)
 
 

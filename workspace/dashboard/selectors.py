@@ -26,6 +26,7 @@ from annotate.kinds import UNCLEAR
 from annotate.ml import agreement
 from annotate.models import Annotation, Item
 from annotate.selectors import items_waiting_summary
+from annotate.services.routing import MIN_STRATUM_ROUTE
 from generation.selectors import runs_of_project
 from labeling.selectors import flip_counts_for, pairwise_model_latest
 from labeling.services import MIN_LABELS, MIN_STRATUM_LABELS
@@ -406,13 +407,29 @@ def project_dashboard(*, project: Project) -> dict[str, Any]:
 # -- warnings --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Warning:
-    """One risk, and its remedy: ``remedy`` says what fixes it, ``url`` where (a page, a
-    filtered data browser, or ``#reroute`` for the stratified re-route form under the list)."""
+    """One risk, and its remedy: ``remedy`` says what fixes it, ``url`` where (a page or a
+    data browser filtered to exactly the candidates concerned). ``route``: the remedy is a
+    button that routes candidates to people (issue 32.2): ``"abstained"`` (every abstained
+    pair) or ``"strata"`` (up to ``MIN_STRATUM_ROUTE`` candidates of each of ``groups``);
+    ``route_label`` is the button's text, with its cost. ``key`` tells two risks of one code
+    apart (the button names it)."""
 
     code: str
     message: str
     remedy: str = ""
     url: str = ""
+    route: str = ""
+    groups: tuple[tuple[tuple[str, str], ...], ...] = ()
+    route_label: str = ""
+    value: str = ""
+    k: int | None = None  # the routed items' k, where it is not the project's
+
+    @property
+    def key(self) -> str:
+        return f"{self.code}:{self.value}" if self.value else self.code
+
+    def group_dicts(self) -> list[dict[str, str]]:
+        return [dict(g) for g in self.groups]
 
 
 # The thresholds of the checks (docs/dashboard.md#warnings lists them with their reasons).
@@ -424,6 +441,8 @@ FLIP_SHARE_P = 0.01  # ... with a two-proportion z-test p-value below this
 FLIP_SHARE_MIN_N = 10  # labels on each side before the test is run
 INVALID_SHARE = 0.30  # share of "Unclear / invalid" answers per generator and control code ...
 INVALID_MIN_ANSWERS = 10  # ... over at least this many answers
+LOW_KAPPA = 0.2  # Fleiss' κ below this per control code or generator (Landis & Koch: "slight") ...
+LOW_KAPPA_MIN_ITEMS = 10  # ... over at least this many items with two or more answers
 
 CHECKS = [
     f"there are candidates, at least {MIN_HUMAN_LABELS} human labels and a trained h (otherwise: not enough data)",
@@ -439,6 +458,9 @@ CHECKS = [
     f"no generator and control code gets {INVALID_SHARE:.0%} or more “Unclear / invalid” answers "
     f"(over {INVALID_MIN_ANSWERS}+ answers)",
     "no item waits for answers that the project's annotators cannot give",
+    f"people agree: Fleiss' κ is at least {LOW_KAPPA} per control code and per generator "
+    f"(over {LOW_KAPPA_MIN_ITEMS}+ items with two or more answers)",
+    "no pair h abstained on waits without a route to people",
 ]
 
 
@@ -517,10 +539,10 @@ def science_warnings(*, project: Project) -> list[Warning]:
     pk = project.pk
     route = Warning("", "", "Route candidates to annotators", reverse("annotate-route", args=[pk]))
     train = Warning(
-        "", "", "Train h (the Train button of the label-flip section)", reverse("project-detail", args=[pk])
+        "", "", "Train h (the Train button of the label-flip section)", reverse("project-models", args=[pk])
     )
     train = replace(train, url=train.url + "#flip-rates")
-    reroute = Warning("", "", "Re-route with the stratified strategy (below)", "#reroute")
+    reroute = Warning("", "", "Route by hand", reverse("annotate-route", args=[pk]), route="strata")
     out: list[Warning] = []
     label_task = kinds.kind_for_task(project.task).answers_are_labels  # caption choices are not labels h learns
     if not any(pool[k] for k in pool) and not human_labels and not counts.total:
@@ -558,14 +580,22 @@ def science_warnings(*, project: Project) -> list[Warning]:
             missing = sorted(v for v in pool[k] if v not in human[k])
             if missing:
                 n = sum(pool[k][v] for v in missing)
+                groups = tuple(_stratum_group(k, v) for v in missing)
                 out.append(
                     replace(
                         reroute,
                         code=f"unrepresented-{k}",
                         message=f"The human-labelled sample has no {label[:-1]} {_list(missing)}, which {n} "
                         "candidates in the pool being auto-labelled have: h's accuracy there is unmeasured.",
+                        groups=groups,
+                        route_label=_strata_label(len(groups), project),
                     )
                 )
+        directions = tuple(_stratum_group("direction", v) for v in sorted(pool["direction"]))
+        spread = {"groups": directions, "route_label": _strata_label(len(directions), project)}
+        if not directions:  # no label directions known: spread over the perturbation types
+            perts = tuple(_stratum_group("perturbation", v) for v in sorted(pool["perturbation"]))
+            spread = {"groups": perts, "route_label": _strata_label(len(perts), project)}
         if label_task and len(human_labels) == 1:
             only = next(iter(human_labels))
             out.append(
@@ -573,6 +603,7 @@ def science_warnings(*, project: Project) -> list[Warning]:
                     reroute,
                     code="one-class",
                     message=f"Every human label is {only!r}: h cannot learn to tell the labels apart.",
+                    **spread,  # type: ignore[arg-type]
                 )
             )
         if label_task and flips[1] >= 2 and flips[0] in (0, flips[1]):
@@ -583,6 +614,7 @@ def science_warnings(*, project: Project) -> list[Warning]:
                     code="all-flips" if flips[0] else "no-flips",
                     message=f"Every human-labelled counterfactual {what} ({flips[1]} labels): "
                     "the flip rate h learns is degenerate.",
+                    **spread,  # type: ignore[arg-type]
                 )
             )
     model = pairwise_model_latest(project=project) if label_task else None
@@ -614,12 +646,15 @@ def science_warnings(*, project: Project) -> list[Warning]:
     outside = sorted(p for p in auto_by_pert if p not in human["perturbation"])
     if outside:
         n = sum(auto_by_pert[p] for p in outside)
+        groups = tuple(_stratum_group("perturbation", p) for p in outside)
         out.append(
             replace(
                 reroute,
                 code="extrapolating",
                 message=f"{n} auto-labelled candidates are of perturbation types h never saw a human label for "
                 f"({_list(outside)}): these labels are extrapolated.",
+                groups=groups,
+                route_label=_strata_label(len(groups), project),
             )
         )
     for generator, code, unclear, n in _invalid_shares(project):
@@ -635,6 +670,10 @@ def science_warnings(*, project: Project) -> list[Warning]:
                     reverse("candidate-list", args=[pk]) + "?" + query,
                 )
             )
+    out += agreement_warnings(project=project)
+    abstained = _abstained(counts)
+    if abstained:
+        out.append(abstained_warning(project=project, n=abstained))
     stuck, n_annotators = waiting_items_count(project=project)
     if stuck:
         out.append(
@@ -670,20 +709,19 @@ def _model_warnings(project: Project, model: Any, route: Warning, train: Warning
     pk = project.pk
     for s in m.get("strata") or []:
         if s.get("abstain") and s.get("kind") in ("code", "generator", "source"):
-            generator, _, code = str(s["value"]).partition(" / ")
-            query = (
-                urlencode([("generator", generator), ("perturbation", code)])
-                if s["kind"] == "code"
-                else urlencode([("generator", generator)])
-                if s["kind"] == "generator"
-                else ""
-            )
+            group = _h_stratum_group(str(s["kind"]), str(s["value"]))
+            # exactly the candidates h leaves for people there: unlabelled (pooled or abstained)
+            query = urlencode([("state", states.POOLED), ("state", states.ABSTAINED), *_group_query(group)])
             out.append(
                 Warning(
                     "h-abstains-stratum",
                     f"h (v{model.version}) does not auto-label {s['reason']}; those candidates stay for humans.",
-                    "Label more of them (or see them)",
-                    reverse("candidate-list", args=[pk]) + ("?" + query if query else ""),
+                    "See those candidates",
+                    reverse("candidate-list", args=[pk]) + "?" + query,
+                    route="strata",
+                    groups=(tuple(group.items()),),
+                    route_label=_strata_label(1, project),
+                    value=f"{s['kind']}:{s['value']}",
                 )
             )
     inv = m.get("invariant_accuracy")
@@ -709,6 +747,122 @@ def _model_warnings(project: Project, model: Any, route: Warning, train: Warning
                 f"{acc:.3f} against {float(inv):.3f} for the invariant baseline on the same {model.n_train} human "
                 f"labels{test}. Its auto labels add nothing you can trust over the originals' labels.",
                 remedy="Label more pairs (or export the human labels only)",
+            )
+        )
+    return out
+
+
+def _abstained(counts: Any) -> int:
+    return sum(c.n for c in counts.cells if c.state == states.ABSTAINED)
+
+
+def _stratum_group(kind: str, value: str) -> tuple[tuple[str, str], ...]:
+    """A science-warning stratum as routing's group (``annotate.services.routing``)."""
+    if kind == "direction":
+        src, _, dst = value.partition(" → ")
+        return (("original_label", src), ("target_label", dst))
+    return ((kind, value),)
+
+
+def _h_stratum_group(kind: str, value: str) -> dict[str, str]:
+    """One of h's strata (``labeling/ml/strata.py``: ``source`` human-written | generated,
+    ``generator`` g, ``code`` "g / p") as routing's group and the data browser's filters."""
+    if kind == "code":
+        generator, _, code = value.partition(" / ")
+        return {"generator": generator, "perturbation": code}
+    if kind == "generator":
+        return {"generator": value}
+    return {"source": value}
+
+
+def _group_query(group: dict[str, str]) -> list[tuple[str, str]]:
+    """The data browser's filters for a stratum (``(none)`` filters the empty value)."""
+    return list(group.items())
+
+
+def _strata_label(n_groups: int, project: Project, k: int | None = None) -> str:
+    n = n_groups * MIN_STRATUM_ROUTE
+    items = n * len(kinds.kind_for_task(project.task).sides(gold=False))
+    k = k or project.annotators_per_item
+    what = "that stratum" if n_groups == 1 else f"each of these {n_groups} strata"
+    return (
+        f"Route {MIN_STRATUM_ROUTE} unlabelled candidates of {what} to people "
+        f"(up to {items} items at k = {k}: {items * k} answers)"
+    )
+
+
+def abstained_warning(*, project: Project, n: int) -> Warning:
+    """Pairs h abstained on: only people can label them; one button sends them all."""
+    items = n * len(kinds.kind_for_task(project.task).sides(gold=False))
+    k = project.annotators_per_item
+    return Warning(
+        "abstained-waiting",
+        f"{n} pairs h abstained on wait for people: until they are routed nobody labels them.",
+        "See them",
+        reverse("candidate-list", args=[project.pk]) + "?" + urlencode([("state", states.ABSTAINED)]),
+        route="abstained",
+        route_label=f"Send the {n} abstained pairs to people ({items} items at k = {k}: {items * k} answers)",
+    )
+
+
+@dataclass(frozen=True)
+class _Kappa:
+    kappa: float
+    n_items: int
+
+
+def low_agreement_strata(*, project: Project) -> list[tuple[str, str, float, int]]:
+    """``(kind, value, κ, items)`` for each control code and generator whose Fleiss' κ is below
+    ``LOW_KAPPA`` over at least ``LOW_KAPPA_MIN_ITEMS`` items with two or more answers. Cached
+    per project under the state of its answers (their number and the newest one's id), as the
+    dashboard's quality charts: the overview asks on every load."""
+    answers = Annotation.objects.filter(project=project).aggregate(n=Count("id"), last=Max("id"))
+    key = f"warnings:low-kappa:{project.pk}:{answers['n']}:{answers['last']}"
+    found = cache.get(key)
+    if found is not None:
+        return list(found)
+    _, allowed = _canonical_choices(project)
+    rows = Annotation.objects.filter(project=project, is_gold=False).values_list(
+        "item_id", "annotator_id", "choice", "item__candidate__generator", "item__candidate__perturbation"
+    )
+    by: dict[tuple[str, str], list[tuple[int, int, str]]] = defaultdict(list)
+    for item, ann, choice, gen, pert in rows.iterator(chunk_size=5000):
+        by[("generator", gen or "(none)")].append((item, ann, choice))
+        by[("code", f"{gen or '(none)'} / {pert or '(none)'}")].append((item, ann, choice))
+    found = []
+    for (kind, value), group in sorted(by.items()):
+        score = agreement.fleiss_kappa(group, labels=allowed)
+        if score.defined and score.n_items >= LOW_KAPPA_MIN_ITEMS and score.value < LOW_KAPPA:
+            found.append((kind, value, float(score.value), int(score.n_items)))
+    cache.set(key, found, QUALITY_CACHE_SECONDS)
+    return list(found)
+
+
+def agreement_warnings(*, project: Project) -> list[Warning]:
+    """Fleiss' κ below ``LOW_KAPPA`` per control code and per generator, over at least
+    ``LOW_KAPPA_MIN_ITEMS`` items with two or more answers (issue 32.7): people do not agree on
+    what those candidates are. Remedy: read the instructions again; route those candidates with
+    a higher k (more answers per item settle them)."""
+    out: list[Warning] = []
+    k = min(project.annotators_per_item + 1, int(settings.COUNTERPART["MAX_ANNOTATORS_PER_ITEM"]))
+    for kind, value, kappa, n_items in low_agreement_strata(project=project):
+        score = _Kappa(kappa, n_items)
+        group = _h_stratum_group(kind, value)
+        query = urlencode(_group_query(group))
+        what = "control code" if kind == "code" else "generator"
+        out.append(
+            Warning(
+                "low-agreement",
+                f"People barely agree on {what} {value}: Fleiss' κ {score.kappa:.2f} over {score.n_items} items "
+                f"(below {LOW_KAPPA}). Its labels are close to chance: look at the instructions for these "
+                "candidates, then route them with a higher k.",
+                "Read the instructions and see the candidates",
+                reverse("candidate-list", args=[project.pk]) + "?" + query,
+                value=f"{kind}:{value}",
+                route="strata",
+                groups=(tuple(group.items()),),
+                route_label=_strata_label(1, project, k=k),
+                k=k,
             )
         )
     return out

@@ -3,12 +3,13 @@ fragment (loaded into the project page). Thin: one selector, one template."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from projects.models import Project
 from projects.permissions import researcher_required
+from workspace.dashboard.forms import WarningsQuery
 from workspace.dashboard.selectors import CHECKS, project_dashboard, science_warnings
 
 
@@ -26,13 +27,21 @@ def dashboard(request: HttpRequest, project_id: int) -> HttpResponse:
 @researcher_required
 @require_GET
 def warnings(request: HttpRequest, project_id: int) -> HttpResponse:
+    """The risks fragment; ``?limit=N`` (the overview): the first N, and how many more the
+    dashboard lists."""
     project = get_object_or_404(Project, pk=project_id)
+    query = WarningsQuery(request.GET)
+    if not query.is_valid():
+        return HttpResponseBadRequest(query.error_text())
+    found = science_warnings(project=project)
+    limit = query.cleaned_data["limit"] or len(found)
     return render(
         request,
         "workspace/_science_warnings.html",
         {
             "project": project,
-            "warnings": science_warnings(project=project),
+            "warnings": found[:limit],
+            "more": max(0, len(found) - limit),
             "checks": CHECKS,
             "with_dashboard_link": True,
         },

@@ -90,6 +90,7 @@ class CandidateListApi(APIView):
             OpenApiParameter("max_confidence", float),
             OpenApiParameter("disagreement", bool, description="only pairs whose annotators disagree"),
             OpenApiParameter("gold", str, enum=["yes", "no"]),
+            OpenApiParameter("source", str, enum=["human-written", "generated"]),
             OpenApiParameter("after", int, description="candidate id: the page after it"),
             OpenApiParameter("before", int, description="candidate id: the page before it"),
             OpenApiParameter("limit", int, description=f"page size, 1 to {MAX_PAGE} (default 50)"),

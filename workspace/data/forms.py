@@ -11,7 +11,7 @@ from projects import states
 from projects.formats.reading import LABEL_SOURCES
 from projects.inputs import InputForm
 from projects.models import Label, Project
-from workspace.data.selectors import FLIP_CHOICES, GOLD_CHOICES, PAGE_SIZE, CandidateFilters
+from workspace.data.selectors import FLIP_CHOICES, GOLD_CHOICES, PAGE_SIZE, SOURCE_CHOICES, CandidateFilters
 
 MAX_PAGE = 200
 UNIT_INTERVAL = "a number between 0 and 1"
@@ -53,6 +53,7 @@ class CandidateFiltersForm(InputForm):
     max_confidence = forms.CharField(required=False, strip=True)
     disagreement = forms.CharField(required=False)
     gold = forms.CharField(required=False, strip=True)
+    source = forms.CharField(required=False, strip=True)
 
     def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -86,6 +87,11 @@ class CandidateFiltersForm(InputForm):
             raise forms.ValidationError("choose yes or no")
         return str(self.cleaned_data["gold"])
 
+    def clean_source(self) -> str:
+        if self.cleaned_data["source"] not in SOURCE_CHOICES:
+            raise forms.ValidationError("choose human-written or generated")
+        return str(self.cleaned_data["source"])
+
     def clean_min_confidence(self) -> float | None:
         return _unit(self.cleaned_data["min_confidence"])
 
@@ -118,6 +124,7 @@ class CandidateFiltersForm(InputForm):
             max_confidence=data.get("max_confidence"),
             disagreement=raw.get("disagreement", "") in ("1", "true", "on"),
             gold=text("gold"),
+            source=text("source"),
         )
 
 

@@ -25,6 +25,9 @@ from workspace.data.totals import Total, matching_total
 PAGE_SIZE = 50
 FLIP_CHOICES = ["", "flip", "keep"]
 GOLD_CHOICES = ["", "yes", "no"]
+NONE = "(none)"  # the empty generator or control code, as h's strata and the warnings name it
+HUMAN_WRITTEN, GENERATED = "human-written", "generated"
+SOURCE_CHOICES = ["", HUMAN_WRITTEN, GENERATED]
 
 
 @dataclass(frozen=True)
@@ -39,11 +42,12 @@ class CandidateFilters:
     max_confidence: float | None = None
     disagreement: bool = False
     gold: str = ""
+    source: str = ""  # human-written | generated (h's strata, labeling/ml/strata.py)
 
     def as_query(self) -> list[tuple[str, str]]:
         """The filters as query parameters (for the pager's links)."""
         out: list[tuple[str, str]] = [("state", s) for s in self.state]
-        for name in ("generator", "perturbation", "label_source", "label", "flip", "gold"):
+        for name in ("generator", "perturbation", "label_source", "label", "flip", "gold", "source"):
             if getattr(self, name):
                 out.append((name, getattr(self, name)))
         for name in ("min_confidence", "max_confidence"):
@@ -72,10 +76,14 @@ def candidates_filtered(*, project: Project, filters: CandidateFilters) -> Query
     f = filters
     if f.state:
         qs = qs.filter(state__in=f.state)
-    if f.generator:
-        qs = qs.filter(generator=f.generator)
+    if f.generator:  # "(none)": the candidates with no generator (as h's strata name them)
+        qs = qs.filter(generator="" if f.generator == NONE else f.generator)
     if f.perturbation:
-        qs = qs.filter(perturbation=f.perturbation)
+        qs = qs.filter(perturbation="" if f.perturbation == NONE else f.perturbation)
+    if f.source == HUMAN_WRITTEN:
+        qs = qs.filter(generator__iexact="human")
+    elif f.source == GENERATED:
+        qs = qs.exclude(generator__iexact="human")
     if f.label_source == "none":
         qs = qs.filter(label__isnull=True)
     elif f.label_source:

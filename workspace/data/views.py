@@ -18,7 +18,7 @@ from projects.models import Candidate, Label, Project
 from projects.permissions import researcher_required
 from projects.services.candidates import OverrideRefused, OverrideUnchanged, candidate_override
 from workspace.data.forms import CandidateFiltersForm, OverrideForm, PageQuery
-from workspace.data.selectors import FLIP_CHOICES, GOLD_CHOICES, candidates_browse, pair_view
+from workspace.data.selectors import FLIP_CHOICES, GOLD_CHOICES, SOURCE_CHOICES, candidates_browse, pair_view
 
 
 @researcher_required
@@ -45,6 +45,7 @@ def candidate_list(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "labels": list(Label.objects.filter(project=project).order_by("position").values_list("name", flat=True)),
         "flip_choices": FLIP_CHOICES[1:],
         "gold_choices": GOLD_CHOICES[1:],
+        "source_choices": SOURCE_CHOICES[1:],
     }
     template = "workspace/candidates.html#results" if request.htmx else "workspace/candidates.html"
     return render(request, template, ctx, status=400 if errors else 200)

@@ -43,6 +43,7 @@ from workspace.data import views as data_views
 from workspace.data.forms import CandidateFiltersForm
 from workspace.data.selectors import candidates_browse, candidates_filtered
 from workspace.data.totals import matching_total
+from workspace.overview import views as views_overview
 
 GENERATORS = ["rules", "rationale-infill", "llm-prompt", "human"]
 PERTURBATIONS = ["negation", "quantifier", "lexical", "insert", "delete", "shuffle"]
@@ -123,7 +124,7 @@ class Command(BaseCommand):
                 f"/projects/{project.pk}/dashboard/",
                 {"project_id": project.pk},
             ),
-            "project page": (project_views.project_detail, f"/projects/{project.pk}/", {"pk": project.pk}),
+            "project page": (views_overview.overview, f"/projects/{project.pk}/", {"pk": project.pk}),
             "project list": (project_views.project_list, "/projects/", {}),
         }
         for label, (view, path, kwargs) in other_pages.items():
