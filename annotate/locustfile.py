@@ -86,6 +86,7 @@ def _pick(rng: random.Random, choices: list[str], key: int) -> str:
 
 class ApiAnnotator(FastHttpUser):
     wait_time = constant(0)  # the think time is spent with the item on screen, inside the task
+    network_timeout = 300.0
 
     def on_start(self) -> None:
         i = next(_user_index)
@@ -143,6 +144,7 @@ class BrowserAnnotator(FastHttpUser):
     """One annotator in a browser: the page's own requests, in the page's order."""
 
     wait_time = constant(0)
+    network_timeout = 300.0  # a saturated server answers late; a browser waits (a timeout would leave undos unknown)
 
     def on_start(self) -> None:
         i = next(_user_index)
@@ -217,9 +219,15 @@ class BrowserAnnotator(FastHttpUser):
                 name="heartbeat",
                 catch_response=True,
             ) as resp:
-                if resp.status_code != 204:
+                if resp.status_code == 204:
+                    continue
+                if resp.status_code == 286 and self._assignment() != assignment:
+                    # htmx's "stop polling": the item was answered while this heartbeat was on
+                    # its way (a browser sends it too, and swaps the stage anyway)
+                    resp.success()
+                else:
                     resp.failure(f"heartbeat {resp.status_code}: {(resp.text or '')[:200]}")
-                    return
+                return
 
     def _assignment(self) -> int:
         found = _STAGE.search(self.stage)

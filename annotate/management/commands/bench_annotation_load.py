@@ -113,6 +113,60 @@ class CpuSampler(threading.Thread):
         }
 
 
+def steady_stats(*, data: dict[str, Any], t_start: float, ramp: float, sampler: CpuSampler) -> dict[str, Any]:
+    """Figures of a Locust dump over the steady window (from the first request + ``ramp`` to
+    the last response): answers/s, requests/s, p50/p95/p99 per request name and over all
+    requests, errors by kind, and the CPU shares of Locust, the server and the machine.
+    Also returns ``latencies`` (ms per name) and ``error_rows`` for the caller to print."""
+    steady_from = min((r[1] for r in data["requests"]), default=t_start) + ramp
+    steady = [r for r in data["requests"] if r[1] >= steady_from]
+    window_end = max((r[1] + r[2] / 1000 for r in steady), default=steady_from)
+    window = window_end - steady_from
+    ok = (200, 201, 204)
+    names = sorted({r[0] for r in steady} | {"next-item", "answer"})
+    lat = {name: [r[2] for r in steady if r[0] == name and r[3] in ok] for name in names}
+    every = [r[2] for r in steady if r[3] in ok]
+    answers = sum(1 for r in steady if r[0] == "answer" and r[3] in ok)
+    answers -= sum(1 for r in steady if r[0] == "undo" and r[3] in ok)  # an undone answer is answered again
+    errors = [r for r in data["requests"] if r[3] not in ok and not (r[0] == "next-item" and r[3] == 404)]
+    error_kinds: dict[str, int] = {}
+    for r in errors:
+        error_kinds[f"{r[0]} {r[3]}"] = error_kinds.get(f"{r[0]} {r[3]}", 0) + 1
+    cpu = sampler.window(steady_from, window_end)
+    cores = psutil.cpu_count() or 1
+    span = cpu.get("span_s", 0.0)
+    stats: dict[str, Any] = {
+        "seconds": round(window, 1),
+        "answers_per_s": round(answers / window, 1) if window > 0 else 0.0,
+        "requests_per_s": round(len(steady) / window, 1) if window > 0 else 0.0,
+        "requests_per_answer": round(len(steady) / answers, 2) if answers else 0.0,
+        "p50_ms": _pct(every, 50),
+        "p95_ms": _pct(every, 95),
+        "p99_ms": _pct(every, 99),
+        **{f"{n.replace('-', '_')}_p{p}_ms": _pct(lat[n], p) for n in names for p in (50, 95, 99)},
+        "counts": {n: len(lat[n]) for n in names},
+        "errors": len(errors),
+        "error_kinds": error_kinds,
+        "cores": cores,
+        "load_average_during": [round(cpu.get("load_min", 0.0), 2), round(cpu.get("load_max", 0.0), 2)],
+        "latencies": lat,
+        "error_rows": errors,
+    }
+    if span > 0:
+        stats |= {
+            "locust_cpu_share": round(cpu["locust_cpu_s"] / (span * cores), 3),
+            "server_cpu_share": round(cpu["server_cpu_s"] / (span * cores), 3),
+            "machine_cpu_share": round(cpu["machine_cpu_s"] / (span * cores), 3),
+            "server_cpu_ms_per_answer": round(1000 * cpu["server_cpu_s"] / (answers / window * span), 2)
+            if answers and window > 0
+            else None,
+            "server_cpu_ms_per_request": round(1000 * cpu["server_cpu_s"] / (len(steady) / window * span), 2)
+            if steady and window > 0
+            else None,
+        }
+    return stats
+
+
 def signed_in_sessions(users: list[Any]) -> list[str]:
     """A signed-in session for each user, as ``django.contrib.auth.login`` leaves it (the
     browser scenario starts signed in; ``--login`` makes every user log in over HTTP instead)."""
@@ -187,6 +241,12 @@ class Command(bench_annotation.Command):
         )
         parser.add_argument("--login", action="store_true", help="browser: log in with the password form")
         parser.add_argument(
+            "--cache-url",
+            default=None,
+            help="the server's DJANGO_CACHE_URL (redis://…: shared cache and cached sessions; '' for none); "
+            "default: this environment's",
+        )
+        parser.add_argument(
             "--profile",
             default="",
             help="write a py-spy flame graph (SVG) of gunicorn's workers over the steady window to this path",
@@ -243,6 +303,8 @@ class Command(bench_annotation.Command):
                     # gunicorn's default keep-alive (2 s) would close it under them, and a
                     # request racing that close gets no response.
                     os.environ.setdefault("GUNICORN_CMD_ARGS", f"--keep-alive {int(opts['think_max']) + 5}")
+                    if opts["cache_url"] is not None:
+                        os.environ["DJANGO_CACHE_URL"] = opts["cache_url"]
                     proc, url = self._start_server(
                         workers=opts["workers"], threads=opts["threads"], app_dir=opts["app_dir"]
                     )
@@ -335,28 +397,16 @@ class Command(bench_annotation.Command):
         sampler: CpuSampler,
         load: tuple[float, float, float],
     ) -> dict[str, Any]:
-        # the ramp-up counts from Locust's first request (its start-up is not part of it)
-        steady_from = min((r[1] for r in data["requests"]), default=t_start) + ramp
-        steady = [r for r in data["requests"] if r[1] >= steady_from]
-        window_end = max((r[1] + r[3] / 1000 for r in steady), default=steady_from)
-        window = window_end - steady_from
-        ok = (200, 201, 204)
-        names = sorted({r[0] for r in steady} | {"next-item", "answer"})
-        lat = {name: [r[2] for r in steady if r[0] == name and r[3] in ok] for name in names}
-        every = [r[2] for r in steady if r[3] in ok]
-        answers = sum(1 for r in steady if r[0] == "answer" and r[3] in ok)
-        answers -= sum(1 for r in steady if r[0] == "undo" and r[3] in ok)  # an undone answer is answered again
-        errors = [r for r in data["requests"] if r[3] not in ok]
-        no_item = sum(1 for r in data["requests"] if r[0] == "next-item" and r[3] == 204)
+        stats = steady_stats(data=data, t_start=t_start, ramp=ramp, sampler=sampler)
         answered = [tuple(x) for x in data["answered"]]
         check = self._verify(project, [a for a in answered if a[1] is not None])
         stored = set(Annotation.objects.filter(project=project).values_list("assignment_id", flat=True))
-        check["lost"] += sum(1 for a in answered if a[1] is None and a[0] not in stored)
+        lost_browser = [a[0] for a in answered if a[1] is None and a[0] not in stored]
+        check["lost"] += len(lost_browser)
+        no_item = sum(1 for r in data["requests"] if r[0] == "next-item" and r[3] == 204)
         eligible, starved = starved_annotators(project)
-        cpu = sampler.window(steady_from, window_end)
-        cores = psutil.cpu_count() or 1
-        span = cpu.get("span_s", 0.0)
-        key = {n: n.replace("-", "_") for n in names}
+        lat = stats.pop("latencies")
+        errors = stats.pop("error_rows")
         result: dict[str, Any] = {
             "scenario": opts["scenario"],
             "next_in_answer": bool(opts["next_in_answer"]) if opts["scenario"] == "api" else True,
@@ -364,45 +414,31 @@ class Command(bench_annotation.Command):
             "items": opts["items"],
             "k": opts["k"],
             "database": connection.vendor,
-            "seconds": round(window, 1),
             "users_started": data["users"],
             "think_s": [opts["think_min"], opts["think_max"]],
             "gunicorn": f"-w {opts['workers']} --threads {opts['threads']}" if not opts["url"] else opts["url"],
             "app_dir": opts["app_dir"] or ".",
+            "cache_url": os.environ.get("DJANGO_CACHE_URL", "") if not opts["url"] else "",
             "submitted": len(answered),
-            "answers_per_s": round(answers / window, 1) if window > 0 else 0.0,
-            "requests_per_s": round(len(steady) / window, 1) if window > 0 else 0.0,
-            "requests_per_answer": round(len(steady) / answers, 2) if answers else 0.0,
-            "p50_ms": _pct(every, 50),
-            "p95_ms": _pct(every, 95),
-            "p99_ms": _pct(every, 99),
-            **{f"{key[n]}_p{p}_ms": _pct(lat[n], p) for n in names for p in (50, 95, 99)},
-            "counts": {n: len(lat[n]) for n in names},
-            "errors": len(errors),
-            "refused_answers": len(data.get("refused", [])),
+            **stats,
+            "refused": len(data.get("refused", [])),
             "next_item_204": no_item,
             "over_assigned": check["over_assigned"],
             "lost": check["lost"],
             "duplicates": check["duplicates"],
             "counter_mismatch": check["counter_mismatch"],
+            "lost_assignments": {
+                str(pk): status
+                for pk, status in Assignment.objects.filter(pk__in=lost_browser[:10]).values_list("pk", "status")
+            },
             "starved": starved,
             "eligible_with_items_left": eligible,
             "items_complete": check["complete"],
             "items_extended": check["extended"],
             "lease_seconds": int(settings.COUNTERPART["LEASE_SECONDS"]),
             "heartbeat_seconds": int(settings.COUNTERPART["HEARTBEAT_SECONDS"]),
-            "cores": cores,
             "load_average_at_start": [round(x, 2) for x in load],
-            "load_average_during": [round(cpu.get("load_min", 0.0), 2), round(cpu.get("load_max", 0.0), 2)],
         }
-        if span > 0:
-            result |= {
-                "locust_cpu_share": round(cpu["locust_cpu_s"] / (span * cores), 3),
-                "server_cpu_share": round(cpu["server_cpu_s"] / (span * cores), 3),
-                "machine_cpu_share": round(cpu["machine_cpu_s"] / (span * cores), 3),
-                "server_cpu_ms_per_answer": round(1000 * cpu["server_cpu_s"] / answers, 2) if answers else None,
-                "server_cpu_ms_per_request": round(1000 * cpu["server_cpu_s"] / len(steady), 2) if steady else None,
-            }
         self._print(result, lat, errors, data.get("refused", []), ramp)
         return result
 
@@ -441,7 +477,8 @@ class Command(bench_annotation.Command):
         for r in refused[:5]:
             self.stderr.write(f"refused: {r}")
         out.write(
-            f"errors {result['errors']}; refused answers {result['refused_answers']}; next-item 204 "
+            f"errors {result['errors']} {result['error_kinds'] or ''}; refused by the server (a message on "
+            f"the stage) {result['refused']}; next-item 204 "
             f"{result['next_item_204']}; over-answered {result['over_assigned']}, lost {result['lost']}, "
             f"duplicates {result['duplicates']}, counter mismatches {result['counter_mismatch']}, "
             f"starved {result['starved']} (of {result['eligible_with_items_left']} annotators with items left)"
