@@ -277,6 +277,4 @@ class BrowserAnnotator(FastHttpUser):
 def _cookie(name: str, value: str) -> Any:
     from http.cookiejar import Cookie
 
-    return Cookie(
-        0, name, value, None, False, "127.0.0.1", False, False, "/", True, False, None, False, None, None, {}
-    )
+    return Cookie(0, name, value, None, False, "127.0.0.1", False, False, "/", True, False, None, False, None, None, {})

@@ -194,8 +194,7 @@ _OWN_COUNT = (
     "AND a.status = '{status}')"
 )
 _PROGRESS = (
-    f"SELECT {_OWN_COUNT.format(status='submitted')}, {_OWN_COUNT.format(status='skipped')}, "
-    f"({open_for.ITEMS_LEFT})"
+    f"SELECT {_OWN_COUNT.format(status='submitted')}, {_OWN_COUNT.format(status='skipped')}, ({open_for.ITEMS_LEFT})"
 )
 
 

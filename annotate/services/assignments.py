@@ -24,7 +24,15 @@ from django.utils import timezone
 
 from annotate import kinds
 from annotate.models import Annotation, Assignment, Item
-from annotate.selectors import PAUSED_MESSAGE, REMOVED_MESSAGE, ItemView, image_url, item_view, item_view_of, undo_window
+from annotate.selectors import (
+    PAUSED_MESSAGE,
+    REMOVED_MESSAGE,
+    ItemView,
+    image_url,
+    item_view,
+    item_view_of,
+    undo_window,
+)
 from annotate.services import hot_sql as sql
 from projects import permissions
 from projects.models import PAUSE_REASON_PREFIX, Project, ProjectMembership

@@ -12,6 +12,7 @@ does). Prints one JSON object: ``{"project": id, "tokens": [...]}``. Bounded: N 
 count are taken as given; nothing is read from or sent to the network.
 """
 
+# ruff: noqa: I001 - Label Studio has its own "projects" app, which isort would take for this repository's
 from __future__ import annotations
 
 import argparse
@@ -72,7 +73,10 @@ def main() -> None:
     )
     tokens = []
     users = User.objects.bulk_create(
-        [User(email=f"{args.tag}-a{i}@example.org", username=f"{args.tag}-a{i}", password="!") for i in range(args.annotators)]
+        [
+            User(email=f"{args.tag}-a{i}@example.org", username=f"{args.tag}-a{i}", password="!")
+            for i in range(args.annotators)
+        ]
     )
     users = list(User.objects.filter(username__startswith=f"{args.tag}-a").order_by("pk"))
     for u in users:
@@ -84,7 +88,10 @@ def main() -> None:
         [
             Task(
                 project=project,
-                data={"premise": "A man is playing a guitar on stage.", "hypothesis": f"A man is not performing music ({i})."},
+                data={
+                    "premise": "A man is playing a guitar on stage.",
+                    "hypothesis": f"A man is not performing music ({i}).",
+                },
             )
             for i in range(args.tasks)
         ],

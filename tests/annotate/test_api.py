@@ -172,7 +172,16 @@ def test_answer_with_next_carries_the_next_lease_in_one_round_trip(project):
         r = c.post(url, {"choice": "neutral", "duration_ms": 10}, format="json")
         assert r.status_code == 201
         body = r.json()
-        assert set(body) == {"id", "assignment", "item", "choice", "canonical_choice", "duration_ms", "created_at", "next"}
+        assert set(body) == {
+            "id",
+            "assignment",
+            "item",
+            "choice",
+            "canonical_choice",
+            "duration_ms",
+            "created_at",
+            "next",
+        }
         again = c.post(url, {"choice": "neutral", "duration_ms": 10}, format="json")
         assert again.status_code == 200 and again.json()["id"] == body["id"]
         assert again.json()["next"] == body["next"] or again.json()["next"]["assignment"] == body["next"]["assignment"]
