@@ -62,6 +62,7 @@ _requests: list[tuple[str, float, float, int]] = []  # (name, started at, ms, st
 # null, the stage does not show it); an undone answer is taken off again.
 _answered: list[list[Any]] = []
 _refused: list[str] = []  # answers the server refused (an error on the stage; the API's 4xx are failures)
+_unknown: list[int] = []  # undos sent without a usable response: their answers are not checked either way
 
 
 @events.request.add_listener
@@ -73,7 +74,16 @@ def _record(name: str, response_time: float, response: Any = None, exception: An
 @events.quitting.add_listener
 def _dump(**_: Any) -> None:
     with open(os.environ["CP_LOAD_OUT"], "w", encoding="utf-8") as f:
-        json.dump({"requests": _requests, "answered": _answered, "refused": _refused, "users": next(_user_index)}, f)
+        json.dump(
+            {
+                "requests": _requests,
+                "answered": _answered,
+                "refused": _refused,
+                "unknown": _unknown,
+                "users": next(_user_index),
+            },
+            f,
+        )
 
 
 def _pick(rng: random.Random, choices: list[str], key: int) -> str:
@@ -233,12 +243,14 @@ class BrowserAnnotator(FastHttpUser):
         found = _STAGE.search(self.stage)
         return int(found[1]) if found and found[1] else 0
 
-    def _post_stage(self, url: str, data: dict[str, str], name: str) -> bool:
+    def _post_stage(self, url: str, data: dict[str, str], name: str) -> bool | None:
+        """True: done (the new stage is on screen); False: refused (a message on the stage, or a
+        4xx); None: no usable answer (no response, a 5xx): whether it happened is unknown."""
         with self.client.post(url, data=data, headers=self._headers(), name=name, catch_response=True) as resp:
             html = resp.text or ""
             if resp.status_code != 200 or _STAGE.search(html) is None:
                 resp.failure(f"{name} {resp.status_code}: {html[:200]}")
-                return False
+                return False if 400 <= resp.status_code < 500 else None
             error = _ERROR.search(html.split('class="item', 1)[0])
             if error is not None:
                 _refused.append(f"{name}: {error[1]}")
@@ -269,8 +281,13 @@ class BrowserAnnotator(FastHttpUser):
             _answered.append([assignment, None])
             if self.rng.random() < UNDO_RATE:
                 undo = _UNDO.search(self.stage)
-                if undo is not None and self._post_stage(undo[1], {}, "undo"):
-                    undone = int(undo[1].split("/")[3])
+                if undo is None:
+                    return
+                undone = int(undo[1].split("/")[3])
+                outcome = self._post_stage(undo[1], {}, "undo")
+                if outcome is None:  # no answer from the server: the undo may or may not have happened
+                    _unknown.append(undone)
+                if outcome is not False:
                     _answered[:] = [a for a in _answered if a[0] != undone]
 
 

@@ -422,6 +422,7 @@ class Command(bench_annotation.Command):
             "submitted": len(answered),
             **stats,
             "refused": len(data.get("refused", [])),
+            "undo_unknown": len(data.get("unknown", [])),
             "next_item_204": no_item,
             "over_assigned": check["over_assigned"],
             "lost": check["lost"],
