@@ -97,7 +97,7 @@ def test_steady_stats_counts_the_window_cpu_and_errors():
     requests += [("answer", t0 + 2 + i, 10.0 + i, 200) for i in range(10)]
     requests += [("heartbeat", t0 + 3, 4.0, 204), ("undo", t0 + 4, 8.0, 200), ("next-item", t0 + 5, 3.0, 404)]
     requests += [("answer", t0 + 6, 0.0, 0)]  # no response: an error
-    samples = [(t0 + s, 0.1 * s, 1.0 * s, 2.0 * s, 3.0) for s in range(0, 14)]
+    samples = [(t0 + s, 0.1 * s, 1.0 * s, 2.0 * s, 3.0) for s in range(14)]
     stats = steady_stats(data={"requests": requests}, t_start=t0, ramp=1.5, sampler=_Sampler(samples))
     assert stats["counts"]["answer"] == 10 and stats["counts"]["heartbeat"] == 1
     assert stats["errors"] == 1 and stats["error_kinds"] == {"answer 0": 1}  # Label Studio's 404 "no task" is not one
@@ -111,7 +111,7 @@ def test_steady_stats_counts_the_window_cpu_and_errors():
 def test_load_commands_refuse_bad_options(tmp_path):
     with pytest.raises(CommandError, match="--skip-rate"):
         call_command("bench_annotation_load", "--scenario", "browser", "--skip-rate", "2")
-    with pytest.raises(CommandError, match="no manage.py"):
+    with pytest.raises(CommandError, match=r"no manage\.py"):
         call_command("bench_annotation_load", "--app-dir", str(tmp_path))
     with pytest.raises(CommandError, match="no Label Studio virtualenv"):
         call_command("bench_annotation_anchor", "--ls-venv", str(tmp_path / "none"))
