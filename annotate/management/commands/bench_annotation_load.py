@@ -34,7 +34,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-import psutil
+import psutil  # type: ignore[import-untyped]  # no stubs installed (types-psutil)
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.contrib.auth.hashers import make_password
@@ -51,6 +51,7 @@ LOCUSTFILE = Path(__file__).resolve().parents[2] / "locustfile.py"
 USER_CLASS = {"api": "ApiAnnotator", "browser": "BrowserAnnotator"}
 # what an annotator in the browser does besides answering (--skip-rate, --undo-rate, --pause-rate)
 SKIP_RATE, UNDO_RATE, PAUSE_RATE = 0.03, 0.02, 0.02
+PAUSE_MAX_S = 120  # the longest pause on an item (annotate/locustfile.py, PAUSE)
 
 
 def tree_cpu(proc: psutil.Process | None) -> float:
@@ -299,10 +300,12 @@ class Command(bench_annotation.Command):
                 if opts["url"]:
                     url = opts["url"].rstrip("/")
                 else:
-                    # Annotators think 2–10 s between requests on a kept-alive connection:
-                    # gunicorn's default keep-alive (2 s) would close it under them, and a
-                    # request racing that close gets no response.
-                    os.environ.setdefault("GUNICORN_CMD_ARGS", f"--keep-alive {int(opts['think_max']) + 5}")
+                    # Annotators think 2–10 s between requests on a kept-alive connection (in the
+                    # browser up to PAUSE_MAX_S more on a paused item): gunicorn's default
+                    # keep-alive (2 s) would close it under them, and a request racing that
+                    # close gets no response.
+                    idle = opts["think_max"] + (PAUSE_MAX_S if opts["scenario"] == "browser" else 0)
+                    os.environ["GUNICORN_CMD_ARGS"] = f"--keep-alive {int(idle) + 5}"
                     if opts["cache_url"] is not None:
                         os.environ["DJANGO_CACHE_URL"] = opts["cache_url"]
                     proc, url = self._start_server(

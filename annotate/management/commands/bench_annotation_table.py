@@ -84,12 +84,12 @@ class Command(BaseCommand):
         anchor = None
         if opts["anchor_annotators"]:
             buf = io.StringIO()
-            args = ["--annotators", str(opts["anchor_annotators"]), "--items", "5000", "--think-min", "0"]
-            args += ["--think-max", "0", "--seconds", str(opts["anchor_seconds"]), "--ls-db", opts["ls_db"]]
-            args += ["--workers", str(opts["workers"]), "--threads", str(opts["threads"]), "--json"]
+            anchor_args = ["--annotators", str(opts["anchor_annotators"]), "--items", "5000", "--think-min", "0"]
+            anchor_args += ["--think-max", "0", "--seconds", str(opts["anchor_seconds"]), "--ls-db", opts["ls_db"]]
+            anchor_args += ["--workers", str(opts["workers"]), "--threads", str(opts["threads"]), "--json"]
             if opts["cache_url"] is not None:
-                args += ["--cache-url", opts["cache_url"]]
-            call_command("bench_annotation_anchor", *args, stdout=buf)
+                anchor_args += ["--cache-url", opts["cache_url"]]
+            call_command("bench_annotation_anchor", *anchor_args, stdout=buf)
             anchor = json.loads(buf.getvalue().strip().splitlines()[-1])
         self._table(rows, largest, anchor, opts)
         if opts["json"]:
