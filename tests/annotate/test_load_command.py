@@ -56,13 +56,13 @@ def test_load_command_runs_locust_against_gunicorn_and_checks_fairness(require_p
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_load_command_browser_and_one_round_trip_api_scenarios(require_postgres):
-    """The browser scenario (issue 33): signed-in sessions, the page, htmx answers that return
+    """The browser scenario (issue 33): log-in through the form (CSRF), the page, htmx answers that return
     the next item, skips, undos and heartbeats (every second here, to see them in a short run);
     and the API scenario with ?next=1: one request per answer after the first."""
     env = _scratch_env() | {"COUNTERPART_HEARTBEAT_SECONDS": "1"}
     common = ["--annotators", "6", "--items", "300", "--seconds", "10", "--spawn-rate", "6", "--json"]
     common += ["--think-min", "0.05", "--think-max", "0.2", "--workers", "1", "--threads", "4"]
-    browser = ["--scenario", "browser", "--skip-rate", "0.2", "--undo-rate", "0.3", "--pause-rate", "0.2"]
+    browser = ["--scenario", "browser", "--skip-rate", "0.2", "--undo-rate", "0.3", "--pause-rate", "0.2", "--login"]
     results = {}
     for name, extra in (("browser", browser), ("api", ["--scenario", "api"])):
         proc = subprocess.run(

@@ -97,6 +97,7 @@ def test_steady_stats_counts_the_window_cpu_and_errors():
     requests += [("answer", t0 + 2 + i, 10.0 + i, 200) for i in range(10)]
     requests += [("heartbeat", t0 + 3, 4.0, 204), ("undo", t0 + 4, 8.0, 200), ("next-item", t0 + 5, 3.0, 404)]
     requests += [("answer", t0 + 6, 0.0, 0)]  # no response: an error
+    requests += [("login", t0 + 0.2, 30.0, 302)]  # a log-in's redirect is not one
     samples = [(t0 + s, 0.1 * s, 1.0 * s, 2.0 * s, 3.0) for s in range(14)]
     stats = steady_stats(data={"requests": requests}, t_start=t0, ramp=1.5, sampler=_Sampler(samples))
     assert stats["counts"]["answer"] == 10 and stats["counts"]["heartbeat"] == 1
