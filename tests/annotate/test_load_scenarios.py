@@ -120,3 +120,18 @@ def test_load_commands_refuse_bad_options(tmp_path):
         call_command("bench_annotation_table", "--sweep", "10,many")
     with pytest.raises(CommandError, match="--baseline"):
         call_command("bench_annotation_table", "--baseline", "x;rm", "--sweep", "", "--anchor-annotators", "0")
+
+
+def test_flame_graphs_keep_no_machine_paths(settings):
+    import sys
+
+    from annotate.management.commands.bench_annotation_load import machine_paths_out
+
+    venv = Path(sys.executable).resolve().parents[1]
+    svg = (
+        f"<title>process 7:&quot;{venv}/bin/python {settings.BASE_DIR}/.venv/bin/gunicorn config.wsgi</title>"
+        f"<title>answer ({settings.BASE_DIR}/annotate/views.py:153)</title><text>process 7:&quot;/wo..</text>"
+    )
+    out = machine_paths_out(svg)
+    assert str(settings.BASE_DIR) not in out and str(venv) not in out and "/wo.." not in out
+    assert ".venv/bin/python .venv/bin/gunicorn" in out and "(./annotate/views.py:153)" in out

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -170,6 +171,18 @@ def steady_stats(*, data: dict[str, Any], t_start: float, ramp: float, sampler: 
             else None,
         }
     return stats
+
+
+def machine_paths_out(text: str) -> str:
+    """A flame graph without this machine's paths: the virtualenv (its real location, and as
+    linked from the checkout) as ``.venv``, the checkout as ``.`` (py-spy writes the process
+    command lines and file names as it finds them)."""
+    venv = Path(sys.executable).resolve().parents[1]
+    for path, short in ((venv, ".venv"), (Path(settings.BASE_DIR) / ".venv", ".venv"), (settings.BASE_DIR, ".")):
+        for variant in {str(path), str(Path(path).resolve())}:
+            text = text.replace(variant + "/", short + "/").replace(variant, short)
+    # labels py-spy cut short ("process 1:&quot;/wo..") before the paths could be recognised
+    return re.sub(r"&quot;/[^<&]*\.\.</text>", "&quot;..</text>", text)
 
 
 def signed_in_sessions(users: list[Any]) -> list[str]:
@@ -374,6 +387,7 @@ class Command(bench_annotation.Command):
         if done.returncode != 0:
             self.stderr.write(f"py-spy failed ({done.returncode}): {done.stderr[-500:]}")
         else:
+            Path(svg).write_text(machine_paths_out(Path(svg).read_text(encoding="utf-8")), encoding="utf-8")
             self.stdout.write(f"flame graph of the steady window: {svg}")
 
     def _scenario_env(self, *, project: Project, opts: dict[str, Any]) -> dict[str, str]:
