@@ -58,6 +58,15 @@ class LeaseOutputSerializer(serializers.Serializer):
     expires_at = serializers.DateTimeField()
 
 
+class AnnotationNextOutputSerializer(AnnotationOutputSerializer):
+    """An answer with the next lease (``?next=1``): one round trip per answer."""
+
+    next = LeaseOutputSerializer(allow_null=True, help_text="the next lease; null when nothing is left for you")
+    next_refused = serializers.CharField(
+        required=False, help_text="only when no next lease may be given now: why (next-item's 403 message)"
+    )
+
+
 class ItemNextApi(APIView):
     """Lease the next item for the caller (members of the project; researchers may try it).
     200 with the item and its choices, 204 when nothing is left for the caller; 403 when the
@@ -98,18 +107,28 @@ class AnnotationSubmitApi(APIView):
         choice = serializers.CharField(max_length=64)
         duration_ms = serializers.IntegerField(min_value=0, max_value=24 * 3600 * 1000, required=False, allow_null=True)
 
+    class QuerySerializer(serializers.Serializer):
+        next = serializers.BooleanField(
+            required=False,
+            default=False,
+            help_text="1/true: the response also carries the next lease (`next`), as next-item would answer",
+        )
+
     @extend_schema(
         summary="Answer a leased item",
         request=InputSerializer,
+        parameters=[QuerySerializer],
         responses={
-            201: AnnotationOutputSerializer,
-            200: AnnotationOutputSerializer,
+            201: AnnotationNextOutputSerializer,
+            200: AnnotationNextOutputSerializer,
             400: OpenApiResponse(description="a choice the item does not offer"),
             403: OpenApiResponse(description="removed from the project, paused or flagged"),
             409: OpenApiResponse(description="the lease expired or belongs to someone else"),
         },
     )
     def post(self, request: Request, assignment_id: int) -> Response:
+        query = self.QuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
@@ -121,7 +140,12 @@ class AnnotationSubmitApi(APIView):
             )
         except svc.AnnotationError as exc:
             return _error(exc)
-        return Response(result.as_json(), status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+        body = result.as_json()
+        if query.validated_data["next"]:
+            body["next"], refused = svc.lease_next_payload(project_id=result.project_id, annotator=request.user)
+            if refused:
+                body["next_refused"] = refused
+        return Response(body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
 
 
 class AssignmentSkipApi(APIView):

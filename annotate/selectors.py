@@ -147,6 +147,25 @@ def _source(item: Item) -> kinds.ItemSource:
     )
 
 
+def item_view_of(*, assignment: Assignment, shown: tuple[Any, ...], text_fields: list[str]) -> ItemView:
+    """``item_view`` from what the lease statement already read (``shown`` = kind, side,
+    candidate fields and image, example fields and image): no query."""
+    kind_name, side, c_fields, c_image, e_fields, e_image = shown
+    kind = kinds.kind_named(kind_name)
+    order = list(assignment.display_order)
+    offered = kind.offered(order)
+    source = kinds.ItemSource(
+        side=side,
+        text_fields=text_fields,
+        fields=c_fields,
+        image=c_image,
+        original_fields=e_fields,
+        original_image=e_image,
+    )
+    body = kind.body(source, order, image_url)
+    return ItemView(assignment, kind_name, body, offered, kind.choice_labels(offered))
+
+
 def item_view(*, assignment: Assignment) -> ItemView:
     item = Item.objects.select_related("candidate__example", "project").get(pk=assignment.item_id)
     kind = kinds.kind_named(item.kind)
@@ -157,21 +176,26 @@ def item_view(*, assignment: Assignment) -> ItemView:
 
 
 def annotator_progress(*, project: Project, user: Any) -> dict[str, int]:
-    """The annotator's own counts (an index range on (annotator, project, status))."""
-    rows = dict(
-        Assignment.objects.filter(project=project, annotator=user)
-        .values_list("status")
-        .annotate(n=Count("id"))
-        .values_list("status", "n")
-    )
-    return {
-        "answered": rows.get("submitted", 0),
-        "skipped": rows.get("skipped", 0),
-        "left": items_left_for(project=project, user=user),
-    }
+    """The annotator's own counts: answered and skipped (an index range on (annotator,
+    project, status)) and items left (``items_left_for``), read in one statement: this runs on
+    every answer of the annotator page (issue 33)."""
+    with connection.cursor() as cur:
+        cur.execute(_PROGRESS, {"pid": project.pk, "uid": user.pk, "cap": ITEMS_LEFT_CAP + 1})
+        row = cur.fetchone()
+    answered, skipped, left = row if row else (0, 0, 0)
+    return {"answered": int(answered), "skipped": int(skipped), "left": int(left)}
 
 
 ITEMS_LEFT_CAP = 1000
+
+
+_OWN_COUNT = (
+    "(SELECT COUNT(*) FROM annotate_assignment a WHERE a.annotator_id = %(uid)s AND a.project_id = %(pid)s "
+    "AND a.status = '{status}')"
+)
+_PROGRESS = (
+    f"SELECT {_OWN_COUNT.format(status='submitted')}, {_OWN_COUNT.format(status='skipped')}, ({open_for.ITEMS_LEFT})"
+)
 
 
 def items_left_for(*, project: Project, user: Any) -> int:
@@ -676,6 +700,7 @@ __all__ = [
     "free_gold_candidates",
     "image_url",
     "item_view",
+    "item_view_of",
     "items_left_for",
     "items_waiting_for_annotators",
     "items_waiting_summary",

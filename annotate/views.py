@@ -44,21 +44,30 @@ def _project_for_annotator(request: HttpRequest, project_id: int) -> Project:
     return project
 
 
+_NOT_GIVEN: Any = object()
+
+
 def _stage_context(
-    request: HttpRequest, project: Project, *, error: str = "", answered: selectors.AnsweredView | None = None
+    request: HttpRequest,
+    project: Project,
+    *,
+    error: str = "",
+    answered: selectors.AnsweredView | None = None,
+    last: Any = _NOT_GIVEN,
 ) -> dict[str, Any]:
     """Lease (or keep) the next item and build the stage fragment's context. With ``answered``
-    (the annotator came back to an item they answered), show that instead and lease nothing."""
+    (the annotator came back to an item they answered), show that instead and lease nothing.
+    ``last``: the annotator's undoable last answer when the caller knows it already (the
+    answer just given), else it is read."""
     view = None
     blocked = ""
-    assignment = None
     if answered is None:
         try:
-            assignment = svc.assignment_next(project=project, annotator=request.user)
+            view = svc.lease_next_view(project=project, annotator=request.user)
         except svc.NotAllowed as exc:
             blocked = str(exc)
-    if assignment is not None:
-        view = selectors.item_view(assignment=assignment)
+    if last is _NOT_GIVEN:
+        last = None if answered else selectors.last_undoable(project=project, user=request.user)
     return {
         "project": project,
         "view": view,
@@ -67,14 +76,16 @@ def _stage_context(
         "member": selectors.member_state(project=project, user=request.user) if blocked else None,
         "error": error,
         "progress": selectors.annotator_progress(project=project, user=request.user),
-        "last": None if answered else selectors.last_undoable(project=project, user=request.user),
+        "last": last,
         "heartbeat_seconds": settings.COUNTERPART["HEARTBEAT_SECONDS"],
         "undo_seconds": settings.COUNTERPART["UNDO_SECONDS"],
     }
 
 
-def _render_stage(request: HtmxHttpRequest, project: Project, *, error: str = "", status: int = 200) -> HttpResponse:
-    ctx = _stage_context(request, project, error=error)
+def _render_stage(
+    request: HtmxHttpRequest, project: Project, *, error: str = "", status: int = 200, last: Any = _NOT_GIVEN
+) -> HttpResponse:
+    ctx = _stage_context(request, project, error=error, last=last)
     if request.htmx:
         return render(request, "annotate/item.html#stage", ctx, status=status)
     if error:
@@ -138,17 +149,19 @@ def answer(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     form = AnswerForm.parse(request.POST)
     if not form.is_valid():
         return HttpResponseBadRequest(form.error_text())
-    error, status = "", 200
+    error, status, last = "", 200, _NOT_GIVEN
     try:
-        svc.annotation_submit(
+        result = svc.annotation_submit(
             assignment_id=assignment_id,
             annotator=request.user,
             choice=form.cleaned_data["choice"],
             duration_ms=form.cleaned_data["duration_ms"],
         )
+        # the answer just given is the last one: undoable while its item is open (no query)
+        last = result.as_annotation() if result.item_open and selectors.undo_window().total_seconds() >= 0 else None
     except svc.AnnotationError as exc:
         error, status = str(exc), exc.status
-    return _render_stage(request, project, error=error, status=200 if request.htmx else status)
+    return _render_stage(request, project, error=error, status=200 if request.htmx else status, last=last)
 
 
 @login_required

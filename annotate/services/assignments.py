@@ -24,7 +24,15 @@ from django.utils import timezone
 
 from annotate import kinds
 from annotate.models import Annotation, Assignment, Item
-from annotate.selectors import PAUSED_MESSAGE, REMOVED_MESSAGE, image_url, undo_window
+from annotate.selectors import (
+    PAUSED_MESSAGE,
+    REMOVED_MESSAGE,
+    ItemView,
+    image_url,
+    item_view,
+    item_view_of,
+    undo_window,
+)
 from annotate.services import hot_sql as sql
 from projects import permissions
 from projects.models import PAUSE_REASON_PREFIX, Project, ProjectMembership
@@ -236,6 +244,31 @@ def assignment_next(*, project: Project, annotator: Any, now: datetime | None = 
     return Assignment.objects.get(pk=lease.assignment_id)
 
 
+def lease_next_view(*, project: Project, annotator: Any) -> ItemView | None:
+    """``lease_next`` for the annotator page: the item view of the lease (or None), built from
+    what the lease statement read on PostgreSQL (no further query), from the rows on SQLite."""
+    access = project_access(project_id=project.pk, annotator=annotator)
+    if access is None:
+        raise NotAllowed("not a project you annotate")
+    lease = lease_next(access=access, annotator=annotator)
+    if lease is None:
+        return None
+    if lease.shown is None:
+        return item_view(assignment=Assignment.objects.get(pk=lease.assignment_id))
+    shown = list(lease.shown)
+    shown[2], shown[4] = sql.json_value(shown[2]), sql.json_value(shown[4])
+    assignment = Assignment(
+        pk=lease.assignment_id,
+        project_id=project.pk,
+        item_id=lease.item_id,
+        annotator_id=annotator.pk,
+        status="leased",
+        display_order=lease.display_order,
+        expires_at=lease.expires_at,
+    )
+    return item_view_of(assignment=assignment, shown=tuple(shown), text_fields=access.text_fields)
+
+
 def lease_payload(*, lease: Lease, access: Access) -> dict[str, Any]:
     """The API body for a lease (docs/formats.md §4): blind — no labels, no other answers, not even
     whether the item is a check item."""
@@ -263,6 +296,23 @@ def lease_payload(*, lease: Lease, access: Access) -> dict[str, Any]:
         "choices": rules.offered(lease.display_order),
         "expires_at": lease.expires_at.isoformat(),
     }
+
+
+def lease_next_payload(
+    *, project_id: int, annotator: Any, now: datetime | None = None
+) -> tuple[dict[str, Any] | None, str]:
+    """The next lease for ``annotator`` on ``project_id`` as the API shows it (what next-item
+    would answer), for an answer that asks for it (``?next=1``): (lease body, "") — (None, "")
+    when nothing is left for them — (None, why) when they may not get another item now
+    (removed, paused, flagged, waiting for check items: next-item's 403)."""
+    access = project_access(project_id=project_id, annotator=annotator)
+    if access is None:
+        return None, REMOVED_MESSAGE
+    try:
+        lease = lease_next(access=access, annotator=annotator, now=now)
+    except NotAllowed as exc:
+        return None, str(exc)
+    return (None if lease is None else lease_payload(lease=lease, access=access)), ""
 
 
 # --- expiry and heartbeat ------------------------------------------------------------------
@@ -357,6 +407,20 @@ class SubmitResult:
     duration_ms: int | None
     created_at: datetime
     created: bool
+    project_id: int = 0
+    item_open: bool = True  # the item is still open after this answer (not aggregated by it): undo may work
+
+    def as_annotation(self) -> Annotation:
+        """The stored answer as an (unsaved-looking) row for display: no query."""
+        return Annotation(
+            pk=self.annotation_id,
+            assignment_id=self.assignment_id,
+            item_id=self.item_id,
+            shown_choice=self.shown_choice,
+            choice=self.choice,
+            duration_ms=self.duration_ms,
+            created_at=self.created_at,
+        )
 
     @property
     def annotation(self) -> Annotation:
@@ -395,14 +459,17 @@ def _after_answer(
     is_gold: bool,
     correct: bool | None,
     now: datetime,
-) -> None:
+) -> bool:
+    """Record a check answer, or aggregate the item if this answer completed it. Returns
+    whether the item is still open afterwards."""
     from annotate.services import quality
 
     if is_gold:
         quality.membership_record_gold(project_id=project_id, annotator=annotator, correct=bool(correct), now=now)
     elif done >= k and status == "open":
         with transaction.atomic():
-            quality.item_complete_if_ready(item_id=item_id, now=now)
+            return quality.item_complete_if_ready(item_id=item_id, now=now) != "complete"
+    return status == "open"
 
 
 # --- one backend object per database vendor -------------------------------------------------
@@ -476,7 +543,7 @@ class _PostgresPath:
             return None
         ann_id, item_id, done, k, status, is_gold, project_id, gold_choice = out
         correct = (canonical == gold_choice) if is_gold else None
-        _after_answer(
+        still_open = _after_answer(
             item_id=item_id,
             project_id=project_id,
             annotator=annotator,
@@ -487,7 +554,9 @@ class _PostgresPath:
             correct=correct,
             now=now,
         )
-        return SubmitResult(ann_id, assignment_id, item_id, choice, canonical, duration_ms, now, True)
+        return SubmitResult(
+            ann_id, assignment_id, item_id, choice, canonical, duration_ms, now, True, project_id, still_open
+        )
 
 
 class _SqlitePath:
@@ -568,7 +637,7 @@ class _SqlitePath:
                 ],
             )
             assert created is not None
-            _after_answer(
+            still_open = _after_answer(
                 item_id=item_id,
                 project_id=project_id,
                 annotator=annotator,
@@ -579,7 +648,9 @@ class _SqlitePath:
                 correct=correct,
                 now=now,
             )
-            return SubmitResult(created[0], assignment_id, item_id, choice, canonical, duration_ms, now, True)
+            return SubmitResult(
+                created[0], assignment_id, item_id, choice, canonical, duration_ms, now, True, project_id, still_open
+            )
 
 
 _POSTGRES, _SQLITE = _PostgresPath(), _SqlitePath()
@@ -650,6 +721,8 @@ def _repeat(a: Assignment, choice: str) -> SubmitResult:
         existing.duration_ms,
         existing.created_at,
         False,
+        a.project_id,
+        a.item.status == "open",
     )
 
 

@@ -181,6 +181,16 @@ elif CACHE_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
+# Sessions: with a shared cache (Redis) each request reads its session from the cache and the
+# database only on a miss (cached_db; writes go to both, so nothing is lost when Redis
+# restarts). A per-process cache cannot be used for sessions: a log-out in one gunicorn worker
+# would leave the session alive in the others' caches, so without Redis sessions stay in the
+# database. DJANGO_SESSION_ENGINE overrides (e.g. django.contrib.sessions.backends.db).
+SESSION_ENGINE = env(
+    "DJANGO_SESSION_ENGINE",
+    "django.contrib.sessions.backends.cached_db" if CACHE_URL else "django.contrib.sessions.backends.db",
+)
+
 REST_FRAMEWORK = {
     # Token first: DRF takes the WWW-Authenticate header from the first class, so a missing or bad
     # token is a 401 with "WWW-Authenticate: Token" (session first would make it a bare 403).

@@ -157,3 +157,68 @@ def test_token_auth_refuses_bad_and_inactive_tokens(project):
     u.save()
     assert c.post(f"/api/v1/projects/{project.pk}/next-item/").status_code in (401, 403)
     assert Assignment.objects.count() == 1
+
+
+def test_answer_with_next_carries_the_next_lease_in_one_round_trip(project):
+    """``?next=1`` (issue 33): the 201 is the answer as before plus ``next``, the lease next-item
+    would have given; a repeat of the answer gives the same next lease (renewed, not a second
+    one); at the end ``next`` is null, and the items were each answered once."""
+    u = annotator(project)
+    c = token_client(u)
+    lease = c.post(f"/api/v1/projects/{project.pk}/next-item/").json()
+    seen = [lease["item"]["id"]]
+    while True:
+        url = f"/api/v1/assignments/{lease['assignment']}/annotation/?next=1"
+        r = c.post(url, {"choice": "neutral", "duration_ms": 10}, format="json")
+        assert r.status_code == 201
+        body = r.json()
+        assert set(body) == {
+            "id",
+            "assignment",
+            "item",
+            "choice",
+            "canonical_choice",
+            "duration_ms",
+            "created_at",
+            "next",
+        }
+        again = c.post(url, {"choice": "neutral", "duration_ms": 10}, format="json")
+        assert again.status_code == 200 and again.json()["id"] == body["id"]
+        assert again.json()["next"] == body["next"] or again.json()["next"]["assignment"] == body["next"]["assignment"]
+        if body["next"] is None:
+            break
+        lease = body["next"]
+        assert set(lease) == {"assignment", "item", "choices", "expires_at"}
+        seen.append(lease["item"]["id"])
+    assert len(seen) == len(set(seen)) == 5
+    assert Annotation.objects.filter(annotator=u).count() == 5
+    assert Assignment.objects.filter(annotator=u, status="leased").count() == 0
+    assert c.post(f"/api/v1/projects/{project.pk}/next-item/").status_code == 204
+
+
+def test_answer_without_next_keeps_the_old_shape_and_bad_next_is_400(project):
+    c = token_client(annotator(project))
+    aid = c.post(f"/api/v1/projects/{project.pk}/next-item/").json()["assignment"]
+    bad = c.post(f"/api/v1/assignments/{aid}/annotation/?next=perhaps", {"choice": "neutral"}, format="json")
+    assert bad.status_code == 400 and "next" in bad.json() and Annotation.objects.count() == 0
+    r = c.post(f"/api/v1/assignments/{aid}/annotation/?next=0", {"choice": "neutral"}, format="json")
+    assert r.status_code == 201 and "next" not in r.json()
+    assert Assignment.objects.filter(status="leased").count() == 0  # nothing leased behind the caller's back
+
+
+def test_answer_with_next_when_paused_says_why_and_leases_nothing(project):
+    from projects.models import ProjectMembership
+    from projects.services.memberships import membership_pause
+
+    u, other = annotator(project), annotator(project)
+    c = token_client(u)
+    aid = c.post(f"/api/v1/projects/{project.pk}/next-item/").json()["assignment"]
+    # k = 2: two members share the items; the other member's answer on the last slot does not matter here
+    r = c.post(f"/api/v1/assignments/{aid}/annotation/?next=1", {"choice": "neutral"}, format="json")
+    assert r.status_code == 201 and r.json()["next"] is not None
+    membership_pause(membership=ProjectMembership.objects.get(project=project, user=u), by=None)
+    nxt = r.json()["next"]["assignment"]
+    refused = c.post(f"/api/v1/assignments/{nxt}/annotation/?next=1", {"choice": "neutral"}, format="json")
+    assert refused.status_code == 403  # the pause released the lease; the answer is refused as before
+    assert not Assignment.objects.filter(annotator=u, status="leased").exists()
+    assert other

@@ -110,6 +110,25 @@ class Routing(RuleBasedStateMachine):
                 return
             self._answer(u, a)
 
+    @rule(who=st.integers(0, 3), burst=st.sampled_from([1, 3, 10, 40]))
+    def work_one_trip(self, who, burst):
+        """As ``work``, through the answer that carries the next lease (the API's ``?next=1``,
+        issue 33): after the first next-item, each answer's response is the next lease."""
+        u = self.users[who % len(self.users)]
+        a = self._next(u)
+        for _ in range(burst):
+            if a is None:
+                return
+            self._answer(u, a)
+            body, refused = svc.lease_next_payload(project_id=self.project.pk, annotator=u, now=self.now)
+            if refused:
+                assert self._paused(u), refused
+                return
+            if body is None:
+                assert self._oracle(u) == set(), f"{u} starved: the answer's next lease said nothing left"
+                return
+            a = Assignment.objects.get(pk=body["assignment"], annotator=u, status="leased")
+
     @rule(who=st.integers(0, 3))
     def take_and_leave(self, who):
         """Take an item and walk away (the lease runs out later)."""

@@ -167,7 +167,9 @@ class Command(BaseCommand):
 
     # --- server --------------------------------------------------------------------------
 
-    def _start_server(self, *, workers: int, threads: int) -> tuple[subprocess.Popen[bytes], str]:
+    def _start_server(self, *, workers: int, threads: int, app_dir: str = "") -> tuple[subprocess.Popen[bytes], str]:
+        """gunicorn on a free loopback port serving this checkout, or ``app_dir``'s (another
+        checkout of the code, e.g. the commit before a change, on the same database)."""
         port = _free_port()
         env = {
             **os.environ,
@@ -191,8 +193,10 @@ class Command(BaseCommand):
             "warning",
             "--timeout",
             "120",
+            "--chdir",
+            str(Path(app_dir).resolve()) if app_dir else str(settings.BASE_DIR),
         ]
-        proc = subprocess.Popen(cmd, cwd=str(settings.BASE_DIR) if hasattr(settings, "BASE_DIR") else None, env=env)
+        proc = subprocess.Popen(cmd, cwd=str(settings.BASE_DIR), env=env)
         url = f"http://127.0.0.1:{port}"
         import httpx
 
