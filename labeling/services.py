@@ -44,8 +44,9 @@ from labeling.ml.pairwise import (
     check_labels,
 )
 from labeling.ml.siblings import sibling_keys
+from labeling.ml.strata import ALPHA as STRATUM_ALPHA  # noqa: F401 (re-exported: the dashboard's checks)
 from labeling.ml.strata import MIN_STRATUM_LABELS as MIN_STRATUM_LABELS  # re-exported: the dashboard's checks
-from labeling.ml.strata import as_dicts, deciding_stratum, judge_strata, verdict_index
+from labeling.ml.strata import as_dicts, deciding_stratum, judge_strata, overall, verdict_index
 from labeling.ml.task_inputs import load_task, read_task_meta, task_leak
 from labeling.ml.textkeys import text_hash
 from labeling.ml.validity import MIN_VALID, ValidityPrior
@@ -494,6 +495,8 @@ def pairwise_train(
         judge_strata(cv["oof_correct"], cv["invariant_correct"], generators, [p.perturbation for p in pairs])
     )
     cv["strata"] = strata
+    # h against "nothing flips" pooled, with the same test (the dashboard's check reads it)
+    cv["h_vs_invariant"] = overall(cv["oof_correct"], cv["invariant_correct"])
     cv["task_model"] = task_model if h.uses_task else ""
     cv["notes"] = notes
     bundle = LabelingModel(
@@ -525,9 +528,11 @@ def pairwise_train(
         n_warm=len(warm_pairs),
         n_originals=len(orig_records) if f is not None else 0,
         label_counts={lab: ys.count(lab) for lab in labels},
-        cv_accuracy=h.cv.accuracy,
-        cv_macro_f1=h.cv.macro_f1,
-        cv_ece=h.cv.ece,
+        # rounded as the stored candidates and strata are: the report, the dashboard and the
+        # command show the same figures (issue 30)
+        cv_accuracy=round(h.cv.accuracy, 4),
+        cv_macro_f1=round(h.cv.macro_f1, 4),
+        cv_ece=round(h.cv.ece, 4),
         cv_folds=h.cv.folds,
         threshold=threshold,
         metrics=cv,
@@ -581,9 +586,11 @@ def _train_cross_encoder(
         warm_start="",
         n_train=len(pairs),
         label_counts={lab: ys.count(lab) for lab in labels},
-        cv_accuracy=h.cv.accuracy,
-        cv_macro_f1=h.cv.macro_f1,
-        cv_ece=h.cv.ece,
+        # rounded as the stored candidates and strata are: the report, the dashboard and the
+        # command show the same figures (issue 30)
+        cv_accuracy=round(h.cv.accuracy, 4),
+        cv_macro_f1=round(h.cv.macro_f1, 4),
+        cv_ece=round(h.cv.ece, 4),
         cv_folds=1,
         threshold=threshold,
         metrics=cv,
