@@ -110,7 +110,8 @@ class PairwiseTrainApi(APIView):
             choices=[TASK_MODEL_LATEST, "none"],
             default=TASK_MODEL_LATEST,
             help_text="latest: h reads the project's newest task model f (left out, with a note, when there is "
-            "none or it trained on the human-labelled counterfactuals); none: h without f",
+            "none, it is near chance — the job's params.task_model_note says why — or it trained on the "
+            "human-labelled counterfactuals); none: h without f",
         )
 
     @extend_schema(

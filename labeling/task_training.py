@@ -25,6 +25,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from labeling.ml import task_model as TM
+from labeling.ml.task_gate import TaskGate, judge_task_model
 from labeling.ml.textkeys import text_hash
 from labeling.models import TaskModel, TaskTrainingExample
 from projects import formats, states
@@ -314,6 +315,7 @@ def task_model_train(
             "eval": meta.get("eval", {}),
             "history": meta.get("history", []),
             "best_epoch": meta.get("best_epoch"),
+            "held_out_majority": meta.get("held_out_majority"),
             "training_set": info,
             "config": meta.get("config", {}),
         },
@@ -412,6 +414,7 @@ def task_model_as_dict(*, model: TaskModel) -> dict[str, Any]:
         "n_held_out": model.n_held_out,
         "n_stripped": model.n_stripped,
         "held_out_accuracy": model.held_out_accuracy,
+        "gate": {"usable": (gate := task_model_gate(model=model)).usable, "reason": gate.reason},
         "eval": model.metrics.get("eval", {}),
         "best_epoch": model.metrics.get("best_epoch"),
         "message": model.metrics.get("training_set", {}).get("message", ""),
@@ -419,6 +422,29 @@ def task_model_as_dict(*, model: TaskModel) -> dict[str, Any]:
         "device": model.device,
         "created_at": model.created_at.isoformat(),
     }
+
+
+def task_model_gate(*, model: TaskModel) -> TaskGate:
+    """Selector: whether h may default to ``model`` (``labeling.ml.task_gate``): its held-out
+    accuracy against chance (its held-out majority share, or for models trained before it was
+    recorded the commonest label's share of the project's task data)."""
+    counts = _label_counts(model.project, counterfactuals=False)
+    majority = model.metrics.get("held_out_majority")
+    if majority is None and counts:
+        majority = max(counts.values()) / sum(counts.values())
+    return judge_task_model(model.held_out_accuracy, model.n_held_out, len(_labels(model.project)), majority)
+
+
+def task_model_for_h(*, project: Project) -> tuple[TaskModel | None, str]:
+    """Selector: the task model "Train h" reads by default (the newest, when it passes its gate)
+    and, when there is none, why — never a silent fallback (issue 30)."""
+    latest = task_model_latest(project=project)
+    if latest is None:
+        return None, "no task model: train one in the project's Task model section to give h f's predictions"
+    gate = task_model_gate(model=latest)
+    if not gate.usable:
+        return None, f"h trains without the newest task model ({latest.key}): {gate.reason}"
+    return latest, ""
 
 
 def task_model_latest(*, project: Project) -> TaskModel | None:

@@ -49,6 +49,8 @@ def _fragment(
         "task_model": task_training.task_model_latest(project=project),
         "errors": errors or {},
     }
+    # whether "Train h" reads the newest task model by default, and why not (issue 30)
+    context["task_model_for_h"], context["task_model_note"] = task_training.task_model_for_h(project=project)
     context["warm_note"] = cad_missing_note(project=project, found=bool(context["warm_starts"]), what="warm starts")
     return render(request, "labeling/_flip_rates.html", context, status=status)
 
@@ -73,7 +75,12 @@ def pairwise_train_start(request: HttpRequest, pk: int) -> HttpResponse:
         return _fragment(request, project, error=f"cannot train yet: {' '.join(exc.messages)}", status=400)
     except BrokerUnavailable as exc:
         return _fragment(request, project, error=str(exc), status=503)
-    return _fragment(request, project, message=f"Training {job.params['mode'].upper()} queued (job {job.pk}).")
+    note = job.params.get("task_model_note") or ""
+    return _fragment(
+        request,
+        project,
+        message=f"Training {job.params['mode'].upper()} queued (job {job.pk})." + (f" Note: {note}." if note else ""),
+    )
 
 
 @researcher_required
