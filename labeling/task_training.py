@@ -26,6 +26,7 @@ from django.core.exceptions import ValidationError
 
 from labeling.ml import task_model as TM
 from labeling.ml.task_gate import TaskGate, judge_task_model
+from labeling.ml.task_probe import BUDGET_SECONDS, estimate_seconds, probe_training, propose
 from labeling.ml.textkeys import text_hash
 from labeling.models import TaskModel, TaskTrainingExample
 from projects import formats, states
@@ -341,7 +342,7 @@ def task_model_start(
     if max_examples < 0:
         raise ValidationError("max examples must be 0 (all) or more")
     if Job.objects.filter(project=project, kind="task_model", status__in=JOB_ACTIVE).exists():
-        raise TaskModelBusy("a task model is already being trained for this project")
+        raise TaskModelBusy("a task model is already being trained (or its time estimated) for this project")
     ys = _label_counts(
         project, counterfactuals=counterfactuals
     )  # cheap counts in the request; the job builds the set itself
@@ -356,6 +357,109 @@ def task_model_start(
         created_by=created_by,
         params={"base": base, "epochs": epochs, "max_examples": max_examples, "counterfactuals": counterfactuals},
     )
+
+
+# -- sizing the training for the machine (issue 30) ---------------------------------------
+
+
+def task_model_probe(
+    *, project: Project, base: str = "minilm", epochs: int = 3, max_examples: int = 0, counterfactuals: bool = False
+) -> dict[str, Any]:
+    """A few real training steps of ``base`` on the project's own training set, on the device
+    training would use (``labeling.ml.task_probe``): the estimate for these settings and a cap
+    and epoch count that fit about an hour. ``ValidationError`` as :func:`task_model_train`."""
+    base_path = resolve_base(base)
+    cfg = _config(project, epochs)
+    if max_examples < 0:
+        raise ValidationError("max examples must be 0 (all) or more")
+    recs, ys, info = task_training_set(project=project, counterfactuals=counterfactuals)
+    if len(set(ys)) < 2 or len(ys) < 4:
+        raise ValidationError(
+            f"too little labelled data to train the task model ({len(ys)} examples): label originals "
+            "or import task training data first"
+        )
+    fixed = int(info["originals"]) + int(info["counterfactuals"])  # never capped
+    requested = fixed + min(int(info["task_data"]), max_examples or int(info["task_data"]))
+    try:
+        probe = probe_training(base_path, recs, ys, cfg, device=str(settings.COUNTERPART.get("DEVICE") or "") or None)
+    except (OSError, ValueError) as exc:
+        raise ValidationError(f"could not probe the base model: {exc}") from exc
+    evals, _ = _eval_sets(project, [])
+    scored = min(cfg.max_held_out, round(cfg.held_out * len(ys))) + sum(len(r) for r, _ in evals.values())
+    proposal = propose(probe, available=len(ys), epochs=epochs, scored_per_epoch=scored)
+    if proposal["max_examples"]:
+        proposal["max_examples"] = max(1, int(proposal["max_examples"]) - fixed)  # the cap is on task data
+    return {
+        "base": base,
+        "probe": probe.as_dict(),
+        "requested": {
+            "epochs": epochs,
+            "max_examples": max_examples,
+            "examples": requested,
+            "estimate_seconds": round(
+                estimate_seconds(probe, examples=requested, epochs=epochs, scored_per_epoch=scored), 1
+            ),
+        },
+        "proposed": proposal,
+        "budget_seconds": BUDGET_SECONDS,
+    }
+
+
+def task_model_probe_start(
+    *,
+    project: Project,
+    base: str = "minilm",
+    epochs: int = 3,
+    max_examples: int = 0,
+    counterfactuals: bool = False,
+    created_by: Any = None,
+) -> Job:
+    """Check the request (``ValidationError``), refuse while a task-model job is active
+    (:class:`TaskModelBusy`), else queue a ``task_model`` job with ``params.probe`` (one job
+    kind: a probe and a training never run at once, so neither times the other)."""
+    resolve_base(base)
+    _config(project, epochs)
+    if max_examples < 0:
+        raise ValidationError("max examples must be 0 (all) or more")
+    if task_model_active_job(project=project) is not None:
+        raise TaskModelBusy("a task model is already being trained or its time estimated for this project")
+    return job_start(
+        kind="task_model",
+        project=project,
+        created_by=created_by,
+        params={
+            "probe": True,
+            "base": base,
+            "epochs": epochs,
+            "max_examples": max_examples,
+            "counterfactuals": counterfactuals,
+        },
+    )
+
+
+def _task_model_probe_job(job: Job) -> dict[str, Any]:
+    assert job.project is not None
+    p = job.params
+    try:
+        return task_model_probe(
+            project=job.project,
+            base=p.get("base", "minilm"),
+            epochs=int(p.get("epochs", 3)),
+            max_examples=int(p.get("max_examples", 0)),
+            counterfactuals=bool(p.get("counterfactuals", False)),
+        )
+    except ValidationError as exc:
+        raise JobFailed(" ".join(exc.messages)) from exc
+
+
+def task_model_probe_latest(*, project: Project) -> dict[str, Any] | None:
+    """Selector: the newest finished probe's result (what the form proposes), if any."""
+    job = (
+        Job.objects.filter(project=project, kind="task_model", params__probe=True, status="succeeded")
+        .order_by("-finished_at", "-id")
+        .first()
+    )
+    return dict(job.result) if job is not None and job.result else None
 
 
 def _label_counts(project: Project, *, counterfactuals: bool) -> dict[str, int]:
@@ -381,6 +485,8 @@ def task_model_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     checkpoint stays, so the next run resumes), the TaskModel row as the result."""
     assert job.project is not None
     p = job.params
+    if p.get("probe"):
+        return _task_model_probe_job(job)
 
     def progress(e: dict[str, Any]) -> None:
         if "loss" in e:

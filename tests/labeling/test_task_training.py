@@ -313,3 +313,53 @@ def test_h_never_defaults_to_an_f_near_chance_and_the_page_and_api_say_why(
     TaskModel.objects.filter(pk=f.pk).update(held_out_accuracy=0.9, n_held_out=500)
     html = page.get(f"/labeling/projects/{project.pk}/flip-rates/", HTTP_HX_REQUEST="true").content.decode()
     assert '<option value="latest">' in html and "Not offered" not in html
+
+
+def test_propose_fits_the_budget():
+    """Issue 30: 3 epochs over 53,674 examples at 0.05 s each is 2.2 hours: the proposal keeps
+    within the hour (one epoch over a cap), and keeps the request when it fits."""
+    from labeling.ml.task_probe import Probe, estimate_seconds, propose
+
+    probe = Probe("cpu", 32, 3, seconds_per_example=0.1, eval_seconds_per_example=0.01, load_seconds=2.0)
+    assert estimate_seconds(probe, examples=53_674, epochs=3, scored_per_epoch=2000) > 4 * 3600
+    p = propose(probe, available=53_674, epochs=3, scored_per_epoch=2000)
+    # (3600 - 2 - 2000 x 0.01) / 0.1 = 35,780 examples fit in one epoch: a cap of 35,000
+    assert (p["epochs"], p["max_examples"], p["examples"]) == (1, 35_000, 35_000)
+    assert 3000 < p["estimate_seconds"] <= 3600
+    small = propose(probe, available=5_000, epochs=3, scored_per_epoch=200)
+    assert small == {**small, "epochs": 3, "max_examples": 0, "examples": 5_000}
+    assert small["estimate_seconds"] <= 3600
+    # all examples fit once but not three times: as many epochs as fit
+    mid = propose(probe, available=15_000, epochs=3, scored_per_epoch=200)
+    assert mid["epochs"] == 2 and mid["max_examples"] == 0 and mid["estimate_seconds"] <= 3600
+
+
+def test_the_form_estimates_the_time_from_a_probe_and_proposes_a_cap(tmp_path, django_capture_on_commit_callbacks):
+    project = project_create(name="probe", task="nli")
+    T.task_data_import(project=project, format="labelled-jsonl", paths=[_task_file(tmp_path, _many(60))])
+    result = T.task_model_probe(project=project, epochs=3, max_examples=0)
+    probe = result["probe"]
+    assert probe["device"] == "cpu" and probe["steps"] == 4 and probe["seconds_per_example"] > 0
+    assert result["requested"]["examples"] == 60 and result["requested"]["estimate_seconds"] > 0
+    # the page: estimate the time first (a job), then the form carries the proposal
+    c = login(researcher())
+    url = f"/labeling/projects/{project.pk}/task-model/"
+    assert c.post(url + "probe/", {"epochs": "0"}).status_code == 400
+    with django_capture_on_commit_callbacks(execute=True):
+        r = c.post(url + "probe/", {"epochs": "3"})
+    assert r.status_code == 200 and b"Estimating the training time" in r.content
+    html = c.get(url).content.decode()
+    assert "Measured on cpu (4 training steps of 32 examples" in html and "would take about" in html
+    proposed = T.task_model_probe_latest(project=project)["proposed"]
+    assert f'name="epochs" type="number" min="1" max="20" value="{proposed["epochs"]}"' in html
+    # the API: the same job, and GET shows the newest probe
+    api = APIClient()
+    api.force_authenticate(researcher())
+    with django_capture_on_commit_callbacks(execute=True):
+        r = api.post(f"/api/v1/projects/{project.pk}/task-model/probe/", {"epochs": 1}, format="json")
+    assert r.status_code == 202 and r.json()["kind"] == "task_model" and r.json()["params"]["probe"] is True
+    body = api.get(f"/api/v1/projects/{project.pk}/task-model/").json()
+    assert body["probe"]["requested"]["epochs"] == 1 and body["probe"]["proposed"]["estimate_seconds"] <= 3600
+    assert (
+        api.post(f"/api/v1/projects/{project.pk}/task-model/probe/", {"epochs": 99}, format="json").status_code == 400
+    )
