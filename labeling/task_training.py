@@ -153,13 +153,14 @@ def pool_text_keys(*, project: Project) -> set[str]:
 
 
 def task_training_set(
-    *, project: Project, max_examples: int = 0, counterfactuals: bool = False
+    *, project: Project, max_examples: int = 0, counterfactuals: bool = False, edited: int = 0
 ) -> tuple[list[dict[str, str]], list[str], dict[str, Any]]:
     """(records, labels, info): the project's labelled originals, its human-labelled
     counterfactuals when ``counterfactuals`` (off by default: h cross-validates on those labels, so
     it cannot use an f that trained on them), and its task training data less the pool overlap
     (``info["stripped"]``, ``info["message"]``). ``max_examples`` caps the task training data
-    (0: all), in a fixed order."""
+    (0: all), in a fixed order. ``edited``: at most this many edited examples whose label is
+    known by construction (``labeling.ml.edited_pairs``; NLI), made from the task data kept."""
     fields = list(project.text_fields)
     labels = set(_labels(project))
     recs: list[dict[str, str]] = []
@@ -189,6 +190,23 @@ def task_training_set(
         recs.append({k: f.get(k, "") for k in fields})
         ys.append(lab)
         imported += 1
+    n_edited = 0
+    if edited:
+        from labeling.ml.edited_pairs import edited_examples
+
+        task_rows = [
+            {**r, "label": lab} for r, lab in zip(recs[n_originals + n_cf :], ys[n_originals + n_cf :], strict=True)
+        ]
+        try:
+            made = edited_examples(task_rows, sorted(labels), limit=edited)
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+        for e in made:
+            if text_hash(e.fields, fields) in pool:
+                continue  # never a text of the pool
+            recs.append({k: e.fields.get(k, "") for k in fields})
+            ys.append(e.label)
+            n_edited += 1
     message = (
         f"{stripped} task training example{'s' if stripped != 1 else ''} left out: "
         "the same text is in this project's pool (originals or candidates)"
@@ -199,6 +217,7 @@ def task_training_set(
         "originals": n_originals,
         "counterfactuals": n_cf,
         "task_data": imported,
+        "edited": n_edited,
         "stripped": stripped,
         "message": message,
     }
@@ -271,6 +290,7 @@ def task_model_train(
     epochs: int = 3,
     max_examples: int = 0,
     counterfactuals: bool = False,
+    edited: int = 0,
     options: dict[str, Any] | None = None,
     progress: TM.Progress | None = None,
     cancel: Callable[[], bool] | None = None,
@@ -280,7 +300,11 @@ def task_model_train(
     bad base or epochs, or too little data."""
     base_path = resolve_base(base)
     cfg = _config(project, epochs, **(options or {}))
-    recs, ys, info = task_training_set(project=project, max_examples=max_examples, counterfactuals=counterfactuals)
+    if edited < 0:
+        raise ValidationError("edited must be 0 (none) or more")
+    recs, ys, info = task_training_set(
+        project=project, max_examples=max_examples, counterfactuals=counterfactuals, edited=edited
+    )
     if len(set(ys)) < 2 or len(ys) < 4:
         raise ValidationError(
             f"too little labelled data to train the task model ({len(ys)} examples): label originals "
