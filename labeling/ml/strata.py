@@ -72,7 +72,7 @@ def mcnemar_one_sided(wins: int, losses: int) -> float:
     n = wins + losses
     if n == 0:
         return 1.0
-    return min(1.0, sum(math.comb(n, k) for k in range(wins, n + 1)) / 2**n)
+    return float(min(1.0, sum(math.comb(n, k) for k in range(wins, n + 1)) / 2**n))
 
 
 @dataclass(frozen=True)

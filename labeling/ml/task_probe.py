@@ -106,8 +106,8 @@ def _round_down(n: int) -> int:
     """A readable cap: down to 2 significant digits (12,345 -> 12,000)."""
     if n < 100:
         return max(n, 0)
-    step = 10 ** (int(math.log10(n)) - 1)
-    return n // step * step
+    step = int(10 ** (int(math.log10(n)) - 1))
+    return int(n // step * step)
 
 
 def propose(
