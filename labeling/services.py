@@ -44,9 +44,8 @@ from labeling.ml.pairwise import (
     check_labels,
 )
 from labeling.ml.siblings import sibling_keys
-from labeling.ml.strata import ALPHA as STRATUM_ALPHA  # noqa: F401 (re-exported: the dashboard's checks)
+from labeling.ml.strata import ALPHA, as_dicts, deciding_stratum, judge_strata, overall, verdict_index
 from labeling.ml.strata import MIN_STRATUM_LABELS as MIN_STRATUM_LABELS  # re-exported: the dashboard's checks
-from labeling.ml.strata import as_dicts, deciding_stratum, judge_strata, overall, verdict_index
 from labeling.ml.task_inputs import load_task, read_task_meta, task_leak
 from labeling.ml.textkeys import text_hash
 from labeling.ml.validity import MIN_VALID, ValidityPrior
@@ -59,6 +58,7 @@ from projects.services.candidates import candidates_transition
 from projects.services.jobs import JobContext, JobFailed, job_start
 
 TRAIN_SOURCES = ("human", "gold")
+STRATUM_ALPHA = ALPHA  # the strata's one-sided level (the dashboard's checks state it)
 AUTOLABEL_FROM = (states.POOLED, states.ABSTAINED)
 NOT_IN_POOL = (states.GENERATED, states.FILTERED_OUT)  # never labelled, nor counted as siblings
 LEARNERS = ("linear", "cross-encoder")
