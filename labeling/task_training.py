@@ -421,7 +421,7 @@ def task_model_probe(
             "max_examples": max_examples,
             "examples": requested,
             "estimate_seconds": round(
-                estimate_seconds(probe, examples=requested, epochs=epochs, scored_per_epoch=scored), 1
+                estimate_seconds(probe, examples=requested, epochs=epochs, scored_per_epoch=scored), 3
             ),
         },
         "proposed": proposal,

@@ -93,7 +93,7 @@ def probe_training(
     t = time.perf_counter()
     enc.proba(sample, config.eval_batch_size)
     eval_spe = (time.perf_counter() - t) / len(sample)
-    return Probe(dev, bs, len(timings), statistics.median(timings), eval_spe, round(load_seconds, 2))
+    return Probe(dev, bs, len(timings), statistics.median(timings), eval_spe, round(load_seconds, 3))
 
 
 def estimate_seconds(probe: Probe, *, examples: int, epochs: int, scored_per_epoch: int) -> float:
@@ -138,6 +138,6 @@ def propose(
         "epochs": e,
         "max_examples": cap,
         "examples": n,
-        "estimate_seconds": round(cost(n, e), 1),
+        "estimate_seconds": round(cost(n, e), 3),
         "budget_seconds": budget,
     }
