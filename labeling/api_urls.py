@@ -9,4 +9,9 @@ urlpatterns: list = [
     path("projects/<int:project_id>/train/", apis.PairwiseTrainApi.as_view(), name="api-project-train"),
     path("projects/<int:project_id>/autolabel/", apis.AutolabelApi.as_view(), name="api-project-autolabel"),
     path("projects/<int:project_id>/task-model/", apis.TaskModelApi.as_view(), name="api-project-task-model"),
+    path(
+        "projects/<int:project_id>/task-model/probe/",
+        apis.TaskModelProbeApi.as_view(),
+        name="api-project-task-model-probe",
+    ),
 ]

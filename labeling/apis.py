@@ -27,6 +27,8 @@ from labeling.task_training import (
     task_model_active_job,
     task_model_as_dict,
     task_model_latest,
+    task_model_probe_latest,
+    task_model_probe_start,
     task_model_start,
 )
 from projects.apis import JobOutputSerializer
@@ -110,7 +112,8 @@ class PairwiseTrainApi(APIView):
             choices=[TASK_MODEL_LATEST, "none"],
             default=TASK_MODEL_LATEST,
             help_text="latest: h reads the project's newest task model f (left out, with a note, when there is "
-            "none or it trained on the human-labelled counterfactuals); none: h without f",
+            "none, it is near chance — the job's params.task_model_note says why — or it trained on the "
+            "human-labelled counterfactuals); none: h without f",
         )
 
     @extend_schema(
@@ -232,6 +235,39 @@ class TaskModelApi(APIView):
             {
                 "job": job_as_dict(job=job) if job else None,
                 "model": task_model_as_dict(model=latest) if latest else None,
+                # the newest probe: the estimate and the proposal sized for about an hour (issue 30)
+                "probe": task_model_probe_latest(project=project),
                 "task_training_data": task_data_counts(project=project),
             }
         )
+
+
+class TaskModelProbeApi(APIView):
+    """Estimate the task model's training time on this machine (issue 30): a few real training
+    steps on the project's data (job kind ``task_model_probe``). 202 with the job, whose result
+    holds the seconds per example, the estimate for the given settings and a proposed cap and
+    epochs that fit about an hour (``GET …/task-model/`` shows the newest as ``probe``); 400 bad
+    input, 403 not a researcher, 409 a task-model job already active, 503 broker unreachable."""
+
+    permission_classes = (IsResearcher,)
+
+    @extend_schema(
+        summary="Estimate the task model's training time (job)",
+        request=TaskModelApi.InputSerializer,
+        responses={
+            202: JobOutputSerializer,
+            400: OpenApiResponse(description="bad input, or too little labelled data"),
+            409: OpenApiResponse(description="a task-model job is already queued or running"),
+            503: OpenApiResponse(description="task broker unreachable"),
+        },
+    )
+    def post(self, request: Request, project_id: int) -> Response:
+        project = get_object_or_404(Project, pk=project_id)
+        data = TaskModelApi.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            return _job_response(
+                lambda: task_model_probe_start(project=project, created_by=request.user, **data.validated_data)
+            )
+        except TaskModelBusy as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)

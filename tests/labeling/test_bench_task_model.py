@@ -29,15 +29,27 @@ def test_the_task_model_methods_and_their_exports():
         budget=0.3,
         task_model=task,
         skip=("random-pairs", "training-only", "capc+active", "curve"),
+        min_valid_sweep=(0.5, 0.95),
+        alpha_sweep=(0.1, 1.0),
     )
     m = result["methods"]
-    assert {"invariant", "pc", "capc", "f alone", "capc+f", "chosen"} <= set(m)
+    assert {"invariant", "pc", "capc", "f alone", "capc+f", "chosen", "chosen+shrink"} <= set(m)
     assert not {"random-pairs", "training-only", "capc+active"} & set(m)
     assert result["budget_curve"]["capc"] == {}
     # the edits say nothing here; only the task model (right 85 % of the time) knows
     assert m["capc"]["accuracy"] < 0.5
     assert m["f alone"]["accuracy"] > 0.75 and m["chosen"]["accuracy"] > 0.75 and m["capc+f"]["accuracy"] > 0.7
-    assert set(result["exports"]) == {"pc", "capc", "f alone", "capc+f", "chosen"}
+    assert set(result["exports"]) == {"pc", "capc", "f alone", "capc+f", "chosen", "chosen+shrink"}
+    # issue 30's levers: shrinking toward the transition prior keeps h's labels (it reweighs its
+    # probabilities), and a stricter validity threshold exports less (the validity sweep)
+    assert m["chosen+shrink"]["accuracy"] > 0.7
+    sweep = result["export_min_valid"]["chosen"]
+    assert sweep["0.5"] == result["exports"]["chosen"]
+    assert sweep["0.95"]["coverage"] <= sweep["0.5"]["coverage"]
+    # and a looser bound on the strata labels at least as much (alpha 0.1 is the product's)
+    by_alpha = result["export_strata_alpha"]
+    assert by_alpha["0.1"] == result["exports"]["chosen"]
+    assert by_alpha["1.0"]["coverage"] >= by_alpha["0.1"]["coverage"]
     assert all(0.0 <= v["coverage"] <= 1.0 for v in result["exports"].values())
     assert sum(result["chosen_candidates"].values()) == 2
     json.dumps(result)  # the contract: one JSON object

@@ -43,9 +43,10 @@ def test_source_generator_and_code_strata_with_their_reasons():
     assert source_of("human") == "human-written" and source_of("") == "generated"
 
 
-def test_a_tie_with_invariant_keeps_h_and_too_few_labels_abstain():
+def test_a_tie_with_invariant_is_held_back_and_too_few_labels_abstain():
+    # issue 30: a tie is held back (h must beat "nothing flips" with a one-sided bound)
     s = judge_strata([1] * 10, [1] * 10, ["rules"] * 10, ["insert"] * 10)
-    assert not any(v.abstain for v in s)
+    assert all(v.abstain and "only ties" in v.reason for v in s)
     few = judge_strata([1] * 9, [0] * 9, ["rules"] * 9, ["insert"] * 9)
     assert all(v.abstain and "fewer than the 10" in v.reason for v in few)
     with pytest.raises(ValueError):
@@ -140,7 +141,7 @@ def test_a_mixed_project_never_teaches_generated_candidates_that_everything_flip
     researcher.groups.add(Group.objects.get_or_create(name="researcher")[0])
     client.force_login(researcher)
     html = client.get(f"/labeling/projects/{project.pk}/flip-rates/", HTTP_HX_REQUEST="true").content.decode()
-    assert "h abstains on code rules / insert: h is worse than" in html
+    assert "h does not auto-label code rules / insert: h is worse than" in html
     assert "invariant (nothing flips), calibrated" in html and "(chosen)" in html
     # and the command says it too (abstained candidates are considered again, and held back again)
     call_command("autolabel", "--project", project.name, "--min-confidence", "0")

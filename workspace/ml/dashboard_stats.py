@@ -66,13 +66,6 @@ def reliability_bins(
     return out
 
 
-def expected_calibration_error(bins: Sequence[ReliabilityBin]) -> float | None:
-    total = sum(b.n for b in bins)
-    if not total:
-        return None
-    return sum(b.n / total * abs((b.accuracy or 0.0) - (b.mean_confidence or 0.0)) for b in bins if b.n)
-
-
 def confidence_histogram(confidence: Sequence[float], n_bins: int = N_BINS) -> list[tuple[float, float, int]]:
     counts = Counter(_bin(c, n_bins) for c in confidence)
     return [(round(i / n_bins, 4), round((i + 1) / n_bins, 4), counts.get(i, 0)) for i in range(n_bins)]

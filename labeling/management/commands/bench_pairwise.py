@@ -1,6 +1,6 @@
 """``python manage.py bench_pairwise --task TASK --format FORMAT [--split S] PATH… [--budget 0.1]
 [--seeds N] [--warm-start FORMAT:PATH[:SPLIT]] [--mixed] [--no-siblings] [--task-model PATH]
-[--skip METHOD,…] [--json]``
+[--skip METHOD,…] [--min-valid-sweep P,…] [--strata-alpha-sweep A,…] [--json]``
 
 The label-efficiency benchmark (docs/formats.md §3): no database, pure ML over the records read
 from the data (see ``labeling/ml/bench.py`` for the exact setting). Progress goes to stderr;
@@ -41,6 +41,17 @@ def _budget(value: str) -> float:
     if not 0 < b < 1:
         raise ValueError("budget must be between 0 and 1")
     return b
+
+
+def _shares(raw: str, option: str) -> list[float]:
+    """A comma-separated list of numbers between 0 and 1 (CommandError otherwise)."""
+    try:
+        values = [float(v) for v in raw.split(",") if v.strip()]
+    except ValueError:
+        values = [-1.0]
+    if any(not 0 <= v <= 1 for v in values):
+        raise CommandError(f"{option}: comma-separated numbers between 0 and 1")
+    return values
 
 
 def _fmt(v: object) -> str:
@@ -90,6 +101,18 @@ class Command(BaseCommand):
             metavar="METHOD,…",
             help="methods not to run, comma-separated: random-pairs, training-only, capc+active, curve",
         )
+        parser.add_argument(
+            "--min-valid-sweep",
+            default="",
+            metavar="P,…",
+            help="also simulate each method's export at these stricter validity thresholds (e.g. 0.6,0.7,0.8)",
+        )
+        parser.add_argument(
+            "--strata-alpha-sweep",
+            default="",
+            metavar="A,…",
+            help="also simulate chosen's export with the strata's one-sided bound at these levels (e.g. 0.2,0.3)",
+        )
         parser.add_argument("--json", action="store_true")
 
     def _read(self, fmt: str, paths: list[str], task: str, split: str, limit: int = 0) -> LabelledPairs:
@@ -133,6 +156,8 @@ class Command(BaseCommand):
         unknown = sorted(set(skip) - {"random-pairs", "training-only", "capc+active", "curve"})
         if unknown:
             raise CommandError(f"--skip: unknown method {', '.join(unknown)}")
+        sweep = _shares(opts["min_valid_sweep"], "--min-valid-sweep")
+        alphas = _shares(opts["strata_alpha_sweep"], "--strata-alpha-sweep")
         task_model = None
         if opts["task_model"]:
             try:
@@ -170,6 +195,8 @@ class Command(BaseCommand):
                 siblings=not opts["no_siblings"],
                 task_model=task_model,
                 skip=skip,
+                min_valid_sweep=sweep,
+                alpha_sweep=alphas,
             )
         except TooFewLabels as exc:
             raise CommandError(str(exc)) from None

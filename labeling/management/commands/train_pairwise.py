@@ -86,5 +86,4 @@ class Command(BaseCommand):
         for note in metrics.get("notes", []):
             self.stdout.write(f"  note: {note}")
         for s in metrics.get("strata", []):
-            if s["abstain"]:
-                self.stdout.write(f"  h abstains on {s['reason']}")
+            self.stdout.write(f"  {s.get('sentence') or s['reason']}")

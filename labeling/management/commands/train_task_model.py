@@ -1,12 +1,14 @@
 """``python manage.py train_task_model --project NAME [--base minilm|mpnet|PATH] [--epochs N]
-[--max-examples N] [--batch-size N] [--learning-rate LR] [--max-length N]``
+[--max-examples N] [--edited N] [--batch-size N] [--learning-rate LR] [--max-length N]``
 
 Trains the project's task model f in the foreground (the page and the API run the same as a
 job): a sequence-classification cross-encoder fine-tuned on the project's labelled originals,
 its human-labelled counterfactuals and its task training data (less any text that is in the
 pool; the count is printed). Progress and ETA go to stderr; Ctrl-C leaves a checkpoint, and
 the same command resumes from it. The same base, data and hyperparameters find the cached
-model (``COUNTERPART_TASK_MODEL_DIR``) and train nothing.
+model (``COUNTERPART_TASK_MODEL_DIR``) and train nothing. ``--edited N`` adds up to N edited
+examples whose label is known by construction (``labeling/ml/edited_pairs.py``: negated entailed
+hypotheses → contradiction, monotone deletions → entailment; NLI), made from the task data.
 """
 
 from __future__ import annotations
@@ -37,6 +39,13 @@ class Command(BaseCommand):
             "--with-counterfactuals",
             action="store_true",
             help="also train on the project's human-labelled counterfactuals (h then cannot use this model)",
+        )
+        parser.add_argument(
+            "--edited",
+            type=int,
+            default=0,
+            metavar="N",
+            help="also up to N edited examples labelled by construction (negation, monotone deletion; NLI)",
         )
         parser.add_argument("--batch-size", type=int, default=32)
         parser.add_argument("--learning-rate", type=float, default=5e-5)
@@ -70,6 +79,7 @@ class Command(BaseCommand):
                 epochs=o["epochs"],
                 max_examples=o["max_examples"],
                 counterfactuals=o["with_counterfactuals"],
+                edited=o["edited"],
                 options={
                     "batch_size": o["batch_size"],
                     "learning_rate": o["learning_rate"],
@@ -93,6 +103,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"task model {m.key}: {how}; {m.n_train} examples ({info.get('originals', 0)} originals, "
             f"{info.get('counterfactuals', 0)} counterfactuals, {info.get('task_data', 0)} task training data, "
+            f"{info.get('edited', 0)} edited, "
             f"{m.n_stripped} left out as pool overlap); held-out accuracy {held} (n={m.n_held_out})"
             + (f"; {evals}" if evals else "")
             + f"; saved {m.path}"

@@ -1,7 +1,7 @@
 """The cross-encoder learner on CAD-NLI, without Django (for a GPU machine that has torch and
 transformers but not the app's stack). From the repository root:
 
-    python scripts/bench_cross_encoder.py --data ../shared/data/cad --model PATH_TO_MINILM [--device cuda]
+    python experiments/bench_cross_encoder.py --data ../shared/data/cad --model PATH_TO_MINILM [--device cuda]
 
 Prints one JSON line per run: h from 10 % of the train pool (666 labels, scored on the rest),
 from 10 % of dev (80 labels), and trained on all of train and applied to dev, at the given

@@ -2,10 +2,11 @@
 (a GPU machine with torch and transformers but without the app's stack). Three steps, each from
 the repository root; the middle one needs no Django:
 
-    python scripts/augmentation_on_gpu.py record --task nli --format cad-nli --split train ../shared/data/cad \
+    python experiments/augmentation_on_gpu.py record --task nli --format cad-nli --split train ../shared/data/cad \
         --eval cad-nli:../shared/data/cad:dev --seeds 3 --out fits.json
-    python scripts/augmentation_on_gpu.py fit fits.json --model PATH_TO_MINILM --device cuda --epochs 2 --out preds.json
-    python scripts/augmentation_on_gpu.py replay ... (the record arguments) --preds preds.json
+    python experiments/augmentation_on_gpu.py fit fits.json --model PATH_TO_MINILM --device cuda --epochs 2 \
+        --out preds.json
+    python experiments/augmentation_on_gpu.py replay ... (the record arguments) --preds preds.json
 
 ``record`` runs ``run_augmentation`` (the code of ``bench_augmentation``: same seeds, same h)
 with an f' that only writes down what it is asked to train on; ``fit`` fine-tunes

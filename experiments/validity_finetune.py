@@ -3,10 +3,10 @@ shipped filter (which keeps MiniLM frozen: docs/generation.md, "Validity filter"
 from the repository root:
 
     # 1. on any machine with the app's venv (WordNet in NLTK_DATA): the texts, as JSON
-    python scripts/validity_finetune.py prep --data ../shared/data/cad \
+    python experiments/validity_finetune.py prep --data ../shared/data/cad \
         --judged ../shared/data/generated-gold/cad-nli-dev-rules.jsonl --out .gpu/valid_data.json
     # 2. on a machine with torch + transformers (a GPU: seconds per run; no Django, no app code)
-    python scripts/validity_finetune.py train --data-file .gpu/valid_data.json --model PATH_TO_MINILM
+    python experiments/validity_finetune.py train --data-file .gpu/valid_data.json --model PATH_TO_MINILM
 
 Step 1 builds the training pairs exactly as ``train_validity`` does (CAD-NLI train's human edits
 and safe swaps as valid, synthetic rule-failure corruptions as invalid; "small" = the shipped

@@ -1,7 +1,7 @@
 """End-to-end check of h through the services, on a project imported from data with gold labels.
 
     python manage.py import_data --project e2e-nli --task nli --format cad-nli --split dev ../shared/data/cad
-    E2E_PROJECT=e2e-nli E2E_HUMAN=80 python manage.py shell < scripts/e2e_autolabel.py
+    E2E_PROJECT=e2e-nli E2E_HUMAN=80 python manage.py shell < experiments/e2e_autolabel.py
 
 Marks E2E_HUMAN random candidates (seed 0) human-labelled with their gold label, trains CAPC
 (without, then with ``E2E_WARM`` if set) and auto-labels the rest; prints CV figures, how many
