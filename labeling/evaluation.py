@@ -16,7 +16,10 @@ inputs, reads the pool and the evaluation sets, and runs it inside the one job m
   export selects them (``projects.services.exports.candidates_for_export``), with their labels
   as they are now (a researcher's override is a human label), without the held-out groups.
 - Test examples whose text also occurs in the training data (the pool's or the export's
-  originals and counterfactuals) are left out and counted (``labeling/ml/augmentation.py``).
+  originals and counterfactuals) are left out and counted (``labeling/ml/augmentation.py``);
+  so are an external set's examples that are the project's held-out pairs (``excluded_own``),
+  and a CAD split the project was imported from is refused (issue 32.4): no row is labelled
+  as one set while scoring another.
 - Result: the structure of ``bench_augmentation --json`` (FORMATS.md §3), plus ``excluded``
   (per set and in all), ``export_pairs`` and the variant ``export``.
 """
@@ -39,7 +42,7 @@ from labeling.ml.pairs import LabelledPairs, parse_warm_spec
 from labeling.services import NOT_IN_POOL, PAIR_VALUES, TRAIN_SOURCES, _label_names, candidate_pair, embedder
 from projects import states
 from projects.formats import FORMAT_TASKS, FORMATS, FormatError, read
-from projects.models import Candidate, Job, Project
+from projects.models import Candidate, Example, Job, Project
 from projects.services.exports import candidates_for_export
 from projects.services.jobs import JobContext, JobFailed, job_start
 
@@ -96,17 +99,36 @@ class EvalChoice:
     title: str
     description: str
     spec: str
+    imported: int = 0  # the project's originals imported from this very set (then it is refused)
 
 
 CAD_TITLES = {"cad-nli": "CAD NLI", "cad-sentiment": "CAD sentiment"}
 PROJECT_TITLE = "this project (held-out fifth)"
 
 
+def imported_from(*, project: Project, fmt: str, split: str) -> int:
+    """How many of ``project``'s originals were imported from the ``fmt`` set's ``split`` (the
+    CAD readers stamp ``source`` and ``split`` on every original): such a set is the project's
+    own data, not a test set (issue 32.4)."""
+    if fmt not in CAD_TITLES or not split:
+        return 0
+    return Example.objects.filter(project=project, source=fmt, split=split).count()
+
+
+def imported_message(title: str, n: int) -> str:
+    return (
+        f"{title} is the data this project was imported from ({n} of its originals): scored on it, the classifier "
+        f"would be tested on the project's own pairs under another name; choose “{PROJECT_TITLE}” instead"
+    )
+
+
 def evaluation_choices(*, project: Project) -> list[EvalChoice]:
     """The evaluation sets a researcher may pick for ``project``: the CAD splits of the
     project's task found under the shared data dir, and the project's own held-out
     candidates. Nothing is pre-selected: a CAD split may be the very data the project was
-    imported from (its overlap with the training data is left out and counted at run time)."""
+    imported from: such a split is named so (``imported``) and refused by
+    :func:`evaluation_start` (issue 32.4); any other overlap with the training data is left out
+    and counted at run time."""
     out: list[EvalChoice] = []
     cad = _shared_dir() / "cad"
     layouts = {"cad-nli": cad / "NLI" / "original", "cad-sentiment": cad / "sentiment" / "combined" / "paired"}
@@ -116,14 +138,13 @@ def evaluation_choices(*, project: Project) -> list[EvalChoice]:
         for split in ("dev", "train", "test"):
             if any(p.name.startswith(split) for p in folder.iterdir()):
                 title = f"{CAD_TITLES[fmt]} {split}"
-                out.append(
-                    EvalChoice(
-                        f"{fmt}:{split}",
-                        title,
-                        f"{title}: human-written originals and counterfactuals (shared data)",
-                        f"{fmt}:{cad}:{split}",
-                    )
+                n = imported_from(project=project, fmt=fmt, split=split)
+                what = (
+                    f"the data this project was imported from ({n} of its originals), not a test set"
+                    if n
+                    else "human-written originals and counterfactuals (shared data)"
                 )
+                out.append(EvalChoice(f"{fmt}:{split}", title, f"{title}: {what}", f"{fmt}:{cad}:{split}", n))
     out.append(
         EvalChoice(
             PROJECT_EVAL,
@@ -151,9 +172,11 @@ def _check_spec(spec: str, project: Project, name: str = "") -> None:
         return
     name = name or spec
     try:
-        fmt, path, _split = parse_warm_spec(spec)
+        fmt, path, split = parse_warm_spec(spec)
     except ValueError as exc:
         raise ValidationError(str(exc)) from None
+    if n := imported_from(project=project, fmt=fmt, split=split):
+        raise ValidationError(imported_message(name, n))
     if fmt not in FORMATS:
         raise ValidationError(f"evaluation set {name!r}: unknown format {fmt!r}")
     if FORMAT_TASKS.get(fmt, project.task) != project.task:
@@ -229,6 +252,26 @@ def _split_project(pool: LabelledPairs) -> tuple[LabelledPairs, list[EvalSet]]:
     ]
     rest = LabelledPairs([pool.pairs[i] for i in keep], [pool.y_prime[i] for i in keep])
     return rest, [e for e in evals if e.records]
+
+
+def _without_held_out(
+    evals: list[EvalSet], held: list[EvalSet], fields: list[str]
+) -> tuple[list[EvalSet], dict[str, int]]:
+    """The external sets without the examples that are the project's held-out pairs (by
+    normalized text), and how many each lost: such a set would otherwise score the held-out
+    fifth under its own name (issue 32.4: "CAD NLI dev" reported the held-out fifth's figures
+    on a project imported from it)."""
+    from labeling.ml.textkeys import text_hash
+
+    mine = {text_hash(r, fields) for e in held for r in e.records}
+    if not mine:
+        return evals, {}
+    kept, own = [], {}
+    for e in evals:
+        keep = [i for i, r in enumerate(e.records) if text_hash(r, fields) not in mine]
+        own[e.name] = len(e.records) - len(keep)
+        kept.append(EvalSet(e.name, [e.records[i] for i in keep], [e.y[i] for i in keep]))
+    return kept, own
 
 
 # -- start and run --------------------------------------------------------------------------
@@ -323,6 +366,7 @@ def evaluation_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     labels, fields = _label_names(project), list(project.text_fields)
     pool = _project_pool(project)
     evals: list[EvalSet] = []
+    held: list[EvalSet] = []
     titles: dict[str, str] = p.get("titles") or {}
     try:
         for spec in p["evals"]:
@@ -330,11 +374,12 @@ def evaluation_job(job: Job, ctx: JobContext) -> dict[str, Any]:
             _check_spec(spec, project, name)  # the shared data dir may have changed since the start
             if spec == PROJECT_EVAL:
                 pool, held = _split_project(pool)
-                evals += held
             else:
                 evals += read_eval_sets(spec, project.task, labels, fields, name=name)
     except (ValidationError, ValueError) as exc:
         raise JobFailed(" ".join(getattr(exc, "messages", [str(exc)]))) from exc
+    evals, own = _without_held_out(evals, held, fields)
+    evals += held
     export = _project_export(project, hold_out=PROJECT_EVAL in p["evals"])
     if len(pool.pairs) < MIN_POOL:
         raise JobFailed(f"only {len(pool.pairs)} labelled candidates left in the pool; the evaluation needs {MIN_POOL}")
@@ -377,4 +422,9 @@ def evaluation_job(job: Job, ctx: JobContext) -> dict[str, Any]:
         )
     except (TooFewLabels, ValueError) as exc:
         raise JobFailed(str(exc)) from exc
-    return dict(result)
+    out = dict(result)
+    for name, k in own.items():  # left out: the project's own held-out pairs (not training data)
+        out["eval"][name]["excluded_own"] = k
+    if own:
+        out["excluded_own"] = sum(own.values())
+    return out

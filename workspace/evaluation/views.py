@@ -41,6 +41,7 @@ def _evaluation_fragment(
 ) -> HttpResponse:
     ev = evaluation_for(project=project)
     latest = ev["latest"]
+    choices = services_evaluation.evaluation_choices(project=project)
     context: dict[str, Any] = {
         "project": project,
         "message": message,
@@ -48,12 +49,10 @@ def _evaluation_fragment(
         "form": form or EvaluationForm(project=project),
         "cad_note": cad_missing_note(
             project=project,
-            found=any(
-                c.key != services_evaluation.PROJECT_EVAL
-                for c in services_evaluation.evaluation_choices(project=project)
-            ),
+            found=any(c.key != services_evaluation.PROJECT_EVAL for c in choices),
             what="CAD test sets",
         ),
+        "refused": [c.key for c in choices if c.imported],
         "job": latest,
         "progress": job_progress(job=latest) if latest else None,
         "result_job": ev["result_job"],
