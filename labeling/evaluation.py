@@ -35,7 +35,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from labeling.ml.augmentation import CLASSIFIERS, VARIANTS, EvalSet, FineTuneOptions, eval_sets_from_records
+from labeling.ml.augmentation import CLASSIFIERS, EvalSet, FineTuneOptions, eval_sets_from_records
 from labeling.ml.base_classifier import TooFewLabels
 from labeling.ml.features import Pair
 from labeling.ml.pairs import LabelledPairs, parse_warm_spec
@@ -321,40 +321,38 @@ def evaluation_start(
         kind="evaluate",
         project=project,
         created_by=created_by,
-        total=seeds * (len(VARIANTS) + 1),  # + your export
+        total=len(STEPS),  # done / total count the steps, fixed before the first one starts
         params={"evals": specs, "titles": titles, "budget": budget, "seeds": seeds, "classifier": classifier},
     )
 
 
 ENCODE_CHUNK = 256  # texts per encoder call while the evaluation reports its encoding step
+STEPS = ("load MiniLM and encode the texts", "fit the classifiers (seeds × variants)")
 
 
-def _encoding_progress(encode: Any, ctx: JobContext, estimate: int, reporting: Any) -> Any:
-    """``encode`` a chunk of texts at a time, reporting the texts encoded so far as the current
-    step's progress while ``reporting()`` (the estimate grows if it was short)."""
-    import numpy as np
+def _texts(pool: LabelledPairs, export: LabelledPairs, evals: list[EvalSet], fields: list[str]) -> list[str]:
+    """Every distinct text the evaluation encodes (per field: the pool's and the export's
+    originals and counterfactuals, the test sets' records), in a stable order."""
+    seen: dict[str, None] = {}
+    records = [r for src in (pool.pairs, export.pairs) for p in src for r in (p.original, p.counterfactual)]
+    records += [r for e in evals for r in e.records]
+    for r in records:
+        for f in fields:
+            text = r.get(f)
+            if isinstance(text, str):
+                seen.setdefault(text, None)
+    return list(seen)
 
-    done = 0
 
-    def embed(texts: Any) -> Any:
-        nonlocal done
-        texts, chunk = list(texts), ENCODE_CHUNK
-        if len(texts) <= chunk:
-            parts = [encode(texts)]
-        else:
-            parts = []
-            for start in range(0, len(texts), chunk):
-                parts.append(encode(texts[start : start + chunk]))
-                if reporting():
-                    ctx.check_cancelled()
-                    now = done + min(start + chunk, len(texts))
-                    ctx.step_progress(now, max(estimate, now))
-        done += len(texts)
-        if reporting():
-            ctx.step_progress(done, max(estimate, done))
-        return parts[0] if len(parts) == 1 else np.vstack(parts)
-
-    return embed
+def _encode_all(encode: Any, texts: list[str], ctx: JobContext) -> None:
+    """Step 1: every text through the encoder (which caches each), a chunk at a time, counted
+    against the exact number of distinct texts, fixed before the step starts (issue 32.6: the
+    estimate used to grow during the step, 23,632 → 26,253); the fits then hit the cache."""
+    ctx.step(STEPS[0], index=1, count=len(STEPS), total=len(texts), unit="texts", plan=STEPS)
+    for start in range(0, len(texts), ENCODE_CHUNK):
+        ctx.check_cancelled()
+        encode(texts[start : start + ENCODE_CHUNK])
+        ctx.step_progress(min(start + ENCODE_CHUNK, len(texts)))
 
 
 def evaluation_job(job: Job, ctx: JobContext) -> dict[str, Any]:
@@ -384,12 +382,11 @@ def evaluation_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     if len(pool.pairs) < MIN_POOL:
         raise JobFailed(f"only {len(pool.pairs)} labelled candidates left in the pool; the evaluation needs {MIN_POOL}")
 
-    # Two steps, each with its own progress (issue 25: the job sat at 0/N until its end, as the
-    # first f' fit comes only after every text was encoded): 1. encoding the texts, a chunk at
-    # a time (an estimate of their number: the pool, the export and the test sets, per field);
-    # 2. the f' fits (seeds × variants), counted by run_augmentation.
-    texts = len(fields) * (2 * len(pool.pairs) + 2 * len(export.pairs) + sum(len(e.records) for e in evals))
-    ctx.step("encode the texts", index=1, count=2, total=texts, unit="texts")
+    # Two steps, each with its own progress and a total fixed when it starts (issue 25: the job
+    # sat at 0/N until its end; issue 32.6: the encoding total grew during its step):
+    # 1. every distinct text through MiniLM; 2. the f' fits (seeds × variants).
+    encoder = embedder()
+    _encode_all(encoder.encode, _texts(pool, export, evals, fields), ctx)
     fitting = False
 
     def progress(done: int, total: int) -> None:
@@ -397,10 +394,10 @@ def evaluation_job(job: Job, ctx: JobContext) -> dict[str, Any]:
         ctx.check_cancelled()
         if not fitting:
             fitting = True
-            ctx.step("fit the classifiers (seeds × variants)", index=2, count=2, total=total, unit="fits")
-        ctx.step_progress(done, total)
+            ctx.step(STEPS[1], index=2, count=len(STEPS), total=total, unit="fits", plan=STEPS)
+        ctx.step_progress(done)
 
-    embed = _encoding_progress(embedder().encode, ctx, texts, lambda: not fitting)
+    embed = encoder.encode
     try:
         factory = classifier_factory(
             p["classifier"], labels=labels, fields=fields, embed=embed, finetune=finetune_options()

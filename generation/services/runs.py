@@ -788,8 +788,9 @@ def _set_phase(run: GenerationRun, ctx: JobContext, name: str, message: str = ""
     models`` (step 1 of 2, with what loads) while the generator and the filters' models load,
     then ``generating`` (step 2 of 2), whose ``done``/``total`` count this execution's
     originals and whose ``recent`` holds ``[time, done]`` at its start and after each of the
-    last ``RECENT_BATCHES`` batches: the rate and ETA the run page shows
-    (``generation.selectors.run_progress``) come from there, never from the loading time."""
+    last ``RECENT_BATCHES`` batches: the rate and ETA (``projects.job_progress``, the same on the
+    run page, the API and the ``jobs`` command) are the step's originals over the time from its
+    start to its last batch — generation and every filter of those batches, never the loading."""
     now = timezone.now()
     step: dict[str, Any] = {
         "name": name,
@@ -800,6 +801,7 @@ def _set_phase(run: GenerationRun, ctx: JobContext, name: str, message: str = ""
         "unit": "" if name == "loading models" else "originals",
         "started_at": now.isoformat(),
         "message": message,
+        "plan": ["loading models", "generating"],
     }
     if name != "loading models":
         step["recent"] = [[now.isoformat(), 0]]

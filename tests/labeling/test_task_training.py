@@ -161,13 +161,17 @@ def test_the_job_reports_progress_and_cancel_keeps_a_checkpoint(tmp_path, monkey
 
     monkeypatch.setattr(JobContext, "cancel_requested", cancel_after_two_steps)
     done = job_execute(job_id=job.pk)
-    assert done.status == "cancelled" and done.done == 2 and not TaskModel.objects.exists()
+    assert done.status == "cancelled" and not TaskModel.objects.exists()
+    # two training steps of 32 examples were reported, in the fine-tuning step (the second of two:
+    # loading is a step of its own, issue 32.6), counted in examples
+    assert (done.done, done.total) == (1, 2) and done.step["index"] == 2 and done.step["unit"] == "examples"
+    assert done.step["done"] == 2 * 32 and done.step["plan"] == list(T.TASK_MODEL_STEPS)
     assert list((tmp_path / "task-models").glob("*.partial/checkpoint/state.pt"))
     monkeypatch.setattr(JobContext, "cancel_requested", real)
     job = job_create(kind="task_model", project=project, params={"base": "minilm", "epochs": 2})
     done = job_execute(job_id=job.pk)
     assert done.status == "succeeded", done.error
-    assert done.total > 0 and done.done == done.total
+    assert done.total == 2 and done.step["done"] == done.step["total"] > 0  # every example of every epoch
     assert done.result["task_model"] == TaskModel.objects.get().pk and done.result["cached"] is False
 
 
