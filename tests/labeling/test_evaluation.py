@@ -142,6 +142,7 @@ def test_page_section_starts_a_job_and_shows_chart_and_table(client, django_capt
         resp = client.post(
             f"/labeling/projects/{project.pk}/evaluate/",
             {"evals": "project", "budget": "0.25", "seeds": "2", "classifier": "tfidf-lr"},
+            HTTP_HX_REQUEST="true",  # as the page's htmx form posts
         )
     assert resp.status_code == 200 and b"Evaluation queued" in resp.content
     page = client.get(f"/labeling/projects/{project.pk}/evaluation/")
@@ -213,6 +214,7 @@ def test_a_test_set_the_project_was_imported_from_is_left_out_and_counted(
         resp = client.post(
             f"/labeling/projects/{project.pk}/evaluate/",
             {"evals": "cad-nli:dev", "budget": "0.25", "seeds": "1", "classifier": "tfidf-lr"},
+            HTTP_HX_REQUEST="true",  # as the page's htmx form posts
         )
     assert resp.status_code == 200, resp.content
     job = Job.objects.filter(kind="evaluate").get()
