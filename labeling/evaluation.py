@@ -419,7 +419,7 @@ def evaluation_job(job: Job, ctx: JobContext) -> dict[str, Any]:
         )
     except (TooFewLabels, ValueError) as exc:
         raise JobFailed(str(exc)) from exc
-    out = dict(result)
+    out: dict[str, Any] = dict(result)
     for name, k in own.items():  # left out: the project's own held-out pairs (not training data)
         out["eval"][name]["excluded_own"] = k
     if own:

@@ -87,6 +87,11 @@ def test_a_generation_run_shows_the_same_rate_eta_and_steps_everywhere(project, 
     assert f'data-role="rate">{rate}<' in html and "originals/s" in html
     assert f'data-role="eta">{eta:.0f} s<' in html
     assert '<li data-state="done">loading models' in html and '<li data-state="running">generating' in html
+    api = APIClient()
+    api.force_authenticate(researcher)
+    run_api = api.get(f"/api/v1/generation/runs/{run.pk}/").json()["progress"]  # the run's own API
+    assert (run_api["rate"], run_api["rate_unit"], run_api["eta_seconds"]) == (rate, "originals/s", eta)
+    assert run_api["summary"] == body["summary"] and run_api["steps"] == body["steps"]
 
 
 def test_a_finished_job_of_several_steps_says_all_of_them_finished(project, client, researcher):

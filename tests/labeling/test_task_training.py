@@ -216,7 +216,7 @@ def test_the_project_page_section_trains_shows_and_cancels(tmp_path, django_capt
     assert c.post(url + "cancel/").status_code == 409
     T.task_data_import(project=project, format="labelled-jsonl", paths=[_task_file(tmp_path)])
     with django_capture_on_commit_callbacks(execute=True):
-        r = c.post(url + "train/", {"epochs": "1", "base": "minilm"})
+        r = c.post(url + "train/", {"epochs": "1", "base": "minilm"}, HTTP_HX_REQUEST="true")  # the htmx form
     assert r.status_code == 200 and b"Training the task model queued" in r.content
     r = c.get(url)
     assert b"held-out accuracy" in r.content and b"entailment 2" in r.content
