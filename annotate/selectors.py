@@ -53,6 +53,50 @@ def gold_window_answers(*, membership: ProjectMembership) -> Any:
     return qs.order_by("created_at", "id")
 
 
+def skipped_checks_for(*, project_id: int, user_id: int) -> QuerySet[Assignment]:
+    """The check items this annotator skipped that may be served to them again while they
+    qualify (issue 32.5: six skips of check items locked an annotator out), oldest skip first,
+    so that skipping again walks through them all. Their expected answer was never shown (a
+    skip gets no feedback), so asking again tests labelling, not memory."""
+    return Assignment.objects.filter(
+        project_id=project_id,
+        annotator_id=user_id,
+        status="skipped",
+        item__is_gold=True,
+        item__status="open",
+        item__taken__lt=F("item__k"),
+    ).order_by("finished_at", "id")
+
+
+@dataclass(frozen=True)
+class QualificationDecision:
+    """What ``membership_settle_qualification`` would decide now: ``answers`` (correct or not,
+    the first ``required`` of the window) and the ``required`` count the rules apply."""
+
+    answers: list[bool]
+    required: int
+
+
+def qualification_decision(*, membership: ProjectMembership, out_of_gold: bool) -> QualificationDecision:
+    """The qualification rule, read-only (the settle writes its outcome; the home page asks it
+    whether an undecided member would be served): nothing is decided before
+    ``QUALIFICATION_GOLD`` check answers are in; out of check items, a project without any
+    qualifies everyone and a first window with fewer check items in all than the minimum
+    decides on what was answered."""
+    required = qualification_required()
+    answers = [
+        bool(a)
+        for a in gold_window_answers(membership=membership).values_list("correct", flat=True)[: max(required, 1)]
+    ]
+    if out_of_gold and len(answers) < required:
+        gold_total = Item.objects.filter(project_id=membership.project_id, is_gold=True).count()
+        if gold_total == 0:
+            required = 0
+        elif membership.gold_window_start is None and gold_total < required:
+            required = len(answers)
+    return QualificationDecision(answers, required)
+
+
 # --- visibility -----------------------------------------------------------------------------
 
 
@@ -267,15 +311,62 @@ def answered_item(*, project: Project, user: Any, assignment_id: int) -> Answere
     return AnsweredView(view, ann.shown_choice, shown_label, annotation_undoable(ann))
 
 
+NOTHING_NOW = "Nothing can be served to you on this project right now: every item that wants answers has yours."
+WAITING_CHECKS = (
+    "You have answered every check item there is for you, fewer than the {required} needed to qualify; "
+    "the project's researchers have to add check items before you can go on."
+)
+
+
+def serving_for(*, project: Project, user: Any, state: MemberState | None = None) -> str:
+    """Why next-item would serve ``user`` nothing on ``project`` now ('' when it would serve
+    something): the same steps as ``annotate.services.assignments.lease_next``, read-only —
+    their live lease; while they qualify an unseen check item (the same pick), a check item they
+    skipped (``skipped_checks_for``) or, out of check items, the qualification decision
+    (``qualification_decision``); then the next-item pick itself (``next_item_for``). The home
+    page offers Start only when this is ''."""
+    from django.utils import timezone
+
+    state = state or member_state(project=project, user=user)
+    if state.locked:
+        return state.message
+    if Assignment.objects.filter(
+        project=project, annotator=user, status="leased", expires_at__gt=timezone.now()
+    ).exists():
+        return ""
+    m = ProjectMembership.objects.filter(project=project, user=user).first()
+    if m is not None and m.qualified_at is None and qualification_required() > 0:
+        with connection.cursor() as cur:
+            cur.execute(open_for.pick_sql(gold=True, lock=False), {"pid": project.pk, "uid": user.pk})
+            if cur.fetchone() is not None:
+                return ""
+        if skipped_checks_for(project_id=project.pk, user_id=user.pk).exists():
+            return ""
+        from annotate.ml import policy
+
+        d = qualification_decision(membership=m, out_of_gold=True)
+        status = policy.qualification_status(
+            d.answers, required=d.required, min_accuracy=float(_cfg("GOLD_MIN_ACCURACY"))
+        )
+        if status == policy.QualificationStatus.FAILED:
+            return "Your answers on the check items did not meet the project's threshold."
+        if status != policy.QualificationStatus.PASSED:
+            return WAITING_CHECKS.format(required=qualification_required())
+    if next_item_for(project_id=project.pk, user_id=user.pk) is None:
+        return NOTHING_NOW
+    return ""
+
+
 def annotator_home(*, user: Any) -> list[dict[str, Any]]:
-    """Projects on the annotator's home page with their own progress."""
+    """Projects on the annotator's home page with their own progress, and ``blocked``: why
+    nothing would be served now ('' when Start can serve something; ``serving_for``)."""
     out = []
     for p in projects_visible_to(user=user).order_by("name"):
         state = member_state(project=p, user=user)
         prog = annotator_progress(project=p, user=user)
         if state.locked:
             prog["left"] = 0  # nothing is served while locked: do not promise items
-        out.append({"project": p, "member": state, **prog})
+        out.append({"project": p, "member": state, "blocked": serving_for(project=p, user=user, state=state), **prog})
     return out
 
 
@@ -400,7 +491,8 @@ def check_items_shortfall(*, project: Project) -> CheckShortfall:
                 .values("id")[:required]
                 .count()
             )
-            need = required - answered - unseen
+            skipped = skipped_checks_for(project_id=project.pk, user_id=m.user_id)[:required].count()
+            need = required - answered - unseen - skipped
             if need > 0:
                 out.append((m.user.username, need))
     needed = max((n for _, n in out), default=0)

@@ -39,6 +39,7 @@ class RunProgressSerializer(serializers.Serializer):
     fraction = serializers.FloatField()
     percent = serializers.IntegerField()
     rate = serializers.FloatField(allow_null=True, help_text="originals per second")
+    rate_unit = serializers.CharField(help_text='the rate\'s unit, "originals/s" (projects/job_progress.py)')
     eta_seconds = serializers.FloatField(allow_null=True)
     elapsed_seconds = serializers.FloatField()
     candidates = serializers.IntegerField()
@@ -48,6 +49,10 @@ class RunProgressSerializer(serializers.Serializer):
     waiting_behind = serializers.IntegerField(
         allow_null=True, help_text="the job this run waits behind (another job changing the project's candidates)"
     )
+    steps = serializers.ListField(
+        child=serializers.DictField(), help_text="every step (loading included): index, name, state"
+    )
+    summary = serializers.CharField(help_text="the figures in one line, as /api/v1/jobs/ and the jobs command")
 
 
 @extend_schema_serializer(component_name="GenerationRun")

@@ -6,8 +6,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet
-from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from generation.models import GenerationRun
 from projects import states
@@ -25,7 +23,7 @@ class RunProgress:
     skipped: int
     fraction: float  # done / total, 0..1
     percent: int
-    rate: float | None  # originals per second since the run started
+    rate: float | None  # originals per second over the run's batches (projects.job_progress)
     eta_seconds: float | None  # None when unknown or finished
     elapsed_seconds: float
     candidates: int
@@ -38,6 +36,9 @@ class RunProgress:
     waiting_behind: int | None = None  # the job this run waits behind (same project)
     phase: str = ""  # "loading models" or "generating" while the run runs
     phase_message: str = ""  # what it loads, in words
+    rate_unit: str = ""  # "originals/s"
+    steps: tuple[dict[str, Any], ...] = ()  # every step, loading included, with its state
+    summary: str = ""  # the job's figures in one line (as the API and the jobs command)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -53,45 +54,20 @@ def run_candidate_counts(*, run: GenerationRun) -> dict[str, int]:
     }
 
 
-# how many batches a run's rate (and so its ETA) is measured over
-RECENT_BATCHES = 8
-
-
-def _recent_rate(step: Any, now: Any) -> tuple[float | None, float | None]:
-    """Originals/s over the recent batches of a run's ``generating`` step (``step["recent"]``:
-    ``[time, done]`` at the step's start and after each of its last batches) and the seconds
-    left at that rate, counted from the last batch. (None, None) before the first batch."""
-    recent = [p for p in (step.get("recent") or []) if isinstance(p, list) and len(p) == 2][-(RECENT_BATCHES + 1) :]
-    if len(recent) < 2:
-        return None, None
-    t0, t1 = parse_datetime(str(recent[0][0])), parse_datetime(str(recent[-1][0]))
-    if t0 is None or t1 is None:
-        return None, None
-    seconds = (t1 - t0).total_seconds()
-    done = int(recent[-1][1]) - int(recent[0][1])
-    if seconds <= 0 or done <= 0:
-        return None, None
-    rate = done / seconds
-    left = max(0, int(step.get("total") or 0) - int(recent[-1][1]))
-    return rate, max(0.0, left / rate - max(0.0, (now - t1).total_seconds()))
+# how many batch checkpoints a run keeps in its ``generating`` step (``step["recent"]``): the
+# window its rate is measured over (projects.job_progress)
+from projects.job_progress import RECENT_BATCHES as RECENT_BATCHES  # noqa: E402
 
 
 def run_progress(*, run: GenerationRun, now: Any = None) -> RunProgress:
-    """Progress of a run. While it loads its models, ``phase`` is ``loading models`` (with
-    ``phase_message``) and there is no rate yet. Then ``rate`` is originals per second over
-    the last batches (up to ``RECENT_BATCHES``; model loading never counts) and
-    ``eta_seconds`` what is left at that rate, from the last batch on. A finished run's rate
-    is over its whole wall time."""
-    now = now or timezone.now()
+    """Progress of a run: the figures of its job (``projects.job_progress``: the same the API
+    and the ``jobs`` command show). While it loads its models, ``phase`` is ``loading models``
+    (with ``phase_message``) and there is no rate yet; then ``rate`` is originals/s over this
+    execution's batches, filters included, and ``eta_seconds`` what is left at that rate."""
     p = job_progress(job=run.job, now=now)
     finished, elapsed, rate, eta, fraction = p.finished, p.elapsed_seconds, p.rate, p.eta_seconds, p.fraction
     step = run.job.step if isinstance(run.job.step, dict) else {}
     phase = "" if finished else str(step.get("name") or "")
-    if phase == "loading models":
-        rate = eta = None
-    elif phase == "generating":
-        rate, eta = _recent_rate(step, now)
-        rate, eta = (round(rate, 3) if rate else None), (round(eta, 1) if eta is not None else None)
     if hasattr(run, "n_candidates") and hasattr(run, "n_pooled") and hasattr(run, "n_filtered_out"):
         # annotated by runs_of_project: no query per run
         counts = {"candidates": run.n_candidates, "pooled": run.n_pooled, "filtered_out": run.n_filtered_out}
@@ -116,6 +92,9 @@ def run_progress(*, run: GenerationRun, now: Any = None) -> RunProgress:
         waiting_behind=p.waiting_behind,
         phase=phase,
         phase_message=str(step.get("message") or "") if phase else "",
+        rate_unit=p.rate_unit,
+        steps=tuple(p.steps),
+        summary=p.summary,
         **counts,
     )
 

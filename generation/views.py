@@ -26,7 +26,14 @@ from generation.selectors import (
 from generation.services.availability import all_availability, availability
 from generation.services.llm import PROMPTING, backend_choices
 from generation.services.run_quality import FILTER_NAMES, OPTIONAL_FILTERS, default_band
-from generation.services.runs import run_cancel, run_options_clean, run_start
+from generation.services.runs import (
+    MAX_LIMIT,
+    MAX_PER_ORIGINAL,
+    MAX_SEED,
+    run_cancel,
+    run_options_clean,
+    run_start,
+)
 from projects.http import HtmxHttpRequest
 from projects.models import Project
 from projects.permissions import researcher_required
@@ -38,11 +45,16 @@ class RunStartForm(forms.Form):
     limit = forms.IntegerField(
         required=False,
         min_value=1,
+        max_value=MAX_LIMIT,
         help_text="at most this many originals: a sample spread evenly over the labels, drawn with the seed",
     )
-    max_per_original = forms.IntegerField(required=False, min_value=1)
+    max_per_original = forms.IntegerField(required=False, min_value=1, max_value=MAX_PER_ORIGINAL)
     seed = forms.IntegerField(
-        required=False, initial=0, help_text="drives the generator and the sample of originals (default 0)"
+        required=False,
+        initial=0,
+        min_value=0,
+        max_value=MAX_SEED,
+        help_text="drives the generator and the sample of originals (default 0)",
     )
     similarity_band = forms.CharField(required=False, help_text="LO,HI — keep LO < similarity <= HI")
     filters = forms.MultipleChoiceField(

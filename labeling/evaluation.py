@@ -16,7 +16,10 @@ inputs, reads the pool and the evaluation sets, and runs it inside the one job m
   export selects them (``projects.services.exports.candidates_for_export``), with their labels
   as they are now (a researcher's override is a human label), without the held-out groups.
 - Test examples whose text also occurs in the training data (the pool's or the export's
-  originals and counterfactuals) are left out and counted (``labeling/ml/augmentation.py``).
+  originals and counterfactuals) are left out and counted (``labeling/ml/augmentation.py``);
+  so are an external set's examples that are the project's held-out pairs (``excluded_own``),
+  and a CAD split the project was imported from is refused (issue 32.4): no row is labelled
+  as one set while scoring another.
 - Result: the structure of ``bench_augmentation --json`` (FORMATS.md §3), plus ``excluded``
   (per set and in all), ``export_pairs`` and the variant ``export``.
 """
@@ -32,14 +35,14 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from labeling.ml.augmentation import CLASSIFIERS, VARIANTS, EvalSet, FineTuneOptions, eval_sets_from_records
+from labeling.ml.augmentation import CLASSIFIERS, EvalSet, FineTuneOptions, eval_sets_from_records
 from labeling.ml.base_classifier import TooFewLabels
 from labeling.ml.features import Pair
 from labeling.ml.pairs import LabelledPairs, parse_warm_spec
 from labeling.services import NOT_IN_POOL, PAIR_VALUES, TRAIN_SOURCES, _label_names, candidate_pair, embedder
 from projects import states
 from projects.formats import FORMAT_TASKS, FORMATS, FormatError, read
-from projects.models import Candidate, Job, Project
+from projects.models import Candidate, Example, Job, Project
 from projects.services.exports import candidates_for_export
 from projects.services.jobs import JobContext, JobFailed, job_start
 
@@ -96,17 +99,36 @@ class EvalChoice:
     title: str
     description: str
     spec: str
+    imported: int = 0  # the project's originals imported from this very set (then it is refused)
 
 
 CAD_TITLES = {"cad-nli": "CAD NLI", "cad-sentiment": "CAD sentiment"}
 PROJECT_TITLE = "this project (held-out fifth)"
 
 
+def imported_from(*, project: Project, fmt: str, split: str) -> int:
+    """How many of ``project``'s originals were imported from the ``fmt`` set's ``split`` (the
+    CAD readers stamp ``source`` and ``split`` on every original): such a set is the project's
+    own data, not a test set (issue 32.4)."""
+    if fmt not in CAD_TITLES or not split:
+        return 0
+    return Example.objects.filter(project=project, source=fmt, split=split).count()
+
+
+def imported_message(title: str, n: int) -> str:
+    return (
+        f"{title} is the data this project was imported from ({n} of its originals): scored on it, the classifier "
+        f"would be tested on the project's own pairs under another name; choose “{PROJECT_TITLE}” instead"
+    )
+
+
 def evaluation_choices(*, project: Project) -> list[EvalChoice]:
     """The evaluation sets a researcher may pick for ``project``: the CAD splits of the
     project's task found under the shared data dir, and the project's own held-out
     candidates. Nothing is pre-selected: a CAD split may be the very data the project was
-    imported from (its overlap with the training data is left out and counted at run time)."""
+    imported from: such a split is named so (``imported``) and refused by
+    :func:`evaluation_start` (issue 32.4); any other overlap with the training data is left out
+    and counted at run time."""
     out: list[EvalChoice] = []
     cad = _shared_dir() / "cad"
     layouts = {"cad-nli": cad / "NLI" / "original", "cad-sentiment": cad / "sentiment" / "combined" / "paired"}
@@ -116,14 +138,13 @@ def evaluation_choices(*, project: Project) -> list[EvalChoice]:
         for split in ("dev", "train", "test"):
             if any(p.name.startswith(split) for p in folder.iterdir()):
                 title = f"{CAD_TITLES[fmt]} {split}"
-                out.append(
-                    EvalChoice(
-                        f"{fmt}:{split}",
-                        title,
-                        f"{title}: human-written originals and counterfactuals (shared data)",
-                        f"{fmt}:{cad}:{split}",
-                    )
+                n = imported_from(project=project, fmt=fmt, split=split)
+                what = (
+                    f"the data this project was imported from ({n} of its originals), not a test set"
+                    if n
+                    else "human-written originals and counterfactuals (shared data)"
                 )
+                out.append(EvalChoice(f"{fmt}:{split}", title, f"{title}: {what}", f"{fmt}:{cad}:{split}", n))
     out.append(
         EvalChoice(
             PROJECT_EVAL,
@@ -151,9 +172,11 @@ def _check_spec(spec: str, project: Project, name: str = "") -> None:
         return
     name = name or spec
     try:
-        fmt, path, _split = parse_warm_spec(spec)
+        fmt, path, split = parse_warm_spec(spec)
     except ValueError as exc:
         raise ValidationError(str(exc)) from None
+    if n := imported_from(project=project, fmt=fmt, split=split):
+        raise ValidationError(imported_message(name, n))
     if fmt not in FORMATS:
         raise ValidationError(f"evaluation set {name!r}: unknown format {fmt!r}")
     if FORMAT_TASKS.get(fmt, project.task) != project.task:
@@ -231,6 +254,26 @@ def _split_project(pool: LabelledPairs) -> tuple[LabelledPairs, list[EvalSet]]:
     return rest, [e for e in evals if e.records]
 
 
+def _without_held_out(
+    evals: list[EvalSet], held: list[EvalSet], fields: list[str]
+) -> tuple[list[EvalSet], dict[str, int]]:
+    """The external sets without the examples that are the project's held-out pairs (by
+    normalized text), and how many each lost: such a set would otherwise score the held-out
+    fifth under its own name (issue 32.4: "CAD NLI dev" reported the held-out fifth's figures
+    on a project imported from it)."""
+    from labeling.ml.textkeys import text_hash
+
+    mine = {text_hash(r, fields) for e in held for r in e.records}
+    if not mine:
+        return evals, {}
+    kept, own = [], {}
+    for e in evals:
+        keep = [i for i, r in enumerate(e.records) if text_hash(r, fields) not in mine]
+        own[e.name] = len(e.records) - len(keep)
+        kept.append(EvalSet(e.name, [e.records[i] for i in keep], [e.y[i] for i in keep]))
+    return kept, own
+
+
 # -- start and run --------------------------------------------------------------------------
 def evaluation_start(
     *,
@@ -278,40 +321,38 @@ def evaluation_start(
         kind="evaluate",
         project=project,
         created_by=created_by,
-        total=seeds * (len(VARIANTS) + 1),  # + your export
+        total=len(STEPS),  # done / total count the steps, fixed before the first one starts
         params={"evals": specs, "titles": titles, "budget": budget, "seeds": seeds, "classifier": classifier},
     )
 
 
 ENCODE_CHUNK = 256  # texts per encoder call while the evaluation reports its encoding step
+STEPS = ("load MiniLM and encode the texts", "fit the classifiers (seeds × variants)")
 
 
-def _encoding_progress(encode: Any, ctx: JobContext, estimate: int, reporting: Any) -> Any:
-    """``encode`` a chunk of texts at a time, reporting the texts encoded so far as the current
-    step's progress while ``reporting()`` (the estimate grows if it was short)."""
-    import numpy as np
+def _texts(pool: LabelledPairs, export: LabelledPairs, evals: list[EvalSet], fields: list[str]) -> list[str]:
+    """Every distinct text the evaluation encodes (per field: the pool's and the export's
+    originals and counterfactuals, the test sets' records), in a stable order."""
+    seen: dict[str, None] = {}
+    records = [r for src in (pool.pairs, export.pairs) for p in src for r in (p.original, p.counterfactual)]
+    records += [r for e in evals for r in e.records]
+    for r in records:
+        for f in fields:
+            text = r.get(f)
+            if isinstance(text, str):
+                seen.setdefault(text, None)
+    return list(seen)
 
-    done = 0
 
-    def embed(texts: Any) -> Any:
-        nonlocal done
-        texts, chunk = list(texts), ENCODE_CHUNK
-        if len(texts) <= chunk:
-            parts = [encode(texts)]
-        else:
-            parts = []
-            for start in range(0, len(texts), chunk):
-                parts.append(encode(texts[start : start + chunk]))
-                if reporting():
-                    ctx.check_cancelled()
-                    now = done + min(start + chunk, len(texts))
-                    ctx.step_progress(now, max(estimate, now))
-        done += len(texts)
-        if reporting():
-            ctx.step_progress(done, max(estimate, done))
-        return parts[0] if len(parts) == 1 else np.vstack(parts)
-
-    return embed
+def _encode_all(encode: Any, texts: list[str], ctx: JobContext) -> None:
+    """Step 1: every text through the encoder (which caches each), a chunk at a time, counted
+    against the exact number of distinct texts, fixed before the step starts (issue 32.6: the
+    estimate used to grow during the step, 23,632 → 26,253); the fits then hit the cache."""
+    ctx.step(STEPS[0], index=1, count=len(STEPS), total=len(texts), unit="texts", plan=STEPS)
+    for start in range(0, len(texts), ENCODE_CHUNK):
+        ctx.check_cancelled()
+        encode(texts[start : start + ENCODE_CHUNK])
+        ctx.step_progress(min(start + ENCODE_CHUNK, len(texts)))
 
 
 def evaluation_job(job: Job, ctx: JobContext) -> dict[str, Any]:
@@ -323,6 +364,7 @@ def evaluation_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     labels, fields = _label_names(project), list(project.text_fields)
     pool = _project_pool(project)
     evals: list[EvalSet] = []
+    held: list[EvalSet] = []
     titles: dict[str, str] = p.get("titles") or {}
     try:
         for spec in p["evals"]:
@@ -330,21 +372,21 @@ def evaluation_job(job: Job, ctx: JobContext) -> dict[str, Any]:
             _check_spec(spec, project, name)  # the shared data dir may have changed since the start
             if spec == PROJECT_EVAL:
                 pool, held = _split_project(pool)
-                evals += held
             else:
                 evals += read_eval_sets(spec, project.task, labels, fields, name=name)
     except (ValidationError, ValueError) as exc:
         raise JobFailed(" ".join(getattr(exc, "messages", [str(exc)]))) from exc
+    evals, own = _without_held_out(evals, held, fields)
+    evals += held
     export = _project_export(project, hold_out=PROJECT_EVAL in p["evals"])
     if len(pool.pairs) < MIN_POOL:
         raise JobFailed(f"only {len(pool.pairs)} labelled candidates left in the pool; the evaluation needs {MIN_POOL}")
 
-    # Two steps, each with its own progress (issue 25: the job sat at 0/N until its end, as the
-    # first f' fit comes only after every text was encoded): 1. encoding the texts, a chunk at
-    # a time (an estimate of their number: the pool, the export and the test sets, per field);
-    # 2. the f' fits (seeds × variants), counted by run_augmentation.
-    texts = len(fields) * (2 * len(pool.pairs) + 2 * len(export.pairs) + sum(len(e.records) for e in evals))
-    ctx.step("encode the texts", index=1, count=2, total=texts, unit="texts")
+    # Two steps, each with its own progress and a total fixed when it starts (issue 25: the job
+    # sat at 0/N until its end; issue 32.6: the encoding total grew during its step):
+    # 1. every distinct text through MiniLM; 2. the f' fits (seeds × variants).
+    encoder = embedder()
+    _encode_all(encoder.encode, _texts(pool, export, evals, fields), ctx)
     fitting = False
 
     def progress(done: int, total: int) -> None:
@@ -352,10 +394,10 @@ def evaluation_job(job: Job, ctx: JobContext) -> dict[str, Any]:
         ctx.check_cancelled()
         if not fitting:
             fitting = True
-            ctx.step("fit the classifiers (seeds × variants)", index=2, count=2, total=total, unit="fits")
-        ctx.step_progress(done, total)
+            ctx.step(STEPS[1], index=2, count=len(STEPS), total=total, unit="fits", plan=STEPS)
+        ctx.step_progress(done)
 
-    embed = _encoding_progress(embedder().encode, ctx, texts, lambda: not fitting)
+    embed = encoder.encode
     try:
         factory = classifier_factory(
             p["classifier"], labels=labels, fields=fields, embed=embed, finetune=finetune_options()
@@ -377,4 +419,9 @@ def evaluation_job(job: Job, ctx: JobContext) -> dict[str, Any]:
         )
     except (TooFewLabels, ValueError) as exc:
         raise JobFailed(str(exc)) from exc
-    return dict(result)
+    out: dict[str, Any] = dict(result)
+    for name, k in own.items():  # left out: the project's own held-out pairs (not training data)
+        out["eval"][name]["excluded_own"] = k
+    if own:
+        out["excluded_own"] = sum(own.values())
+    return out

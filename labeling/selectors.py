@@ -482,6 +482,7 @@ def evaluation_for(*, project: Project) -> dict[str, Any]:
             "seeds": result.get("seeds"),
             "seconds": result.get("seconds"),
             "excluded": result.get("excluded"),
+            "excluded_own": result.get("excluded_own"),
             "export_pairs": result.get("export_pairs"),
         }
         for name, ev in (result.get("eval") or {}).items():
@@ -500,6 +501,7 @@ def evaluation_for(*, project: Project) -> dict[str, Any]:
                     "title": eval_set_title(name),
                     "n": ev.get("n"),
                     "excluded": ev.get("excluded"),
+                    "excluded_own": ev.get("excluded_own"),
                     "chart": gain_chart(variants) if variants else None,
                     "table": table,
                 }

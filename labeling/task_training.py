@@ -379,6 +379,7 @@ def task_model_start(
         kind="task_model",
         project=project,
         created_by=created_by,
+        total=len(TASK_MODEL_STEPS),  # done / total count the steps, fixed before the first starts
         params={"base": base, "epochs": epochs, "max_examples": max_examples, "counterfactuals": counterfactuals},
     )
 
@@ -504,6 +505,9 @@ def _label_counts(project: Project, *, counterfactuals: bool) -> dict[str, int]:
     return {k: v for k, v in counts.items() if v}
 
 
+TASK_MODEL_STEPS = ("load the base model and the training data", "fine-tune")
+
+
 def task_model_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     """Job handler: progress per training step (with the job's ETA), cancel between steps (the
     checkpoint stays, so the next run resumes), the TaskModel row as the result."""
@@ -511,10 +515,27 @@ def task_model_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     p = job.params
     if p.get("probe"):
         return _task_model_probe_job(job)
+    # every step named, loading included; the training step counts examples (issue 32.6: the
+    # box showed "0.148/s" with no unit and no loading step)
+    ctx.step(TASK_MODEL_STEPS[0], index=1, count=len(TASK_MODEL_STEPS), plan=TASK_MODEL_STEPS)
+    training = False
 
     def progress(e: dict[str, Any]) -> None:
-        if "loss" in e:
-            ctx.progress(int(e["step"]), int(e["total"]))
+        nonlocal training
+        if "loss" not in e:
+            return
+        if not training:
+            training = True
+            total = int(e.get("examples_total") or 0)
+            ctx.step(
+                TASK_MODEL_STEPS[1],
+                index=2,
+                count=len(TASK_MODEL_STEPS),
+                total=total,
+                unit="examples",
+                plan=TASK_MODEL_STEPS,
+            )
+        ctx.step_progress(int(e.get("examples") or 0))
 
     try:
         m = task_model_train(

@@ -11,11 +11,13 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from labeling import services, task_training
 from labeling.forms import AutolabelForm, TaskModelForm, TrainForm
 from labeling.selectors import cad_missing_note, flip_rates_for, warm_start_options
+from projects.http import started_elsewhere
 from projects.models import Project
 from projects.permissions import researcher_required
 from projects.selectors import job_latest, job_progress
@@ -75,6 +77,8 @@ def pairwise_train_start(request: HttpRequest, pk: int) -> HttpResponse:
         return _fragment(request, project, error=f"cannot train yet: {' '.join(exc.messages)}", status=400)
     except BrokerUnavailable as exc:
         return _fragment(request, project, error=str(exc), status=503)
+    if (done := started_elsewhere(request, _section_url(project, "flip-rates"))) is not None:
+        return done
     note = job.params.get("task_model_note") or ""
     return _fragment(
         request,
@@ -99,7 +103,13 @@ def autolabel_start(request: HttpRequest, pk: int) -> HttpResponse:
         return _fragment(request, project, error=" ".join(exc.messages), status=400)
     except BrokerUnavailable as exc:
         return _fragment(request, project, error=str(exc), status=503)
+    if (done := started_elsewhere(request, _section_url(project, "flip-rates"))) is not None:
+        return done
     return _fragment(request, project, message=f"Auto-labelling queued (job {job.pk}).")
+
+
+def _section_url(project: Project, section: str) -> str:
+    return f"{reverse('project-detail', args=[project.pk])}#{section}"
 
 
 # -- the task model f (issue 26) -----------------------------------------------------------
@@ -149,6 +159,8 @@ def task_model_start(request: HttpRequest, pk: int) -> HttpResponse:
         return _task_model_fragment(request, project, error=str(exc), status=409)
     except BrokerUnavailable as exc:
         return _task_model_fragment(request, project, error=str(exc), status=503)
+    if (done := started_elsewhere(request, _section_url(project, "task-model"))) is not None:
+        return done
     return _task_model_fragment(request, project, message=f"Training the task model queued (job {job.pk}).")
 
 

@@ -122,9 +122,14 @@ class ImportForm(InputForm):
         }
 
     def first_error(self) -> str:
-        if "format" in self.errors:
-            return f"choose a file format: {', '.join(UPLOAD_FORMATS)}"
-        return "; ".join(str(m) for errors in self.errors.values() for m in errors)
+        return "; ".join(self.field_errors().values())
+
+    def field_errors(self) -> dict[str, str]:
+        """Each field's error, shown next to it on the page (issue 32.8)."""
+        errors = super().field_errors()
+        if "format" in errors:
+            errors["format"] = f"choose a file format: {', '.join(UPLOAD_FORMATS)}"
+        return errors
 
 
 class ProjectDeleteForm(InputForm):

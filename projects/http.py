@@ -7,9 +7,19 @@ every request; ``HttpRequest`` does not declare it, so views that read it take t
 
 from __future__ import annotations
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django_htmx.middleware import HtmxDetails
 
 
 class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
+
+
+def started_elsewhere(request: HttpRequest, url: str) -> HttpResponse | None:
+    """POST-redirect-GET for a form that started a job (issue 32.8): a plain (non-htmx) POST
+    is answered with a redirect to ``url``, so a reload shows the job instead of starting
+    another; an htmx POST (which swaps a fragment, the page's URL unchanged) gets None and its
+    fragment as before."""
+    if getattr(request, "htmx", False):
+        return None
+    return HttpResponseRedirect(url)

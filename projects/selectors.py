@@ -6,14 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.db.models import F, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
-from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from projects import permissions, states
-from projects.models import JOB_FINISHED, Candidate, CandidateCount, Example, Job, Label, Project
+
+# every number of a job is computed in one module (issue 32.6); read here as before
+from projects.job_progress import JobProgress as JobProgress
+from projects.job_progress import job_progress as job_progress
+from projects.job_progress import job_stalled_seconds as job_stalled_seconds
+from projects.job_progress import job_waiting_behind as job_waiting_behind
+from projects.models import Candidate, CandidateCount, Example, Job, Label, Project
 
 
 def projects_visible_to(*, user: Any) -> QuerySet[Project]:
@@ -159,109 +162,10 @@ def project_overview(*, project: Project) -> dict[str, Any]:
 # -- jobs -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class JobProgress:
-    """How far a job is: ``rate`` in units (``done``) per second and the ``eta_seconds`` left
-    at that rate; ``None`` when unknown or finished. A job of several steps that reports
-    progress inside its current step (``Job.step``: training h encodes thousands of pairs in
-    one step) is measured by that step: ``rate`` is the step's units per second since the step
-    began and ``eta_seconds`` the rest of the step at that rate, so a long step neither stalls
-    the figure nor stretches it. Otherwise it is the job's wall time so far (time a killed
-    worker was down counts, so a resumed job's rate is conservative)."""
-
-    done: int
-    total: int
-    fraction: float
-    percent: int
-    rate: float | None
-    eta_seconds: float | None
-    elapsed_seconds: float
-    finished: bool
-    waiting_behind: int | None = None
-    stalled_seconds: int | None = None
-    step: dict[str, Any] | None = None  # name, index, count, done, total, unit, started_at
-
-    @property
-    def stalled(self) -> str:
-        """ "stalled: no worker has …" when no worker has touched an unfinished job for
-        longer than ``JOB_STALE_SECONDS`` (none runs, or none consumes its queue), else ""."""
-        if self.stalled_seconds is None:
-            return ""
-        if self.waiting_behind is None and self.elapsed_seconds == 0:
-            return f"stalled: no worker has picked it up for {self.stalled_seconds} s"
-        return f"stalled: no worker has reported for {self.stalled_seconds} s"
-
-
-def job_waiting_behind(job: Job) -> int | None:
-    """The id of the job a queued job waits behind (another job that changes the same
-    project's candidates was running when it last tried to start), else None."""
-    if job.status != "queued" or not isinstance(job.result, dict):
-        return None
-    blocker = job.result.get("waiting_behind")
-    return blocker if isinstance(blocker, int) else None
-
-
-def job_stalled_seconds(*, job: Job, now: Any = None) -> int | None:
-    """Seconds since a worker last touched an unfinished job, when that is longer than
-    ``JOB_STALE_SECONDS``: a running job's heartbeat, a queued job's (re-)enqueueing (a job
-    waiting behind another is re-sent every few seconds by a worker). None otherwise."""
-    if job.status not in ("queued", "running"):
-        return None
-    now = now or timezone.now()
-    last = job.heartbeat_at if job.status == "running" else (job.enqueued_at or job.created_at)
-    if last is None:
-        return None
-    age = (now - last).total_seconds()
-    threshold = float(settings.COUNTERPART["JOB_STALE_SECONDS"])
-    return int(age) if age > threshold else None
-
-
-def _step_rate(job: Job, now: Any) -> tuple[dict[str, Any], float | None, float | None] | None:
-    """The current step of a running job and its rate and ETA, or None when it has none."""
-    info = job.step if isinstance(job.step, dict) else {}
-    if not info.get("name"):
-        return None
-    done, total = int(info.get("done") or 0), int(info.get("total") or 0)
-    rate = eta = None
-    started = parse_datetime(str(info.get("started_at") or ""))
-    if started is not None and done > 0:
-        seconds = (now - started).total_seconds()
-        if seconds > 0:
-            rate = done / seconds
-            eta = max(0.0, (total - done) / rate) if total else None
-    return info, rate, eta
-
-
-def job_progress(*, job: Job, now: Any = None) -> JobProgress:
-    now = now or timezone.now()
-    finished = job.status in JOB_FINISHED
-    elapsed = 0.0
-    if job.started_at:
-        end = job.finished_at if (finished and job.finished_at) else now
-        elapsed = max(0.0, (end - job.started_at).total_seconds())
-    rate = job.done / elapsed if elapsed > 0 and job.done else None
-    eta = max(0.0, (job.total - job.done) / rate) if (not finished and rate) else None
-    step = None if finished else _step_rate(job, now)
-    if step is not None:
-        _, rate, eta = step
-    fraction = min(1.0, job.done / job.total) if job.total else (1.0 if job.status == "succeeded" else 0.0)
-    return JobProgress(
-        done=job.done,
-        total=job.total,
-        fraction=round(fraction, 4),
-        percent=int(fraction * 100),
-        rate=round(rate, 3) if rate is not None else None,
-        eta_seconds=round(eta, 1) if eta is not None else None,
-        elapsed_seconds=round(elapsed, 1),
-        finished=finished,
-        waiting_behind=job_waiting_behind(job),
-        stalled_seconds=job_stalled_seconds(job=job, now=now),
-        step=step[0] if step is not None else None,
-    )
-
-
 def job_as_dict(*, job: Job, now: Any = None) -> dict[str, Any]:
-    """The public shape of a job (docs/formats.md §3 ``jobs --json``), plus progress and result."""
+    """The public shape of a job (docs/formats.md §3 ``jobs --json``), plus progress and result:
+    the figures of ``projects.job_progress`` (``rate`` in ``rate_unit``, ``eta_seconds``,
+    ``steps``, ``summary``), the same the page and the ``jobs`` command show."""
     p = job_progress(job=job, now=now)
     return {
         "id": job.pk,
@@ -276,10 +180,16 @@ def job_as_dict(*, job: Job, now: Any = None) -> dict[str, Any]:
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,
         "created_at": job.created_at.isoformat() if job.created_at else None,
         "created_by": job.created_by.get_username() if job.created_by is not None else None,
+        "done_shown": p.done,
+        "total_shown": p.total,
+        "unit": p.unit,
         "rate": p.rate,
+        "rate_unit": p.rate_unit,
         "eta_seconds": p.eta_seconds,
         "percent": p.percent,
         "step": p.step,
+        "steps": p.steps,
+        "summary": p.summary,
         "heartbeat_at": job.heartbeat_at.isoformat() if job.heartbeat_at else None,
         "attempts": job.attempts,
         "cancel_requested": job.cancel_requested,

@@ -245,7 +245,14 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
     with the job's progress box."""
     project = get_object_or_404(Project, pk=pk)
     limit = settings.COUNTERPART["MAX_UPLOAD_BYTES"]
-    if request.method != "POST":  # ?format=…&target=task: the form comes filled in (the task-model page's link)
+    if request.method != "POST":
+        query = ExportJobQuery.parse(request.GET)  # ?job=<id>: where the POST redirected (PRG)
+        if "job" in query.data:
+            if not query.is_valid():
+                return HttpResponseBadRequest("job: a job id")
+            job = get_object_or_404(Job, pk=query.cleaned_data["job"], kind="import", project=project)
+            return render(request, "projects/project_import.html", {**_import_context(project), **job_context(job)})
+        # ?format=…&target=task: the form comes filled in (the task-model page's link)
         chosen = ImportForm.parse(request.GET).shown()
         return render(request, "projects/project_import.html", {**_import_context(project), "chosen": chosen})
     declared = int(request.META.get("CONTENT_LENGTH") or 0)
@@ -266,9 +273,9 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
         if size.exceeded:
             return _import_error(request, project, f"upload refused: over the {limit}-byte limit", 413, chosen)
         if not form.is_valid():
-            return _import_error(request, project, form.first_error(), 400, chosen)
+            return _import_error(request, project, "", 400, chosen, form.field_errors())
         if not files:
-            return _import_error(request, project, "choose a file to upload", 400, chosen)
+            return _import_error(request, project, "", 400, chosen, {"file": "choose a file to upload"})
         try:
             job = import_files_start(
                 project=project,
@@ -282,11 +289,14 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
                 created_by=request.user,
             )
         except ImportNotStarted as exc:
+            if exc.field:
+                return _import_error(request, project, "", 400, chosen, {exc.field: str(exc)})
             return _import_error(request, project, str(exc), 400, chosen)
         except BrokerUnavailable as exc:
             return _import_error(request, project, f"Import not started: {exc}", 503, chosen)
         handed_over = {path for path, _name in files.values()}
-        return render(request, "projects/project_import.html", {**_import_context(project), **job_context(job)})
+        # POST-redirect-GET: a reload shows the job instead of uploading the file again
+        return redirect(f"{reverse('project-import', args=[project.pk])}?job={job.pk}")
     finally:
         store.discard(keep=handed_over)
 
@@ -307,9 +317,16 @@ def _import_context(project: Project) -> dict[str, Any]:
 
 
 def _import_error(
-    request: HttpRequest, project: Project, message: str, status: int, chosen: dict[str, Any] | None = None
+    request: HttpRequest,
+    project: Project,
+    message: str,
+    status: int,
+    chosen: dict[str, Any] | None = None,
+    errors: dict[str, str] | None = None,
 ) -> HttpResponse:
-    context = {**_import_context(project), "error": message, "chosen": chosen or {}}
+    """The page again with ``message`` at the top (the whole form) and ``errors`` next to their
+    fields (issue 32.8: "choose a file to upload" was shown at the top)."""
+    context = {**_import_context(project), "error": message, "errors": errors or {}, "chosen": chosen or {}}
     return render(request, "projects/project_import.html", context, status=status)
 
 

@@ -28,9 +28,11 @@ from annotate.selectors import (
     PAUSED_MESSAGE,
     REMOVED_MESSAGE,
     ItemView,
+    WAITING_CHECKS,
     image_url,
     item_view,
     item_view_of,
+    skipped_checks_for,
     undo_window,
 )
 from annotate.services import hot_sql as sql
@@ -65,10 +67,7 @@ class NotAllowed(AnnotationError):
 
 
 FLAGGED_MESSAGE = "Your answers on the check items were below the project's threshold; a researcher has to review them."
-WAITING_CHECKS_MESSAGE = (
-    "You have answered every check item there is for you, fewer than the {required} needed to qualify; "
-    "the project's researchers have to add check items before you can go on."
-)
+WAITING_CHECKS_MESSAGE = WAITING_CHECKS  # the home page says the same (annotate.selectors.serving_for)
 
 
 def _cfg(key: str) -> Any:
@@ -209,9 +208,11 @@ def lease_next(*, access: Access, annotator: Any, now: datetime | None = None) -
     _expire_now_and_then(now)
     if access.membership_id is not None and not access.qualified and int(_cfg("QUALIFICATION_GOLD")) > 0:
         got = _claim(access=access, annotator_id=annotator.pk, gold=True, now=now)
+        if got is None:  # a check item they skipped comes back (issue 32.5): skips never dead-end
+            got = _reclaim_skipped_check(access=access, annotator_id=annotator.pk, now=now)
         if got is not None:
             return got
-        # No unseen gold item left: decide on what was answered if the rules allow it.
+        # No check item left for them: decide on what was answered if the rules allow it.
         from annotate.services.quality import membership_settle_qualification
 
         membership = ProjectMembership.objects.filter(pk=access.membership_id).first()
@@ -231,6 +232,26 @@ def lease_next(*, access: Access, annotator: Any, now: datetime | None = None) -
         # The pool looked empty, but some leases had run out: try once more.
         got = _claim(access=access, annotator_id=annotator.pk, gold=False, now=now)
     return got
+
+
+def _reclaim_skipped_check(*, access: Access, annotator_id: int, now: datetime) -> Lease | None:
+    """Lease again the check item this annotator skipped longest ago (``skipped_checks_for``),
+    on the same assignment row (one per item and annotator) and in the order they saw it; None
+    when they skipped none that is still open. Only while they qualify and only once every
+    unseen check item was served: never on the hot path of qualified annotators."""
+    expires = now + lease_duration()
+    for a in skipped_checks_for(project_id=access.project_id, user_id=annotator_id).values("id", "item_id")[:5]:
+        with transaction.atomic():
+            if not Item.objects.filter(pk=a["item_id"], status="open", taken__lt=F("k")).update(taken=F("taken") + 1):
+                continue
+            if not Assignment.objects.filter(pk=a["id"], status="skipped").update(
+                status="leased", expires_at=expires, finished_at=None, skip_reason=""
+            ):
+                transaction.set_rollback(True)
+                continue
+        order = Assignment.objects.filter(pk=a["id"]).values_list("display_order", flat=True).get()
+        return Lease(a["id"], a["item_id"], list(order), expires)
+    return None
 
 
 def assignment_next(*, project: Project, annotator: Any, now: datetime | None = None) -> Assignment | None:

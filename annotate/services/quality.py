@@ -21,9 +21,8 @@ from annotate.ml import agreement, policy
 from annotate.models import Annotation, Item
 from annotate.selectors import (
     annotators_available_for,
-    gold_window_answers,
     items_waiting_for_annotators,
-    qualification_required,
+    qualification_decision,
 )
 from projects import states
 from projects.models import Label, Project, ProjectMembership
@@ -190,18 +189,9 @@ def membership_settle_qualification(
     member stays undecided (``lease_next`` says they wait for more check items)."""
     if membership is None:
         return None
-    required = qualification_required()
     min_acc = float(_cfg("GOLD_MIN_ACCURACY"))
-    answers_b = [
-        bool(a)
-        for a in gold_window_answers(membership=membership).values_list("correct", flat=True)[: max(required, 1)]
-    ]
-    if out_of_gold and len(answers_b) < required:
-        gold_total = Item.objects.filter(project_id=membership.project_id, is_gold=True).count()
-        if gold_total == 0:
-            required = 0
-        elif membership.gold_window_start is None and gold_total < required:
-            required = len(answers_b)
+    decision = qualification_decision(membership=membership, out_of_gold=out_of_gold)
+    answers_b, required = decision.answers, decision.required
     status = policy.qualification_status(answers_b, required=required, min_accuracy=min_acc)
     if status == policy.QualificationStatus.PASSED:
         ProjectMembership.objects.filter(pk=membership.pk, qualified_at__isnull=True).update(qualified_at=now)

@@ -118,14 +118,23 @@ def _cfg(key: str) -> Any:
 # ---------------------------------------------------------------------------------------
 # options
 # ---------------------------------------------------------------------------------------
+# Bounds of a run's numeric options, the form's and the API's (issue 32.8: a limit of 1e26 was
+# accepted, and its cancel took 110 s to land).
+MAX_LIMIT = 10_000_000  # originals
+MAX_PER_ORIGINAL = 1000  # candidates per original
+MAX_SEED = 2**32 - 1  # what numpy's generators take
+
+
 def _positive_int(value: Any, name: str, errors: dict[str, str], maximum: int | None = None) -> int | None:
     if value is None or value == "":
         return None
     try:
+        if isinstance(value, bool):
+            raise ValueError
         n = int(value)
         if isinstance(value, float) and value != n:
             raise ValueError
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         errors[name] = f"{name} must be a whole number"
         return None
     if n < 1 or (maximum is not None and n > maximum):
@@ -144,8 +153,10 @@ def run_options_clean(*, project: Project, options: dict[str, Any] | None) -> di
     if unknown:
         errors["options"] = f"unknown option(s) {', '.join(unknown)}; run options are {', '.join(RUN_OPTION_KEYS)}"
     clean: dict[str, Any] = {}
-    clean["limit"] = _positive_int(options.get("limit"), "limit", errors)
-    clean["max_per_original"] = _positive_int(options.get("max_per_original"), "max_per_original", errors)
+    clean["limit"] = _positive_int(options.get("limit"), "limit", errors, maximum=MAX_LIMIT)
+    clean["max_per_original"] = _positive_int(
+        options.get("max_per_original"), "max_per_original", errors, maximum=MAX_PER_ORIGINAL
+    )
     clean["batch_size"] = _positive_int(options.get("batch_size"), "batch_size", errors, maximum=1000) or int(
         _cfg("GENERATION_BATCH_SIZE")
     )
@@ -154,8 +165,12 @@ def run_options_clean(*, project: Project, options: dict[str, Any] | None) -> di
         clean["seed"] = 0
     else:
         try:
+            if isinstance(seed, bool) or (isinstance(seed, float) and seed != int(seed)):
+                raise ValueError
             clean["seed"] = int(seed)
-        except (TypeError, ValueError):
+            if not 0 <= clean["seed"] <= MAX_SEED:
+                errors["seed"] = f"seed must be between 0 and {MAX_SEED}"
+        except (TypeError, ValueError, OverflowError):
             errors["seed"] = "seed must be a whole number"
     band = options.get("similarity_band")
     try:
@@ -788,8 +803,9 @@ def _set_phase(run: GenerationRun, ctx: JobContext, name: str, message: str = ""
     models`` (step 1 of 2, with what loads) while the generator and the filters' models load,
     then ``generating`` (step 2 of 2), whose ``done``/``total`` count this execution's
     originals and whose ``recent`` holds ``[time, done]`` at its start and after each of the
-    last ``RECENT_BATCHES`` batches: the rate and ETA the run page shows
-    (``generation.selectors.run_progress``) come from there, never from the loading time."""
+    last ``RECENT_BATCHES`` batches: the rate and ETA (``projects.job_progress``, the same on the
+    run page, the API and the ``jobs`` command) are the step's originals over the time from its
+    start to its last batch — generation and every filter of those batches, never the loading."""
     now = timezone.now()
     step: dict[str, Any] = {
         "name": name,
@@ -800,6 +816,7 @@ def _set_phase(run: GenerationRun, ctx: JobContext, name: str, message: str = ""
         "unit": "" if name == "loading models" else "originals",
         "started_at": now.isoformat(),
         "message": message,
+        "plan": ["loading models", "generating"],
     }
     if name != "loading models":
         step["recent"] = [[now.isoformat(), 0]]

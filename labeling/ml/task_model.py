@@ -340,6 +340,9 @@ def train_task_model(
                     {
                         "step": done,
                         "total": total,
+                        # examples through the model so far, of all epochs (the job's rate unit)
+                        "examples": epoch * len(train_recs) + min((step + 1) * config.batch_size, len(train_recs)),
+                        "examples_total": len(train_recs) * config.epochs,
                         "epoch": epoch + 1,
                         "epochs": config.epochs,
                         "loss": float(loss.detach()),

@@ -70,6 +70,13 @@ def text_key(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
+# The loaded weights, per (model path, device), shared by every Encoder of the process: each
+# Encoder keeps its own text cache, but MiniLM loads once (issue 32.9: the test suite built a
+# fresh Encoder in several real-MiniLM tests, each loading the weights again). Inference only.
+_WEIGHTS: dict[tuple[str, str], SentenceTransformer] = {}
+_WEIGHTS_LOCK = threading.Lock()
+
+
 class Encoder:
     """``encode(texts) -> float32 array (n, 384)``, L2-normalised, cached per distinct text."""
 
@@ -96,7 +103,11 @@ class Encoder:
 
             if not Path(self.model_path).is_dir():
                 raise FileNotFoundError(f"MiniLM model directory not found: {self.model_path}")
-            self._model = SentenceTransformer(self.model_path, device=self.device)
+            key = (str(Path(self.model_path).resolve()), self.device)
+            with _WEIGHTS_LOCK:
+                if key not in _WEIGHTS:
+                    _WEIGHTS[key] = SentenceTransformer(self.model_path, device=self.device)
+                self._model = _WEIGHTS[key]
         return self._model
 
     # -- cache -----------------------------------------------------------------

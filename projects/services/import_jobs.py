@@ -53,7 +53,12 @@ ORPHAN_SECONDS = 6 * 3600  # an upload file no active job needs is removed after
 
 
 class ImportNotStarted(ValueError):
-    """The import's settings are wrong (format, split); nothing was queued."""
+    """The import's settings are wrong (format, split); nothing was queued. ``field``: the
+    form field the problem is about (the page shows it there), '' for the whole form."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 # Where an import's rows go (issue 32.3): ``pool`` (originals and pairs, the default) or

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.conf import settings
 
+from projects.formats.sniff import format_hint
 from projects.models import Job, Project
 from projects.services.import_bundles import (
     CAD_FORMATS,
@@ -85,6 +86,8 @@ def import_files_start(
             if set(files) != {"file"}:
                 raise ImportNotStarted(f"{format} takes one data file (the field 'file')")
             path, name = files["file"]
+            if hint := format_hint(path, name, format):  # issue 32.8: say what it looks like
+                raise ImportNotStarted(f"{hint}; nothing was imported", field="file")
             return import_upload_start(
                 project=project,
                 path=path,
@@ -118,7 +121,7 @@ def import_files_start(
 
 def _cad_start(*, project: Project, format: str, split: str, files: Mapping[str, tuple[str, str]], **job: Any) -> Job:
     if split not in ("train", "dev", "test"):
-        raise ImportNotStarted(f"{format} needs the split: train, dev or test")
+        raise ImportNotStarted(f"{format} needs the split: train, dev or test", field="split")
     limit = int(settings.COUNTERPART["MAX_UPLOAD_BYTES"])
     parts = {k: v for k, v in files.items() if k in CAD_NLI_PARTS}
     whole = files.get("file")

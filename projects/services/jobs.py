@@ -47,7 +47,7 @@ import contextlib
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -263,12 +263,16 @@ class JobContext:
         if not self.owned().update(**values):
             raise JobSuperseded(f"job {self.job_id} is no longer owned by this execution")
 
-    def step(self, name: str, *, index: int, count: int, total: int = 0, unit: str = "") -> None:
+    def step(
+        self, name: str, *, index: int, count: int, total: int = 0, unit: str = "", plan: Sequence[str] = ()
+    ) -> None:
         """Start step ``index`` (1-based) of ``count``: the job's ``done``/``total`` count steps
         (``index - 1`` of ``count`` done) and ``Job.step`` the work inside this one, which
-        :meth:`step_progress` advances; the ETA is this step's rate (``job_progress``)."""
+        :meth:`step_progress` advances; the ETA is this step's rate (``job_progress``).
+        ``plan``: the names of all ``count`` steps, so the box lists every one (issue 32.6).
+        ``total`` is fixed when the step starts: give the exact count, it never grows."""
         now = timezone.now()
-        info = {
+        info: dict[str, Any] = {
             "name": name,
             "index": index,
             "count": count,
@@ -277,6 +281,8 @@ class JobContext:
             "unit": unit,
             "started_at": now.isoformat(),
         }
+        if plan:
+            info["plan"] = [str(n) for n in plan]
         self._last["step"] = info
         self._last["step_written"] = now
         values = {"done": max(0, index - 1), "total": count, "step": info, "heartbeat_at": now}
@@ -299,6 +305,13 @@ class JobContext:
         self._last["step_written"] = now
         if not self.owned().update(step=dict(info), heartbeat_at=now):
             raise JobSuperseded(f"job {self.job_id} is no longer owned by this execution")
+
+    def flush(self) -> None:
+        """Write the current step's last progress (``step_progress`` writes at most every
+        ``STEP_WRITE_SECONDS``): a job that ends shows where it got to."""
+        info = self._last.get("step")
+        if info is not None:
+            self.owned().update(step=dict(info))
 
     def cancel_requested(self) -> bool:
         return Job.objects.filter(pk=self.job_id, cancel_requested=True).exists()
@@ -447,9 +460,11 @@ def job_execute(*, job_id: int, handler: Handler | None = None, take_over: bool 
         except JobSuperseded as exc:
             logger.warning("%s; stopping this execution", exc)
         except JobCancelled:
+            ctx.flush()
             _finish(job_id, token, "cancelled")
         except JobFailed as exc:
             logger.warning("%s job %s failed: %s", job.kind, job_id, exc)
+            ctx.flush()
             _finish(job_id, token, "failed", error=str(exc))
         except Exception:
             ref = f"job-{job_id}-{token[:8]}"
@@ -457,6 +472,7 @@ def job_execute(*, job_id: int, handler: Handler | None = None, take_over: bool 
             _finish(job_id, token, "failed", error=internal_error_message(ref))
             raise
         else:
+            ctx.flush()
             final = "cancelled" if ctx.cancel_requested() else "succeeded"
             _finish(job_id, token, final, result=_jsonable(result or {}))
     return Job.objects.get(pk=job_id)

@@ -275,3 +275,87 @@ def test_rerouting_at_the_same_budget_adds_the_check_items_a_window_needs(qual):
     assert u.memberships.get().qualified_at is not None
     # the gold share is topped up at the same budget too (before: only when new items were routed)
     assert project_route(project=project, budget=0.25, gold_rate=1.0, seed=3).gold_items > 0
+
+
+# -- skips never dead-end (issue 32.5) -----------------------------------------------------------
+def test_skipped_check_items_come_back_so_four_answers_and_six_skips_still_qualify(qual):
+    """The reported case: 10 check items, the annotator answered 4 and skipped 6, then read
+    "You have answered every check item there is for you" while their home page offered Start.
+    Now the skipped ones are served again (oldest skip first) and the home page agrees."""
+    project = _project(n=12, gold=10)
+    u = annotator(project)
+    skipped = []
+    for n in range(10):
+        a = svc.assignment_next(project=project, annotator=u)
+        item = Item.objects.get(pk=a.item_id)
+        assert item.is_gold
+        if n % 5 < 2:  # answers at 0, 1, 5, 6: four answers, six skips
+            svc.annotation_submit(assignment_id=a.pk, annotator=u, choice=item.gold_choice)
+        else:
+            svc.assignment_skip(assignment_id=a.pk, annotator=u, reason="unsure")
+            skipped.append(item.pk)
+    m = u.memberships.get()
+    assert (m.qualified_at, m.gold_answered) == (None, 4) and len(skipped) == 6
+    c = login(u)
+    home = unescape(c.get("/annotate/").content.decode())
+    assert "Start annotating" in home and 'data-testid="nothing-now"' not in home
+    # the first check item skipped comes back, on its own assignment row, in the order shown then
+    a = svc.assignment_next(project=project, annotator=u)
+    assert a.item_id == skipped[0] and a.status == "leased" and a.skip_reason == ""
+    assert Item.objects.get(pk=a.item_id).taken == 1
+    # skipping it again moves on to the next oldest skip: no loop on one item
+    svc.assignment_skip(assignment_id=a.pk, annotator=u)
+    b = svc.assignment_next(project=project, annotator=u)
+    assert b.item_id == skipped[1]
+    svc.annotation_submit(assignment_id=b.pk, annotator=u, choice=Item.objects.get(pk=b.item_id).gold_choice)
+    m.refresh_from_db()
+    assert m.qualified_at is not None and m.gold_answered == 5  # 5 of 5: qualified
+    nxt = svc.assignment_next(project=project, annotator=u)
+    assert nxt is not None and not Item.objects.get(pk=nxt.item_id).is_gold
+
+
+def test_the_researcher_sees_no_shortfall_while_skipped_check_items_can_come_back(qual):
+    from annotate import selectors
+
+    project = _project(n=4, gold=6)
+    u = annotator(project)
+    m = _answer_checks(u, project, correct=False)
+    login(researcher()).post(f"/annotate/projects/{project.pk}/members/", {"unflag": m.pk})
+    a = svc.assignment_next(project=project, annotator=u)  # the last unseen check item
+    svc.assignment_skip(assignment_id=a.pk, annotator=u)
+    # a fresh window: the five answered ones are out (their answers were shown), the skipped one is not
+    assert selectors.check_items_shortfall(project=project).members == [(u.username, 4)]
+    assert selectors.serving_for(project=project, user=u) == ""
+    again = svc.assignment_next(project=project, annotator=u)
+    assert again.item_id == a.item_id
+
+
+def test_home_page_offers_start_only_when_next_item_would_serve_something(qual):
+    from annotate import selectors
+
+    project = _project(n=4, gold=6)
+    u = annotator(project)
+    m = _answer_checks(u, project, correct=False)
+    login(researcher()).post(f"/annotate/projects/{project.pk}/members/", {"unflag": m.pk})
+    _answer_check(u, project, correct=True)  # the last unseen check item: now waiting
+    c = login(u)
+    home = unescape(c.get("/annotate/").content.decode())
+    assert "items left for you: <strong>4</strong>" in home  # real items exist ...
+    assert "Start annotating" not in home  # ... but nothing can be served: no Start
+    assert "researchers have to add check items" in home.split('data-testid="nothing-now"')[1]
+    with pytest.raises(svc.NotAllowed, match="add check items"):  # the server agrees
+        svc.assignment_next(project=project, annotator=u)
+
+    # a qualified annotator who has had every real item: no Start either, and the server serves nothing
+    done = annotator(project)
+    ProjectMembership.objects.filter(user=done).update(qualified_at=m.created_at)
+    while (a := svc.assignment_next(project=project, annotator=done)) is not None:
+        svc.annotation_submit(assignment_id=a.pk, annotator=done, choice=a.display_order[0])
+    assert selectors.serving_for(project=project, user=done) == selectors.NOTHING_NOW
+    home = unescape(login(done).get("/annotate/").content.decode())
+    assert "Start annotating" not in home and selectors.NOTHING_NOW in home
+    # ... and one who has not: Start, and the server serves
+    fresh = annotator(project)
+    ProjectMembership.objects.filter(user=fresh).update(qualified_at=m.created_at)
+    assert "Start annotating" in login(fresh).get("/annotate/").content.decode()
+    assert svc.assignment_next(project=project, annotator=fresh) is not None

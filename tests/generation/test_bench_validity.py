@@ -32,7 +32,7 @@ def test_bench_validity_reports_the_documented_figures():
 
 
 @pytest.mark.slow
-def test_train_validity_writes_a_calibrated_model(tmp_path):
+def test_train_validity_writes_a_calibrated_model(tmp_path, shared_data):  # reads CAD-NLI train
     from generation.ml.validity import ValidityDiscriminator
     from tests.generation._tiny_hf import save_bert_classifier
 

@@ -72,7 +72,8 @@ def test_api_runs_the_job_and_the_result_is_the_benchmark_shape(settings, django
         )
     assert resp.status_code == 202, resp.content
     body = resp.json()
-    assert body["kind"] == "evaluate" and body["total"] == len(VARIANTS) + 1  # + your export
+    # done / total count the job's two steps, fixed before the first starts (issue 32.6)
+    assert body["kind"] == "evaluate" and body["total"] == len(evaluation.STEPS) == 2
     job = Job.objects.get(pk=body["id"])
     assert job.status == "succeeded", job.error
     r = job.result
@@ -141,6 +142,7 @@ def test_page_section_starts_a_job_and_shows_chart_and_table(client, django_capt
         resp = client.post(
             f"/labeling/projects/{project.pk}/evaluate/",
             {"evals": "project", "budget": "0.25", "seeds": "2", "classifier": "tfidf-lr"},
+            HTTP_HX_REQUEST="true",  # as the page's htmx form posts
         )
     assert resp.status_code == 200 and b"Evaluation queued" in resp.content
     page = client.get(f"/labeling/projects/{project.pk}/evaluation/")
@@ -212,6 +214,7 @@ def test_a_test_set_the_project_was_imported_from_is_left_out_and_counted(
         resp = client.post(
             f"/labeling/projects/{project.pk}/evaluate/",
             {"evals": "cad-nli:dev", "budget": "0.25", "seeds": "1", "classifier": "tfidf-lr"},
+            HTTP_HX_REQUEST="true",  # as the page's htmx form posts
         )
     assert resp.status_code == 200, resp.content
     job = Job.objects.filter(kind="evaluate").get()

@@ -24,9 +24,10 @@ def test_the_evaluation_reports_encoding_then_fits(monkeypatch, settings, tmp_pa
     calls: list[tuple[str, int, int]] = []
     step, step_progress = JobContext.step, JobContext.step_progress
 
-    def record_step(self, name, *, index, count, total=0, unit=""):
+    def record_step(self, name, *, index, count, total=0, unit="", plan=()):
         calls.append(("step", index, total))
-        return step(self, name, index=index, count=count, total=total, unit=unit)
+        assert list(plan) == list(evaluation.STEPS)  # every step named from the start
+        return step(self, name, index=index, count=count, total=total, unit=unit, plan=plan)
 
     def record_progress(self, done, total=None):
         calls.append(("progress", done, total or 0))
@@ -47,8 +48,16 @@ def test_the_evaluation_reports_encoding_then_fits(monkeypatch, settings, tmp_pa
     steps = [i for i, c in enumerate(calls) if c[0] == "step"]
     assert [calls[i][1] for i in steps] == [1, 2]
     encoding = [c for c in calls[steps[0] + 1 : steps[1]] if c[0] == "progress"]
-    assert len(encoding) >= 5 and all(0 < done <= total for _, done, total in encoding)
+    fixed = calls[steps[0]][2]  # the step's total, given when it starts: it never grows (issue 32.6)
+    assert len(encoding) >= 5 and all(0 < done <= fixed and total == 0 for _, done, total in encoding)
+    assert encoding[-1][1] == fixed
     assert [d for _, d, _ in encoding] == sorted(d for _, d, _ in encoding)  # it only moves forward
     fits = [c for c in calls[steps[1] + 1 :] if c[0] == "progress"]
-    assert [d for _, d, _ in fits] == list(range(1, len(fits) + 1)) and fits[-1][1] == fits[-1][2]
-    assert job.step["index"] == 2 and job.step["done"] == job.step["total"] == fits[-1][2]
+    assert [d for _, d, _ in fits] == list(range(1, len(fits) + 1)) and fits[-1][1] == calls[steps[1]][2]
+    assert job.step["index"] == 2 and job.step["done"] == job.step["total"] == fits[-1][1]
+    assert (job.done, job.total) == (1, 2)  # as the handler left them; the box shows every step done:
+    from projects.selectors import job_progress
+
+    p = job_progress(job=job)
+    assert (p.done, p.total) == (2, 2) and [s["state"] for s in p.steps] == ["done", "done"]
+    assert p.summary == "succeeded · all 2 steps done"

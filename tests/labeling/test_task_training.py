@@ -161,13 +161,17 @@ def test_the_job_reports_progress_and_cancel_keeps_a_checkpoint(tmp_path, monkey
 
     monkeypatch.setattr(JobContext, "cancel_requested", cancel_after_two_steps)
     done = job_execute(job_id=job.pk)
-    assert done.status == "cancelled" and done.done == 2 and not TaskModel.objects.exists()
+    assert done.status == "cancelled" and not TaskModel.objects.exists()
+    # two training steps of 32 examples were reported, in the fine-tuning step (the second of two:
+    # loading is a step of its own, issue 32.6), counted in examples
+    assert (done.done, done.total) == (1, 2) and done.step["index"] == 2 and done.step["unit"] == "examples"
+    assert done.step["done"] == 2 * 32 and done.step["plan"] == list(T.TASK_MODEL_STEPS)
     assert list((tmp_path / "task-models").glob("*.partial/checkpoint/state.pt"))
     monkeypatch.setattr(JobContext, "cancel_requested", real)
     job = job_create(kind="task_model", project=project, params={"base": "minilm", "epochs": 2})
     done = job_execute(job_id=job.pk)
     assert done.status == "succeeded", done.error
-    assert done.total > 0 and done.done == done.total
+    assert done.total == 2 and done.step["done"] == done.step["total"] > 0  # every example of every epoch
     assert done.result["task_model"] == TaskModel.objects.get().pk and done.result["cached"] is False
 
 
@@ -212,7 +216,7 @@ def test_the_project_page_section_trains_shows_and_cancels(tmp_path, django_capt
     assert c.post(url + "cancel/").status_code == 409
     T.task_data_import(project=project, format="labelled-jsonl", paths=[_task_file(tmp_path)])
     with django_capture_on_commit_callbacks(execute=True):
-        r = c.post(url + "train/", {"epochs": "1", "base": "minilm"})
+        r = c.post(url + "train/", {"epochs": "1", "base": "minilm"}, HTTP_HX_REQUEST="true")  # the htmx form
     assert r.status_code == 200 and b"Training the task model queued" in r.content
     r = c.get(url)
     assert b"held-out accuracy" in r.content and b"entailment 2" in r.content

@@ -44,7 +44,8 @@ class Recorder:
         self.events: list[tuple[str, str, int, int]] = []  # (kind, step, done/total, texts so far)
         self.current = ""
 
-    def step(self, name, *, index, count, total=0, unit=""):
+    def step(self, name, *, index, count, total=0, unit="", plan=()):
+        assert len(plan) == count and plan[index - 1] == name  # every step named (issue 32.6)
         self.current = name
         self.events.append(("step", name, index, self.encoder.texts))
 

@@ -43,12 +43,13 @@ def test_train_then_autolabel_through_the_page(client, django_capture_on_commit_
     login(client, permissions.RESEARCHER)
     project, _ = make_project()
     with django_capture_on_commit_callbacks(execute=True):
-        resp = client.post(f"/labeling/projects/{project.pk}/train/", {"mode": "pc"})
+        resp = client.post(f"/labeling/projects/{project.pk}/train/", {"mode": "pc"}, HTTP_HX_REQUEST="true")
     assert resp.status_code == 200 and b"Training PC queued" in resp.content
     assert PairwiseModel.objects.filter(project=project, mode="pc").count() == 1  # eager in tests
     with django_capture_on_commit_callbacks(execute=True):
         resp = client.post(f"/labeling/projects/{project.pk}/autolabel/", {"min_confidence": "0.5"})
-    assert resp.status_code == 200
+    # a plain POST (no htmx) is redirected to the page, so a reload starts nothing (issue 32.8)
+    assert resp.status_code == 302 and resp["Location"] == f"/projects/{project.pk}/#flip-rates"
     assert Candidate.objects.filter(project=project, state=states.AUTO_LABELED).exists()
 
 

@@ -38,6 +38,9 @@ def post_import(client: Any, project: Project, data: dict[str, Any], *, api: boo
     with TestCase.captureOnCommitCallbacks(execute=True):
         resp = client.post(url, data)
     job = _newest_import(project, before)
+    if not api and resp.status_code == 302:  # POST-redirect-GET (issue 32.8): the page shows the job
+        assert job is not None and resp["Location"] == f"/projects/{project.pk}/import/?job={job.pk}"
+        resp = client.get(resp["Location"])
     html = resp.content.decode()
     if job is not None and not api:
         html += client.get(f"/jobs/{job.pk}/").content.decode()

@@ -123,9 +123,11 @@ def test_the_page_streams_the_upload_under_the_media_root_and_shows_the_job_box(
             f"/projects/{project.pk}/import/",
             {"format": "pairs-jsonl", "file": SimpleUploadedFile("films.jsonl", body(range(10)))},
         )
-    assert resp.status_code == 200
     job = Job.objects.get(kind="import")
-    html = resp.content.decode()
+    # POST-redirect-GET (issue 32.8): a reload of the page shows the job, it does not upload again
+    assert resp.status_code == 302 and resp["Location"] == f"/projects/{project.pk}/import/?job={job.pk}"
+    html = client.get(resp["Location"]).content.decode()
+    assert client.get(resp["Location"]).status_code == 200 and Job.objects.filter(kind="import").count() == 1
     assert f'id="job-{job.pk}"' in html and f'hx-get="/jobs/{job.pk}/"' in html  # the polling job box
     assert job.status == "queued" and not Candidate.objects.exists()  # nothing imported in the request
     (stored,) = job.params["paths"]

@@ -10,10 +10,12 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from labeling import evaluation as services_evaluation
 from labeling.selectors import cad_missing_note, evaluation_for
+from projects.http import started_elsewhere
 from projects.models import Project
 from projects.permissions import researcher_required
 from projects.selectors import job_progress
@@ -41,6 +43,7 @@ def _evaluation_fragment(
 ) -> HttpResponse:
     ev = evaluation_for(project=project)
     latest = ev["latest"]
+    choices = services_evaluation.evaluation_choices(project=project)
     context: dict[str, Any] = {
         "project": project,
         "message": message,
@@ -48,12 +51,10 @@ def _evaluation_fragment(
         "form": form or EvaluationForm(project=project),
         "cad_note": cad_missing_note(
             project=project,
-            found=any(
-                c.key != services_evaluation.PROJECT_EVAL
-                for c in services_evaluation.evaluation_choices(project=project)
-            ),
+            found=any(c.key != services_evaluation.PROJECT_EVAL for c in choices),
             what="CAD test sets",
         ),
+        "refused": [c.key for c in choices if c.imported],
         "job": latest,
         "progress": job_progress(job=latest) if latest else None,
         "result_job": ev["result_job"],
@@ -88,4 +89,7 @@ def evaluation_start(request: HttpRequest, pk: int) -> HttpResponse:
         return _evaluation_fragment(request, project, error=" ".join(exc.messages), status=400, form=form)
     except BrokerUnavailable as exc:
         return _evaluation_fragment(request, project, error=str(exc), status=503, form=form)
+    done = started_elsewhere(request, f"{reverse('project-detail', args=[project.pk])}#evaluation")
+    if done is not None:  # a plain POST: redirect, so a reload does not start another (issue 32.8)
+        return done
     return _evaluation_fragment(request, project, message=f"Evaluation queued (job {job.pk}).")

@@ -17,6 +17,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -39,7 +40,9 @@ class _Recorder:
         self.steps: list[tuple[float, str, int]] = []
         self.updates = 0
 
-    def step(self, name: str, *, index: int, count: int, total: int = 0, unit: str = "") -> None:
+    def step(
+        self, name: str, *, index: int, count: int, total: int = 0, unit: str = "", plan: Sequence[str] = ()
+    ) -> None:
         now = time.perf_counter() - self.t0
         self.first = now if self.first is None else self.first
         self.steps.append((round(now, 2), name, total))

@@ -38,11 +38,8 @@ class Command(BaseCommand):
         if not jobs:
             self.stdout.write("no jobs")
             return
-        for j in jobs:
-            progress = f"{j['done']}/{j['total']}" if j["total"] else str(j["done"])
-            line = f"{j['id']:>6}  {j['kind']:<10} {j['status']:<9} {progress:>12}  {j['project'] or '-'}"
-            if j["eta_seconds"] is not None:
-                line += f"  (about {j['eta_seconds']:.0f} s left)"
+        for j in jobs:  # the figures of projects.job_progress, as the page and the API show them
+            line = f"{j['id']:>6}  {j['kind']:<10} {j['project'] or '-'}: {j['summary']}"
             if j["error"]:
                 line += f"  error: {j['error'][:200]}"
             self.stdout.write(line)
