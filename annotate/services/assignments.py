@@ -27,8 +27,8 @@ from annotate.models import Annotation, Assignment, Item
 from annotate.selectors import (
     PAUSED_MESSAGE,
     REMOVED_MESSAGE,
-    ItemView,
     WAITING_CHECKS,
+    ItemView,
     image_url,
     item_view,
     item_view_of,
