@@ -52,7 +52,11 @@ def _pairs_file(path: Path, n: int, prefix: str) -> str:
                         {
                             "id": f"{prefix}{i}-{j}",
                             "group": f"{prefix}{i}",
-                            "original": {"id": f"{prefix}{i}", "fields": {"premise": prem, "hypothesis": hyp}, "label": y},
+                            "original": {
+                                "id": f"{prefix}{i}",
+                                "fields": {"premise": prem, "hypothesis": hyp},
+                                "label": y,
+                            },
                             "counterfactual": {"fields": cf, "label": y2, "label_source": "gold"},
                         }
                     )
@@ -138,13 +142,14 @@ def test_stops_with_a_batch_then_runs_through_with_the_answers(tmp_path):
     _answer(batch, "reader1", flip=False)
     _answer(batch, "reader2", flip=True)
     lf = LabelsFile({}, {}, {})
-    assert merge_answers(batch, lf, labels=LABELS) == {"reader1": len(keys1.splitlines()), "reader2": len(keys1.splitlines())}
+    n_lines = len(keys1.splitlines())
+    assert merge_answers(batch, lf, labels=LABELS) == {"reader1": n_lines, "reader2": n_lines}
     write_labels(labels, lf)
     assert read_labels(labels, labels=LABELS).entries == lf.entries
 
     # 4. every routed candidate judged: the whole loop runs
     text, result = _loop(tmp_path, originals, evals, labels, batch)
-    assert result["routing"]["answers"] == {"reader1": result["routing"]["answers"]["reader1"], "reader2": result["routing"]["answers"]["reader2"]}
+    assert set(result["routing"]["answers"]) == {"reader1", "reader2"}
     assert result["routing"]["answers"]["reader1"] >= result["routing"]["routed"] > 0
     assert result["routing"]["check_items"] > 0, (result["routing"]["messages"], result["routing"]["refused"])
     assert result["pool"]["pool"] == 16 * 3  # test-echo: three candidates per original
