@@ -286,7 +286,10 @@ class Loop:
 
         # the export (the generated candidates in it: the imported check pairs are left out)
         check_keys = {text_key(dict(p.cf_fields), fields) for p in data.controls}
-        export_gen = [r for r in exported if text_key(dict(r.cf_fields), fields) not in check_keys]
+        written = [r for r in exported if text_key(dict(r.cf_fields), fields) not in check_keys]
+        # the export's defaults also write the unlabelled candidates (no label: h abstained, or
+        # contested); what a model can train on is the labelled ones
+        export_gen = [r for r in written if r.cf_label]
         by_key = {keys[c.id]: c for c in pool}
         ex_gold = [(r, gold[by_key[k].id]) for r in export_gen if (k := text_key(dict(r.cf_fields), fields)) in by_key]
         ex_agreed = [(r, g) for r, g in ex_gold if g[0] is not None]
@@ -305,12 +308,13 @@ class Loop:
         }
         export = {
             "pairs": len(export_gen),
+            "written": len(written),
             "by_source": dict(sources),
             "coverage": _share(len(export_gen), len(pool)),
             "correct": _share(sum(r.cf_label == g[0] for r, g in ex_agreed), len(ex_agreed)),
             "correct_of": len(ex_agreed),
             "invalid": _share(sum(not g[1] for _, g in ex_judged), len(ex_judged)),
-            "check_pairs_left_out": len(exported) - len(export_gen),
+            "check_pairs_left_out": len(exported) - len(written),
         }
         h = {
             "n": len(h_rows),

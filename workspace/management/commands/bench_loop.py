@@ -172,7 +172,8 @@ class Command(BaseCommand):
         )
         w(f"  auto-labelled {h['autolabel']['auto_labeled']}, abstained {h['autolabel']['abstained']}")
         w(
-            f"export: {e['pairs']} pairs, coverage {_pct(e['coverage'])}, correct {_pct(e['correct'])} "
+            f"export: {e['written']} pairs written, {e['pairs']} with a label: coverage {_pct(e['coverage'])}, "
+            f"correct {_pct(e['correct'])} "
             f"(of {e['correct_of']} with an agreed label), invalid {_pct(e['invalid'])}"
         )
         for name, ev in r["eval"].items():
