@@ -118,6 +118,60 @@ def _answer(batch: Path, reader: str, flip: bool) -> None:
     (batch / f"{reader}.tsv").write_text("\n".join(rows) + "\n")
 
 
+def _labelled(tmp_path: Path) -> tuple[str, str, Path, Path]:
+    """Tiny data, and a labels file answering every routed candidate (two readers)."""
+    originals = _pairs_file(tmp_path / "train.jsonl", 30, "t")
+    evals = _pairs_file(tmp_path / "dev.jsonl", 9, "d")
+    labels, batch = tmp_path / "labels.jsonl", tmp_path / "batch"
+    _loop(tmp_path, originals, evals, labels, batch)
+    _answer(batch, "reader1", flip=False)
+    _answer(batch, "reader2", flip=True)
+    lf = LabelsFile({}, {}, {})
+    merge_answers(batch, lf, labels=LABELS)
+    write_labels(labels, lf)
+    return originals, evals, labels, batch
+
+
+@pytest.mark.slow
+def test_f_trained_through_the_product_labels_the_pool_alone(tmp_path, settings):
+    """``--task-model train``: f trained on the project (task data imported, capped) by the
+    product's service, used by h and as the "f alone" variant (a tiny random BERT as the base)."""
+    from tests.labeling._tiny_bert import save_tiny_bert
+
+    settings.COUNTERPART = {
+        **settings.COUNTERPART,
+        "TASK_MODEL_DIR": str(tmp_path / "task-models"),
+        "MINILM_PATH": str(save_tiny_bert(tmp_path / "tiny-base", ["a", "b"])),
+        "DEVICE": "cpu",
+    }
+    originals, evals, labels, batch = _labelled(tmp_path)
+    task = tmp_path / "task.jsonl"
+    task.write_text(
+        "\n".join(
+            json.dumps({"premise": f"a {w} runs {i}", "hypothesis": f"a {w}", "label": LABELS[i % 3]})
+            for i, w in enumerate(WORDS * 2)
+        )
+    )
+    _text, result = _loop(
+        tmp_path,
+        originals,
+        evals,
+        labels,
+        batch,
+        "--task-model",
+        "train",
+        "--task-data",
+        f"labelled-jsonl:{task}",
+        "--task-model-max-examples",
+        "20",
+    )
+    assert result["h"]["model"]["task_model"] is True
+    # only the routed candidates are judged here: no gold outside them for h's or f's accuracy
+    assert result["h"]["f_alone_valid"] is None and result["h"]["n"] == 0
+    ev = result["eval"][f"pairs-jsonl:{evals}/original"]
+    assert ev["variants"]["f-alone"]["n_train"] == 16 + result["pool"]["pool"]
+
+
 def test_stops_with_a_batch_then_runs_through_with_the_answers(tmp_path):
     originals = _pairs_file(tmp_path / "train.jsonl", 30, "t")
     evals = _pairs_file(tmp_path / "dev.jsonl", 9, "d")
