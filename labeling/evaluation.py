@@ -425,3 +425,103 @@ def evaluation_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     if own:
         out["excluded_own"] = sum(own.values())
     return out
+
+
+# -- the loop's measurements (``bench_loop``, workspace/loop/) ------------------------------------
+def text_key(record: dict[str, str], fields: list[str]) -> str:
+    """The evaluation's definition of "the same text" (``labeling.ml.textkeys.text_hash``):
+    the key of a candidate in a labels file."""
+    from labeling.ml.textkeys import text_hash
+
+    return text_hash(record, fields)
+
+
+def calibration_error(confidence: list[float], correct: list[bool]) -> float:
+    """Expected calibration error (10 equal-width bins) — h's, as its reports give it."""
+    from labeling.ml.metrics import ece
+
+    return ece(confidence, correct)
+
+
+def task_model_predict(*, path: str, records: list[dict[str, str]], labels: list[str]) -> list[tuple[str, float]]:
+    """A task model folder's (f's) label and confidence for each record, in ``labels`` order."""
+    from labeling.ml.task_model import load_task_model
+
+    if not records:
+        return []
+    model = load_task_model(path, labels=labels, device=str(settings.COUNTERPART.get("DEVICE") or "") or None)
+    proba = model.predict_proba(records)
+    return [(labels[int(row.argmax())], float(row.max())) for row in proba]
+
+
+def variants_evaluate(
+    *,
+    task: str,
+    labels: list[str],
+    fields: list[str],
+    base: list[tuple[dict[str, str], str]],
+    variants: dict[str, list[tuple[dict[str, str], str]]],
+    evals: list[str],
+    seeds: int = 3,
+    classifier: str = "minilm-lr",
+    reference: str = "originals",
+    gold: str = "",
+    progress: Any = None,
+) -> dict[str, Any]:
+    """The robustness comparison of named training sets (``labeling/ml/variants.py``): the
+    originals ``base`` plus each variant's counterfactuals, the same f' and seeds, scored on the
+    ``evals`` specs (``FORMAT:PATH[:SPLIT]``, read as :func:`read_eval_sets` reads them).
+    ValueError with a clear message for an unreadable set or an unknown classifier."""
+    from labeling.ml.augmentation import classifier_factory
+    from labeling.ml.variants import VariantSpec, evaluate_variants
+
+    if classifier not in CLASSIFIERS:
+        raise ValueError(f"unknown classifier {classifier!r}; choose one of {', '.join(CLASSIFIERS)}")
+    sets: list[EvalSet] = []
+    for spec in evals:
+        sets += read_eval_sets(spec, task, labels, fields)
+    factory = classifier_factory(
+        classifier, labels=labels, fields=fields, embed=embedder().encode, finetune=finetune_options()
+    )
+    return evaluate_variants(
+        base,
+        [VariantSpec(name, list(extra)) for name, extra in variants.items()],
+        sets,
+        labels=labels,
+        fields=fields,
+        make_classifier=factory,
+        classifier=classifier,
+        seeds=seeds,
+        reference=reference,
+        gold=gold,
+        progress=progress,
+    )
+
+
+def h_predictions(*, project: Project) -> dict[int, tuple[str, float]]:
+    """h's (the latest pairwise model's) label and confidence for each candidate of the pool
+    whose original has a label — what auto-labelling computes before its threshold, strata and
+    validity gates decide what to write — human-labelled siblings counting as their labels where
+    h has a sibling stage."""
+    from labeling.services import latest_model, load_model
+
+    bundle = load_model(project, latest_model(project))
+    rows = list(
+        Candidate.objects.filter(project=project, example__label__isnull=False)
+        .exclude(state__in=NOT_IN_POOL)
+        .values_list("pk", "state", "label_source", "label__name", *PAIR_VALUES)
+        .order_by("example_id", "pk")
+    )
+    if not rows:
+        return {}
+    pairs = [candidate_pair(*r[4:]) for r in rows]
+    if bundle.uses_siblings:
+        known = {
+            i: r[3]
+            for i, r in enumerate(rows)
+            if r[1] == states.HUMAN_LABELED and r[2] in TRAIN_SOURCES and r[3] is not None
+        }
+        proba = bundle.predict_proba_pool(pairs, known)
+    else:
+        proba = bundle.predict_proba(pairs)
+    return {r[0]: (bundle.labels[int(p.argmax())], float(p.max())) for r, p in zip(rows, proba, strict=True)}
