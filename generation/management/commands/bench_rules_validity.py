@@ -144,7 +144,11 @@ class Command(BaseCommand):
                 f"  {code:<12} {c['pooled']:>6} {pct(c['share']):>6} {c['judged']:>6} "
                 f"{pct(c['valid']):>6} {pct(c['flips']):>6}"
             )
-        line = f"  diversity: distinct-2 {r['distinct_2']:.4f}, self-BLEU {r['self_bleu']:.4f}"
+        line = (
+            f"  diversity: introduced tokens {r['introduced_tokens']}, distinct-1 {r['introduced_distinct_1']:.4f}, "
+            f"top '{r['introduced_top']}' {r['introduced_max_share']:.1%}; "
+            f"distinct-2 {r['distinct_2']:.4f}, self-BLEU {r['self_bleu']:.4f}"
+        )
         if base:
             line += f" (baseline: distinct-2 {base['distinct_2']:.4f}, self-BLEU {base['self_bleu']:.4f})"
         self.stdout.write(line)

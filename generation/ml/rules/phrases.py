@@ -79,6 +79,22 @@ def article_for(word: str) -> str:
     return "an" if vowel or w.startswith(("hour", "honest", "heir")) else "a"
 
 
+def article_error(toks: list[Token]) -> bool:
+    """Whether the text has "a" / "an" before a word that wants the other ("A older
+    gentleman", "an dog") or a determiner twice in one noun phrase ("A brown a dog"): a
+    candidate keeps the original's error, and a reader rejects it."""
+    for i, (det, nxt) in enumerate(zip(toks, toks[1:], strict=False)):
+        if det.lower in ("a", "an") and nxt.text[:1].isalpha() and nxt.text.islower() and fix_article(det, nxt.text):
+            return True
+        if det.lower in ("a", "an", "the") and nxt.pos.startswith("JJ"):
+            j = i + 1
+            while j < len(toks) and toks[j].pos.startswith("JJ"):
+                j += 1
+            if j < len(toks) and toks[j].lower in ("a", "an", "the"):
+                return True  # "A brown a dog and a black dog"
+    return False
+
+
 def fix_article(det: Token, next_word: str) -> str | None:
     """The a/an form ``det`` should take before ``next_word`` (None: leave as is)."""
     if det.lower not in ("a", "an"):
