@@ -295,6 +295,8 @@ def quantifier(s: Sentence, rng: random.Random) -> list[Proposal]:
             if not _singular_echo(toks, head, subj_verb) and _pluralizable(s, head, subj_verb):
                 for q in vocab.PLURAL_DETERMINERS:
                     plural = pluralize(toks[head].text)
+                    if plural.lower() == "persons":
+                        plural = match_case(plural, "people")  # "Some persons are wearing a helmet"
                     edits = [_rep(t, q), (toks[head].start, toks[head].end, plural)]
                     if subj_verb is not None:  # agreement: "a man walks" -> "two men walk"
                         verb = toks[subj_verb]
@@ -363,6 +365,7 @@ def _noun_slot(toks: list[Token], i: int) -> bool:
     )
 
 
+_INVARIANT_PLURALS = frozenset({"sheep", "deer", "fish", "moose", "bison"})
 _POSSESSIVE = frozenset({"his", "her", "their", "my", "your", "our", "its"})
 _AGE_WORDS = frozenset({"little", "young", "old", "elderly", "baby", "teenage"})
 _VAGUE_PEOPLE = frozenset({"someone", "somebody", "soul", "individual", "mortal", "person"})
@@ -411,7 +414,7 @@ def lexical(s: Sentence, rng: random.Random) -> list[Proposal]:
             noun = toks[i + 1].lower if i + 1 < len(toks) and is_noun(toks[i + 1]) else None
             if opposite in ("old", "young", "elderly") and noun and wnx.lemma(noun, "n") in lx.AGE_NOUNS:
                 continue  # "an old boy", "an old child" (issue 31.4)
-            if i > 0 and toks[i - 1].lower in ("get", "gets", "got", "getting"):
+            if i > 0 and toks[i - 1].lower in ("get", "gets", "got", "getting", "to"):
                 continue  # "gets wet from a splash" -> "gets dry from a splash"
             if opposite:
                 rels += [("antonym", (opposite,))]
@@ -523,6 +526,8 @@ def resemantic(s: Sentence, rng: random.Random) -> list[Proposal]:
             and not _compound_modifier(toks, i)
             and not (gendered and t.lower in _GENDERED_NOUNS)
         ):
+            if sum(1 for x in toks if x.lower == t.lower) > 1:
+                continue  # "A child slides ... while another child watches" -> "An adult slides"
             for w in lx.PERSON_SWAPS[t.lower]:
                 if any(x.lower == w for x in toks):
                     continue  # "Three women and two men" -> "Three men and two men" (issue 31.4)
@@ -530,6 +535,10 @@ def resemantic(s: Sentence, rng: random.Random) -> list[Proposal]:
                 if i > 0 and (fix := fix_article(toks[i - 1], w)):
                     edits.append((toks[i - 1].start, toks[i - 1].end, fix))
                 out.append(Proposal("resemantic", tuple(edits), (w,), (t.lower,), f"{t.lower} -> {w}"))
+        elif t.pos in ("NN", "NNS") and i > 0 and toks[i - 1].lower == "to":
+            continue  # a verb the tagger took for a noun ("preparing to feed" -> "to drink": issue 31.4)
+        elif t.lower in _INVARIANT_PLURALS:
+            continue  # "throwing rocks at small sheep" -> "small goat"
         elif (
             t.pos in ("NN", "NNS")
             and not _compound_modifier(toks, i)

@@ -62,6 +62,8 @@ def insert(s: Sentence, rng: random.Random, evaluative: bool = False) -> list[Pr
         if is_noun(t) and t.pos in ("NN", "NNS") and i > 0 and toks[i - 1].pos in ("DT", "PRP$", "CD", "IN"):
             if i + 1 < len(toks) and is_noun(toks[i + 1]):
                 continue  # insert before the first noun of a compound only
+            if i + 2 < len(toks) and toks[i + 1].pos.startswith("JJ") and is_noun(toks[i + 2]):
+                continue  # a modifier itself: "business casual attire" -> "small business casual attire"
             if evaluative:
                 adjs = lx.INSERT_ADJECTIVES + lx.INSERT_EVALUATIVE
                 fitting = [a for a in adjs if wnx.adjective_fits(a, t.lower)]
@@ -154,10 +156,12 @@ def delete(s: Sentence, rng: random.Random) -> list[Proposal]:
             continue  # the predicate: "A woman ... is on a crowded street" -> "... is."
         if b < len(toks) and toks[b].pos.startswith("VB"):
             continue  # its noun is a subject ("while Sousa instructs")
-        if b < len(toks) and toks[b].lower in ("and", "or", "of", ","):
+        if b < len(toks) and (toks[b].lower in ("and", "or", "of", ",") or toks[b].pos == "CD"):
             # issue 31.4: the phrase goes on or is coordinated ("crouches of a river", "two
             # bicyclists and helmets", "A brunette woman and a pearl necklace is talking")
             continue
+        if toks[b - 1].lower.endswith("ing") or toks[a - 1].lower in ("next", "front", "out", "because", "ahead"):
+            continue  # "sits on a wall reading a newspaper" -> "sits a newspaper"; "next to a campfire"
         if toks[a - 1].pos == "VBN" or toks[a - 1].lower in ("dressed", "surrounded", "covered", "filled", "wet"):
             continue  # a participle's complement ("rowing in a large body of water surrounded.")
         if any(x.lower in _REFERS_BACK for x in toks[b:]):
