@@ -54,7 +54,7 @@ NOT_DEFAULT_FOR: dict[str, tuple[str, ...]] = {"image-caption": ("perplexity",)}
 # Per generator, the control codes the perplexity LM skips (issue 31.5): those whose
 # constrained edits were >= 95 % valid WITHOUT the LM, blind-judged per code on CAD-NLI dev
 # (tests/fixtures/generation-validity/README.md, "Routing"). The LM is most of a run's time.
-PERPLEXITY_EXEMPT: dict[str, frozenset[str]] = {}
+PERPLEXITY_EXEMPT: dict[str, frozenset[str]] = {"rules": frozenset({"negation", "insert"})}
 
 
 def default_filters(task: str) -> list[str]:

@@ -195,7 +195,9 @@ def test_insert_adds_a_modifier() -> None:
         # issue 31.4: the slots' vocabulary (rules/vocabulary.py)
         assert inserted <= set(vocab.adjectives_for("man")) | set(vocab.adjectives_for("bike")) | set(
             vocab.MANNER_ADVERBS
-        ) | set(lx.SENTENCE_ADVERBS) | {w.lower() for pp in vocab.TIME_PHRASES + vocab.PLACE_PHRASES for w in pp.split()}, o
+        ) | set(lx.SENTENCE_ADVERBS) | {
+            w.lower() for pp in vocab.TIME_PHRASES + vocab.PLACE_PHRASES for w in pp.split()
+        }, o
 
 
 def test_insert_fixes_the_article() -> None:

@@ -304,7 +304,11 @@ def test_resemantic_verbs_within_frame_and_object_category() -> None:
 
 def test_malformed_nli_originals_are_skipped() -> None:
     gen = RulesGenerator(seed=0)
-    for premise in ("A older gentleman finds it humorous.", "A brown a dog and a black dog swim.", "Kids look a a bus."):
+    for premise in (
+        "A older gentleman finds it humorous.",
+        "A brown a dog and a black dog swim.",
+        "Kids look a a bus.",
+    ):
         orig = Original("o", {"premise": premise, "hypothesis": "A man sits."}, "neutral", ("a", "b", "c"), "nli")
         assert isinstance(gen.candidates_for(orig), Skip)
     ok = Original("o", {"premise": "An old man sits.", "hypothesis": "A man sits."}, "neutral", ("a", "b", "c"), "nli")

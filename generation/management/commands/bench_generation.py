@@ -209,6 +209,12 @@ class Command(BaseCommand):
             "--pipeline", action="store_true", help="time a run's pipeline stage by stage (no database)"
         )
         parser.add_argument("--generator", default="rules", help="the generator of --pipeline")
+        parser.add_argument(
+            "--lm-every-code",
+            dest="lm_every_code",
+            action="store_true",
+            help="--pipeline: the perplexity LM scores every control code (no PERPLEXITY_EXEMPT routing)",
+        )
         parser.add_argument("--filters", default="", help="filters of --pipeline (default: the task's run defaults)")
         parser.add_argument("--pooled-out", dest="pooled_out", default="", help="--pipeline: write pooled candidates")
         parser.add_argument(
@@ -391,7 +397,7 @@ class Command(BaseCommand):
     def _pipeline(self, opts: dict[str, Any], originals: list[Original], task: str, band: tuple[float, float]) -> None:
         from generation.ml import registry
         from generation.services import bench_quality
-        from generation.services.run_quality import FILTER_NAMES, default_filters
+        from generation.services.run_quality import FILTER_NAMES, PERPLEXITY_EXEMPT, default_filters
         from generation.services.runs import perplexity_scorer
         from projects.ml.embeddings import Encoder
 
@@ -426,7 +432,9 @@ class Command(BaseCommand):
             band=band,
             max_ratio=float(cfg["PERPLEXITY_MAX_RATIO"]),
             batch_size=int(cfg["GENERATION_BATCH_SIZE"]),
+            perplexity_exempt={} if opts["lm_every_code"] else None,
         )
+        res["perplexity_exempt"] = {} if opts["lm_every_code"] else {g: sorted(c) for g, c in PERPLEXITY_EXEMPT.items()}
         pooled = res.pop("pooled")
         # the yardstick in the same process and minutes: MiniLM sentences/s of a fresh encoder
         texts = minilm_texts(originals, len(originals), opts["minilm_texts"])
@@ -435,7 +443,9 @@ class Command(BaseCommand):
         )
         res["minilm_sentences_per_s"] = round(minilm_rate, 2)
         res["originals_per_s_over_minilm"] = (
-            round(res["originals_per_s_after_loading"] / minilm_rate, 4) if res["originals_per_s_after_loading"] else None
+            round(res["originals_per_s_after_loading"] / minilm_rate, 4)
+            if res["originals_per_s_after_loading"]
+            else None
         )
         res["load_average"] = {"before": load_before, "after": load_average()}
         for row in res["stages"].values():

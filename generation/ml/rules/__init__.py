@@ -288,4 +288,12 @@ class RulesGenerator:
                 yield from result
 
 
-__all__ = ["CODES", "DEFAULT_CODES", "NEGATION_ADD_FIELDS", "PERTURBATIONS", "TASK_CODES", "RulesConfig", "RulesGenerator"]
+__all__ = [
+    "CODES",
+    "DEFAULT_CODES",
+    "NEGATION_ADD_FIELDS",
+    "PERTURBATIONS",
+    "TASK_CODES",
+    "RulesConfig",
+    "RulesGenerator",
+]

@@ -158,7 +158,7 @@ def negation(s: Sentence, rng: random.Random) -> list[Proposal]:
                 intro = tuple(w for w in form.replace("n't", " n't").split() if w not in (base, t.text))
                 out.append(Proposal("negation", ((t.start, t.end, form),), intro, (), f"{t.text} -> {form}"))
             break
-    for i, t in enumerate(toks):
+    for t in toks:
         low = t.lower
         if low in ("someone", "somebody", "something", "everyone", "everybody", "everything"):
             word = {
@@ -323,7 +323,9 @@ def quantifier(s: Sentence, rng: random.Random) -> list[Proposal]:
                 q = q[:1].upper() + q[1:]
                 phrase = q + " " + (first.text[:1].lower() + first.text[1:] if first.pos != "NNP" else first.text)
                 out.append(
-                    Proposal("quantifier", ((first.start, first.end, phrase),), tuple(q.lower().split()), (), f"+{q.lower()}")
+                    Proposal(
+                        "quantifier", ((first.start, first.end, phrase),), tuple(q.lower().split()), (), f"+{q.lower()}"
+                    )
                 )
     return out
 

@@ -4,6 +4,7 @@ inflection, a/an agreement. Enough for the rule-based control codes; no parser n
 from __future__ import annotations
 
 from functools import lru_cache
+from itertools import pairwise
 
 from generation.ml import lexicons as lx
 from generation.ml.rules.tokens import Token
@@ -83,7 +84,7 @@ def article_error(toks: list[Token]) -> bool:
     """Whether the text has "a" / "an" before a word that wants the other ("A older
     gentleman", "an dog") or a determiner twice in one noun phrase ("A brown a dog"): a
     candidate keeps the original's error, and a reader rejects it."""
-    for i, (det, nxt) in enumerate(zip(toks, toks[1:], strict=False)):
+    for i, (det, nxt) in enumerate(pairwise(toks)):
         if det.lower in ("a", "an") and nxt.text[:1].isalpha() and nxt.text.islower() and fix_article(det, nxt.text):
             return True
         if det.lower in ("a", "an", "the") and nxt.pos.startswith("JJ"):

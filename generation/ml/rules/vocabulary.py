@@ -90,7 +90,8 @@ _PERSON = (
     "middle-aged",
 )
 _ANIMAL = ("young", "old", "small", "large", "tiny", "huge", "wet", "hungry", "calm", "curious")
-_MAMMAL = _ANIMAL + (
+_MAMMAL = (
+    *_ANIMAL,
     "fluffy",
     "furry",
     "playful",
@@ -110,16 +111,32 @@ ADJECTIVES: dict[str, tuple[str, ...]] = {
     "animal": _ANIMAL,
     "mammal": _MAMMAL,
     "bird": ("small", "large", "tiny", "white", "black", "hungry", "noisy", "colorful"),
-    "garment": _COLOURS
-    + ("colorful", "striped", "long", "loose", "tight", "warm", "new", "old", "dirty", "clean", "torn", "plaid")
-    + ("baggy", "fancy", "matching", "faded", "bright", "heavy"),
+    "garment": (
+        *_COLOURS,
+        *("colorful", "striped", "long", "loose", "tight", "warm", "new", "old", "dirty", "clean", "torn", "plaid"),
+        *("baggy", "fancy", "matching", "faded", "bright", "heavy"),
+    ),
     "instrument": ("old", "new", "large", "small", "shiny", "heavy", "expensive", "battered", "wooden"),
-    "vehicle": ("new", "old", "large", "small", "shiny", "dirty", "rusty", "colorful", "vintage", "fast")
-    + ("red", "blue", "white", "black", "yellow", "green"),
+    "vehicle": (
+        *("new", "old", "large", "small", "shiny", "dirty", "rusty", "colorful", "vintage", "fast"),
+        *("red", "blue", "white", "black", "yellow", "green"),
+    ),
     "furniture": ("wooden", "old", "small", "large", "new", "broken", "white", "comfortable", "antique", "heavy"),
     "building": ("old", "tall", "large", "small", "new", "modern", "white", "red", "historic", "abandoned"),
-    "container": ("small", "large", "plastic", "metal", "empty", "full", "heavy", "red", "blue", "old", "new")
-    + ("wooden",),
+    "container": (
+        "small",
+        "large",
+        "plastic",
+        "metal",
+        "empty",
+        "full",
+        "heavy",
+        "red",
+        "blue",
+        "old",
+        "new",
+        "wooden",
+    ),
     "ball": ("small", "large", "red", "blue", "white", "yellow", "green", "orange", "new", "old", "soft", "bouncy"),
     "food": ("fresh", "warm", "tasty", "delicious", "large", "small"),
     "plant": ("tall", "green", "dry", "wild"),
@@ -417,9 +434,9 @@ NOUN_CLASSES: tuple[frozenset[str], ...] = (
 
 
 # nouns with no singular: they swap only among themselves and are never inflected
-PLURAL_ONLY = frozenset({"shoes", "boots", "sandals", "sneakers", "slippers", "jeans", "shorts", "pants", "trousers"}) | {
-    "overalls"
-}
+PLURAL_ONLY = frozenset(
+    {"shoes", "boots", "sandals", "sneakers", "slippers", "jeans", "shorts", "pants", "trousers"}
+) | {"overalls"}
 
 
 def noun_swaps(noun: str) -> tuple[str, ...]:
@@ -463,11 +480,11 @@ __all__ = [
     "ADJECTIVES",
     "MANNER_ADVERBS",
     "NOUN_CATEGORIES",
+    "NOUN_CLASSES",
     "PLACE_PHRASES",
     "PLURAL_DETERMINERS",
     "TIME_PHRASES",
     "VERB_CLASSES",
-    "NOUN_CLASSES",
     "adjectives_for",
     "category",
     "noun_swaps",
