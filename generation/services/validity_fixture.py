@@ -180,6 +180,8 @@ def score(pooled: Sequence[Pooled], judged: dict[str, dict[str, Any]], n_candida
         "candidates": n_candidates,
         "pooled": n,
         "judged": len(allv),
+        # of them, judged blind by two readers (issue 31.4's batches: a ``readers`` list)
+        "judged_by_two_readers": sum(1 for p in pooled if p.key in judged and "readers" in judged[p.key]),
         "valid": _rate(allv),
         "flips": _rate(allf),
         "by_code": codes,

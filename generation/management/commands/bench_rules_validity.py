@@ -199,7 +199,8 @@ class Command(BaseCommand):
 
         self.stdout.write(
             f"{task}: {r['originals']} originals, {r['candidates']} candidates, {r['pooled']} pooled "
-            f"(filters {','.join(r['filters'])}); judged overlap {r['judged']}: "
+            f"(filters {','.join(r['filters'])}); judged overlap {r['judged']} "
+            f"({r['judged_by_two_readers']} by two blind readers): "
             f"valid {pct(r['valid'])}, flips {pct(r['flips'])}; weighted by share of the pool: "
             f"valid {pct(r['pool_valid'])}, flips {pct(r['pool_flips'])}"
         )

@@ -67,17 +67,9 @@ PERTURBATIONS: dict[str, Perturb] = {
 
 
 def _malformed(text: str) -> bool:
-    """Whether an NLI field has an error its candidates would keep: a wrong or doubled article
-    (``phrases.article_error``) or a determiner with no noun after it ("looking a a building":
-    ``filters.malformations``; its tagged checks are left out, they also flag "a green t-shirt
-    takes")."""
-    from generation.ml.filters import malformations
-
-    toks = tag(text)
-    if article_error(toks):
-        return True
-    found = malformations(text)
-    return any(k.startswith(("headless:", "double:")) for k in found)
+    """Whether an NLI field has an error its candidates would keep: a wrong or doubled article,
+    or one with no noun after it (``phrases.article_error``)."""
+    return article_error(tag(text))
 
 
 @dataclass(frozen=True)

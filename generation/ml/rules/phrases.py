@@ -82,11 +82,17 @@ def article_for(word: str) -> str:
 
 def article_error(toks: list[Token]) -> bool:
     """Whether the text has "a" / "an" before a word that wants the other ("A older
-    gentleman", "an dog") or a determiner twice in one noun phrase ("A brown a dog"): a
+    gentleman", "an dog"), a determiner twice in one noun phrase ("A brown a dog", "a a
+    building") or before punctuation: a
     candidate keeps the original's error, and a reader rejects it."""
     for i, (det, nxt) in enumerate(pairwise(toks)):
         if det.lower in ("a", "an") and nxt.text[:1].isalpha() and nxt.text.islower() and fix_article(det, nxt.text):
             return True
+        if det.lower in ("a", "an", "the", "each", "every") and (
+            nxt.lower in ("a", "an", "the", "and", "or", "but", "is", "are", "was", "were", "while")
+            or nxt.text in (".", ",", "!", "?")
+        ):
+            return True  # "looking a a building", "cross each and give each a high five"
         if det.lower in ("a", "an", "the") and nxt.pos.startswith("JJ"):
             j = i + 1
             while j < len(toks) and toks[j].pos.startswith("JJ"):
