@@ -51,14 +51,15 @@ PERPLEXITY_CONTEXT_WORDS = 4
 NOT_DEFAULT_FOR: dict[str, tuple[str, ...]] = {"image-caption": ("perplexity",)}
 
 
-# Per generator, the control codes the perplexity LM skips (issue 31.5), from the judged dev
+# Per (generator, task), the control codes the perplexity LM skips (issue 31.5; measured on NLI
+# only, so a sentiment run keeps the LM on every code), from the judged dev
 # fixture (``bench_rules_validity --lm-split``, docs/generation.md "NLI codes judged blind"):
 # insert is >= 95 % valid without the LM; for negation, lexical, quantifier and delete the
 # candidates the LM drops are at least as often valid as those it keeps, so skipping it loses
 # no validity. resemantic and restructure stay behind it (it drops their invalid edits). The
 # LM is most of a run's time.
-PERPLEXITY_EXEMPT: dict[str, frozenset[str]] = {
-    "rules": frozenset({"insert", "negation", "lexical", "quantifier", "delete"})
+PERPLEXITY_EXEMPT: dict[tuple[str, str], frozenset[str]] = {
+    ("rules", "nli"): frozenset({"insert", "negation", "lexical", "quantifier", "delete"})
 }
 
 
@@ -132,7 +133,7 @@ def apply_filters(
     validity_scorer: Any = None,
     validity_threshold: float | None = None,
     clock: StageClock | None = None,
-    perplexity_exempt: Mapping[str, frozenset[str]] | None = None,
+    perplexity_exempt: Mapping[tuple[str, str], frozenset[str]] | None = None,
 ) -> list[Verdict]:
     """One verdict per (original, candidate) pair, in order, using ``generation.ml.filters``:
     ``similarity`` (band on the compared texts, one batched encode), ``dedup`` (siblings of one
@@ -142,7 +143,7 @@ def apply_filters(
     filters kept, so a rejected candidate has no perplexity score), ``validity`` (with
     ``validity_scorer``, a ``validity.ValidityDiscriminator``, at ``validity_threshold`` or its
     calibrated one; last, on what the others kept). ``perplexity_exempt`` (default
-    ``PERPLEXITY_EXEMPT``): per generator, the control codes the language model does not score
+    ``PERPLEXITY_EXEMPT``): per (generator, task), the control codes the language model does not score
     (they pass it, with no perplexity score). Each filter's score goes to
     ``scores[name]``; with ``clock``, its wall and CPU seconds to the stage of its name."""
     clock = clock if clock is not None else StageClock()
@@ -165,7 +166,9 @@ def apply_filters(
     # not on the codes whose constrained edits are valid without it (``PERPLEXITY_EXEMPT``)
     todo = [i for i, v in enumerate(verdicts) if v.keep]
     exempt = PERPLEXITY_EXEMPT if perplexity_exempt is None else perplexity_exempt
-    lm_todo = [i for i in todo if pairs[i][1].perturbation not in exempt.get(pairs[i][1].generator, ())]
+    lm_todo = [
+        i for i in todo if pairs[i][1].perturbation not in exempt.get((pairs[i][1].generator, pairs[i][0].task), ())
+    ]
     if "perplexity" in active and scorer is not None and lm_todo:
         with clock("perplexity"):
             texts = [

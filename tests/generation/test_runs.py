@@ -543,7 +543,7 @@ def test_apply_filters_directly():
 
 def test_perplexity_skips_the_exempt_codes_of_a_generator():
     """Issue 31.5: the LM does not score a code of ``PERPLEXITY_EXEMPT`` (it passes, with no
-    perplexity score); another generator's code of the same name is scored."""
+    perplexity score); another generator's code of the same name, or another task's, is scored."""
 
     class CountingScorer:
         def __init__(self) -> None:
@@ -566,7 +566,7 @@ def test_perplexity_skips_the_exempt_codes_of_a_generator():
         band=(0, 1),
         encoder=None,
         scorer=scorer,
-        perplexity_exempt={"rules": frozenset({"insert"})},
+        perplexity_exempt={("rules", "nli"): frozenset({"insert"})},
     )
     assert v[0].keep and "perplexity" not in v[0].scores
     assert not v[1].keep and not v[2].keep and v[1].scores["perplexity"] == 10.0
@@ -576,7 +576,12 @@ def test_perplexity_skips_the_exempt_codes_of_a_generator():
         [(o, routed)], filters=["perplexity"], band=(0, 1), encoder=None, scorer=scorer, perplexity_exempt={}
     )
     assert not v[0].keep
-    assert run_quality.PERPLEXITY_EXEMPT["rules"] <= set(DEFAULT_RULE_CODES)
+    assert run_quality.PERPLEXITY_EXEMPT[("rules", "nli")] <= set(DEFAULT_RULE_CODES)
+    # measured on NLI only: a sentiment candidate of an exempt code is scored
+    s = Original("s", {"text": "a b c"}, "positive", ("negative", "positive"), "sentiment")
+    routed_s = GeneratedCandidate("s", {"text": "a zzz b c"}, "rules", "insert", None)
+    v = run_quality.apply_filters([(s, routed_s)], filters=["perplexity"], band=(0, 1), encoder=None, scorer=scorer)
+    assert not v[0].keep
 
 
 def test_candidate_scores_and_meta_are_stored_as_plain_json(db):

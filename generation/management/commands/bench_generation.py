@@ -434,7 +434,9 @@ class Command(BaseCommand):
             batch_size=int(cfg["GENERATION_BATCH_SIZE"]),
             perplexity_exempt={} if opts["lm_every_code"] else None,
         )
-        res["perplexity_exempt"] = {} if opts["lm_every_code"] else {g: sorted(c) for g, c in PERPLEXITY_EXEMPT.items()}
+        res["perplexity_exempt"] = (
+            {} if opts["lm_every_code"] else {f"{g}/{t}": sorted(c) for (g, t), c in PERPLEXITY_EXEMPT.items()}
+        )
         pooled = res.pop("pooled")
         # the yardstick in the same process and minutes: MiniLM sentences/s of a fresh encoder
         texts = minilm_texts(originals, len(originals), opts["minilm_texts"])
