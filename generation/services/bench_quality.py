@@ -280,13 +280,15 @@ def run_pipeline(
     max_ratio: float,
     batch_size: int,
     max_per_original: int | None = None,
+    perplexity_exempt: Any = None,
 ) -> dict[str, Any]:
     """A run's pipeline without the database, stage by stage: ``load()`` (timed as ``model
     loading``) returns the generator, the MiniLM encoder and the perplexity scorer (or None);
     then, ``batch_size`` originals at a time as a run walks them, the generator's candidates
     (``generation``) and ``run_quality.apply_filters`` (one stage per filter). Returns
     originals/s (with and without the loading), wall and CPU seconds per stage with their
-    shares, and the pooled candidates (``pooled``: original id, perturbation, fields)."""
+    shares, and the pooled candidates (``pooled``: original id, perturbation, fields).
+    ``perplexity_exempt``: as ``run_quality.apply_filters`` (None: the run default)."""
     from generation.ml.stages import StageClock
 
     clock = StageClock()
@@ -310,7 +312,14 @@ def run_pipeline(
         ]
         n_cands += len(pairs)
         verdicts = run_quality.apply_filters(
-            pairs, filters=filters, band=band, encoder=encoder, scorer=scorer, max_ratio=max_ratio, clock=clock
+            pairs,
+            filters=filters,
+            band=band,
+            encoder=encoder,
+            scorer=scorer,
+            max_ratio=max_ratio,
+            clock=clock,
+            perplexity_exempt=perplexity_exempt,
         )
         pooled.extend(
             {"original": o.id, "perturbation": c.perturbation, "fields": dict(c.fields)}

@@ -51,6 +51,18 @@ PERPLEXITY_CONTEXT_WORDS = 4
 NOT_DEFAULT_FOR: dict[str, tuple[str, ...]] = {"image-caption": ("perplexity",)}
 
 
+# Per (generator, task), the control codes the perplexity LM skips (issue 31.5; measured on NLI
+# only, so a sentiment run keeps the LM on every code), from the judged dev
+# fixture (``bench_rules_validity --lm-split``, docs/generation.md "NLI codes judged blind"):
+# insert is >= 95 % valid without the LM; for negation, lexical, quantifier and delete the
+# candidates the LM drops are at least as often valid as those it keeps, so skipping it loses
+# no validity. resemantic and restructure stay behind it (it drops their invalid edits). The
+# LM is most of a run's time.
+PERPLEXITY_EXEMPT: dict[tuple[str, str], frozenset[str]] = {
+    ("rules", "nli"): frozenset({"insert", "negation", "lexical", "quantifier", "delete"})
+}
+
+
 def default_filters(task: str) -> list[str]:
     """The filters a run uses when it names none: all of them but the optional ones, less
     ``perplexity`` for image captions (COCO-CF captions are short noun swaps; the band does
@@ -121,6 +133,7 @@ def apply_filters(
     validity_scorer: Any = None,
     validity_threshold: float | None = None,
     clock: StageClock | None = None,
+    perplexity_exempt: Mapping[tuple[str, str], frozenset[str]] | None = None,
 ) -> list[Verdict]:
     """One verdict per (original, candidate) pair, in order, using ``generation.ml.filters``:
     ``similarity`` (band on the compared texts, one batched encode), ``dedup`` (siblings of one
@@ -129,7 +142,9 @@ def apply_filters(
     ``filters.PerplexityScorer``; skipped when it is None; only for the candidates the other
     filters kept, so a rejected candidate has no perplexity score), ``validity`` (with
     ``validity_scorer``, a ``validity.ValidityDiscriminator``, at ``validity_threshold`` or its
-    calibrated one; last, on what the others kept). Each filter's score goes to
+    calibrated one; last, on what the others kept). ``perplexity_exempt`` (default
+    ``PERPLEXITY_EXEMPT``): per (generator, task), the control codes the language model does not score
+    (they pass it, with no perplexity score). Each filter's score goes to
     ``scores[name]``; with ``clock``, its wall and CPU seconds to the stage of its name."""
     clock = clock if clock is not None else StageClock()
     verdicts = [Verdict() for _ in pairs]
@@ -147,12 +162,17 @@ def apply_filters(
         with clock("artifacts"):
             for (o, c), v in zip(pairs, verdicts, strict=True):
                 v.add("artifacts", ml_filters.artifacts(o.fields, c.fields, target_label=c.target_label))
-    # the language model last, and only on what the cheaper filters kept (it costs most)
+    # the language model last, and only on what the cheaper filters kept (it costs most), and
+    # not on the codes whose constrained edits are valid without it (``PERPLEXITY_EXEMPT``)
     todo = [i for i, v in enumerate(verdicts) if v.keep]
-    if "perplexity" in active and scorer is not None and todo:
+    exempt = PERPLEXITY_EXEMPT if perplexity_exempt is None else perplexity_exempt
+    lm_todo = [
+        i for i in todo if pairs[i][1].perturbation not in exempt.get((pairs[i][1].generator, pairs[i][0].task), ())
+    ]
+    if "perplexity" in active and scorer is not None and lm_todo:
         with clock("perplexity"):
             texts = [
-                ml_filters.comparison_texts(pairs[i][0].fields, pairs[i][1].fields, pairs[i][1].meta) for i in todo
+                ml_filters.comparison_texts(pairs[i][0].fields, pairs[i][1].fields, pairs[i][1].meta) for i in lm_todo
             ]
             results = ml_filters.perplexity(
                 scorer,
@@ -161,7 +181,7 @@ def apply_filters(
                 max_ratio=max_ratio,
                 context_words=PERPLEXITY_CONTEXT_WORDS,
             )
-            for i, r in zip(todo, results, strict=True):
+            for i, r in zip(lm_todo, results, strict=True):
                 verdicts[i].add("perplexity", r)
     todo = [i for i in todo if verdicts[i].keep]
     if "validity" in active and validity_scorer is not None and todo:

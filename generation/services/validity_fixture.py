@@ -23,6 +23,7 @@ from typing import Any
 from generation.ml import filters as ml_filters
 from generation.ml import metrics as ml_metrics
 from generation.ml.base import GeneratedCandidate, Original
+from generation.ml.rules.tokens import introduced_removed
 from generation.services import run_quality
 
 
@@ -143,7 +144,8 @@ def score(pooled: Sequence[Pooled], judged: dict[str, dict[str, Any]], n_candida
     """Per code and overall: pooled count and share, judged overlap, validity and label flips on
     it (``valid`` / ``flips``: over the judged candidates; ``pool_valid`` / ``pool_flips``: each
     code's rate weighted by its share of the pool); diversity (distinct-2, self-BLEU) of the
-    pooled candidates' changed text."""
+    pooled candidates' changed text, and of the words the edits introduced (issue 31.4:
+    distinct-1 of introduced tokens, the most frequent one and its share)."""
     codes: dict[str, dict[str, Any]] = {}
     counts = Counter(p.cand.perturbation for p in pooled)
     n = len(pooled)
@@ -167,18 +169,34 @@ def score(pooled: Sequence[Pooled], judged: dict[str, dict[str, Any]], n_candida
     # code's rate by its share of the pool (codes with no judged candidate left out)
     judged_codes = [c for c in codes.values() if c["judged"]]
     weight = sum(c["share"] for c in judged_codes)
+    intro = ml_metrics.introduced_stats(_introduced(p) for p in pooled)
     return {
+        "introduced_distinct_1": round(intro["introduced_distinct_1"], 4),
+        "introduced_max_share": round(intro["introduced_max_share"], 4),
+        "introduced_top": intro["introduced_top"],
+        "introduced_tokens": intro["introduced_tokens"],
         "pool_valid": round(sum(c["share"] * c["valid"] for c in judged_codes) / weight, 3) if weight else None,
         "pool_flips": round(sum(c["share"] * c["flips"] for c in judged_codes) / weight, 3) if weight else None,
         "candidates": n_candidates,
         "pooled": n,
         "judged": len(allv),
+        # of them, judged blind by two readers (issue 31.4's batches: a ``readers`` list)
+        "judged_by_two_readers": sum(1 for p in pooled if p.key in judged and "readers" in judged[p.key]),
         "valid": _rate(allv),
         "flips": _rate(allf),
         "by_code": codes,
         "distinct_2": round(ml_metrics.distinct_n(texts, 2), 4),
         "self_bleu": round(ml_metrics.self_bleu(texts, max_texts=300, seed=0), 4),
     }
+
+
+def _introduced(p: Pooled) -> list[str]:
+    """The words a pooled candidate's edit introduced: the generator's own list
+    (``meta["introduced"]``) or, without one, the word diff of the changed text."""
+    given = (p.cand.meta or {}).get("introduced")
+    if isinstance(given, list | tuple):
+        return [str(t) for t in given]
+    return introduced_removed(p.before, p.after)[0]
 
 
 def reasons(pooled: Sequence[Pooled], judged: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]:

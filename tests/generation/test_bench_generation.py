@@ -124,6 +124,10 @@ def test_bench_generation_pipeline_stages_and_pooled_compare(tiny_sentiment, tmp
     assert set(first["stages"]) == {"model loading", "generation", "dedup", "artifacts"}
     assert all(row["wall_s"] >= 0 and row["cpu_s"] >= 0 for row in first["stages"].values())
     assert abs(sum(row["wall_share"] for row in first["stages"].values()) - 1) < 0.01
+    # issue 31.5: originals/s per stage, MiniLM's sentences/s in the same run, the load average
+    assert all(row["originals_per_s"] is None or row["originals_per_s"] > 0 for row in first["stages"].values())
+    assert first["minilm_sentences_per_s"] > 0 and first["originals_per_s_over_minilm"] > 0
+    assert set(first["load_average"]) == {"before", "after"}
     rows = [json.loads(line) for line in pooled.read_text().splitlines()]
     assert len(rows) == first["pooled_count"] > 0 and {"original", "perturbation", "fields"} <= set(rows[0])
     out = StringIO()

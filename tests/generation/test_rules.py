@@ -13,6 +13,7 @@ import pytest
 from generation.ml import lexicons as lx
 from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip
 from generation.ml.rules import CODES, DEFAULT_CODES, PERTURBATIONS, RulesGenerator
+from generation.ml.rules import vocabulary as vocab
 from generation.ml.rules import wordnet as wnx
 from generation.ml.rules.lexical_codes import Sentence
 from generation.ml.rules.phrases import fix_tags, inflect
@@ -44,9 +45,10 @@ def test_sentence_spans_skip_markup() -> None:
 
 # -- the eight codes ---------------------------------------------------------------------------
 def test_negation_inserts_with_varied_forms() -> None:
-    out = outputs("negation", "A man is riding a bike.")
+    out = outputs("negation", "A man is riding a bike.") | outputs("negation", "A man is riding a bike.", 1)
     assert "A man is not riding a bike." in out
-    assert {"A man is no longer riding a bike.", "No man is riding a bike."} <= out
+    # issue 31.4: no "no longer" and no subject "no" (blind-judged: 24 of 29 and 1 of 22 valid)
+    assert not [o for o in out if "no longer" in o or o.startswith("No ")]
     # issue 27: "never" / "rarely" turn a scene into a habit ("Two hikers never walk along a path")
     assert not [o for o in out if " never " in o or " rarely " in o]
 
@@ -69,7 +71,7 @@ def test_negation_removes_existing_negation() -> None:
 def test_quantifier_changes_determiner_number_and_agreement() -> None:
     out = outputs("quantifier", "A man is riding a bike.")
     assert "Two men are riding a bike." in out  # plural noun and verb agreement follow
-    assert "One man is riding a bike." in out
+    assert "One man is riding a bike." not in out  # issue 31.4: "a" -> "one" changed nothing a reader sees
     # issue 27: the subject only, and no "every"/"each"/"another"/"a single" ("There is another
     # man walking", "drives many cars" were invalid)
     assert "A man is riding two bikes." not in out
@@ -134,9 +136,9 @@ def test_resemantic_swaps_in_attested_sister_terms_only() -> None:
     assert wnx.attested("couch", "n") and not wnx.attested("spectroscope", "n")
     for seed in range(10):
         for o in outputs("resemantic", "A woman is standing near the water.", seed):
-            verbs = {inflect(v, "VBG") for _, vs in lx.VERB_CLASSES for v in vs}
+            verbs = {inflect(v, "VBG") for _, vs, _ in vocab.VERB_CLASSES for v in vs}
             new = set(o.rstrip(".").lower().split()) - set("a an woman is standing near the water".split()) - verbs
-            for w in new - set(lx.INSERT_ADJECTIVES):  # the swapped noun (and maybe its adjective)
+            for w in new - set(vocab.adjectives_for("water")):  # the swapped noun (and maybe its adjective)
                 assert wnx.attested(wnx.lemma(w, "n"), "n"), o
 
 
@@ -175,7 +177,7 @@ def test_insert_respects_the_nouns_selectional_restrictions() -> None:
 
 def test_resemantic_replaces_verb_or_cohyponym_noun() -> None:
     out = outputs("resemantic", "The dog sleeps.")
-    verbs = {row[1] for row in lx.VERB_FORMS}
+    verbs = {row[1] for row in lx.VERB_FORMS} | {inflect(v, "VBZ") for _, vs, _ in vocab.VERB_CLASSES for v in vs}
     sisters = set(wnx.cohyponyms("dog", "n"))
     assert out
     for o in out:
@@ -190,8 +192,11 @@ def test_insert_adds_a_modifier() -> None:
         added = Counter(words(o)) - Counter(words("A man is riding a bike."))
         assert 1 <= sum(added.values()) <= 4
         inserted = set(added) - {"a", "an"}
-        assert inserted <= set(lx.INSERT_ADJECTIVES) | set(lx.INSERT_ADVERBS) | {
-            w for pp in lx.INSERT_TIME_PPS for w in pp.split()
+        # issue 31.4: the slots' vocabulary (rules/vocabulary.py)
+        assert inserted <= set(vocab.adjectives_for("man")) | set(vocab.adjectives_for("bike")) | set(
+            vocab.MANNER_ADVERBS
+        ) | set(lx.SENTENCE_ADVERBS) | {
+            w.lower() for pp in vocab.TIME_PHRASES + vocab.PLACE_PHRASES for w in pp.split()
         }, o
 
 

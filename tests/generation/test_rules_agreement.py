@@ -55,8 +55,11 @@ def test_negation_takes_the_main_clause_verb_with_do_support() -> None:
 @pytest.mark.slow
 @needs_spacy
 def test_quantifier_swaps_agree_through_prepositional_phrases() -> None:
-    out = _outputs("A man in a red shirt is walking down the street.", quantifier)
-    assert "Two men in a red shirt are walking down the street." in out
+    out = _outputs("A man in red shorts is walking down the street.", quantifier)
+    assert "Two men in red shorts are walking down the street." in out
+    # issue 31.4: a singular attribute keeps the subject singular ("A few ladies in a red
+    # sweatshirt" was not valid for the blind readers)
+    assert not _outputs("A man in a red shirt is walking down the street.", quantifier)
     # only the subject's noun phrase is quantified (issue 27: object quantifiers read as
     # nonsense in the judged dev fixture), so the noun in the PP keeps its number
     assert not any("red shirts" in o for o in out)

@@ -13,6 +13,7 @@ from django.utils import timezone
 from generation.ml import filters as ml_filters
 from generation.ml import registry
 from generation.ml.base import GeneratedCandidate, Original
+from generation.ml.rules import DEFAULT_CODES as DEFAULT_RULE_CODES
 from generation.ml.sampling import stratified_sample
 from generation.models import GenerationRun
 from generation.selectors import run_metrics_rows, run_progress, runs_of_project
@@ -538,6 +539,49 @@ def test_apply_filters_directly():
             existing={"o": {'{"hypothesis": "a green b", "premise": "a b c"}'}},
         )
     ] == [False]
+
+
+def test_perplexity_skips_the_exempt_codes_of_a_generator():
+    """Issue 31.5: the LM does not score a code of ``PERPLEXITY_EXEMPT`` (it passes, with no
+    perplexity score); another generator's code of the same name, or another task's, is scored."""
+
+    class CountingScorer:
+        def __init__(self) -> None:
+            self.texts: list[str] = []
+
+        def score(self, texts):
+            import numpy as np
+
+            self.texts += list(texts)
+            return np.array([100.0 if "zzz" in t else 10.0 for t in texts])
+
+    o = Original("o", {"premise": "a b c", "hypothesis": "a b"}, "neutral", ("entailment", "neutral"), "nli")
+    routed = GeneratedCandidate("o", {"premise": "a b c", "hypothesis": "a zzz b"}, "rules", "insert", None)
+    scored = GeneratedCandidate("o", {"premise": "a b c", "hypothesis": "a zzz zzz b"}, "rules", "lexical", None)
+    other = GeneratedCandidate("o", {"premise": "a b c", "hypothesis": "zzz a b"}, "llm-prompt", "insert", None)
+    scorer = CountingScorer()
+    v = run_quality.apply_filters(
+        [(o, routed), (o, scored), (o, other)],
+        filters=["perplexity"],
+        band=(0, 1),
+        encoder=None,
+        scorer=scorer,
+        perplexity_exempt={("rules", "nli"): frozenset({"insert"})},
+    )
+    assert v[0].keep and "perplexity" not in v[0].scores
+    assert not v[1].keep and not v[2].keep and v[1].scores["perplexity"] == 10.0
+    assert not [t for t in scorer.texts if t == "a zzz b"]
+    # {} scores every code
+    v = run_quality.apply_filters(
+        [(o, routed)], filters=["perplexity"], band=(0, 1), encoder=None, scorer=scorer, perplexity_exempt={}
+    )
+    assert not v[0].keep
+    assert run_quality.PERPLEXITY_EXEMPT[("rules", "nli")] <= set(DEFAULT_RULE_CODES)
+    # measured on NLI only: a sentiment candidate of an exempt code is scored
+    s = Original("s", {"text": "a b c"}, "positive", ("negative", "positive"), "sentiment")
+    routed_s = GeneratedCandidate("s", {"text": "a zzz b c"}, "rules", "insert", None)
+    v = run_quality.apply_filters([(s, routed_s)], filters=["perplexity"], band=(0, 1), encoder=None, scorer=scorer)
+    assert not v[0].keep
 
 
 def test_candidate_scores_and_meta_are_stored_as_plain_json(db):

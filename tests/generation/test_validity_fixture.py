@@ -41,6 +41,14 @@ def test_identical_candidates_are_scored_by_their_judgement() -> None:
     ]
     # the same text from another original is another candidate
     assert vf.candidate_key("a", pool[0].cand.fields) != vf.candidate_key("z", pool[0].cand.fields)
+    # issue 31.4: the words the edits introduced (the generator's meta, else the word diff)
+    assert r["introduced_tokens"] == 6 and r["introduced_distinct_1"] == 1.0  # woman, runs, no, does, not, walk
+    assert r["introduced_max_share"] == round(1 / 6, 4)
+    pool[0].cand.meta["introduced"] = ["woman"]
+    pool[1].cand.meta["introduced"] = ["woman"]
+    r = vf.score(pool, judged, n_candidates=10)
+    assert r["introduced_top"] == "woman" and r["introduced_max_share"] == round(2 / 6, 4)
+    assert r["introduced_distinct_1"] == round(5 / 6, 4)
     rows = vf.dump_unjudged(pool, judged, per_code=5)
     assert [r["candidate"] for r in rows] == ["A man does not walk."] and rows[0]["valid"] is None
 
@@ -54,4 +62,6 @@ def test_the_shipped_fixture_is_well_formed() -> None:
             assert isinstance(r["valid"], bool) and isinstance(r["flip"], bool)
             assert r["code"] and r["judged_on"]
             assert r["valid"] or r["reason"], r  # every invalid candidate says why
+            if "readers" in r:  # issue 31.4's blind batches: valid only when both readers said so
+                assert len(r["readers"]) == 2 and r["valid"] == all(x["valid"] for x in r["readers"]), r
     assert set(json.loads((FIXTURE / "baseline.json").read_text(encoding="utf-8"))) == {"nli", "sentiment"}

@@ -129,6 +129,43 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def minilm_texts(base: list[Original], n: int, limit: int) -> list[str]:
+    """The unit the similarity filter encodes: a field of an NLI pair, a sentence of a review
+    that the generator may edit (same word-count range as RulesConfig), distinct, at most
+    ``limit``."""
+    from generation.ml.rules import RulesConfig
+    from generation.ml.rules.tokens import sentence_spans, words
+
+    cfg = RulesConfig()
+    return list(
+        dict.fromkeys(
+            t[s:e]
+            for o in _repeat(base, n)
+            for t in o.fields.values()
+            if t
+            for s, e in sentence_spans(t)
+            if cfg.min_words <= len(words(t[s:e])) <= cfg.max_sentence_words
+        )
+    )[:limit]
+
+
+def minilm_sentences_per_s(encoder: Any, texts: list[str]) -> float:
+    """Sentences/s of a cache-less MiniLM encoder over ``texts``: the yardstick the speed
+    targets are ratios to (docs/formats.md §3)."""
+    t0 = time.perf_counter()
+    encoder.encode(texts)
+    return len(texts) / max(time.perf_counter() - t0, 1e-9)
+
+
+def load_average() -> list[float] | None:
+    """The machine's 1/5/15-minute load average (None where the OS has none): printed beside
+    every timing, since a shared machine slows a benchmark down."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
 class Command(BaseCommand):
     help = "Benchmark candidate generation (rules, rules+similarity) against raw MiniLM encoding."
     requires_system_checks = ()
@@ -172,6 +209,12 @@ class Command(BaseCommand):
             "--pipeline", action="store_true", help="time a run's pipeline stage by stage (no database)"
         )
         parser.add_argument("--generator", default="rules", help="the generator of --pipeline")
+        parser.add_argument(
+            "--lm-every-code",
+            dest="lm_every_code",
+            action="store_true",
+            help="--pipeline: the perplexity LM scores every control code (no PERPLEXITY_EXEMPT routing)",
+        )
         parser.add_argument("--filters", default="", help="filters of --pipeline (default: the task's run defaults)")
         parser.add_argument("--pooled-out", dest="pooled_out", default="", help="--pipeline: write pooled candidates")
         parser.add_argument(
@@ -189,8 +232,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         from generation.ml import filters
         from generation.ml.metrics import introduced_stats
-        from generation.ml.rules import RulesConfig, RulesGenerator
-        from generation.ml.rules.tokens import sentence_spans, words
+        from generation.ml.rules import RulesGenerator
         from projects.ml.embeddings import Encoder
 
         fmt: str = opts["format"]
@@ -231,24 +273,8 @@ class Command(BaseCommand):
         list(warm.generate(base[:2]))  # loads WordNet and the POS tagger
 
         # 1. raw MiniLM
-        # the unit the similarity filter encodes: a field of an NLI pair, a sentence of a review
-        # that the generator may edit (same word-count range as RulesConfig)
-        cfg = RulesConfig()
-        texts = list(
-            dict.fromkeys(
-                t[s:e]
-                for o in _repeat(base, n)
-                for t in o.fields.values()
-                if t
-                for s, e in sentence_spans(t)
-                if cfg.min_words <= len(words(t[s:e])) <= cfg.max_sentence_words
-            )
-        )[: opts["minilm_texts"]]
-        enc = fresh_encoder()
-        t0 = time.perf_counter()
-        enc.encode(texts)
-        minilm_s = time.perf_counter() - t0
-        minilm_rate = len(texts) / minilm_s
+        texts = minilm_texts(base, n, opts["minilm_texts"])
+        minilm_rate = minilm_sentences_per_s(fresh_encoder(), texts)
 
         # 2. rules alone
         _clear_caches()
@@ -371,7 +397,7 @@ class Command(BaseCommand):
     def _pipeline(self, opts: dict[str, Any], originals: list[Original], task: str, band: tuple[float, float]) -> None:
         from generation.ml import registry
         from generation.services import bench_quality
-        from generation.services.run_quality import FILTER_NAMES, default_filters
+        from generation.services.run_quality import FILTER_NAMES, PERPLEXITY_EXEMPT, default_filters
         from generation.services.runs import perplexity_scorer
         from projects.ml.embeddings import Encoder
 
@@ -398,6 +424,7 @@ class Command(BaseCommand):
                 scorer.clear_cache()
             return generator, encoder, scorer
 
+        load_before = load_average()
         res = bench_quality.run_pipeline(
             originals,
             load=load,
@@ -405,8 +432,26 @@ class Command(BaseCommand):
             band=band,
             max_ratio=float(cfg["PERPLEXITY_MAX_RATIO"]),
             batch_size=int(cfg["GENERATION_BATCH_SIZE"]),
+            perplexity_exempt={} if opts["lm_every_code"] else None,
+        )
+        res["perplexity_exempt"] = (
+            {} if opts["lm_every_code"] else {f"{g}/{t}": sorted(c) for (g, t), c in PERPLEXITY_EXEMPT.items()}
         )
         pooled = res.pop("pooled")
+        # the yardstick in the same process and minutes: MiniLM sentences/s of a fresh encoder
+        texts = minilm_texts(originals, len(originals), opts["minilm_texts"])
+        minilm_rate = minilm_sentences_per_s(
+            Encoder(model_path=cfg.get("MINILM_PATH") or None, device=cfg.get("DEVICE", "cpu")), texts
+        )
+        res["minilm_sentences_per_s"] = round(minilm_rate, 2)
+        res["originals_per_s_over_minilm"] = (
+            round(res["originals_per_s_after_loading"] / minilm_rate, 4)
+            if res["originals_per_s_after_loading"]
+            else None
+        )
+        res["load_average"] = {"before": load_before, "after": load_average()}
+        for row in res["stages"].values():
+            row["originals_per_s"] = round(res["originals"] / row["wall_s"], 2) if row["wall_s"] else None
         if opts["pooled_out"]:
             with open(opts["pooled_out"], "w", encoding="utf-8") as fh:
                 for row in pooled:
@@ -435,9 +480,18 @@ class Command(BaseCommand):
             f"{res['pooled_count']} pooled; perplexity LM in {res['perplexity_dtype']}, "
             f"{res['torch_threads']} torch threads"
         )
-        w(f"{'stage':<16}{'wall s':>9}{'wall %':>8}{'CPU s':>9}{'CPU %':>8}")
+        w(
+            f"MiniLM in the same run: {res['minilm_sentences_per_s']} sentences/s ({len(texts)} texts); "
+            f"originals/s after loading over MiniLM sentences/s: {res['originals_per_s_over_minilm']}; "
+            f"load average before {res['load_average']['before']}, after {res['load_average']['after']}"
+        )
+        w(f"{'stage':<16}{'wall s':>9}{'wall %':>8}{'CPU s':>9}{'CPU %':>8}{'orig/s':>9}")
         for stage, row in res["stages"].items():
-            w(f"{stage:<16}{row['wall_s']:>9.2f}{row['wall_share']:>8.1%}{row['cpu_s']:>9.2f}{row['cpu_share']:>8.1%}")
+            rate = "-" if row["originals_per_s"] is None else f"{row['originals_per_s']:.1f}"
+            w(
+                f"{stage:<16}{row['wall_s']:>9.2f}{row['wall_share']:>8.1%}{row['cpu_s']:>9.2f}"
+                f"{row['cpu_share']:>8.1%}{rate:>9}"
+            )
         if "compare" in res:
             c = res["compare"]
             w(

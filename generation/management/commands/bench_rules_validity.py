@@ -9,7 +9,10 @@ then per control code: pooled candidates, share of the pool, how many of them ar
 a judged candidate, validity and label flips on that overlap; a diversity line (distinct-2,
 self-BLEU of the pooled changed text) against the fixture's ``baseline.json``. ``--dump DIR``
 writes up to ``--per-code`` unjudged pooled candidates per code to ``DIR/<task>.jsonl`` (the
-fixture's format, judgement empty) for the next round of judging. No database.
+fixture's format, judgement empty) for the next round of judging. The diversity line also gives
+distinct-1 of the words the edits introduced and the most frequent one's share (issue 31.4);
+``--lm-split`` the validity per code of the judged candidates without the perplexity filter, of
+those the LM keeps and of those it drops (issue 31.5's routing). No database.
 """
 
 from __future__ import annotations
@@ -45,6 +48,13 @@ class Command(BaseCommand):
             default="",
             help="NLI: also score against a judged pairs-jsonl (default: SHARED_DATA_DIR/generated-gold/"
             "cad-nli-dev-rules.jsonl when it exists; 'none' to skip)",
+        )
+        parser.add_argument(
+            "--lm-split",
+            dest="lm_split",
+            action="store_true",
+            help="also: per code, the validity of the judged candidates before the perplexity filter, of those "
+            "the LM keeps and of those it drops (what decides run_quality.PERPLEXITY_EXEMPT)",
         )
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--json", action="store_true", help="print the JSON object as the last line")
@@ -117,6 +127,8 @@ class Command(BaseCommand):
                 self.stdout.write(
                     f"  generated-gold overlap ({Path(gold).name}): {g['judged']} judged, valid {valid}; {per_code}"
                 )
+            if opts["lm_split"] and scorer is not None:
+                r["lm_split"] = self._lm_split(originals, task, filters, judged, encoder, scorer, opts["seed"])
             if opts["dump"]:
                 out = Path(opts["dump"])
                 out.mkdir(parents=True, exist_ok=True)
@@ -128,13 +140,67 @@ class Command(BaseCommand):
         if opts["json"]:
             self.stdout.write(json.dumps(result, sort_keys=True))
 
+    def _lm_split(
+        self,
+        originals: list[Any],
+        task: str,
+        filters: list[str],
+        judged: dict[str, dict[str, Any]],
+        encoder: Any,
+        scorer: Any,
+        seed: int,
+    ) -> dict[str, dict[str, Any]]:
+        """Per code, on the judged candidates pooled WITHOUT the perplexity filter: validity of
+        all of them, of those the LM keeps and of those it drops."""
+        from generation.ml import filters as ml_filters
+        from generation.ml.rules import RulesGenerator
+        from generation.services import run_quality, validity_fixture
+
+        cfg = settings.COUNTERPART
+        pre, _ = validity_fixture.pooled_candidates(
+            originals,
+            generator=RulesGenerator(seed=seed),
+            filters=[f for f in filters if f != "perplexity"],
+            band=ml_filters.band_for(task),
+            encoder=encoder,
+        )
+        rows = [p for p in pre if p.key in judged]
+        verdicts = ml_filters.perplexity(
+            scorer,
+            [p.before for p in rows],
+            [p.after for p in rows],
+            max_ratio=float(cfg["PERPLEXITY_MAX_RATIO"]),
+            context_words=run_quality.PERPLEXITY_CONTEXT_WORDS,
+        )
+        out: dict[str, dict[str, Any]] = {}
+        for p, v in zip(rows, verdicts, strict=True):
+            c = out.setdefault(p.cand.perturbation, {"judged": 0, "valid": 0, "kept": 0, "kept_valid": 0})
+            ok = bool(judged[p.key]["valid"])
+            c["judged"] += 1
+            c["valid"] += ok
+            c["kept"] += v.keep
+            c["kept_valid"] += ok and v.keep
+        self.stdout.write("  without the LM (judged): code, judged, valid; LM keeps: n, valid; LM drops: n, valid")
+        for code, c in sorted(out.items()):
+            dropped = c["judged"] - c["kept"]
+            c["valid_rate"] = round(c["valid"] / c["judged"], 3)
+            c["kept_valid_rate"] = round(c["kept_valid"] / c["kept"], 3) if c["kept"] else None
+            c["dropped_valid_rate"] = round((c["valid"] - c["kept_valid"]) / dropped, 3) if dropped else None
+            self.stdout.write(
+                f"  {code:<12} {c['judged']:>4} {c['valid_rate']:>6.1%} | {c['kept']:>4} "
+                f"{'-' if c['kept_valid_rate'] is None else format(c['kept_valid_rate'], '.1%'):>6} | {dropped:>4} "
+                f"{'-' if c['dropped_valid_rate'] is None else format(c['dropped_valid_rate'], '.1%'):>6}"
+            )
+        return out
+
     def _print(self, task: str, r: dict[str, Any], base: dict[str, Any] | None) -> None:
         def pct(x: float | None) -> str:
             return "  -  " if x is None else f"{x:5.1%}"
 
         self.stdout.write(
             f"{task}: {r['originals']} originals, {r['candidates']} candidates, {r['pooled']} pooled "
-            f"(filters {','.join(r['filters'])}); judged overlap {r['judged']}: "
+            f"(filters {','.join(r['filters'])}); judged overlap {r['judged']} "
+            f"({r['judged_by_two_readers']} by two blind readers): "
             f"valid {pct(r['valid'])}, flips {pct(r['flips'])}; weighted by share of the pool: "
             f"valid {pct(r['pool_valid'])}, flips {pct(r['pool_flips'])}"
         )
@@ -144,7 +210,11 @@ class Command(BaseCommand):
                 f"  {code:<12} {c['pooled']:>6} {pct(c['share']):>6} {c['judged']:>6} "
                 f"{pct(c['valid']):>6} {pct(c['flips']):>6}"
             )
-        line = f"  diversity: distinct-2 {r['distinct_2']:.4f}, self-BLEU {r['self_bleu']:.4f}"
+        line = (
+            f"  diversity: introduced tokens {r['introduced_tokens']}, distinct-1 {r['introduced_distinct_1']:.4f}, "
+            f"top '{r['introduced_top']}' {r['introduced_max_share']:.1%}; "
+            f"distinct-2 {r['distinct_2']:.4f}, self-BLEU {r['self_bleu']:.4f}"
+        )
         if base:
             line += f" (baseline: distinct-2 {base['distinct_2']:.4f}, self-BLEU {base['self_bleu']:.4f})"
         self.stdout.write(line)

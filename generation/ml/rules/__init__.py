@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip, StopHook, stop_point
 from generation.ml.rules import lexical_codes, sentiment_codes, structural_codes
 from generation.ml.rules.lexical_codes import Proposal, Sentence
-from generation.ml.rules.phrases import fix_tags
+from generation.ml.rules.phrases import article_error, fix_tags
 from generation.ml.rules.polarity import markup_spans, touches
 from generation.ml.rules.tokens import (
     apply_edits,
@@ -48,6 +48,11 @@ DEFAULT_CODES: tuple[str, ...] = tuple(c for c in CODES if c != "shuffle")
 # time and flipped nothing)
 TASK_CODES: dict[str, tuple[str, ...]] = {"sentiment": ("lexical", "negation", "delete", "insert")}
 
+# the fields a negation may be added to, per task (others only lose one): a premise is a photo
+# caption, and 1 of 52 blind-judged premises with an added negation read as one ("Sheep farmers
+# aren't crouching ...", "A young puppy does not suckle from his mother": issue 31.4)
+NEGATION_ADD_FIELDS: dict[str, tuple[str, ...]] = {"nli": ("hypothesis",)}
+
 Perturb = Callable[[Sentence, random.Random], list[Proposal]]
 PERTURBATIONS: dict[str, Perturb] = {
     "negation": lexical_codes.negation,
@@ -59,6 +64,12 @@ PERTURBATIONS: dict[str, Perturb] = {
     "restructure": structural_codes.restructure,
     "shuffle": structural_codes.shuffle,
 }
+
+
+def _malformed(text: str) -> bool:
+    """Whether an NLI field has an error its candidates would keep: a wrong or doubled article,
+    or one with no noun after it (``phrases.article_error``)."""
+    return article_error(tag(text))
 
 
 @dataclass(frozen=True)
@@ -153,6 +164,10 @@ class RulesGenerator:
             return Skip(original.id, "no text field to perturb")
         rng = random.Random(f"{cfg.seed}:{original.id}")
         codes = cfg.codes_for(original.task)
+        if original.task == "nli" and any(_malformed(t) for t in fields.values()):
+            # issue 31.4: every candidate would keep the original's "A older gentleman", "A brown a
+            # dog", "a basketballs", and a reader judges the pair, both sentences
+            return Skip(original.id, "the original is malformed (a/an, a lost noun): its candidates would keep it")
         # the sentiment forms of the codes when a sentiment run names no codes (TASK_CODES)
         sentiment = original.task == "sentiment" and cfg.codes is None
         by_code: dict[str, list[tuple[str, Sentence, Proposal]]] = {c: [] for c in codes}
@@ -175,6 +190,8 @@ class RulesGenerator:
                         props = structural_codes.insert(sent, rng, evaluative=original.task == "sentiment")
                     else:
                         props = PERTURBATIONS[code](sent, rng)
+                    if code == "negation" and name not in NEGATION_ADD_FIELDS.get(original.task, (name,)):
+                        props = [p for p in props if lexical_codes.removes_negation(p)]
                     by_code[code] += [(name, sent, p) for p in clean(props)]
             if sentiment and "lexical" in codes and sents:
                 # the whole review's sentiment-bearing words at once: the edit that flips a label
@@ -263,4 +280,12 @@ class RulesGenerator:
                 yield from result
 
 
-__all__ = ["CODES", "DEFAULT_CODES", "PERTURBATIONS", "TASK_CODES", "RulesConfig", "RulesGenerator"]
+__all__ = [
+    "CODES",
+    "DEFAULT_CODES",
+    "NEGATION_ADD_FIELDS",
+    "PERTURBATIONS",
+    "TASK_CODES",
+    "RulesConfig",
+    "RulesGenerator",
+]

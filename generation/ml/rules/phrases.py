@@ -4,6 +4,7 @@ inflection, a/an agreement. Enough for the rule-based control codes; no parser n
 from __future__ import annotations
 
 from functools import lru_cache
+from itertools import pairwise
 
 from generation.ml import lexicons as lx
 from generation.ml.rules.tokens import Token
@@ -77,6 +78,28 @@ def article_for(word: str) -> str:
     w = word.lower()
     vowel = w[:1] in "aeiou" and not w.startswith(("uni", "use", "eu", "one", "uk"))
     return "an" if vowel or w.startswith(("hour", "honest", "heir")) else "a"
+
+
+def article_error(toks: list[Token]) -> bool:
+    """Whether the text has "a" / "an" before a word that wants the other ("A older
+    gentleman", "an dog"), a determiner twice in one noun phrase ("A brown a dog", "a a
+    building") or before punctuation: a
+    candidate keeps the original's error, and a reader rejects it."""
+    for i, (det, nxt) in enumerate(pairwise(toks)):
+        if det.lower in ("a", "an") and nxt.text[:1].isalpha() and nxt.text.islower() and fix_article(det, nxt.text):
+            return True
+        if det.lower in ("a", "an", "the", "each", "every") and (
+            nxt.lower in ("a", "an", "the", "and", "or", "but", "is", "are", "was", "were", "while")
+            or nxt.text in (".", ",", "!", "?")
+        ):
+            return True  # "looking a a building", "cross each and give each a high five"
+        if det.lower in ("a", "an", "the") and nxt.pos.startswith("JJ"):
+            j = i + 1
+            while j < len(toks) and toks[j].pos.startswith("JJ"):
+                j += 1
+            if j < len(toks) and toks[j].lower in ("a", "an", "the"):
+                return True  # "A brown a dog and a black dog"
+    return False
 
 
 def fix_article(det: Token, next_word: str) -> str | None:

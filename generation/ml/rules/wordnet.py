@@ -330,11 +330,14 @@ def first_sense_antonyms(word: str, pos: str) -> tuple[str, ...]:
 @lru_cache(maxsize=65536)
 def frequent_cohyponyms(word: str, pos: str, min_count: int = 3) -> tuple[str, ...]:
     """Sister terms of the first sense, in the same lexicographer file, attested
-    ``min_count`` times or more in SemCor."""
+    ``min_count`` times or more in SemCor, whose own first sense is in that file too (issue
+    31.4: "dog" -> "head", a sense of "head" as a counted animal, gave "A cat attacks a head")."""
     syns = _synsets(word, pos, 1)
     if not syns:
         return ()
     own = {lem.name().lower() for s in syns for lem in s.lemmas()}
     lex = syns[0].lexname()
     sisters = [c for s in syns for h in s.hypernyms() for c in h.hyponyms() if c not in syns and c.lexname() == lex]
-    return tuple(n for n in _names_counts(sisters, lemma(word, pos), min_count) if n not in own)
+    return tuple(
+        n for n in _names_counts(sisters, lemma(word, pos), min_count) if n not in own and lexname(n, pos) == lex
+    )
