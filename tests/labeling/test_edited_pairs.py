@@ -13,6 +13,8 @@ from labeling.ml.textkeys import text_hash
 from projects.models import Candidate, Example
 from projects.services.projects import project_create
 
+pytestmark = pytest.mark.postgres_too
+
 LABELS = ["entailment", "neutral", "contradiction"]
 
 

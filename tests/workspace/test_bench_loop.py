@@ -21,7 +21,7 @@ from tests.generation.run_fixtures import register_test_generators
 from tests.labeling.conftest import FakeEncoder
 from workspace.loop.labels import LabelsFile, merge_answers, read_labels, write_labels
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 LABELS = ["entailment", "neutral", "contradiction"]
 WORDS = "man woman dog horse field park riding sitting walking young old brown street boy girl ball".split()
