@@ -194,6 +194,8 @@ _FROZEN_RE = re.compile(
 )
 # review-wide phrase flips, both ways where both are verdicts
 PHRASES: tuple[tuple[str, str], ...] = (
+    (r"\bone of the (?:great|greatest|best|finest)\b", "one of the worst"),
+    (r"\bone of the (?:worst|poorest)\b", "one of the best"),
     (r"\bnothing special\b", "something special"),
     (r"\btop[- ]notch\b", "second-rate"),
     (r"\b(is|was)n't worth\b", r"\1 worth"),
@@ -383,6 +385,8 @@ def classify(tok: Any) -> str:
         if lemma in STANCE_VERBS:
             if any(c.dep_ in ("xcomp", "ccomp") and c.pos_ == "VERB" for c in tok.children):
                 return "narrative"  # "I'd like to say"
+            if tok.dep_ == "xcomp":
+                return "narrative"  # "I wanted to like this movie": a hope, not the verdict
             if subj is None and tok.i == tok.sent.start:
                 return "verdict"  # "Loved it!"
             return "verdict" if subj is not None and subj.lower_ in ("i", "we") else "narrative"
@@ -471,6 +475,15 @@ def _unnegate_word(neg: Any, text: str, low: str, doc: Any) -> list[Edit] | None
     return None
 
 
+def _starts_sentence(tok: Any) -> bool:
+    """Whether a capitalised word starts a sentence (else it is a title or a name: "Amazing
+    Grace"): the first word, or after end punctuation, a quote, a bracket or markup."""
+    j = tok.i - 1
+    while j >= 0 and tok.doc[j].is_space:
+        j -= 1
+    return j < 0 or tok.doc[j].text[-1:] in '.!?:;"()-*' or tok.doc[j].text.endswith(("\n", ">"))
+
+
 def _opposite(tok: Any, variant: int) -> str | None:
     low = tok.lower_
     multi = [n for p, n in lx.POLARITY_PAIRS if p == low and " " in n]
@@ -519,6 +532,7 @@ def read_review(text: str, *, variant: int = 0) -> Reading:
             return Reading((), f"no safe flip for {m.group(0)!r}", ())
     used_neg: set[int] = set()
     flipped: set[int] = set()
+    found: list[tuple[Any, Any]] = []
     for tok in doc:
         a, b = tok.idx, tok.idx + len(tok.text)
         if not tok.is_alpha or not free(a, b) or pol.touches(markup, a, b):
@@ -536,7 +550,7 @@ def read_review(text: str, *, variant: int = 0) -> Reading:
         if any(s <= a and b <= e for s, e in frozen):
             left.append((tok.text, "idiom"))
             continue
-        if tok.text[:1].isupper() and not tok.is_sent_start and doc[tok.i - 1].text not in ('"', "(", "\n"):
+        if tok.text[:1].isupper() and not _starts_sentence(tok):
             left.append((tok.text, "title"))
             continue
         if low == "well" and not (tok.head.lemma_.lower() in CRAFT_VERBS and tok.head.tag_ == "VBN"):
@@ -545,7 +559,19 @@ def read_review(text: str, *, variant: int = 0) -> Reading:
         if kind != "verdict":
             left.append((tok.text, kind))
             continue
-        neg = _negation_of(tok)
+        found.append((tok, _negation_of(tok)))
+    # a sentence whose verdicts point both ways once negation is counted ("it's not bad, it's
+    # actually good", "not good, and not horrible") keeps its negations and flips the words
+    # ("not good, it's actually bad"); elsewhere a negated verdict loses its negation
+    signs: dict[int, set[bool]] = {}
+    for tok, neg in found:
+        signs.setdefault(tok.sent.start, set()).add((pol.polarity(tok.lower_) > 0) != (neg is not None))
+    for tok, neg in found:
+        a, b = tok.idx, tok.idx + len(tok.text)
+        if not free(a, b):
+            continue
+        if neg is not None and len(signs[tok.sent.start]) > 1:
+            neg = None
         if neg is not None:
             if neg.i in used_neg:
                 continue
