@@ -934,7 +934,9 @@ def _execute(
             raise JobFailed(f"the teacher (the project's task model f) cannot be loaded: {exc}") from exc
         if teacher is None:
             _final_metrics(run, failed=True)
-            raise JobFailed("the teacher is on but the project has no task model f any more: train one or run with teacher off")
+            raise JobFailed(
+                "the teacher is on but the project has no task model f any more: train one or run with teacher off"
+            )
     _record_notes(run, generator, extra=notes)
     clock.add("model loading", time.perf_counter() - load_wall, time.process_time() - load_cpu)
     _set_phase(run, ctx, "generating")

@@ -144,7 +144,7 @@ def _valid_flip(row: dict[str, Any]) -> float:
     judgements."""
     readers = row.get("readers")
     if readers and "label" in row:
-        return sum(bool(r["valid"]) and r["label"] != row["label"] for r in readers) / len(readers)
+        return float(sum(bool(r["valid"]) and r["label"] != row["label"] for r in readers) / len(readers))
     return float(bool(row["valid"]) and bool(row.get("flip")))
 
 

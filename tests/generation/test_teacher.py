@@ -83,7 +83,11 @@ def _sentiment_project(name: str, tmp_path) -> object:
 
 def _train_f(project, tmp_path) -> None:
     data = tmp_path / "task.jsonl"
-    rows = [{"text": f"the film {w} number {i}", "label": lab} for i in range(6) for w, lab in (("good", "positive"), ("bad", "negative"))]
+    rows = [
+        {"text": f"the film {w} number {i}", "label": lab}
+        for i in range(6)
+        for w, lab in (("good", "positive"), ("bad", "negative"))
+    ]
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     T.task_data_import(project=project, format="labelled-jsonl", paths=[str(data)])
     T.task_model_train(project=project, epochs=1, options={"batch_size": 4, "max_length": 32})

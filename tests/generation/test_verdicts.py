@@ -62,11 +62,19 @@ def test_idiom_pairs_ratings_and_negations() -> None:
 
 def test_a_mixed_sentence_keeps_its_negations_and_flips_its_words() -> None:
     text = "It's not pretty bad, it's actually pretty good, though not great. I wanted to like the plot."
-    assert flip(text) == "It's not pretty good, it's actually pretty bad, though not terrible. I wanted to like the plot."
+    assert (
+        flip(text) == "It's not pretty good, it's actually pretty bad, though not terrible. I wanted to like the plot."
+    )
 
 
 def test_ratings_mirror_on_their_scale() -> None:
-    for before, after in (("8/10", "3/10"), ("10/10", "1/10"), ("4/5", "2/5"), ("7.5/10", "3.5/10"), ("2 out of 10", "9 out of 10")):
+    for before, after in (
+        ("8/10", "3/10"),
+        ("10/10", "1/10"),
+        ("4/5", "2/5"),
+        ("7.5/10", "3.5/10"),
+        ("2 out of 10", "9 out of 10"),
+    ):
         m = V.RATING_RE.search(before)
         assert m is not None and V.rating_flip(m) == after
 

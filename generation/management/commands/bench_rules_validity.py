@@ -205,7 +205,9 @@ class Command(BaseCommand):
             self._print(task, {**r, "originals": len(originals), "filters": ["teacher"]}, None)
         return out
 
-    def _write_batch(self, pooled: list[Any], judged: dict[str, dict[str, Any]], data: str, opts: dict[str, Any]) -> None:
+    def _write_batch(
+        self, pooled: list[Any], judged: dict[str, dict[str, Any]], data: str, opts: dict[str, Any]
+    ) -> None:
         from generation.services import review_batches
         from projects.formats import read
         from projects.formats.records import PairRecord
@@ -233,13 +235,14 @@ class Command(BaseCommand):
         folder = Path(opts["readers"])
         if not opts["batch_rows"] or not Path(opts["batch_rows"]).is_file():
             raise CommandError("--readers needs --batch-rows FILE (the rows written with --batch)")
-        answers = [review_batches.read_answers(folder / f"reader{i}.tsv") for i in (1, 2) if (folder / f"reader{i}.tsv").is_file()]
+        answers = [
+            review_batches.read_answers(folder / f"reader{i}.tsv")
+            for i in (1, 2)
+            if (folder / f"reader{i}.tsv").is_file()
+        ]
         if not answers:
             raise CommandError(f"no reader1.tsv / reader2.tsv in {folder}")
-        controls = {
-            k: lab
-            for k, lab in (line.split("\t")[:2] for line in (folder / "controls.tsv").read_text().splitlines() if line)
-        }
+        controls = dict(line.split("\t")[:2] for line in (folder / "controls.tsv").read_text().splitlines() if line)
         rows = review_batches.read_rows(Path(opts["batch_rows"]))
         judged = review_batches.merge_readers(rows, answers, judged_on=opts["judged_on"] or folder.name)
         path = Path(opts["fixture"]) / "sentiment.jsonl"

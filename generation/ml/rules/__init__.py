@@ -229,7 +229,9 @@ class RulesGenerator:
             for name, sent, prop in pool:
                 if len(chosen) >= cap:
                     break
-                cand = self._candidate(original, name, sent, prop, target=_target(original, code) if sentiment else None)
+                cand = self._candidate(
+                    original, name, sent, prop, target=_target(original, code) if sentiment else None
+                )
                 key = tuple(sorted(cand.fields.items()))
                 if key in seen:
                     continue

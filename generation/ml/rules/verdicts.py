@@ -290,7 +290,7 @@ def rating_flip(m: re.Match[str]) -> str | None:
         low = 0 if of == 4 else 1
         new = of + low - n
         new = min(max(new, low), of)
-        s = f"{new:.1f}".rstrip("0").rstrip(".") if "." in m.group("n") else str(int(round(new)))
+        s = f"{new:.1f}".rstrip("0").rstrip(".") if "." in m.group("n") else str(round(new))
         return m.group(0).replace(m.group("n"), s, 1)
     n = int(m.group("sn"))
     if n > 10 or n < 0:
@@ -318,7 +318,7 @@ def _noun_is_work(noun: Any) -> bool:
     if noun.pos_ == "PROPN":
         return False
     if low == "time":  # "a great time" (had), not "the difficult times"
-        return noun.head.lemma_ == "have"
+        return bool(noun.head.lemma_ == "have")
     if low in WORK_NOUNS or noun.lemma_.lower() in WORK_NOUNS:
         return True
     if noun.dep_ == "attr" and noun.head is not noun:  # "the film is a good one"
@@ -362,7 +362,11 @@ def classify(tok: Any) -> str:
                     if c.dep_ in ("nsubj", "nsubjpass"):
                         subj = c
                 subj = subj if subj is not None else _subject(gov)
-                if gov.lemma_ in ("find", "think", "consider", "call") and subj is not None and subj.lower_ in ("i", "we"):
+                if (
+                    gov.lemma_ in ("find", "think", "consider", "call")
+                    and subj is not None
+                    and subj.lower_ in ("i", "we")
+                ):
                     obj = next((c for c in gov.children if c.dep_ == "dobj"), None)
                     if obj is not None:
                         return "verdict" if _noun_is_work(obj) else "narrative"
@@ -447,16 +451,35 @@ def _unnegate_word(neg: Any, text: str, low: str, doc: Any) -> list[Edit] | None
             form = inflect(verb.lemma_.lower(), tag) if tag != "VBP" else verb.lemma_.lower()
             start = aux.idx
             return [
-                Edit(start, verb.idx + len(verb.text), match_case(aux.text, form), text[start : verb.idx + len(verb.text)], "unnegate")
+                Edit(
+                    start,
+                    verb.idx + len(verb.text),
+                    match_case(aux.text, form),
+                    text[start : verb.idx + len(verb.text)],
+                    "unnegate",
+                )
             ]
         word = _NEG_AUX.get(aux.lower_, aux.text)
-        return [Edit(aux.idx, neg.idx + len(neg.text), match_case(aux.text, word), text[aux.idx : neg.idx + len(neg.text)], "unnegate")]
+        return [
+            Edit(
+                aux.idx,
+                neg.idx + len(neg.text),
+                match_case(aux.text, word),
+                text[aux.idx : neg.idx + len(neg.text)],
+                "unnegate",
+            )
+        ]
     if low == "not":
         s, e = neg.idx, neg.idx + len(neg.text)
         if neg.i > 0 and doc[neg.i - 1].lower_ == "do" and neg.head.pos_ == "VERB" and neg.head.i == neg.i + 1:
             aux = doc[neg.i - 1]  # "I do not like it" -> "I like it"
             return [Edit(aux.idx, e + 1, "", text[aux.idx : e + 1], "unnegate")]
-        if neg.i > 0 and doc[neg.i - 1].lower_ in ("did", "does") and neg.head.pos_ == "VERB" and neg.head.i == neg.i + 1:
+        if (
+            neg.i > 0
+            and doc[neg.i - 1].lower_ in ("did", "does")
+            and neg.head.pos_ == "VERB"
+            and neg.head.i == neg.i + 1
+        ):
             aux, verb = doc[neg.i - 1], neg.head
             form = inflect(verb.lemma_.lower(), "VBD" if aux.lower_ == "did" else "VBZ")
             end = verb.idx + len(verb.text)
@@ -469,7 +492,13 @@ def _unnegate_word(neg: Any, text: str, low: str, doc: Any) -> list[Edit] | None
             nxt = doc[neg.i + 1] if neg.i + 1 < len(doc) else None
             if nxt is not None:
                 return [
-                    Edit(neg.idx, nxt.idx + len(nxt.text), nxt.text[:1].upper() + nxt.text[1:], text[neg.idx : nxt.idx + len(nxt.text)], "unnegate")
+                    Edit(
+                        neg.idx,
+                        nxt.idx + len(nxt.text),
+                        nxt.text[:1].upper() + nxt.text[1:],
+                        text[neg.idx : nxt.idx + len(nxt.text)],
+                        "unnegate",
+                    )
                 ]
         return [Edit(s, e, "", text[s:e], "unnegate")]
     return None
@@ -538,7 +567,7 @@ def read_review(text: str, *, variant: int = 0) -> Reading:
         if not tok.is_alpha or not free(a, b) or pol.touches(markup, a, b):
             continue
         low = tok.lower_
-        if low in lx.POLARITY_SKIP and low != "well" or low in lx.AUXILIARIES:
+        if (low in lx.POLARITY_SKIP and low != "well") or low in lx.AUXILIARIES:
             continue
         if not pol.polarity(low) or low in NOT_VERDICTS:
             continue
@@ -596,7 +625,9 @@ def read_review(text: str, *, variant: int = 0) -> Reading:
         if prev is not None and prev.lower_ in ("a", "an") and free(prev.idx, prev.idx + len(prev.text)):
             want = article_for(new)
             if want != prev.lower_:
-                edits.append(Edit(prev.idx, prev.idx + len(prev.text), match_case(prev.text, want), prev.text, "verdict"))
+                edits.append(
+                    Edit(prev.idx, prev.idx + len(prev.text), match_case(prev.text, want), prev.text, "verdict")
+                )
                 taken.append((prev.idx, prev.idx + len(prev.text)))
     if not edits:
         return Reading((), "no verdict", tuple(left))

@@ -74,9 +74,7 @@ class Command(BaseCommand):
                 train, evals = B.bench_sets(shared, max_public=o["max_public"])
         except (OSError, ValueError) as exc:  # a missing or unreadable data file (FormatError is a ValueError)
             raise CommandError(f"cannot read the benchmark data under {shared}: {exc}") from None
-        labels, fields = (
-            (B.SENTIMENT_LABELS, B.SENTIMENT_FIELDS) if o["task"] == "sentiment" else (B.LABELS, B.FIELDS)
-        )
+        labels, fields = (B.SENTIMENT_LABELS, B.SENTIMENT_FIELDS) if o["task"] == "sentiment" else (B.LABELS, B.FIELDS)
         cfg = TM.TaskModelConfig(
             labels=labels,
             fields=fields,
