@@ -89,7 +89,19 @@ def _train_f(project, tmp_path) -> None:
         for w, lab in (("good", "positive"), ("bad", "negative"))
     ]
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    T.task_data_import(project=project, format="labelled-jsonl", paths=[str(data)])
+    out = T.task_data_import(project=project, format="labelled-jsonl", paths=[str(data)])
+    assert out["imported"] == 12 and out["problems"] == 0
+    # CAD sentiment train, as ../shared/data/cad/sentiment holds it (original + revision per batch_id)
+    paired = tmp_path / "cad" / "sentiment" / "combined" / "paired"
+    paired.mkdir(parents=True, exist_ok=True)
+    (paired / "train_paired.tsv").write_text(
+        "Sentiment\tText\tbatch_id\n"
+        "Negative\tA dull film.<br /><br />I hated it.\t1\nPositive\tA great film.<br /><br />I loved it.\t1\n"
+    )
+    out = T.task_data_import(
+        project=project, format="cad-sentiment", paths=[str(tmp_path / "cad" / "sentiment")], split="train"
+    )
+    assert out["imported"] == 2 and T.task_data_counts(project=project) == {"negative": 7, "positive": 7}
     T.task_model_train(project=project, epochs=1, options={"batch_size": 4, "max_length": 32})
 
 

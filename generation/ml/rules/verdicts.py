@@ -504,6 +504,14 @@ def _unnegate_word(neg: Any, text: str, low: str, doc: Any) -> list[Edit] | None
     return None
 
 
+def _prefixed(word: str, opposite: str | None) -> bool:
+    """Whether one of the two is the other with a negative prefix ("funny" / "unfunny")."""
+    if opposite is None:
+        return False
+    a, b = word.lower(), opposite.lower()
+    return any(b == p + a or a == p + b for p in ("un", "in", "im", "dis", "non"))
+
+
 def _starts_sentence(tok: Any) -> bool:
     """Whether a capitalised word starts a sentence (else it is a title or a name: "Amazing
     Grace"): the first word, or after end punctuation, a quote, a bracket or markup."""
@@ -599,8 +607,8 @@ def read_review(text: str, *, variant: int = 0) -> Reading:
         a, b = tok.idx, tok.idx + len(tok.text)
         if not free(a, b):
             continue
-        if neg is not None and len(signs[tok.sent.start]) > 1:
-            neg = None
+        if neg is not None and len(signs[tok.sent.start]) > 1 and not _prefixed(tok.lower_, _opposite(tok, variant)):
+            neg = None  # keep the negation, flip the word ("not bad" -> "not good"; never "not unfunny")
         if neg is not None:
             if neg.i in used_neg:
                 continue
