@@ -69,6 +69,12 @@ class Command(BaseCommand):
         parser.add_argument("--controls", type=int, default=40, help="CAD dev revisions mixed into --batch")
         parser.add_argument("--readers", default="", help="a finished reader batch folder: merge it into the fixture")
         parser.add_argument("--judged-on", dest="judged_on", default="", help="with --readers: the round's name")
+        parser.add_argument(
+            "--pool",
+            default="",
+            help="FILE ({task} is replaced): save the pooled candidates there, or score the pool saved there "
+            "instead of generating (e.g. against a newer fixture)",
+        )
         parser.add_argument("--json", action="store_true", help="print the JSON object as the last line")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -113,15 +119,22 @@ class Command(BaseCommand):
             originals = load_originals(FORMAT_FOR_TASK[task], data, task, "dev", opts["originals"])
             if not originals:
                 raise CommandError(f"no {task} dev originals in {data}")
-            pooled, n_cands = validity_fixture.pooled_candidates(
-                originals,
-                generator=RulesGenerator(seed=opts["seed"]),
-                filters=filters,
-                band=ml_filters.band_for(task),
-                encoder=encoder,
-                scorer=scorer,
-                max_ratio=float(cfg["PERPLEXITY_MAX_RATIO"]),
-            )
+            saved = Path(opts["pool"].replace("{task}", task)) if opts["pool"] else None
+            if saved is not None and saved.is_file():
+                pooled, n_cands = _load_pool(saved)
+                self.stdout.write(f"  the pool saved in {saved} (no generation)")
+            else:
+                pooled, n_cands = validity_fixture.pooled_candidates(
+                    originals,
+                    generator=RulesGenerator(seed=opts["seed"]),
+                    filters=filters,
+                    band=ml_filters.band_for(task),
+                    encoder=encoder,
+                    scorer=scorer,
+                    max_ratio=float(cfg["PERPLEXITY_MAX_RATIO"]),
+                )
+                if saved is not None:
+                    _save_pool(saved, pooled, n_cands)
             path = fixture / f"{task}.jsonl"
             judged = validity_fixture.read_fixture(str(path)) if path.is_file() else {}
             r = validity_fixture.score(pooled, judged, n_cands)
@@ -299,3 +312,55 @@ def _teacher_keeps(p: Any, res: Any, threshold: float) -> bool:
     if target is None or orig is None:
         return True
     return bool(res.score >= threshold) if target != orig else bool(res.keep)
+
+
+def _save_pool(path: Path, pooled: list[Any], n_cands: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"candidates": n_cands}) + "\n")
+        for p in pooled:
+            o, c = p.original, p.cand
+            row = {
+                "original": {
+                    "id": o.id,
+                    "fields": o.fields,
+                    "label": o.label,
+                    "labels": list(o.labels),
+                    "task": o.task,
+                },
+                "candidate": {
+                    "fields": c.fields,
+                    "generator": c.generator,
+                    "perturbation": c.perturbation,
+                    "target_label": c.target_label,
+                    "meta": c.meta,
+                },
+                "key": p.key,
+                "before": p.before,
+                "after": p.after,
+            }
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _load_pool(path: Path) -> tuple[list[Any], int]:
+    from generation.ml.base import GeneratedCandidate, Original
+    from generation.services.validity_fixture import Pooled
+
+    lines = path.read_text(encoding="utf-8").splitlines()
+    head = json.loads(lines[0])
+    out = []
+    for line in lines[1:]:
+        r = json.loads(line)
+        o = Original(
+            r["original"]["id"],
+            r["original"]["fields"],
+            r["original"]["label"],
+            tuple(r["original"]["labels"]),
+            r["original"]["task"],
+        )
+        c = r["candidate"]
+        cand = GeneratedCandidate(
+            o.id, c["fields"], c["generator"], c["perturbation"], target_label=c["target_label"], meta=c["meta"]
+        )
+        out.append(Pooled(o, cand, r["key"], r["before"], r["after"]))
+    return out, int(head["candidates"])
