@@ -64,6 +64,17 @@ class RunStartForm(forms.Form):
         initial=[f for f in FILTER_NAMES if f not in OPTIONAL_FILTERS],
     )
     split = forms.CharField(required=False, help_text="only originals of this split")
+    teacher = forms.ChoiceField(
+        choices=[("auto", "automatic (on when the project has a task model)"), ("on", "on"), ("off", "off")],
+        required=False,
+        initial="auto",
+        label="Teacher",
+        help_text="the task model f reads every candidate: a flip is pooled only when f gives its target label "
+        "at least the threshold, a label-keeping edit only when f keeps the label",
+    )
+    teacher_threshold = forms.FloatField(
+        required=False, min_value=0.0, max_value=1.0, help_text="the teacher's P for flips (default 0.5)"
+    )
     backend = forms.ChoiceField(
         choices=[("auto", "automatic")],
         required=False,
@@ -119,7 +130,7 @@ class RunStartForm(forms.Form):
         for k in ("limit", "max_per_original", "seed"):
             if k in d:
                 options[k] = d[k]
-        for k in ("similarity_band", "split"):
+        for k in ("similarity_band", "split", "teacher", "teacher_threshold"):
             options[k] = d.get(k, self.data.get(k, ""))
         if "filters" in d:
             options["filters"] = list(d["filters"])
@@ -129,7 +140,10 @@ class RunStartForm(forms.Form):
 
     def run_options(self) -> dict[str, Any]:
         d = self.cleaned_data
-        options = {k: d.get(k) for k in ("limit", "max_per_original", "seed", "similarity_band", "split")}
+        options = {
+            k: d.get(k)
+            for k in ("limit", "max_per_original", "seed", "similarity_band", "split", "teacher", "teacher_threshold")
+        }
         options["filters"] = list(d.get("filters") or [])
         gen_opts: dict[str, Any] = dict(d.get("generator_options") or {})
         if d.get("backend") and d["backend"] != "auto" and d.get("generator") in PROMPTING:

@@ -507,3 +507,37 @@ def evaluation_for(*, project: Project) -> dict[str, Any]:
                 }
             )
     return {"latest": latest, "result_job": done, "summary": summary, "sets": sets}
+
+
+# -- the task model f as generation's teacher (issue 31.3) ------------------------------------
+def teacher_available(*, project: Project) -> bool:
+    """Whether the project has a trained task model f (a generation run's teacher is on by
+    default then)."""
+    from labeling.task_training import task_model_latest
+
+    latest = task_model_latest(project=project)
+    return latest is not None and os.path.isdir(latest.path)
+
+
+def teacher_for(*, project: Project, device: str = "cpu") -> Any | None:
+    """The project's newest task model f, loaded, with ``predict_proba(records)`` columns in the
+    project's label order; None when it has none."""
+    from labeling.task_training import task_model_latest
+
+    latest = task_model_latest(project=project)
+    if latest is None or not os.path.isdir(latest.path):
+        return None
+    return teacher_from_folder(
+        path=latest.path,
+        labels=list(project.labels.order_by("position").values_list("name", flat=True)),
+        fields=list(project.text_fields),
+        device=device,
+    )
+
+
+def teacher_from_folder(*, path: str, labels: list[str], fields: list[str], device: str = "cpu") -> Any:
+    """A task model folder (trained here or elsewhere) as a teacher: ``predict_proba(records)``
+    with columns in ``labels`` order. ``FileNotFoundError`` / ``ValueError`` say what is wrong."""
+    from labeling.ml.task_inputs import load_task
+
+    return load_task(path, labels, fields, device)

@@ -5,7 +5,9 @@ Filters (each stores its score in ``Candidate.scores`` and its pass/fail in
 ``Candidate.meta["filters"]``; a candidate is pooled only if it passes all of them):
 
 * ``similarity`` — ``filters.similarity_band``: MiniLM cosine between the original and the
-  candidate over what changed (``filters.comparison_texts``); kept when ``LO < sim <= HI``.
+  candidate over what changed (``filters.comparison_texts``); kept when ``LO < sim <= HI``
+  (``LO < sim < 1`` for a candidate whose ``target_label`` is its original's label: an edit
+  meant to keep the label is meant to stay close).
 * ``dedup`` — ``filters.dedupe`` over the siblings of one original (exact and near
   duplicates, no-op edits), plus exact copies of a candidate another run made from the
   same original.
@@ -20,6 +22,11 @@ Filters (each stores its score in ``Candidate.scores`` and its pass/fail in
   (the one that passes 90 % of CAD's held-out human edits) or the run's ``validity_threshold``.
   Optional and off by default: it does not reach issue 19's bar (docs/generation.md,
   "Validity filter"). Applied after ``perplexity``, to what the others kept.
+* ``teacher`` — ``generation.ml.teacher.teacher_filter`` (issue 31): the project's task model f
+  on every candidate the cheap filters kept (before ``perplexity``): a candidate aiming to flip
+  the label needs f's P(target) >= the run's ``teacher_threshold``; one aiming to keep it needs
+  f to keep it. A run option (``teacher`` on / off, on by default when the project has a task
+  model), not one of ``FILTER_NAMES``; its score and pass/fail are stored like a filter's.
 
 The filter functions themselves live in ``generation/ml/filters.py``; the reasons a
 candidate was dropped go to ``Candidate.meta["filter_reasons"]``.
@@ -40,6 +47,7 @@ from typing import Any
 
 from generation.ml import filters as ml_filters
 from generation.ml import metrics as ml_metrics
+from generation.ml import teacher as ml_teacher
 from generation.ml.base import GeneratedCandidate, Original
 from generation.ml.stages import StageClock
 from projects import states
@@ -132,6 +140,9 @@ def apply_filters(
     max_ratio: float = ml_filters.PERPLEXITY_MAX_RATIO,
     validity_scorer: Any = None,
     validity_threshold: float | None = None,
+    teacher: Any = None,
+    teacher_labels: Sequence[str] = (),
+    teacher_threshold: float = ml_teacher.DEFAULT_THRESHOLD,
     clock: StageClock | None = None,
     perplexity_exempt: Mapping[tuple[str, str], frozenset[str]] | None = None,
 ) -> list[Verdict]:
@@ -153,7 +164,11 @@ def apply_filters(
         with clock("similarity"):
             texts = [ml_filters.comparison_texts(o.fields, c.fields, c.meta) for o, c in pairs]
             results = ml_filters.similarity_band(encoder, [a for a, _ in texts], [b for _, b in texts], band)
-            for v, r in zip(verdicts, results, strict=True):
+            for (o, c), v, r in zip(pairs, verdicts, results, strict=True):
+                if not r.keep and _keeps_label(o, c) and band[1] < r.score < 1.0 - 1e-6:
+                    # an edit that aims to keep the label (issue 31: a deleted modifier, an
+                    # inserted intensifier) is meant to be close: only the lower bound applies
+                    r = ml_filters.FilterResult(r.score, True, ())
                 v.add("similarity", r)
     if "dedup" in active:
         with clock("dedup"):
@@ -162,6 +177,21 @@ def apply_filters(
         with clock("artifacts"):
             for (o, c), v in zip(pairs, verdicts, strict=True):
                 v.add("artifacts", ml_filters.artifacts(o.fields, c.fields, target_label=c.target_label))
+    # the teacher (issue 31): the task model f reads every candidate the cheap filters kept;
+    # a flip must reach P(target) >= teacher_threshold, a label-keeping edit must keep f's label
+    todo = [i for i, v in enumerate(verdicts) if v.keep]
+    if teacher is not None and todo:
+        with clock("teacher"):
+            results = ml_teacher.teacher_filter(
+                teacher,
+                list(teacher_labels),
+                [dict(pairs[i][1].fields) for i in todo],
+                [pairs[i][0].label for i in todo],
+                [pairs[i][1].target_label for i in todo],
+                threshold=teacher_threshold,
+            )
+            for i, r in zip(todo, results, strict=True):
+                verdicts[i].add("teacher", r)
     # the language model last, and only on what the cheaper filters kept (it costs most), and
     # not on the codes whose constrained edits are valid without it (``PERPLEXITY_EXEMPT``)
     todo = [i for i, v in enumerate(verdicts) if v.keep]
@@ -197,6 +227,10 @@ def apply_filters(
             for i, r in zip(todo, results, strict=True):
                 verdicts[i].add("validity", r)
     return verdicts
+
+
+def _keeps_label(o: Original, c: GeneratedCandidate) -> bool:
+    return c.target_label is not None and c.target_label == o.label
 
 
 def _dedup(

@@ -45,6 +45,7 @@ from django.db.models import Count, F, QuerySet
 from django.utils import timezone
 
 from generation.ml import registry
+from generation.ml import teacher as ml_teacher
 from generation.ml.base import (
     BackendUnavailable,
     GeneratedCandidate,
@@ -107,7 +108,10 @@ RUN_OPTION_KEYS = (
     "split",
     "generator_options",
     "validity_threshold",
+    "teacher",
+    "teacher_threshold",
 )
+TEACHER_CHOICES = ("on", "off")
 
 
 def _cfg(key: str) -> Any:
@@ -200,6 +204,7 @@ def run_options_clean(*, project: Project, options: dict[str, Any] | None) -> di
                 raise ValueError
         except (TypeError, ValueError):
             errors["validity_threshold"] = "validity_threshold must be a number between 0 and 1"
+    _clean_teacher(project, options, clean, errors)
     gen_opts = options.get("generator_options") or {}
     if not isinstance(gen_opts, dict):
         errors["generator_options"] = "generator_options must be an object"
@@ -217,6 +222,32 @@ def run_options_clean(*, project: Project, options: dict[str, Any] | None) -> di
     if errors:
         raise ValidationError(errors)
     return clean
+
+
+def _clean_teacher(project: Project, options: dict[str, Any], clean: dict[str, Any], errors: dict[str, str]) -> None:
+    """``teacher``: on / off (default: on when the project has a task model f, issue 31);
+    ``teacher_threshold``: P, the probability f must give a flip's target label."""
+    from labeling.selectors import teacher_available
+
+    raw = options.get("teacher")
+    value = {True: "on", False: "off"}.get(raw, str(raw).strip().lower()) if raw is not None else "auto"
+    if value in ("", "auto", "default", "none"):
+        value = "on" if teacher_available(project=project) else "off"
+    elif value not in TEACHER_CHOICES:
+        errors["teacher"] = "teacher must be on, off or auto"
+    elif value == "on" and not teacher_available(project=project):
+        errors["teacher"] = "the project has no task model f to act as teacher: train one first, or set teacher off"
+    clean["teacher"] = value
+    tt = options.get("teacher_threshold")
+    if tt is None or tt == "":
+        clean["teacher_threshold"] = ml_teacher.DEFAULT_THRESHOLD
+    else:
+        try:
+            clean["teacher_threshold"] = float(tt)
+            if not 0.0 <= clean["teacher_threshold"] <= 1.0:
+                raise ValueError
+        except (TypeError, ValueError):
+            errors["teacher_threshold"] = "teacher_threshold must be a number between 0 and 1"
 
 
 # ---------------------------------------------------------------------------------------
@@ -437,6 +468,7 @@ def _process_batch(
     encoder: Any,
     scorer: Any = None,
     validity_scorer: Any = None,
+    teacher: Any = None,
     should_stop: StopHook | None = None,
     clock: StageClock | None = None,
 ) -> _BatchOutcome:
@@ -489,6 +521,9 @@ def _process_batch(
         max_ratio=float(_cfg("PERPLEXITY_MAX_RATIO")),
         validity_scorer=validity_scorer,
         validity_threshold=run.options.get("validity_threshold"),
+        teacher=teacher,
+        teacher_labels=labels,
+        teacher_threshold=float(run.options.get("teacher_threshold", ml_teacher.DEFAULT_THRESHOLD)),
         clock=clock,
     )
     counters: dict[str, int] = {}
@@ -905,6 +940,20 @@ def _execute(
         except (OSError, ValueError) as exc:
             _final_metrics(run, failed=True)
             raise JobFailed(f"the validity filter cannot load its model: {exc}") from exc
+    teacher = None
+    if run.options.get("teacher") == "on":
+        from labeling.selectors import teacher_for
+
+        try:
+            teacher = teacher_for(project=project, device=str(_cfg("DEVICE") or "cpu"))
+        except (OSError, ValueError) as exc:
+            _final_metrics(run, failed=True)
+            raise JobFailed(f"the teacher (the project's task model f) cannot be loaded: {exc}") from exc
+        if teacher is None:
+            _final_metrics(run, failed=True)
+            raise JobFailed(
+                "the teacher is on but the project has no task model f any more: train one or run with teacher off"
+            )
     _record_notes(run, generator, extra=notes)
     clock.add("model loading", time.perf_counter() - load_wall, time.process_time() - load_cpu)
     _set_phase(run, ctx, "generating")
@@ -936,6 +985,7 @@ def _execute(
                 encoder=encoder,
                 scorer=scorer,
                 validity_scorer=validity,
+                teacher=teacher,
                 should_stop=should_stop,
                 clock=clock,
             )

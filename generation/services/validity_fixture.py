@@ -136,8 +136,17 @@ def dump_unjudged(
     return out
 
 
-def _rate(xs: list[bool]) -> float | None:
+def _rate(xs: list[float]) -> float | None:
     return round(sum(xs) / len(xs), 3) if xs else None
+
+
+def _valid_flip(row: dict[str, Any]) -> float:
+    """Valid and flipped: the share of readers who found both (``readers``), else both
+    judgements."""
+    readers = row.get("readers")
+    if readers and "label" in row:
+        return float(sum(bool(r["valid"]) and r["label"] != row["label"] for r in readers) / len(readers))
+    return float(bool(row["valid"]) and bool(row.get("flip")))
 
 
 def score(pooled: Sequence[Pooled], judged: dict[str, dict[str, Any]], n_candidates: int) -> dict[str, Any]:
@@ -149,20 +158,25 @@ def score(pooled: Sequence[Pooled], judged: dict[str, dict[str, Any]], n_candida
     codes: dict[str, dict[str, Any]] = {}
     counts = Counter(p.cand.perturbation for p in pooled)
     n = len(pooled)
-    allv: list[bool] = []
-    allf: list[bool] = []
+    allv: list[float] = []
+    allf: list[float] = []
+    allvf: list[float] = []
     for code in sorted(counts):
         rows = [judged[p.key] for p in pooled if p.cand.perturbation == code and p.key in judged]
-        v = [bool(r["valid"]) for r in rows]
-        f = [bool(r.get("flip")) for r in rows]
+        # a judgement is a bool, or the share of readers who said so (whole-review fixture)
+        v = [float(r["valid"]) for r in rows]
+        f = [float(r.get("flip") or 0) for r in rows]
+        vf = [_valid_flip(r) for r in rows]
         allv += v
         allf += f
+        allvf += vf
         codes[code] = {
             "pooled": counts[code],
             "share": round(counts[code] / n, 3) if n else 0.0,
             "judged": len(rows),
             "valid": _rate(v),
             "flips": _rate(f),
+            "valid_flips": _rate(vf),
         }
     texts = [p.after for p in pooled]
     # the judged sample is stratified by code (up to 50 each): the pool's figures weight each
@@ -184,6 +198,10 @@ def score(pooled: Sequence[Pooled], judged: dict[str, dict[str, Any]], n_candida
         "judged_by_two_readers": sum(1 for p in pooled if p.key in judged and "readers" in judged[p.key]),
         "valid": _rate(allv),
         "flips": _rate(allf),
+        "valid_flips": _rate(allvf),
+        "pool_valid_flips": round(sum(c["share"] * c["valid_flips"] for c in judged_codes) / weight, 3)
+        if weight
+        else None,
         "by_code": codes,
         "distinct_2": round(ml_metrics.distinct_n(texts, 2), 4),
         "self_bleu": round(ml_metrics.self_bleu(texts, max_texts=300, seed=0), 4),

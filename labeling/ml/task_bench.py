@@ -83,5 +83,41 @@ def bench_sets(shared_data: str, *, max_public: int = 0) -> tuple[LabelledSet, d
     return concat(public, train_orig, train_revs), evals
 
 
+SENTIMENT_FIELDS = ("text",)
+SENTIMENT_LABELS = ("negative", "positive")
+
+
+def cad_sentiment(cad_dir: str, split: str) -> tuple[LabelledSet, LabelledSet]:
+    """(originals, human revisions) of one CAD sentiment split (issue 31)."""
+    orig: LabelledSet = ([], [])
+    revs: LabelledSet = ([], [])
+    for rec in read("cad-sentiment", [os.path.join(cad_dir, "sentiment")], task="sentiment", split=split):
+        if isinstance(rec, PairRecord):
+            if rec.original.label:
+                orig[0].append({"text": rec.original.fields["text"]})
+                orig[1].append(rec.original.label)
+            if rec.cf_label:
+                revs[0].append({"text": rec.cf_fields["text"]})
+                revs[1].append(rec.cf_label)
+    return orig, revs
+
+
+def sentiment_bench_sets(shared_data: str, *, max_public: int = 0) -> tuple[LabelledSet, dict[str, LabelledSet]]:
+    """(training set, evaluation sets) for the sentiment task model (issue 31): sentiment-public
+    ``train.jsonl`` plus CAD sentiment **train** originals and revisions; scored on CAD sentiment
+    dev originals and dev revisions."""
+    cad = os.path.join(shared_data, "cad")
+    train_orig, train_revs = cad_sentiment(cad, "train")
+    dev_orig, dev_revs = cad_sentiment(cad, "dev")
+    public: LabelledSet = ([], [])
+    for rec in read("labelled-jsonl", [os.path.join(shared_data, "sentiment-public", "train.jsonl")], task="sentiment"):
+        if isinstance(rec, OriginalRecord) and rec.label:
+            public[0].append({"text": rec.fields["text"]})
+            public[1].append(rec.label)
+            if max_public and len(public[1]) >= max_public:
+                break
+    return concat(public, train_orig, train_revs), {"cad_dev_originals": dev_orig, "cad_dev_revisions": dev_revs}
+
+
 def sizes(sets: dict[str, LabelledSet]) -> dict[str, int]:
     return {k: len(v[1]) for k, v in sets.items()}

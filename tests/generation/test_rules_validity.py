@@ -176,10 +176,11 @@ def test_sentiment_edits_land_on_sentiment_words_and_never_in_markup() -> None:
         for w in c.meta["removed"]:
             assert pol.polarity(w) or w in ("not", "n't", "never", *sentiment_codes.INTENSIFIERS), (w, new)
         assert [new[a:b] for a, b in pol.markup_spans(new)] == [REVIEW[a:b] for a, b in markup], new
-    flips = [c for c in cands if "review polarity flip" in str(c.meta["detail"])]
+    flips = [c for c in cands if str(c.meta["detail"]).startswith("review flip")]
     assert flips
     flipped = flips[0].fields["text"]
     assert "terrible" in flipped and "hated" in flipped and "is funny" in flipped and "interesting" in flipped
+    assert "very bad" in flipped and "not unfunny" not in flipped  # issue 31: every verdict, coherently
 
 
 def test_sentiment_never_edits_inside_broken_markup() -> None:

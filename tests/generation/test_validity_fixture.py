@@ -33,7 +33,14 @@ def test_identical_candidates_are_scored_by_their_judgement() -> None:
     }
     r = vf.score(pool, judged, n_candidates=10)
     assert r["pooled"] == 4 and r["judged"] == 3 and r["candidates"] == 10
-    assert r["by_code"]["resemantic"] == {"pooled": 2, "share": 0.5, "judged": 2, "valid": 0.5, "flips": 0.5}
+    assert r["by_code"]["resemantic"] == {
+        "pooled": 2,
+        "share": 0.5,
+        "judged": 2,
+        "valid": 0.5,
+        "flips": 0.5,
+        "valid_flips": 0.5,
+    }
     assert r["by_code"]["negation"]["valid"] == 1.0 and r["by_code"]["negation"]["judged"] == 1
     assert r["pool_valid"] == 0.75  # 0.5 x 0.5 + 0.5 x 1.0
     assert vf.reasons(pool, {pool[1].key: {"valid": False, "reason": "verb swap"}}) == [
@@ -59,9 +66,31 @@ def test_the_shipped_fixture_is_well_formed() -> None:
         assert len(rows) >= 150
         assert len({r["key"] for r in rows}) == len(rows)
         for r in rows:
-            assert isinstance(r["valid"], bool) and isinstance(r["flip"], bool)
             assert r["code"] and r["judged_on"]
-            assert r["valid"] or r["reason"], r  # every invalid candidate says why
-            if "readers" in r:  # issue 31.4's blind batches: valid only when both readers said so
-                assert len(r["readers"]) == 2 and r["valid"] == all(x["valid"] for x in r["readers"]), r
+            if task == "nli":
+                assert isinstance(r["valid"], bool) and isinstance(r["flip"], bool)
+                assert r["valid"] or r["reason"], r  # every invalid candidate says why
+                if "readers" in r:  # issue 31.4's blind batches: valid only when both readers said so
+                    assert len(r["readers"]) == 2 and r["valid"] == all(x["valid"] for x in r["readers"]), r
+                continue
+            # sentiment (issue 31): whole reviews, two readers each, judgements are their shares
+            assert len(r["readers"]) == 2 and r["original"] != r["candidate"]
+            assert vf.candidate_key(r["original_id"], {"text": r["candidate"]}) == r["key"]
+            assert r["valid"] == sum(x["valid"] for x in r["readers"]) / 2
+            assert r["flip"] == sum(x["label"] != r["label"] for x in r["readers"]) / 2
     assert set(json.loads((FIXTURE / "baseline.json").read_text(encoding="utf-8"))) == {"nli", "sentiment"}
+
+
+def test_whole_review_judgements_score_as_reader_shares() -> None:
+    o = Original("r", {"text": "Good film. I loved it."}, "positive", ("negative", "positive"), "sentiment")
+    c = GeneratedCandidate("r", {"text": "Bad film. I hated it."}, "rules", "lexical", "negative", {"field": "text"})
+    p = vf.Pooled(o, c, vf.candidate_key("r", c.fields), o.fields["text"], c.fields["text"])
+    row = {
+        "label": "positive",
+        "readers": [{"label": "negative", "valid": True}, {"label": "negative", "valid": False}],
+        "valid": 0.5,
+        "flip": 1.0,
+    }
+    r = vf.score([p], {p.key: row}, n_candidates=1)
+    assert r["by_code"]["lexical"]["valid"] == 0.5 and r["by_code"]["lexical"]["flips"] == 1.0
+    assert r["valid_flips"] == 0.5 and r["pool_valid_flips"] == 0.5

@@ -110,3 +110,28 @@ def test_cad_dev_figures_leave_out_what_f_trains_on(tmp_path, settings):
     m = T.task_model_train(project=project, epochs=1, options={"batch_size": 8})
     assert m.metrics["training_set"]["eval_excluded"] == 1
     assert set(m.metrics["eval"]) == {"cad_dev_originals", "cad_dev_revisions"}  # scored on the other original
+
+
+def test_bench_task_model_sentiment_trains_on_public_and_cad_train_and_scores_cad_dev(tmp_path, capsys):
+    """Issue 31: sentiment-public + CAD sentiment train; CAD sentiment dev originals and revisions."""
+    shared = tmp_path / "shared"
+    paired = shared / "cad" / "sentiment" / "combined" / "paired"
+    paired.mkdir(parents=True)
+    for split, n in (("train", 3), ("dev", 2)):
+        rows = "".join(
+            f"Negative\tthe dog sleeps {i}<br /><br />a man\t{i}\nPositive\tthe dog runs {i}\t{i}\n" for i in range(n)
+        )
+        (paired / f"{split}_paired.tsv").write_text("Sentiment\tText\tbatch_id\n" + rows)
+    (shared / "sentiment-public").mkdir()
+    (shared / "sentiment-public" / "train.jsonl").write_text(
+        "".join(
+            json.dumps({"text": f"a man runs {i}", "label": ["negative", "positive"][i % 2]}) + "\n" for i in range(10)
+        )
+    )
+    call_command("bench_task_model", task="sentiment", shared=str(shared), epochs=1, batch_size=4, json=True)
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["task"] == "sentiment" and out["n_train"] == 10 + 3 + 3
+    assert {k: v["n"] for k, v in out["eval"].items()} == {
+        "cad-sentiment:dev/original": 2,
+        "cad-sentiment:dev/counterfactual": 2,
+    }

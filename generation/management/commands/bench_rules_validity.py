@@ -12,7 +12,17 @@ writes up to ``--per-code`` unjudged pooled candidates per code to ``DIR/<task>.
 fixture's format, judgement empty) for the next round of judging. The diversity line also gives
 distinct-1 of the words the edits introduced and the most frequent one's share (issue 31.4);
 ``--lm-split`` the validity per code of the judged candidates without the perplexity filter, of
-those the LM keeps and of those it drops (issue 31.5's routing). No database.
+those the LM keeps and of those it drops (issue 31.5's routing).
+
+Sentiment (issue 31) is judged on the **whole review**: the fixture's sentiment rows hold the
+whole original and edited review, each read by two readers (``readers``; ``valid`` and ``flip``
+are the share of readers who said so), and the bench reports ``valid & flip`` beside them and
+the pooled candidates per review. ``--teacher TASK=PATH`` (a task model folder, e.g. one
+trained with ``train_task_model``) reports every code with and without the teacher filter at
+``--teacher-threshold`` (and each P of ``--sweep``). ``--batch DIR --batch-rows FILE`` writes a
+blind reader batch of the run's unjudged pooled reviews (``--controls N`` CAD dev revisions
+mixed in); ``--readers DIR --batch-rows FILE`` reads the readers' answers back into the fixture
+and prints their agreement. No database.
 """
 
 from __future__ import annotations
@@ -57,9 +67,29 @@ class Command(BaseCommand):
             "the LM keeps and of those it drops (what decides run_quality.PERPLEXITY_EXEMPT)",
         )
         parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument(
+            "--teacher",
+            default="",
+            help="TASK=PATH[,TASK=PATH]: score each code with and without this task model as teacher",
+        )
+        parser.add_argument("--teacher-threshold", dest="teacher_threshold", type=float, default=None)
+        parser.add_argument("--sweep", default="", help="comma-separated teacher thresholds P to report too")
+        parser.add_argument("--batch", default="", help="write a blind reader batch of unjudged pooled reviews here")
+        parser.add_argument("--batch-rows", dest="batch_rows", default="", help="the batch's rows (JSON lines)")
+        parser.add_argument("--controls", type=int, default=40, help="CAD dev revisions mixed into --batch")
+        parser.add_argument("--readers", default="", help="a finished reader batch folder: merge it into the fixture")
+        parser.add_argument("--judged-on", dest="judged_on", default="", help="with --readers: the round's name")
+        parser.add_argument(
+            "--pool",
+            default="",
+            help="FILE ({task} is replaced): save the pooled candidates there, or score the pool saved there "
+            "instead of generating (e.g. against a newer fixture)",
+        )
         parser.add_argument("--json", action="store_true", help="print the JSON object as the last line")
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        if opts["readers"]:
+            return self._merge_readers(opts)
         from generation.management.commands.bench_generation import load_originals
         from generation.ml import filters as ml_filters
         from generation.ml.rules import RulesGenerator
@@ -99,21 +129,37 @@ class Command(BaseCommand):
             originals = load_originals(FORMAT_FOR_TASK[task], data, task, "dev", opts["originals"])
             if not originals:
                 raise CommandError(f"no {task} dev originals in {data}")
-            pooled, n_cands = validity_fixture.pooled_candidates(
-                originals,
-                generator=RulesGenerator(seed=opts["seed"]),
-                filters=filters,
-                band=ml_filters.band_for(task),
-                encoder=encoder,
-                scorer=scorer,
-                max_ratio=float(cfg["PERPLEXITY_MAX_RATIO"]),
-            )
+            saved = Path(opts["pool"].replace("{task}", task)) if opts["pool"] else None
+            if saved is not None and saved.is_file():
+                pooled, n_cands = _load_pool(saved)
+                self.stdout.write(f"  the pool saved in {saved} (no generation)")
+            else:
+                pooled, n_cands = validity_fixture.pooled_candidates(
+                    originals,
+                    generator=RulesGenerator(seed=opts["seed"]),
+                    filters=filters,
+                    band=ml_filters.band_for(task),
+                    encoder=encoder,
+                    scorer=scorer,
+                    max_ratio=float(cfg["PERPLEXITY_MAX_RATIO"]),
+                )
+                if saved is not None:
+                    _save_pool(saved, pooled, n_cands)
             path = fixture / f"{task}.jsonl"
             judged = validity_fixture.read_fixture(str(path)) if path.is_file() else {}
             r = validity_fixture.score(pooled, judged, n_cands)
-            r.update(originals=len(originals), filters=filters)
+            r.update(
+                originals=len(originals),
+                filters=filters,
+                pooled_per_original=round(len(pooled) / len(originals), 3),
+            )
             result[task] = r
             self._print(task, r, baseline.get(task))
+            teachers = _teacher_paths(opts["teacher"])
+            if task in teachers:
+                r["teacher"] = self._teacher_report(task, teachers[task], pooled, judged, n_cands, originals, opts)
+            if opts["batch"] and task == "sentiment":
+                self._write_batch(pooled, judged, data, opts)
             gold = opts["gold"] or str(Path(cfg["SHARED_DATA_DIR"]) / "generated-gold" / "cad-nli-dev-rules.jsonl")
             if task == "nli" and gold != "none" and Path(gold).is_file():
                 g = validity_fixture.score(pooled, validity_fixture.read_generated_gold(gold), n_cands)
@@ -193,6 +239,101 @@ class Command(BaseCommand):
             )
         return out
 
+    def _teacher_report(
+        self,
+        task: str,
+        path: str,
+        pooled: list[Any],
+        judged: dict[str, dict[str, Any]],
+        n_cands: int,
+        originals: list[Any],
+        opts: dict[str, Any],
+    ) -> dict[str, Any]:
+        """The pool with the teacher at P (and each P of --sweep): per code pooled share,
+        validity and flips on the judged overlap, pooled per original."""
+        from generation.ml import teacher as ml_teacher
+        from generation.services import validity_fixture
+        from labeling.selectors import teacher_from_folder
+
+        labels = list(originals[0].labels)
+        fields = list(originals[0].fields)
+        try:
+            f = teacher_from_folder(path=path, labels=labels, fields=fields)
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"--teacher {task}={path}: {exc}") from None
+        results = ml_teacher.teacher_filter(
+            f,
+            labels,
+            [dict(p.cand.fields) for p in pooled],
+            [p.original.label for p in pooled],
+            [p.cand.target_label for p in pooled],
+            threshold=0.0,
+        )
+        p_default = opts["teacher_threshold"]
+        if p_default is None:
+            p_default = ml_teacher.DEFAULT_THRESHOLD
+        ps = [p_default] + [float(x) for x in opts["sweep"].split(",") if x.strip()]
+        out: dict[str, Any] = {"model": Path(path).name, "threshold": p_default, "by_threshold": {}}
+        for thr in ps:
+            kept = [p for p, res in zip(pooled, results, strict=True) if _teacher_keeps(p, res, thr)]
+            r = validity_fixture.score(kept, judged, n_cands)
+            r["pooled_per_original"] = round(len(kept) / len(originals), 3)
+            out["by_threshold"][f"{thr:g}"] = r
+            self.stdout.write(f"  with the teacher ({Path(path).name}) at P = {thr:g}:")
+            self._print(task, {**r, "originals": len(originals), "filters": ["teacher"]}, None)
+        return out
+
+    def _write_batch(
+        self, pooled: list[Any], judged: dict[str, dict[str, Any]], data: str, opts: dict[str, Any]
+    ) -> None:
+        from generation.services import review_batches
+        from projects.formats import read
+        from projects.formats.records import PairRecord
+
+        if not opts["batch_rows"]:
+            raise CommandError("--batch needs --batch-rows FILE (where the batch's rows are kept)")
+        rows = [review_batches.review_row(p) for p in pooled if p.key not in judged]
+        revs = [r for r in read("cad-sentiment", [data], task="sentiment", split="dev") if isinstance(r, PairRecord)]
+        import random
+
+        picked = random.Random(opts["seed"]).sample(revs, min(opts["controls"], len(revs)))
+        controls = [(f"{r.original.id}/rev", r.cf_fields["text"], str(r.cf_label)) for r in picked]
+        info = review_batches.write_batch(Path(opts["batch"]), rows, controls, seed=opts["seed"])
+        with open(opts["batch_rows"], "w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        self.stdout.write(
+            f"  reader batch: {info['lines']} lines ({info['candidates']} candidates, {info['controls']} controls) "
+            f"-> {opts['batch']}; rows -> {opts['batch_rows']} (write REQUEST there when it looks right)"
+        )
+
+    def _merge_readers(self, opts: dict[str, Any]) -> None:
+        from generation.services import review_batches
+
+        folder = Path(opts["readers"])
+        if not opts["batch_rows"] or not Path(opts["batch_rows"]).is_file():
+            raise CommandError("--readers needs --batch-rows FILE (the rows written with --batch)")
+        answers = [
+            review_batches.read_answers(folder / f"reader{i}.tsv")
+            for i in (1, 2)
+            if (folder / f"reader{i}.tsv").is_file()
+        ]
+        if not answers:
+            raise CommandError(f"no reader1.tsv / reader2.tsv in {folder}")
+        controls = dict(line.split("\t")[:2] for line in (folder / "controls.tsv").read_text().splitlines() if line)
+        rows = review_batches.read_rows(Path(opts["batch_rows"]))
+        judged = review_batches.merge_readers(rows, answers, judged_on=opts["judged_on"] or folder.name)
+        path = Path(opts["fixture"]) / "sentiment.jsonl"
+        old = review_batches.read_rows(path) if path.is_file() else []
+        new_keys = {r["key"] for r in judged}
+        keep = [r for r in old if r["key"] not in new_keys and r.get("readers")]
+        with open(path, "w", encoding="utf-8") as fh:
+            for r in keep + judged:
+                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+        agree = review_batches.agreement(answers, controls, [r["key"] for r in rows])
+        self.stdout.write(f"{len(judged)} judged rows merged into {path} ({len(keep) + len(judged)} rows)")
+        self.stdout.write(json.dumps(agree, sort_keys=True))
+
     def _print(self, task: str, r: dict[str, Any], base: dict[str, Any] | None) -> None:
         def pct(x: float | None) -> str:
             return "  -  " if x is None else f"{x:5.1%}"
@@ -200,15 +341,18 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{task}: {r['originals']} originals, {r['candidates']} candidates, {r['pooled']} pooled "
             f"(filters {','.join(r['filters'])}); judged overlap {r['judged']} "
-            f"({r['judged_by_two_readers']} by two blind readers): "
-            f"valid {pct(r['valid'])}, flips {pct(r['flips'])}; weighted by share of the pool: "
-            f"valid {pct(r['pool_valid'])}, flips {pct(r['pool_flips'])}"
+            f"({r.get('judged_by_two_readers', 0)} by two blind readers): "
+            f"valid {pct(r['valid'])}, flips {pct(r['flips'])}, valid & flip {pct(r.get('valid_flips'))}; "
+            f"weighted by share of the pool: valid {pct(r['pool_valid'])}, flips {pct(r['pool_flips'])}, "
+            f"valid & flip {pct(r.get('pool_valid_flips'))}; pooled per original {r.get('pooled_per_original', 0):.2f}"
         )
-        self.stdout.write(f"  {'code':<12} {'pooled':>6} {'share':>6} {'judged':>6} {'valid':>6} {'flips':>6}")
+        self.stdout.write(
+            f"  {'code':<12} {'pooled':>6} {'share':>6} {'judged':>6} {'valid':>6} {'flips':>6} {'v&f':>6}"
+        )
         for code, c in r["by_code"].items():
             self.stdout.write(
                 f"  {code:<12} {c['pooled']:>6} {pct(c['share']):>6} {c['judged']:>6} "
-                f"{pct(c['valid']):>6} {pct(c['flips']):>6}"
+                f"{pct(c['valid']):>6} {pct(c['flips']):>6} {pct(c.get('valid_flips')):>6}"
             )
         line = (
             f"  diversity: introduced tokens {r['introduced_tokens']}, distinct-1 {r['introduced_distinct_1']:.4f}, "
@@ -218,3 +362,75 @@ class Command(BaseCommand):
         if base:
             line += f" (baseline: distinct-2 {base['distinct_2']:.4f}, self-BLEU {base['self_bleu']:.4f})"
         self.stdout.write(line)
+
+
+def _teacher_paths(spec: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in (p.strip() for p in spec.split(",") if p.strip()):
+        task, sep, path = part.partition("=")
+        if not sep or task not in FORMAT_FOR_TASK or not path:
+            raise CommandError(f"--teacher: TASK=PATH with TASK one of {sorted(FORMAT_FOR_TASK)}, not {part!r}")
+        out[task] = path
+    return out
+
+
+def _teacher_keeps(p: Any, res: Any, threshold: float) -> bool:
+    """The teacher's verdict at ``threshold`` (``teacher_filter`` at P = 0 gives f's probability
+    of the aimed label and, for a label-keeping candidate, whether f keeps it): a flip needs
+    P(target) >= threshold; untargeted candidates pass."""
+    target, orig = p.cand.target_label, p.original.label
+    if target is None or orig is None:
+        return True
+    return bool(res.score >= threshold) if target != orig else bool(res.keep)
+
+
+def _save_pool(path: Path, pooled: list[Any], n_cands: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps({"candidates": n_cands}) + "\n")
+        for p in pooled:
+            o, c = p.original, p.cand
+            row = {
+                "original": {
+                    "id": o.id,
+                    "fields": o.fields,
+                    "label": o.label,
+                    "labels": list(o.labels),
+                    "task": o.task,
+                },
+                "candidate": {
+                    "fields": c.fields,
+                    "generator": c.generator,
+                    "perturbation": c.perturbation,
+                    "target_label": c.target_label,
+                    "meta": c.meta,
+                },
+                "key": p.key,
+                "before": p.before,
+                "after": p.after,
+            }
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _load_pool(path: Path) -> tuple[list[Any], int]:
+    from generation.ml.base import GeneratedCandidate, Original
+    from generation.services.validity_fixture import Pooled
+
+    lines = path.read_text(encoding="utf-8").splitlines()
+    head = json.loads(lines[0])
+    out = []
+    for line in lines[1:]:
+        r = json.loads(line)
+        o = Original(
+            r["original"]["id"],
+            r["original"]["fields"],
+            r["original"]["label"],
+            tuple(r["original"]["labels"]),
+            r["original"]["task"],
+        )
+        c = r["candidate"]
+        cand = GeneratedCandidate(
+            o.id, c["fields"], c["generator"], c["perturbation"], target_label=c["target_label"], meta=c["meta"]
+        )
+        out.append(Pooled(o, cand, r["key"], r["before"], r["after"]))
+    return out, int(head["candidates"])

@@ -65,6 +65,16 @@ class Command(BaseCommand):
             metavar="P",
             help="the validity filter keeps P(valid) >= P (default: the model's calibrated threshold)",
         )
+        parser.add_argument(
+            "--teacher",
+            choices=["on", "off", "auto"],
+            help="the task model f reads every candidate: a flip is pooled only when f gives its target "
+            "label >= --teacher-threshold, a label-keeping edit only when f keeps the label "
+            "(default auto: on when the project has a task model)",
+        )
+        parser.add_argument(
+            "--teacher-threshold", type=float, metavar="P", help="the teacher's P for flips (default 0.5)"
+        )
         parser.add_argument("--batch-size", type=int, help="originals per transaction (default 16)")
         parser.add_argument("--split", help="only originals of this split (e.g. dev)")
         parser.add_argument(
@@ -110,6 +120,8 @@ class Command(BaseCommand):
             "batch_size": opts["batch_size"],
             "split": opts["split"],
             "validity_threshold": opts["validity_threshold"],
+            "teacher": opts["teacher"],
+            "teacher_threshold": opts["teacher_threshold"],
             "generator_options": dict(_option_pair(o) for o in opts["option"]),
         }
         if opts["filters"] is not None:

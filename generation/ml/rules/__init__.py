@@ -6,7 +6,9 @@ The generator samples among the proposals with a per-original seeded RNG (determ
 seed, independent of batch order), caps each code (negation lower than the rest, so negation
 words never become the shortcut), and yields up to ``max_per_original`` distinct candidates,
 round-robin over codes for diversity. Multi-field originals (NLI) get one field edited per
-candidate, recorded in ``meta["field"]``. Untargeted: ``target_label`` is None.
+candidate, recorded in ``meta["field"]``. ``target_label`` is None, except for the sentiment
+codes (issue 31): the review-wide flip (and, on a one-sentence review, negation) aims at the
+other label, ``delete`` / ``insert`` at the original's.
 """
 
 from __future__ import annotations
@@ -52,6 +54,25 @@ TASK_CODES: dict[str, tuple[str, ...]] = {"sentiment": ("lexical", "negation", "
 # caption, and 1 of 52 blind-judged premises with an added negation read as one ("Sheep farmers
 # aren't crouching ...", "A young puppy does not suckle from his mother": issue 31.4)
 NEGATION_ADD_FIELDS: dict[str, tuple[str, ...]] = {"nli": ("hypothesis",)}
+
+# sentiment (issue 31): the codes that aim to flip the review's label and those that aim to keep
+# it; a candidate's ``target_label`` says which (the other label / the original's)
+SENTENCE_FLIPS: tuple[str, ...] = ("lexical", "negation")
+KEEP_CODES: tuple[str, ...] = ("delete", "insert")
+SENTIMENT_KEEP_CAP = 1  # label-keeping candidates per code and review
+REVIEW_FLIP_VARIANTS = 2
+
+
+def _target(original: Original, code: str) -> str | None:
+    """The label a sentiment candidate aims at: the original's for a keeping code, the other
+    label for a flipping one (None without a label or with more than two)."""
+    if original.label is None:
+        return None
+    if code in KEEP_CODES:
+        return original.label
+    others = [lab for lab in original.labels if lab != original.label]
+    return others[0] if len(others) == 1 else None
+
 
 Perturb = Callable[[Sentence, random.Random], list[Proposal]]
 PERTURBATIONS: dict[str, Perturb] = {
@@ -182,8 +203,13 @@ class RulesGenerator:
                 # nothing is edited inside or against markup ("<br /><br [[/>Crew ...")
                 return [p for p in props if not any(touches(markup, a, b) for a, b, _ in p.edits)]
 
+            # a review of several sentences: single-sentence flips (lexical, negation) would
+            # leave the rest of it arguing the other way; only the review-wide flip flips it
+            whole = sentiment and len(sentence_spans(text)) > 1
             for sent in sents:
                 for code in codes:
+                    if sentiment and code in SENTENCE_FLIPS and (whole or code == "lexical"):
+                        continue
                     if sentiment and code in sentiment_codes.PERTURBATIONS:
                         props = sentiment_codes.PERTURBATIONS[code](sent, rng)
                     elif code == "insert":
@@ -194,10 +220,13 @@ class RulesGenerator:
                         props = [p for p in props if lexical_codes.removes_negation(p)]
                     by_code[code] += [(name, sent, p) for p in clean(props)]
             if sentiment and "lexical" in codes and sents:
-                # the whole review's sentiment-bearing words at once: the edit that flips a label
-                flip = sentiment_codes.review_flip(self._sentences(text, rng, polar=True, every=True))
-                if flip is not None and clean([flip]):
-                    first["lexical"].append((name, Sentence(text, [], 0, len(text)), flip))
+                # every verdict of the review at once (issue 31): the edit that flips a label;
+                # a second variant with the next opposite of each word
+                whole_text = Sentence(text, [], 0, len(text))
+                for variant in range(REVIEW_FLIP_VARIANTS):
+                    flip = sentiment_codes.review_flip(text, variant=variant)
+                    if flip is not None and clean([flip]):
+                        first["lexical"].append((name, whole_text, flip))
         if not perturbable:
             if sentiment and any(self._sentences(t, rng) for t in fields.values()):
                 return Skip(original.id, "no sentiment-bearing word to edit (sentiment codes)")
@@ -211,11 +240,15 @@ class RulesGenerator:
             rng.shuffle(pool)
             pool = first[code] + pool
             cap = cfg.max_negation if code == "negation" else cfg.max_per_code
+            if sentiment and code in KEEP_CODES:
+                cap = min(cap, SENTIMENT_KEEP_CAP)
             chosen: list[GeneratedCandidate] = []
             for name, sent, prop in pool:
                 if len(chosen) >= cap:
                     break
-                cand = self._candidate(original, name, sent, prop)
+                cand = self._candidate(
+                    original, name, sent, prop, target=_target(original, code) if sentiment else None
+                )
                 key = tuple(sorted(cand.fields.items()))
                 if key in seen:
                     continue
@@ -233,7 +266,9 @@ class RulesGenerator:
             return Skip(original.id, "no control code applies to this text")
         return out
 
-    def _candidate(self, original: Original, field: str, sent: Sentence, prop: Proposal) -> GeneratedCandidate:
+    def _candidate(
+        self, original: Original, field: str, sent: Sentence, prop: Proposal, *, target: str | None = None
+    ) -> GeneratedCandidate:
         text = sent.text
         new_text = apply_edits(text, list(prop.edits))
         new_fields = dict(original.fields)
@@ -247,12 +282,14 @@ class RulesGenerator:
         if (sent.start, sent.end) != (0, len(text)) and len(sentence_spans(text)) > 1:
             delta = len(new_text) - len(text)
             meta["window"] = [text[sent.start : sent.end], new_text[sent.start : max(sent.start, sent.end + delta)]]
+        elif original.task == "sentiment" and (changed := sentiment_codes.changed_sentences(text, new_text)):
+            meta["window"] = list(changed)  # a review-wide flip: the sentences it changed
         return GeneratedCandidate(
             original_id=original.id,
             fields=new_fields,
             generator=self.name,
             perturbation=prop.code,
-            target_label=None,
+            target_label=target,
             meta=meta,
         )
 

@@ -26,10 +26,11 @@ import random
 
 from generation.ml import lexicons as lx
 from generation.ml.rules import polarity as pol
+from generation.ml.rules import verdicts
 from generation.ml.rules import wordnet as wnx
 from generation.ml.rules.lexical_codes import Proposal, Sentence, _rep
 from generation.ml.rules.phrases import delete_span, fix_article
-from generation.ml.rules.tokens import Token, match_case
+from generation.ml.rules.tokens import Token, match_case, sentence_spans
 
 POLAR_TAGS = ("JJ", "JJR", "JJS", "RB", "RBR", "RBS", "VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "NN", "NNS")
 INTENSIFIERS = ("very", "really", "truly", "quite")
@@ -125,19 +126,32 @@ def lexical(s: Sentence, rng: random.Random) -> list[Proposal]:
     return [Proposal("lexical", tuple(edits), tuple(intro), tuple(removed), detail)]
 
 
-def review_flip(sentences: list[Sentence]) -> Proposal | None:
-    """One proposal flipping the sentiment-bearing words of every sentence of a review."""
-    edits: list[tuple[int, int, str]] = []
-    intro: list[str] = []
-    removed: list[str] = []
-    for s in sentences:
-        e, a, r = _flip_edits(s)
-        edits += e
-        intro += a
-        removed += r
-    if len(edits) < 2:
+def review_flip(text: str, *, variant: int = 0) -> Proposal | None:
+    """One proposal flipping every verdict of the review at once (:mod:`verdicts`), or None
+    when a verdict has no safe flip or there is none. ``variant`` picks the next opposite of each
+    word where it has several ("great" -> "terrible" / "awful")."""
+    reading = verdicts.read_review(text, variant=variant)
+    if reading.blocked or not reading.edits:
         return None
-    return Proposal("lexical", tuple(edits), tuple(intro), tuple(removed), f"review polarity flip ({len(edits)} edits)")
+    edits = tuple((e.start, e.end, e.new) for e in reading.edits)
+    intro = tuple(w.lower() for e in reading.edits for w in e.new.split())
+    removed = tuple(w.lower() for e in reading.edits for w in e.old.split())
+    detail = "review flip: " + ", ".join(f"{e.old.strip()} -> {e.new or '-'}" for e in reading.edits)
+    return Proposal("lexical", edits, intro, removed, detail[:500])
+
+
+def changed_sentences(text: str, new_text: str) -> tuple[str, str] | None:
+    """The sentences a review-wide edit changed, joined, before and after: what the similarity
+    band and the perplexity filter compare (the whole review would hide a flip of a few words in
+    a long text). None when the edit moved a sentence boundary."""
+    a = [text[s:e] for s, e in sentence_spans(text)]
+    b = [new_text[s:e] for s, e in sentence_spans(new_text)]
+    if len(a) != len(b) or len(a) < 2:
+        return None
+    pairs = [(x, y) for x, y in zip(a, b, strict=True) if x != y]
+    if not pairs:
+        return None
+    return " ".join(x for x, _ in pairs), " ".join(y for _, y in pairs)
 
 
 def negation(s: Sentence, rng: random.Random) -> list[Proposal]:
@@ -223,4 +237,4 @@ def insert(s: Sentence, rng: random.Random) -> list[Proposal]:
 
 PERTURBATIONS = {"lexical": lexical, "negation": negation, "delete": delete, "insert": insert}
 
-__all__ = ["PERTURBATIONS", "delete", "insert", "lexical", "negation", "polar", "review_flip"]
+__all__ = ["PERTURBATIONS", "changed_sentences", "delete", "insert", "lexical", "negation", "polar", "review_flip"]

@@ -61,6 +61,12 @@ def _parse(text: str) -> Any:
     return nlp(text) if nlp is not None else None
 
 
+def parse(text: str) -> Any:
+    """spaCy's parse of ``text`` (a ``Doc``: tags, dependencies, character offsets), cached;
+    None when spaCy is absent."""
+    return _parse(text)
+
+
 def _word(tok: Any) -> Word:
     return Word(tok.idx, tok.idx + len(tok.text), tok.text, tok.tag_, tok.lemma_)
 

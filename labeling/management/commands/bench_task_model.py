@@ -1,5 +1,5 @@
-"""``python manage.py bench_task_model [--base minilm|mpnet|PATH] [--epochs N] [--max-public N]
-[--model PATH] [--probe-steps N] [--json]``
+"""``python manage.py bench_task_model [--task nli|sentiment] [--base minilm|mpnet|PATH] [--epochs N]
+[--max-public N] [--model PATH] [--probe-steps N] [--json]``
 
 The task model f (issue 26) measured where it matters: trained (or found in the cache,
 ``COUNTERPART_TASK_MODEL_DIR``) on nli-public ``train.jsonl`` plus CAD-NLI **train** originals and
@@ -9,6 +9,9 @@ the valid ones). Prints a table, or with ``--json`` one JSON object as the last 
 (docs/labelling.md, "Task model"). ``--model PATH`` scores a folder trained elsewhere (a GPU)
 and says whether its recorded data hash is this benchmark's training set. ``--probe-steps N``
 trains N steps only and extrapolates the full training time (a CPU estimate).
+
+``--task sentiment`` (issue 31): the same on ``sentiment-public/train.jsonl`` plus CAD sentiment
+**train** originals and revisions, scored on CAD sentiment dev originals and dev revisions.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from labeling.task_training import resolve_base
 EVAL_NAMES = {
     "cad_dev_originals": "cad-nli:dev/original",
     "cad_dev_revisions": "cad-nli:dev/counterfactual",
+    "sentiment:cad_dev_originals": "cad-sentiment:dev/original",
+    "sentiment:cad_dev_revisions": "cad-sentiment:dev/counterfactual",
     "gold_rules_all": "generated-gold:cad-nli-dev-rules",
     "gold_rules_valid": "generated-gold:cad-nli-dev-rules/valid",
 }
@@ -42,6 +47,12 @@ class Command(BaseCommand):
     help = "Train (or load) the task model f on nli-public + CAD-NLI train; score it on CAD-NLI dev and generated gold."
 
     def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--task",
+            default="nli",
+            choices=["nli", "sentiment"],
+            help="nli (nli-public + CAD-NLI train) or sentiment (sentiment-public + CAD sentiment train)",
+        )
         parser.add_argument("--shared", default="", help="the shared data folder (default COUNTERPART_SHARED_DATA)")
         parser.add_argument("--base", default="minilm", help="minilm, mpnet or a local model folder")
         parser.add_argument("--epochs", type=int, default=3)
@@ -57,19 +68,27 @@ class Command(BaseCommand):
         t0 = time.monotonic()
         shared = o["shared"] or str(settings.COUNTERPART["SHARED_DATA_DIR"])
         try:
-            train, evals = B.bench_sets(shared, max_public=o["max_public"])
+            if o["task"] == "sentiment":
+                train, evals = B.sentiment_bench_sets(shared, max_public=o["max_public"])
+            else:
+                train, evals = B.bench_sets(shared, max_public=o["max_public"])
         except (OSError, ValueError) as exc:  # a missing or unreadable data file (FormatError is a ValueError)
             raise CommandError(f"cannot read the benchmark data under {shared}: {exc}") from None
+        labels, fields = (B.SENTIMENT_LABELS, B.SENTIMENT_FIELDS) if o["task"] == "sentiment" else (B.LABELS, B.FIELDS)
         cfg = TM.TaskModelConfig(
-            labels=B.LABELS,
-            fields=B.FIELDS,
+            labels=labels,
+            fields=fields,
             epochs=o["epochs"],
             batch_size=o["batch_size"],
             learning_rate=o["learning_rate"],
             max_length=o["max_length"],
         )
         device = str(settings.COUNTERPART.get("DEVICE") or "") or None
-        out: dict[str, Any] = {"task": "nli", "n_train": len(train[1]), "data_hash": TM.data_hash(*train, B.FIELDS)}
+        out: dict[str, Any] = {
+            "task": o["task"],
+            "n_train": len(train[1]),
+            "data_hash": TM.data_hash(*train, fields),
+        }
         if o["model"]:
             path = Path(o["model"])
             meta = json.loads((path / TM.META_FILE).read_text()) if (path / TM.META_FILE).is_file() else {}
@@ -115,18 +134,18 @@ class Command(BaseCommand):
                 train_seconds=res.meta.get("train_seconds"),
                 held_out_accuracy=res.meta.get("held_out_accuracy"),
             )
-        f = TM.load_task_model(path, labels=B.LABELS, fields=B.FIELDS, device=device)
+        f = TM.load_task_model(path, labels=labels, fields=fields, device=device)
         out["device"] = f.device
         scores: dict[str, Any] = {}
         for key, (recs, ys) in evals.items():
             t = time.monotonic()
             p = f.predict_proba(recs)
-            gold = np.array([B.LABELS.index(y) for y in ys])
+            gold = np.array([labels.index(y) for y in ys])
             pred = p.argmax(axis=1)
-            scores[EVAL_NAMES[key]] = {
+            scores[EVAL_NAMES[f"{o['task']}:{key}" if o["task"] != "nli" else key]] = {
                 "n": len(ys),
                 "accuracy": round(float((pred == gold).mean()), 4),
-                "macro_f1": round(float(macro_f1(gold, pred, len(B.LABELS))), 4),
+                "macro_f1": round(float(macro_f1(gold, pred, len(labels))), 4),
                 "seconds": round(time.monotonic() - t, 1),
             }
         out["eval"] = scores
