@@ -44,7 +44,7 @@ NEXT_IN_ANSWER = os.environ.get("CP_LOAD_NEXT_IN_ANSWER", "0") == "1"
 SKIP_RATE = float(os.environ.get("CP_LOAD_SKIP_RATE", "0.03"))
 UNDO_RATE = float(os.environ.get("CP_LOAD_UNDO_RATE", "0.02"))
 PAUSE_RATE = float(os.environ.get("CP_LOAD_PAUSE_RATE", "0.02"))
-PAUSE = (30.0, 120.0)
+PAUSE = tuple(float(x) for x in os.environ.get("CP_LOAD_PAUSE_SECONDS", "30,120").split(",")[:2])
 LOGIN = os.environ.get("CP_LOAD_LOGIN", "0") == "1"
 
 

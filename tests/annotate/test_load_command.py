@@ -63,6 +63,7 @@ def test_load_command_browser_and_one_round_trip_api_scenarios(require_postgres)
     common = ["--annotators", "6", "--items", "300", "--seconds", "10", "--spawn-rate", "6", "--json"]
     common += ["--think-min", "0.05", "--think-max", "0.2", "--workers", "1", "--threads", "4"]
     browser = ["--scenario", "browser", "--skip-rate", "0.2", "--undo-rate", "0.3", "--pause-rate", "0.2", "--login"]
+    browser += ["--pause-seconds", "1.5,3"]  # a pause long enough for heartbeats, short enough for a 10 s window
     results = {}
     for name, extra in (("browser", browser), ("api", ["--scenario", "api"])):
         proc = subprocess.run(

@@ -257,6 +257,11 @@ class Command(bench_annotation.Command):
         parser.add_argument(
             "--pause-rate", type=float, default=PAUSE_RATE, help="browser: share of items left on screen 30–120 s"
         )
+        parser.add_argument(
+            "--pause-seconds",
+            default="30,120",
+            help="browser: MIN,MAX seconds an item is left on screen when paused (short runs: a few seconds)",
+        )
         parser.add_argument("--login", action="store_true", help="browser: log in with the password form")
         parser.add_argument(
             "--cache-url",
@@ -280,6 +285,12 @@ class Command(bench_annotation.Command):
         for rate in ("skip_rate", "undo_rate", "pause_rate", "agreement"):
             if not 0 <= opts[rate] <= 1:
                 raise CommandError(f"--{rate.replace('_', '-')} must be between 0 and 1")
+        try:
+            lo, hi = (float(x) for x in str(opts["pause_seconds"]).split(","))
+        except ValueError:
+            raise CommandError("--pause-seconds must be MIN,MAX seconds, e.g. 30,120") from None
+        if not 0 <= lo <= hi:
+            raise CommandError("--pause-seconds: MIN must be between 0 and MAX")
         if opts["app_dir"] and not Path(opts["app_dir"], "manage.py").exists():
             raise CommandError(f"--app-dir {opts['app_dir']}: no manage.py there")
         if opts["profile"] and (opts["url"] or not Path(sys.executable).with_name("py-spy").exists()):
@@ -401,6 +412,7 @@ class Command(bench_annotation.Command):
             "CP_LOAD_SKIP_RATE": str(opts["skip_rate"]),
             "CP_LOAD_UNDO_RATE": str(opts["undo_rate"]),
             "CP_LOAD_PAUSE_RATE": str(opts["pause_rate"]),
+            "CP_LOAD_PAUSE_SECONDS": str(opts["pause_seconds"]),
             "CP_LOAD_LOGIN": "1" if opts["login"] else "0",
         }
 
