@@ -24,6 +24,8 @@ from projects.models import Candidate, Example
 from projects.services.projects import project_create
 from tests.labeling._tiny_bert import save_tiny_bert
 
+pytestmark = pytest.mark.postgres_too
+
 LABELS = ["negative", "positive"]
 REVIEWS = [
     "The movie is good and the acting is great. I loved it.",
