@@ -33,12 +33,14 @@ import os
 import shutil
 import sys
 import tarfile
+import tempfile
 import time
 from pathlib import Path
 
 ML_MODULES = ("__init__", "task_model", "base_classifier", "features", "edits", "runtime", "textkeys")
 TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
 PART = 15 * 1024 * 1024
+WORK = Path(tempfile.gettempdir())  # scratch on the GPU machine: checkpoints, the fp16 copy, the tar
 TRAINING_DATA = {
     "nli": "nli-public train.jsonl (all) + CAD-NLI train originals and revisions",
     "sentiment": "sentiment-public train.jsonl (all) + CAD sentiment train originals and revisions",
@@ -119,16 +121,16 @@ def deliver(runs: list[dict], out: Path, device: str, n_train: int, t_all: float
 
     best = max(runs, key=lambda r: r["meta"]["held_out_accuracy"])
     print("chosen", best["spec"], flush=True)
-    half = Path(f"/tmp/{task}-half")
+    half = WORK / f"{task}-half"
     shutil.rmtree(half, ignore_errors=True)
     model = AutoModelForSequenceClassification.from_pretrained(best["path"], dtype=torch.float32)
     model.half().save_pretrained(half)
     for f in Path(best["path"]).iterdir():
         if f.is_file() and not f.name.endswith((".safetensors", ".bin")) and f.name != "config.json":
             shutil.copy(f, half / f.name)
-    with tarfile.open(f"/tmp/{task}-model.tar", "w") as tar:
+    with tarfile.open(WORK / f"{task}-model.tar", "w") as tar:
         tar.add(half, arcname=f"f-minilm-{task}")
-    data = Path(f"/tmp/{task}-model.tar").read_bytes()
+    data = Path(WORK / f"{task}-model.tar").read_bytes()
     for old in out.glob("model.tar.part-*"):
         old.unlink()
     for i in range(0, len(data), PART):
@@ -196,7 +198,7 @@ def train(args: argparse.Namespace) -> None:
             recs,
             ys,
             cfg,
-            Path(f"/tmp/tm-{args.task}"),
+            WORK / f"tm-{args.task}",
             device=device,
             progress=progress,
             eval_sets=evals,
