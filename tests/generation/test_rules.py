@@ -370,7 +370,12 @@ def test_rules_targets_on_cad_dev_without_model(shared_data) -> None:
     assert len(origs) == 200 + 245
     cands = [c for c in RulesGenerator(seed=0).generate(list(origs.values())) if isinstance(c, GeneratedCandidate)]
     with_cand = {c.original_id for c in cands}
-    assert len(with_cand) >= 0.95 * len(origs)
+    # issue 31 skips on purpose what it cannot edit well: an NLI original with an error every
+    # candidate would keep (6 of 200 on dev), and a review whose verdicts have no safe review-wide
+    # flip and no label-keeping edit (20 of 245); measured 194 / 200 and 225 / 245
+    for task, floor in (("nli", 0.95), ("sentiment", 0.90)):
+        ids = [i for i, o in origs.items() if o.task == task]
+        assert sum(i in with_cand for i in ids) >= floor * len(ids), task
     assert {c.perturbation for c in cands} == set(DEFAULT_CODES)
     stats = introduced_stats([c.meta["introduced"] for c in cands])
     # issue 27 traded introduced-word variety for validity (fitting adjectives, time phrases only,
