@@ -126,8 +126,9 @@ def steady_stats(*, data: dict[str, Any], t_start: float, ramp: float, sampler: 
     window = window_end - steady_from
 
     def ok(r: list[Any]) -> bool:
-        # a log-in answers with a redirect; Label Studio's "no task left" is a 404 (not an error)
-        return r[3] in (200, 201, 204) or (r[0] == "login" and r[3] == 302)
+        # a log-in answers with a redirect; Label Studio's "no task left" is a 404 (not an error);
+        # a heartbeat's 286 is htmx's "stop polling" (the lease ended): a browser stops there
+        return r[3] in (200, 201, 204) or (r[0] == "login" and r[3] == 302) or (r[0] == "heartbeat" and r[3] == 286)
 
     names = sorted({r[0] for r in steady} | {"next-item", "answer"})
     lat = {name: [r[2] for r in steady if r[0] == name and ok(r)] for name in names}
