@@ -143,22 +143,30 @@ def task_model_section(request: HttpRequest, pk: int) -> HttpResponse:
     return _task_model_fragment(request, get_object_or_404(Project, pk=pk))
 
 
-@researcher_required
-@require_POST
-def task_model_start(request: HttpRequest, pk: int) -> HttpResponse:
-    """Queue training of the task model (a ``task_model`` job)."""
-    project = get_object_or_404(Project, pk=pk)
+def _task_model_queue(request: HttpRequest, project: Project, start: Any) -> Any:
+    """Parse the task-model form and queue ``start`` (training or its probe): the job, or the
+    fragment with the error (400 bad input, 409 busy, 503 no broker)."""
     form = TaskModelForm(request.POST)
     if not form.is_valid():
         return _task_model_fragment(request, project, error=form.error_text(), status=400)
     try:
-        job = task_training.task_model_start(project=project, created_by=request.user, **form.cleaned_data)
+        return start(project=project, created_by=request.user, **form.cleaned_data)
     except ValidationError as exc:
         return _task_model_fragment(request, project, error=" ".join(exc.messages), status=400)
     except task_training.TaskModelBusy as exc:
         return _task_model_fragment(request, project, error=str(exc), status=409)
     except BrokerUnavailable as exc:
         return _task_model_fragment(request, project, error=str(exc), status=503)
+
+
+@researcher_required
+@require_POST
+def task_model_start(request: HttpRequest, pk: int) -> HttpResponse:
+    """Queue training of the task model (a ``task_model`` job)."""
+    project = get_object_or_404(Project, pk=pk)
+    job = _task_model_queue(request, project, task_training.task_model_start)
+    if isinstance(job, HttpResponse):
+        return job
     if (done := started_elsewhere(request, _section_url(project, "task-model"))) is not None:
         return done
     return _task_model_fragment(request, project, message=f"Training the task model queued (job {job.pk}).")
@@ -169,17 +177,9 @@ def task_model_start(request: HttpRequest, pk: int) -> HttpResponse:
 def task_model_probe_start(request: HttpRequest, pk: int) -> HttpResponse:
     """Queue the probe that estimates the training's time on this machine (issue 30)."""
     project = get_object_or_404(Project, pk=pk)
-    form = TaskModelForm(request.POST)
-    if not form.is_valid():
-        return _task_model_fragment(request, project, error=form.error_text(), status=400)
-    try:
-        job = task_training.task_model_probe_start(project=project, created_by=request.user, **form.cleaned_data)
-    except ValidationError as exc:
-        return _task_model_fragment(request, project, error=" ".join(exc.messages), status=400)
-    except task_training.TaskModelBusy as exc:
-        return _task_model_fragment(request, project, error=str(exc), status=409)
-    except BrokerUnavailable as exc:
-        return _task_model_fragment(request, project, error=str(exc), status=503)
+    job = _task_model_queue(request, project, task_training.task_model_probe_start)
+    if isinstance(job, HttpResponse):
+        return job
     return _task_model_fragment(
         request, project, message=f"Estimating the training time from a few steps on this machine (job {job.pk})."
     )
