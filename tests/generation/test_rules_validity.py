@@ -179,8 +179,11 @@ def test_sentiment_edits_land_on_sentiment_words_and_never_in_markup() -> None:
     flips = [c for c in cands if str(c.meta["detail"]).startswith("review flip")]
     assert flips
     flipped = flips[0].fields["text"]
-    assert "terrible" in flipped and "hated" in flipped and "is funny" in flipped and "interesting" in flipped
+    assert "terrible" in flipped and "hated" in flipped and "is funny" in flipped
     assert "very bad" in flipped and "not unfunny" not in flipped  # issue 31: every verdict, coherently
+    # "It is boring." flips to "It is interesting.", which still argues the original's (positive)
+    # side in a review that now reads negative: the coherent flip leaves that sentence out
+    assert "It is interesting" not in flipped and "It is boring" not in flipped
 
 
 def test_sentiment_never_edits_inside_broken_markup() -> None:

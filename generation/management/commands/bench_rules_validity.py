@@ -46,6 +46,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--task", default="nli,sentiment", help="nli, sentiment or both (comma-separated)")
         parser.add_argument("--originals", type=int, default=100, help="CAD dev originals per task")
+        parser.add_argument(
+            "--offset", type=int, default=0, help="skip this many dev originals first (a sample not tuned on)"
+        )
         parser.add_argument("--data", default="", help="CAD folder (default: SHARED_DATA_DIR/cad)")
         parser.add_argument(
             "--filters", default="", help="comma-separated run filters (default: the run's defaults for the task)"
@@ -126,7 +129,10 @@ class Command(BaseCommand):
                 scorer = perplexity_scorer()
                 if scorer is None:
                     self.stderr.write("no causal language model: the perplexity filter is skipped")
-            originals = load_originals(FORMAT_FOR_TASK[task], data, task, "dev", opts["originals"])
+            if opts["offset"] < 0:
+                raise CommandError("--offset must be >= 0")
+            originals = load_originals(FORMAT_FOR_TASK[task], data, task, "dev", opts["offset"] + opts["originals"])
+            originals = originals[opts["offset"] :]
             if not originals:
                 raise CommandError(f"no {task} dev originals in {data}")
             saved = Path(opts["pool"].replace("{task}", task)) if opts["pool"] else None

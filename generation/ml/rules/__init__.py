@@ -224,8 +224,8 @@ class RulesGenerator:
                 # a second variant with the next opposite of each word
                 whole_text = Sentence(text, [], 0, len(text))
                 for variant in range(REVIEW_FLIP_VARIANTS):
-                    flip = sentiment_codes.review_flip(text, variant=variant)
-                    if flip is not None and clean([flip]):
+                    flip = sentiment_codes.review_flip(text, variant=variant, label=original.label)
+                    if flip is not None:
                         first["lexical"].append((name, whole_text, flip))
         if not perturbable:
             if sentiment and any(self._sentences(t, rng) for t in fields.values()):

@@ -25,8 +25,8 @@ from __future__ import annotations
 import random
 
 from generation.ml import lexicons as lx
+from generation.ml.rules import coherent
 from generation.ml.rules import polarity as pol
-from generation.ml.rules import verdicts
 from generation.ml.rules import wordnet as wnx
 from generation.ml.rules.lexical_codes import Proposal, Sentence, _rep
 from generation.ml.rules.phrases import delete_span, fix_article
@@ -126,32 +126,49 @@ def lexical(s: Sentence, rng: random.Random) -> list[Proposal]:
     return [Proposal("lexical", tuple(edits), tuple(intro), tuple(removed), detail)]
 
 
-def review_flip(text: str, *, variant: int = 0) -> Proposal | None:
-    """One proposal flipping every verdict of the review at once (:mod:`verdicts`), or None
-    when a verdict has no safe flip or there is none. ``variant`` picks the next opposite of each
-    word where it has several ("great" -> "terrible" / "awful")."""
-    reading = verdicts.read_review(text, variant=variant)
-    if reading.blocked or not reading.edits:
+def review_flip(text: str, *, variant: int = 0, label: str | None = None) -> Proposal | None:
+    """One proposal flipping every verdict of the review at once and leaving out what would
+    still argue the original's side (:func:`coherent.coherent_flip`), or None when there is no
+    coherent flip. ``variant`` picks the next opposite of each word where it has several
+    ("great" -> "terrible" / "awful"); ``label`` is the review's (None: the opinion model's
+    reading). No flipped word touches markup; a sentence left out may take a paragraph break
+    with it."""
+    flip = coherent.coherent_flip(text, label, variant=variant)
+    if flip.blocked or not flip.edits:
         return None
-    edits = tuple((e.start, e.end, e.new) for e in reading.edits)
-    intro = tuple(w.lower() for e in reading.edits for w in e.new.split())
-    removed = tuple(w.lower() for e in reading.edits for w in e.old.split())
-    detail = "review flip: " + ", ".join(f"{e.old.strip()} -> {e.new or '-'}" for e in reading.edits)
-    return Proposal("lexical", edits, intro, removed, detail[:500])
+    markup = pol.markup_spans(text)
+    if any(pol.touches(markup, e.start, e.end) for e in flip.verdicts):
+        return None
+    intro = tuple(w.lower() for e in flip.verdicts for w in e.new.split())
+    removed = tuple(w.lower() for e in flip.verdicts for w in e.old.split())
+    detail = "review flip: " + ", ".join(f"{e.old.strip()} -> {e.new or '-'}" for e in flip.verdicts)
+    if flip.dropped:
+        detail += f"; {len(flip.dropped)} sentence(s) left out"
+    return Proposal("lexical", flip.edits, intro, removed, detail[:500])
 
 
 def changed_sentences(text: str, new_text: str) -> tuple[str, str] | None:
-    """The sentences a review-wide edit changed, joined, before and after: what the similarity
-    band and the perplexity filter compare (the whole review would hide a flip of a few words in
-    a long text). None when the edit moved a sentence boundary."""
+    """The sentences a review-wide edit changed, joined, before and after: what the
+    similarity band and the perplexity filter compare (the whole review would hide a flip of a
+    few words in a long text): each changed sentence beside the old one most like it; sentences
+    left out are no part of it. None when nothing changed or only sentences were left out."""
+    import difflib
+
     a = [text[s:e] for s, e in sentence_spans(text)]
     b = [new_text[s:e] for s, e in sentence_spans(new_text)]
-    if len(a) != len(b) or len(a) < 2:
+    if len(a) < 2:
         return None
-    pairs = [(x, y) for x, y in zip(a, b, strict=True) if x != y]
-    if not pairs:
+    before, after = [], []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal" or j1 == j2:
+            continue  # sentences left out are no part of the comparison
+        for y in b[j1:j2]:  # each changed sentence against the old one most like it
+            ratios = [(difflib.SequenceMatcher(a=x, b=y).ratio(), x) for x in a[i1:i2]]
+            before.append(max(ratios)[1] if ratios else "")
+            after.append(y)
+    if not before or not after:
         return None
-    return " ".join(x for x, _ in pairs), " ".join(y for _, y in pairs)
+    return " ".join(before), " ".join(after)
 
 
 def negation(s: Sentence, rng: random.Random) -> list[Proposal]:

@@ -36,7 +36,7 @@ from generation.ml import lexicons as lx
 from generation.ml.rules import polarity as pol
 from generation.ml.rules import syntax
 from generation.ml.rules.phrases import article_for, inflect
-from generation.ml.rules.tokens import match_case
+from generation.ml.rules.tokens import match_case, sentence_spans
 
 # what a verdict is about: the work and its parts
 WORK_NOUNS = frozenset(
@@ -209,7 +209,6 @@ PHRASES: tuple[tuple[str, str], ...] = (
     (r"\bmust[- ]skip\b", "must-see"),
     (r"\bfails miserably\b", "succeeds brilliantly"),
     (r"\bsucceeds brilliantly\b", "fails miserably"),
-    (r"\ba (?:complete |total |real )?waste of (time|money)\b", r"worth the \1"),
     (r"\bnot worth (?:the|your) (time|money)\b", r"worth the \1"),
     (r"\bwell worth\b", "not worth"),
     (r"\bnot worth\b", "worth"),
@@ -227,7 +226,6 @@ PHRASES: tuple[tuple[str, str], ...] = (
     (r"\bi strongly recommend\b", "I do not recommend"),
     (r"\bi recommend\b", "I do not recommend"),
     (r"\bi definitely recommend\b", "I do not recommend"),
-    (r"\ban? (?:complete |total |utter |absolute |real )?waste of\b", "a fine use of"),
     (r"\b(?<!not )(?<!well )worth\b", "not worth"),
 )
 _PHRASE_RES = [(re.compile(p, re.IGNORECASE), r) for p, r in PHRASES]
@@ -263,6 +261,10 @@ class Reading:
     edits: tuple[Edit, ...]
     blocked: str  # "" when the flip is safe
     left: tuple[tuple[str, str], ...]
+    # with ``drop``: the review's sentences (character spans, trimmed) and those left out because
+    # a verdict in them has no safe flip
+    sentences: tuple[tuple[int, int], ...] = ()
+    dropped: tuple[tuple[int, int], ...] = ()
 
 
 def _quoted_spans(text: str) -> list[tuple[int, int]]:
@@ -534,11 +536,30 @@ def _opposite(tok: Any, variant: int) -> str | None:
     return match_case(tok.text, opp[min(variant, len(opp) - 1)])
 
 
-def read_review(text: str, *, variant: int = 0) -> Reading:
-    """The verdicts of ``text`` and the edits that flip all of them (see the module doc)."""
+def read_review(text: str, *, variant: int = 0, drop: bool = False) -> Reading:
+    """The verdicts of ``text`` and the edits that flip all of them (see the module doc).
+    ``drop``: a sentence holding a verdict with no safe flip is left out of the flip (listed in
+    ``Reading.dropped``) instead of blocking it."""
     doc = syntax.parse(_masked(text))
     if doc is None:
         return Reading((), "no parser", ())
+    sents = sentence_spans(text)
+    dropped: set[int] = set()
+
+    def sentence_at(pos: int) -> int | None:
+        for n, (a, b) in enumerate(sents):
+            if a <= pos < b:
+                return n
+        return None
+
+    def unsafe(pos: int) -> bool:
+        """Leave out the sentence at ``pos`` when dropping; False: the flip is blocked."""
+        n = sentence_at(pos) if drop else None
+        if n is None:
+            return False
+        dropped.add(n)
+        return True
+
     markup = pol.markup_spans(text)
     quoted = _quoted_spans(text)
     frozen = [(m.start(), m.end()) for m in _FROZEN_RE.finditer(text)]
@@ -554,6 +575,8 @@ def read_review(text: str, *, variant: int = 0) -> Reading:
             continue
         new = rating_flip(m)
         if new is None:
+            if unsafe(m.start()):
+                continue
             return Reading((), f"rating {m.group(0)!r} off its scale", ())
         edits.append(Edit(m.start(), m.end(), new, m.group(0), "rating"))
         taken.append((m.start(), m.end()))
@@ -566,6 +589,8 @@ def read_review(text: str, *, variant: int = 0) -> Reading:
             taken.append((m.start(), m.end()))
     for m in UNFLIPPABLE.finditer(text):
         if free(m.start(), m.end()) and not _inside(quoted, m.start(), m.end()):
+            if unsafe(m.start()):
+                continue
             return Reading((), f"no safe flip for {m.group(0)!r}", ())
     used_neg: set[int] = set()
     flipped: set[int] = set()
@@ -616,6 +641,8 @@ def read_review(text: str, *, variant: int = 0) -> Reading:
             if un is None or not all(free(e.start, e.end) for e in un):
                 if tok.tag_ in ("JJR", "JJS"):  # "never seen a worse film" -> "a better film"
                     neg = None
+                elif unsafe(a):
+                    continue
                 else:
                     return Reading((), f"cannot remove {neg.text!r} before {tok.text!r}", tuple(left))
             else:
@@ -625,6 +652,8 @@ def read_review(text: str, *, variant: int = 0) -> Reading:
                 continue
         new = _opposite(tok, variant)
         if new is None:
+            if unsafe(a):
+                continue
             return Reading((), f"no opposite for {tok.text!r}", tuple(left))
         edits.append(Edit(a, b, new, tok.text, "verdict"))
         taken.append((a, b))
@@ -637,9 +666,20 @@ def read_review(text: str, *, variant: int = 0) -> Reading:
                     Edit(prev.idx, prev.idx + len(prev.text), match_case(prev.text, want), prev.text, "verdict")
                 )
                 taken.append((prev.idx, prev.idx + len(prev.text)))
-    if not edits:
-        return Reading((), "no verdict", tuple(left))
-    return Reading(tuple(sorted(edits, key=lambda e: e.start)), "", tuple(left))
+    out = []
+    for e in edits:
+        n = sentence_at(e.start)
+        if n is None or n not in dropped:
+            out.append(e)
+    if not out:
+        return Reading((), "no verdict", tuple(left), tuple(sents), tuple(sents[n] for n in sorted(dropped)))
+    return Reading(
+        tuple(sorted(out, key=lambda e: e.start)),
+        "",
+        tuple(left),
+        tuple(sents),
+        tuple(sents[n] for n in sorted(dropped)),
+    )
 
 
 __all__ = ["FROZEN", "WORK_NOUNS", "Edit", "Reading", "classify", "rating_flip", "read_review"]

@@ -1,0 +1,212 @@
+"""A coherent review-wide flip: every verdict flipped, and no sentence left arguing the other way
+(issue 31.2).
+
+:func:`verdicts.read_review` flips the verdicts a lexicon and a parse can find. Read whole, the
+flipped review was still mostly rejected by blind readers (0.09-0.15 valid on CAD sentiment dev,
+round 2): a long review argues its side in sentences no verdict rule sees ("I'm surprised the
+Croc Hunter did not beg the crocodile to eat him", "The acting is beyond terrible" next to a
+flipped "the plot is good"), and a swapped word that does not take in its sentence ("god
+excellent", "a fine use of two hours") leaves that sentence arguing the old way too. So:
+
+1. read the verdicts with ``drop``: a sentence whose verdict has no safe flip is left out
+   rather than blocking the review;
+2. score every sentence of the flipped review with the opinion model (:mod:`generation.ml.opinion`,
+   AutoCAD's idea of a classifier that says where a label lives): a sentence still sure of the
+   original's side (``RESIDUE`` for an untouched one, ``STILL`` for one the flip edited) is left
+   out too;
+3. the result is a flip only if it keeps most of the review (at most ``MAX_DROPPED`` of its
+   words left out, at least ``MIN_KEPT`` sentences of a longer review), keeps at least one
+   flipped verdict, and reads, whole, on the other side (``WHOLE``).
+
+Leaving a sentence out is an edit like any other: the candidate's diff shows it, the pairwise
+classifier and the reader see it. No Django.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from generation.ml import lexicons as lx
+from generation.ml import opinion
+from generation.ml.rules import polarity as pol
+from generation.ml.rules import verdicts
+
+# the opinion model's lean on a sentence with no opinion (median of CAD sentiment dev
+# sentences: 0.57 in positive reviews, 0.35 in negative ones)
+CENTER = 0.45
+RESIDUE = 0.6  # an untouched sentence this sure of the original's side is left out
+STILL = 0.45  # a flipped sentence still this sure of the original's side is left out
+WHOLE = 0.7  # the flipped review must lean this far to the other side
+MAX_DROPPED = 0.6  # share of the review's words that may be left out
+MIN_KEPT = 2
+# a sentence that still holds a lexicon word of the original's side this strong ("pitiful",
+# "juvenile and compelling") is left out when the model does not read it the other way
+LEXICON_STRENGTH = 0.4
+LEXICON_LEAN = 0.4
+
+
+@dataclass(frozen=True)
+class Flip:
+    """A review-wide flip: the edits (verdicts flipped, sentences left out), what was left out,
+    and the opinion model's lean of the result toward the target label; or why there is none."""
+
+    edits: tuple[tuple[int, int, str], ...]
+    verdicts: tuple[verdicts.Edit, ...]
+    dropped: tuple[tuple[int, int], ...]
+    toward_target: float
+    blocked: str
+
+
+def _toward(model: opinion.OpinionModel, text: str, positive: bool) -> float:
+    """The model's probability, centred, that ``text`` is on the positive (or negative) side."""
+    p = min(max(model.lean(text), 1e-6), 1 - 1e-6)
+    z = math.log(p / (1 - p)) - math.log(CENTER / (1 - CENTER))
+    q = 1 / (1 + math.exp(-z))
+    return q if positive else 1 - q
+
+
+_WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
+# the reviewer's stance verbs, which the adjective lexicon lacks
+STANCE = {
+    f: v
+    for lemma, v in (
+        ("love", 0.6),
+        ("enjoy", 0.6),
+        ("admire", 0.5),
+        ("adore", 0.7),
+        ("hate", -0.6),
+        ("dislike", -0.5),
+        ("despise", -0.7),
+        ("loathe", -0.7),
+    )
+    for f in (lemma, lemma + "s", lemma + "d", lemma + "ed", lemma.rstrip("e") + "ed")
+}
+_NEG = frozenset({"not", "never", "no", "hardly", "barely", "nothing"})
+
+
+def lexicon_side(sentence: str) -> float:
+    """The strongest lexicon verdict of a sentence, signed (negation within three words before
+    turns it), skipping quoted text, capitalised words inside the sentence (titles, names) and
+    the frozen idioms of :mod:`verdicts`; 0 when it holds none."""
+    skip = [(m.start(), m.end()) for m in verdicts._FROZEN_RE.finditer(sentence)]
+    skip += verdicts._quoted_spans(sentence)
+    best = 0.0
+    words = list(_WORD.finditer(sentence))
+    for k, m in enumerate(words):
+        w = m.group(0)
+        if any(a <= m.start() < b for a, b in skip) or (k > 0 and w[:1].isupper()):
+            continue
+        if w.lower() in lx.POLARITY_SKIP or w.lower() in verdicts.NOT_VERDICTS:
+            continue
+        p = STANCE.get(w.lower()) or pol.polarity(w)
+        if abs(p) < LEXICON_STRENGTH:
+            continue
+        before = [x.group(0).lower() for x in words[max(0, k - 3) : k]]
+        if any(b in _NEG or b.endswith("n't") for b in before):
+            p = -p
+        if abs(p) > abs(best):
+            best = p
+    return best
+
+
+def _apply(text: str, a: int, b: int, edits: list[verdicts.Edit]) -> str:
+    out, pos = [], a
+    for e in edits:
+        out.append(text[pos : e.start])
+        out.append(e.new)
+        pos = e.end
+    out.append(text[pos:b])
+    return "".join(out)
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _removal(spans: list[tuple[int, int]], n: int, gone: set[int]) -> tuple[int, int]:
+    """The characters to delete to leave out sentence ``n``: up to the next sentence (the
+    whitespace or paragraph break after it too); when every sentence after it is left out too,
+    from the end of the last one kept."""
+    a, b = spans[n]
+    if all(k in gone for k in range(n, len(spans))):
+        kept = [k for k in range(n) if k not in gone]
+        return (spans[kept[-1]][1] if kept else a), b
+    return a, spans[n + 1][0]
+
+
+def coherent_flip(text: str, label: str | None, *, variant: int = 0) -> Flip:
+    """The flip of ``text`` (whose label is ``label``, ``positive``/``negative``; None: the
+    opinion model's reading) to the other side, or a Flip with ``blocked`` saying why not."""
+    model = opinion.load()
+    reading = verdicts.read_review(text, variant=variant, drop=model is not None)
+    if reading.blocked or not reading.edits:
+        return Flip((), (), (), 0.0, reading.blocked or "no verdict")
+    if model is None:  # no opinion model: the verdict flip alone, blocked on any unsafe verdict
+        return Flip(tuple((e.start, e.end, e.new) for e in reading.edits), reading.edits, (), 0.0, "")
+    spans = list(reading.sentences)
+    side = (label or "").lower()
+    positive = side == "positive" if side in ("positive", "negative") else model.lean(text) >= CENTER
+    gone = {spans.index(s) for s in reading.dropped if s in spans}
+    in_sent: dict[int, list[verdicts.Edit]] = {}
+    stray = []
+    for e in reading.edits:
+        n = next((k for k, (a, b) in enumerate(spans) if a <= e.start < b), None)
+        if n is None:
+            stray.append(e)
+        else:
+            in_sent.setdefault(n, []).append(e)
+    for n, (a, b) in enumerate(spans):
+        if n in gone:
+            continue
+        here = in_sent.get(n, [])
+        sentence = _apply(text, a, b, here)
+        lean = _toward(model, sentence, positive)
+        word = lexicon_side(sentence)
+        if lean >= (STILL if here else RESIDUE) or (lean >= LEXICON_LEAN and word and (word > 0) == positive):
+            gone.add(n)
+    kept = [n for n in range(len(spans)) if n not in gone]
+    if not any(in_sent.get(n) for n in kept) and not stray:
+        return Flip((), (), (), 0.0, "no verdict flip survives the sentences left out")
+    total = sum(_words(text[a:b]) for a, b in spans) or 1
+    lost = sum(_words(text[spans[n][0] : spans[n][1]]) for n in gone)
+    if lost / total > MAX_DROPPED:
+        return Flip((), (), (), 0.0, f"{lost} of {total} words would be left out")
+    if len(spans) > MIN_KEPT and len(kept) < MIN_KEPT:
+        return Flip((), (), (), 0.0, f"only {len(kept)} of {len(spans)} sentences would stay")
+    flips = [e for n in kept for e in in_sent.get(n, [])] + stray
+    removals = [_removal(spans, n, gone) for n in sorted(gone)]
+    spans_out = sorted([(e.start, e.end, e.new) for e in flips] + [(a, b, "") for a, b in removals])
+    merged: list[tuple[int, int, str]] = []
+    for a, b, new in spans_out:  # adjacent removals become one
+        if merged and not new and not merged[-1][2] and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(b, merged[-1][1]), "")
+        elif merged and a < merged[-1][1]:
+            return Flip((), (), (), 0.0, "overlapping edits")
+        else:
+            merged.append((a, b, new))
+    result = "".join(_pieces(text, merged))
+    toward = _toward(model, result, not positive)
+    if toward < WHOLE:
+        return Flip((), (), (), toward, f"the flipped review still reads {'positive' if positive else 'negative'}")
+    return Flip(
+        tuple(merged),
+        tuple(sorted(flips, key=lambda e: e.start)),
+        tuple(spans[n] for n in sorted(gone)),
+        toward,
+        "",
+    )
+
+
+def _pieces(text: str, edits: list[tuple[int, int, str]]) -> list[str]:
+    out, pos = [], 0
+    for a, b, new in edits:
+        out.append(text[pos:a])
+        out.append(new)
+        pos = b
+    out.append(text[pos:])
+    return out
+
+
+__all__ = ["Flip", "coherent_flip"]
