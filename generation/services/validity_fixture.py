@@ -178,6 +178,23 @@ def score(pooled: Sequence[Pooled], judged: dict[str, dict[str, Any]], n_candida
             "flips": _rate(f),
             "valid_flips": _rate(vf),
         }
+    aims: dict[str, dict[str, Any]] = {}
+    for p in pooled:  # issue 31: a code can aim at either label ("delete" keeps it or flips it)
+        if p.cand.target_label is None or p.original.label is None:
+            continue
+        name = f"{p.cand.perturbation}:{'keep' if p.cand.target_label == p.original.label else 'flip'}"
+        a = aims.setdefault(name, {"pooled": 0, "rows": []})
+        a["pooled"] += 1
+        if p.key in judged:
+            a["rows"].append(judged[p.key])
+    for a in aims.values():
+        rows = a.pop("rows")
+        a.update(
+            judged=len(rows),
+            valid=_rate([float(r["valid"]) for r in rows]),
+            flips=_rate([float(r.get("flip") or 0) for r in rows]),
+            valid_flips=_rate([_valid_flip(r) for r in rows]),
+        )
     texts = [p.after for p in pooled]
     # the judged sample is stratified by code (up to 50 each): the pool's figures weight each
     # code's rate by its share of the pool (codes with no judged candidate left out)
@@ -203,6 +220,7 @@ def score(pooled: Sequence[Pooled], judged: dict[str, dict[str, Any]], n_candida
         if weight
         else None,
         "by_code": codes,
+        "by_aim": dict(sorted(aims.items())),
         "distinct_2": round(ml_metrics.distinct_n(texts, 2), 4),
         "self_bleu": round(ml_metrics.self_bleu(texts, max_texts=300, seed=0), 4),
     }

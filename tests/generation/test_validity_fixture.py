@@ -94,3 +94,15 @@ def test_whole_review_judgements_score_as_reader_shares() -> None:
     r = vf.score([p], {p.key: row}, n_candidates=1)
     assert r["by_code"]["lexical"]["valid"] == 0.5 and r["by_code"]["lexical"]["flips"] == 1.0
     assert r["valid_flips"] == 0.5 and r["pool_valid_flips"] == 0.5
+
+
+def test_a_code_is_also_scored_by_the_label_it_aims_at() -> None:
+    o = Original("r", {"text": "Good film. Dull plot. I loved it."}, "positive", ("negative", "positive"), "sentiment")
+    flip = GeneratedCandidate("r", {"text": "Dull plot."}, "rules", "delete", "negative", {"field": "text"})
+    keep = GeneratedCandidate("r", {"text": "Film. Dull plot. I loved it."}, "rules", "delete", "positive", {})
+    ps = [vf.Pooled(o, c, vf.candidate_key("r", c.fields), o.fields["text"], c.fields["text"]) for c in (flip, keep)]
+    judged = {ps[0].key: {"label": "positive", "valid": 1.0, "flip": 1.0}, ps[1].key: {"valid": 1.0, "flip": 0.0}}
+    r = vf.score(ps, judged, n_candidates=2)
+    assert r["by_code"]["delete"]["pooled"] == 2 and r["by_code"]["delete"]["flips"] == 0.5
+    assert r["by_aim"]["delete:flip"] == {"pooled": 1, "judged": 1, "valid": 1.0, "flips": 1.0, "valid_flips": 1.0}
+    assert r["by_aim"]["delete:keep"]["flips"] == 0.0 and r["by_aim"]["delete:keep"]["valid_flips"] == 0.0

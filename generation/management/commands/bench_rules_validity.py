@@ -360,6 +360,11 @@ class Command(BaseCommand):
                 f"  {code:<12} {c['pooled']:>6} {pct(c['share']):>6} {c['judged']:>6} "
                 f"{pct(c['valid']):>6} {pct(c['flips']):>6} {pct(c.get('valid_flips')):>6}"
             )
+        for aim, c in (r.get("by_aim") or {}).items():  # each code by the label it aims at
+            self.stdout.write(
+                f"  {aim:<12} {c['pooled']:>6} {'':>6} {c['judged']:>6} "
+                f"{pct(c['valid']):>6} {pct(c['flips']):>6} {pct(c.get('valid_flips')):>6}"
+            )
         line = (
             f"  diversity: introduced tokens {r['introduced_tokens']}, distinct-1 {r['introduced_distinct_1']:.4f}, "
             f"top '{r['introduced_top']}' {r['introduced_max_share']:.1%}; "

@@ -193,6 +193,7 @@ class RulesGenerator:
         sentiment = original.task == "sentiment" and cfg.codes is None
         by_code: dict[str, list[tuple[str, Sentence, Proposal]]] = {c: [] for c in codes}
         first: dict[str, list[tuple[str, Sentence, Proposal]]] = {c: [] for c in codes}
+        side_flips: list[tuple[str, Sentence, Proposal]] = []  # flips by leaving out (issue 31)
         perturbable = False
         for name, text in fields.items():
             markup = markup_spans(text)
@@ -227,6 +228,8 @@ class RulesGenerator:
                     flip = sentiment_codes.review_flip(text, variant=variant, label=original.label)
                     if flip is not None:
                         first["lexical"].append((name, whole_text, flip))
+                if "delete" in codes and (side := sentiment_codes.side_flip(text, original.label)) is not None:
+                    side_flips.append((name, whole_text, side))
         if not perturbable:
             if sentiment and any(self._sentences(t, rng) for t in fields.values()):
                 return Skip(original.id, "no sentiment-bearing word to edit (sentiment codes)")
@@ -254,6 +257,15 @@ class RulesGenerator:
                     continue
                 seen.add(key)
                 chosen.append(cand)
+            if code == "delete":
+                # the review flip that swaps no word: a delete aimed at the other label, on top
+                # of the label-keeping one
+                for name, sent, prop in side_flips:
+                    cand = self._candidate(original, name, sent, prop, target=_target(original, "lexical"))
+                    key = tuple(sorted(cand.fields.items()))
+                    if key not in seen:
+                        seen.add(key)
+                        chosen.append(cand)
             picked[code] = chosen
         out: list[GeneratedCandidate] = []
         depth = 0

@@ -32,6 +32,7 @@ from generation.ml import lexicons as lx
 from generation.ml import opinion
 from generation.ml.rules import polarity as pol
 from generation.ml.rules import verdicts
+from generation.ml.rules.tokens import sentence_spans
 
 # the opinion model's lean on a sentence with no opinion (median of CAD sentiment dev
 # sentences: 0.57 in positive reviews, 0.35 in negative ones)
@@ -42,8 +43,13 @@ WHOLE = 0.7  # the flipped review must lean this far to the other side
 MAX_DROPPED = 0.6  # share of the review's words that may be left out
 MIN_KEPT = 2
 # a sentence that still holds a lexicon word of the original's side this strong ("pitiful",
-# "juvenile and compelling") is left out when the model does not read it the other way
+# "juvenile and compelling") is left out: an edited one always, an untouched one when the model
+# leans that way at all (LEXICON_LEAN)
 LEXICON_STRENGTH = 0.4
+# the flip by leaving out (:func:`side_flip`): a sentence leaning this far to the original's side
+# goes; one that stays must lean this far to the other side
+SIDE_DROP = 0.5
+SIDE_CLEAR = 0.75
 LEXICON_LEAN = 0.4
 
 
@@ -164,7 +170,10 @@ def coherent_flip(text: str, label: str | None, *, variant: int = 0) -> Flip:
         sentence = _apply(text, a, b, here)
         lean = _toward(model, sentence, positive)
         word = lexicon_side(sentence)
-        if lean >= (STILL if here else RESIDUE) or (lean >= LEXICON_LEAN and word and (word > 0) == positive):
+        residue = bool(word) and (word > 0) == positive
+        # an edited sentence keeps no verdict word of the original's side at all ("is badly
+        # directed, fast paced and exciting"); an untouched one goes when the model agrees
+        if lean >= (STILL if here else RESIDUE) or (residue and (bool(here) or lean >= LEXICON_LEAN)):
             gone.add(n)
     kept = [n for n in range(len(spans)) if n not in gone]
     if not any(in_sent.get(n) for n in kept) and not stray:
@@ -199,6 +208,49 @@ def coherent_flip(text: str, label: str | None, *, variant: int = 0) -> Flip:
     )
 
 
+def side_flip(text: str, label: str | None) -> Flip:
+    """A flip with no word swapped: leave out the sentences on the original's side and keep
+    those on the other side, so that the reviewer's own words carry the other label ("The women
+    are beautiful and the photography stunning." stays, "The dialog is inane." goes). Pooled
+    only when a sentence that stays is clearly on the other side (``SIDE_CLEAR``), at most
+    ``MAX_DROPPED`` of the words go, ``MIN_KEPT`` sentences stay, and the result leans to the
+    other side at ``WHOLE``; else a Flip with ``blocked`` saying why."""
+    model = opinion.load()
+    if model is None:
+        return Flip((), (), (), 0.0, "no opinion model")
+    spans = sentence_spans(text)
+    if len(spans) <= MIN_KEPT:
+        return Flip((), (), (), 0.0, "too few sentences")
+    side = (label or "").lower()
+    positive = side == "positive" if side in ("positive", "negative") else model.lean(text) >= CENTER
+    toward = [_toward(model, text[a:b], positive) for a, b in spans]
+    gone = set()
+    for n, (a, b) in enumerate(spans):
+        word = lexicon_side(text[a:b])
+        if toward[n] >= SIDE_DROP or (toward[n] >= LEXICON_LEAN and word and (word > 0) == positive):
+            gone.add(n)
+    kept = [n for n in range(len(spans)) if n not in gone]
+    if not gone:
+        return Flip((), (), (), 0.0, "no sentence on the original's side")
+    if not kept or max(1 - toward[n] for n in kept) < SIDE_CLEAR:
+        return Flip((), (), (), 0.0, "no sentence clearly on the other side")
+    total = sum(_words(text[a:b]) for a, b in spans) or 1
+    lost = sum(_words(text[spans[n][0] : spans[n][1]]) for n in gone)
+    if lost / total > MAX_DROPPED or len(kept) < MIN_KEPT:
+        return Flip((), (), (), 0.0, f"{lost} of {total} words, {len(kept)} sentences would stay")
+    merged: list[tuple[int, int, str]] = []
+    for a, b in (_removal(spans, n, gone) for n in sorted(gone)):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(b, merged[-1][1]), "")
+        else:
+            merged.append((a, b, ""))
+    result = "".join(_pieces(text, merged))
+    lean = _toward(model, result, not positive)
+    if lean < WHOLE:
+        return Flip((), (), (), lean, "what stays does not read on the other side")
+    return Flip(tuple(merged), (), tuple(spans[n] for n in sorted(gone)), lean, "")
+
+
 def _pieces(text: str, edits: list[tuple[int, int, str]]) -> list[str]:
     out, pos = [], 0
     for a, b, new in edits:
@@ -209,4 +261,4 @@ def _pieces(text: str, edits: list[tuple[int, int, str]]) -> list[str]:
     return out
 
 
-__all__ = ["Flip", "coherent_flip"]
+__all__ = ["Flip", "coherent_flip", "side_flip"]

@@ -147,6 +147,18 @@ def review_flip(text: str, *, variant: int = 0, label: str | None = None) -> Pro
     return Proposal("lexical", flip.edits, intro, removed, detail[:500])
 
 
+def side_flip(text: str, label: str | None = None) -> Proposal | None:
+    """A flip that swaps no word: the review's sentences on the original's side left out, its
+    own sentences on the other side kept (:func:`coherent.side_flip`); None when there is none.
+    Its code is ``delete`` (what the edit is); its aim is the other label."""
+    flip = coherent.side_flip(text, label)
+    if flip.blocked or not flip.edits:
+        return None
+    removed = tuple(w.lower() for a, b in flip.dropped for w in text[a:b].split())
+    detail = f"review flip by leaving out {len(flip.dropped)} sentence(s) of the original's side"
+    return Proposal("delete", flip.edits, (), removed, detail)
+
+
 def changed_sentences(text: str, new_text: str) -> tuple[str, str] | None:
     """The sentences a review-wide edit changed, joined, before and after: what the
     similarity band and the perplexity filter compare (the whole review would hide a flip of a
