@@ -16,12 +16,14 @@ miserably" -> "succeeds miserably"). Here, on spaCy's parse of the whole review
 * what is **not** a verdict is left alone: the narrative (emotion nouns, a character's traits:
   "their love", "a sad man"), epithets of people ("the superb Tom Pettit"), titles, songs and
   quoted text, and idioms (``FROZEN``: "fall in love", "the bad guys", "as well", ...);
-* :func:`flip_review` flips every verdict at once: an opposite word (``lexicons.POLARITY_PAIRS``
+* :func:`read_review` flips every verdict at once: an opposite word (``lexicons.POLARITY_PAIRS``
   first), a negation removed where one scopes over the verdict ("wasn't good" -> "was good",
   "I didn't like it" -> "I liked it"), a rating mirrored on its scale ("8/10" -> "3/10"), an
   intensifying adverb is left as it is ("amazingly good" -> "amazingly bad"). When one verdict
-  has no safe flip (no opposite; a negation it cannot remove) it returns None: a half-flipped
-  review is self-contradictory, so no candidate is better than one.
+  has no safe flip (no opposite; a negation it cannot remove) the reading is blocked: a
+  half-flipped review is self-contradictory, so no candidate is better than one. With
+  ``drop=True`` that verdict's sentence is left out instead (``Reading.dropped``), for
+  :mod:`generation.ml.rules.coherent`, which also leaves out what still argues the other way.
 
 No Django. Without spaCy the flip is unavailable (None).
 """
