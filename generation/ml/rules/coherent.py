@@ -12,14 +12,20 @@ excellent", "a fine use of two hours") leaves that sentence arguing the old way 
    rather than blocking the review;
 2. score every sentence of the flipped review with the opinion model (:mod:`generation.ml.opinion`,
    AutoCAD's idea of a classifier that says where a label lives): a sentence still sure of the
-   original's side (``RESIDUE`` for an untouched one, ``STILL`` for one the flip edited) is left
-   out too;
+   original's side (``RESIDUE`` for an untouched one, ``STILL`` for one the flip edited), or
+   still holding a lexicon verdict of that side (an edited one always, an untouched one when the
+   model leans that way at all), is left out too;
 3. the result is a flip only if it keeps most of the review (at most ``MAX_DROPPED`` of its
    words left out, at least ``MIN_KEPT`` sentences of a longer review), keeps at least one
    flipped verdict, and reads, whole, on the other side (``WHOLE``).
 
+:func:`side_flip` is the flip that swaps no word: the review's sentences of the original's side
+left out, its own sentences of the other side kept.
+
 Leaving a sentence out is an edit like any other: the candidate's diff shows it, the pairwise
-classifier and the reader see it. No Django.
+classifier and the reader see it. Measured blind on 145 CAD sentiment dev reviews
+(docs/generation.md, "The coherent review flip"): the review flips read as flipped 0.59 of the
+time but as valid only 0.08; the flips by leaving out 0.67 valid, 0.16 flipped. No Django.
 """
 
 from __future__ import annotations
@@ -46,11 +52,11 @@ MIN_KEPT = 2
 # "juvenile and compelling") is left out: an edited one always, an untouched one when the model
 # leans that way at all (LEXICON_LEAN)
 LEXICON_STRENGTH = 0.4
+LEXICON_LEAN = 0.4
 # the flip by leaving out (:func:`side_flip`): a sentence leaning this far to the original's side
 # goes; one that stays must lean this far to the other side
 SIDE_DROP = 0.5
 SIDE_CLEAR = 0.75
-LEXICON_LEAN = 0.4
 
 
 @dataclass(frozen=True)
