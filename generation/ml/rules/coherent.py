@@ -38,7 +38,7 @@ from generation.ml import lexicons as lx
 from generation.ml import opinion
 from generation.ml.rules import polarity as pol
 from generation.ml.rules import verdicts
-from generation.ml.rules.tokens import sentence_spans
+from generation.ml.rules.tokens import apply_edits, sentence_spans
 
 # the opinion model's lean on a sentence with no opinion (median of CAD sentiment dev
 # sentences: 0.57 in positive reviews, 0.35 in negative ones)
@@ -124,13 +124,34 @@ def lexicon_side(sentence: str) -> float:
 
 
 def _apply(text: str, a: int, b: int, edits: list[verdicts.Edit]) -> str:
-    out, pos = [], a
-    for e in edits:
-        out.append(text[pos : e.start])
-        out.append(e.new)
-        pos = e.end
-    out.append(text[pos:b])
-    return "".join(out)
+    """Sentence ``text[a:b]`` with the verdict edits inside it applied."""
+    return apply_edits(text[a:b], [(e.start - a, e.end - a, e.new) for e in edits])
+
+
+def _positive(model: opinion.OpinionModel, text: str, label: str | None) -> bool:
+    """Whether the review's side is positive: its label, else the opinion model's reading."""
+    side = (label or "").lower()
+    return side == "positive" if side in ("positive", "negative") else model.lean(text) >= CENTER
+
+
+def _words_left_out(text: str, spans: list[tuple[int, int]], gone: set[int]) -> tuple[int, int]:
+    """(words of the sentences left out, words of all sentences)."""
+    total = sum(_words(text[a:b]) for a, b in spans) or 1
+    return sum(_words(text[spans[n][0] : spans[n][1]]) for n in gone), total
+
+
+def _merged(edits: list[tuple[int, int, str]]) -> list[tuple[int, int, str]] | None:
+    """The edits in order, adjacent or overlapping removals joined into one; None when a
+    replacement overlaps another edit."""
+    merged: list[tuple[int, int, str]] = []
+    for a, b, new in sorted(edits):
+        if merged and not new and not merged[-1][2] and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(b, merged[-1][1]), "")
+        elif merged and a < merged[-1][1]:
+            return None
+        else:
+            merged.append((a, b, new))
+    return merged
 
 
 def _words(text: str) -> int:
@@ -158,8 +179,7 @@ def coherent_flip(text: str, label: str | None, *, variant: int = 0) -> Flip:
     if model is None:  # no opinion model: the verdict flip alone, blocked on any unsafe verdict
         return Flip(tuple((e.start, e.end, e.new) for e in reading.edits), reading.edits, (), 0.0, "")
     spans = list(reading.sentences)
-    side = (label or "").lower()
-    positive = side == "positive" if side in ("positive", "negative") else model.lean(text) >= CENTER
+    positive = _positive(model, text, label)
     gone = {spans.index(s) for s in reading.dropped if s in spans}
     in_sent: dict[int, list[verdicts.Edit]] = {}
     stray = []
@@ -184,24 +204,17 @@ def coherent_flip(text: str, label: str | None, *, variant: int = 0) -> Flip:
     kept = [n for n in range(len(spans)) if n not in gone]
     if not any(in_sent.get(n) for n in kept) and not stray:
         return Flip((), (), (), 0.0, "no verdict flip survives the sentences left out")
-    total = sum(_words(text[a:b]) for a, b in spans) or 1
-    lost = sum(_words(text[spans[n][0] : spans[n][1]]) for n in gone)
+    lost, total = _words_left_out(text, spans, gone)
     if lost / total > MAX_DROPPED:
         return Flip((), (), (), 0.0, f"{lost} of {total} words would be left out")
     if len(spans) > MIN_KEPT and len(kept) < MIN_KEPT:
         return Flip((), (), (), 0.0, f"only {len(kept)} of {len(spans)} sentences would stay")
     flips = [e for n in kept for e in in_sent.get(n, [])] + stray
     removals = [_removal(spans, n, gone) for n in sorted(gone)]
-    spans_out = sorted([(e.start, e.end, e.new) for e in flips] + [(a, b, "") for a, b in removals])
-    merged: list[tuple[int, int, str]] = []
-    for a, b, new in spans_out:  # adjacent removals become one
-        if merged and not new and not merged[-1][2] and a <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(b, merged[-1][1]), "")
-        elif merged and a < merged[-1][1]:
-            return Flip((), (), (), 0.0, "overlapping edits")
-        else:
-            merged.append((a, b, new))
-    result = "".join(_pieces(text, merged))
+    merged = _merged([(e.start, e.end, e.new) for e in flips] + [(a, b, "") for a, b in removals])
+    if merged is None:
+        return Flip((), (), (), 0.0, "overlapping edits")
+    result = apply_edits(text, merged)
     toward = _toward(model, result, not positive)
     if toward < WHOLE:
         return Flip((), (), (), toward, f"the flipped review still reads {'positive' if positive else 'negative'}")
@@ -227,8 +240,7 @@ def side_flip(text: str, label: str | None) -> Flip:
     spans = sentence_spans(text)
     if len(spans) <= MIN_KEPT:
         return Flip((), (), (), 0.0, "too few sentences")
-    side = (label or "").lower()
-    positive = side == "positive" if side in ("positive", "negative") else model.lean(text) >= CENTER
+    positive = _positive(model, text, label)
     toward = [_toward(model, text[a:b], positive) for a, b in spans]
     gone = set()
     for n, (a, b) in enumerate(spans):
@@ -240,31 +252,15 @@ def side_flip(text: str, label: str | None) -> Flip:
         return Flip((), (), (), 0.0, "no sentence on the original's side")
     if not kept or max(1 - toward[n] for n in kept) < SIDE_CLEAR:
         return Flip((), (), (), 0.0, "no sentence clearly on the other side")
-    total = sum(_words(text[a:b]) for a, b in spans) or 1
-    lost = sum(_words(text[spans[n][0] : spans[n][1]]) for n in gone)
+    lost, total = _words_left_out(text, spans, gone)
     if lost / total > MAX_DROPPED or len(kept) < MIN_KEPT:
         return Flip((), (), (), 0.0, f"{lost} of {total} words, {len(kept)} sentences would stay")
-    merged: list[tuple[int, int, str]] = []
-    for a, b in (_removal(spans, n, gone) for n in sorted(gone)):
-        if merged and a <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(b, merged[-1][1]), "")
-        else:
-            merged.append((a, b, ""))
-    result = "".join(_pieces(text, merged))
+    merged = _merged([(*_removal(spans, n, gone), "") for n in sorted(gone)]) or []  # removals never clash
+    result = apply_edits(text, merged)
     lean = _toward(model, result, not positive)
     if lean < WHOLE:
         return Flip((), (), (), lean, "what stays does not read on the other side")
     return Flip(tuple(merged), (), tuple(spans[n] for n in sorted(gone)), lean, "")
-
-
-def _pieces(text: str, edits: list[tuple[int, int, str]]) -> list[str]:
-    out, pos = [], 0
-    for a, b, new in edits:
-        out.append(text[pos:a])
-        out.append(new)
-        pos = b
-    out.append(text[pos:])
-    return out
 
 
 __all__ = ["Flip", "coherent_flip", "side_flip"]
