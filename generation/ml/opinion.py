@@ -22,7 +22,7 @@ import math
 import os
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
@@ -33,7 +33,7 @@ MODEL_DIR = Path(__file__).parent / "opinion_model"
 MODEL_FILE = "opinion.json.gz"
 # texts of these sources are sentences or snippets (the unit the model scores); the rest are
 # whole reviews, kept for vocabulary and weighted down
-SNIPPET_SOURCES = frozenset({"rt-polarity", "sst2", "uci-imdb"})
+SNIPPET_SOURCES = frozenset({"rt-polarity", "sst2", "uci-imdb", "cad-sentences"})
 
 _WORD_RE = re.compile(r"[a-z0-9]+(?:'[a-z]+)?|[!?]")
 _NEGATORS = frozenset({"not", "no", "never", "nothing", "nobody", "none", "neither", "nor", "hardly", "without"})
@@ -127,6 +127,48 @@ def read_rows(path: str | os.PathLike[str]) -> list[dict[str, str]]:
     return rows
 
 
+def cad_sentences(
+    path: str | os.PathLike[str], sentence_spans: Callable[[str], Sequence[tuple[int, int]]]
+) -> list[dict[str, str]]:
+    """The sentences a CAD sentiment revision changed (``{split}_paired.tsv``: ``Sentiment \\t
+    Text \\t batch_id``, the two rows of a batch an original and its revision), each with the
+    label of the review it stands in (source ``cad-sentences``): review sentences that carry
+    the label, in the words reviewers use, and the same sentence on both sides where the edit
+    was small ("Incredible plot." / "Implausible plot."). A batch without two rows is skipped.
+    ``sentence_spans`` splits a review (``rules.tokens.sentence_spans``, which the flip reads
+    by; passed in, as the rules package reads this module)."""
+    import csv
+    import difflib
+
+    batches: dict[str, list[tuple[str, str]]] = {}
+    with open(path, encoding="utf-8", newline="") as fh:
+        reader = csv.reader(fh, delimiter="\t")
+        header = next(reader, None)
+        if not header or [h.strip().lower() for h in header[:3]] != ["sentiment", "text", "batch_id"]:
+            raise ValueError(f"{path}: not a CAD paired file (header Sentiment, Text, batch_id)")
+        for row in reader:
+            if len(row) >= 3 and row[0].strip().lower() in ("positive", "negative"):
+                batches.setdefault(row[2], []).append((row[0].strip().lower(), row[1]))
+    out: list[dict[str, str]] = []
+    for pair in batches.values():
+        if len(pair) != 2:
+            continue
+        (l1, t1), (l2, t2) = pair
+        s1 = [t1[a:b].strip() for a, b in sentence_spans(t1)]
+        s2 = [t2[a:b].strip() for a, b in sentence_spans(t2)]
+        for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=s1, b=s2, autojunk=False).get_opcodes():
+            if op != "equal":
+                out += [{"text": s, "label": l1, "source": "cad-sentences"} for s in s1[i1:i2] if s]
+                out += [{"text": s, "label": l2, "source": "cad-sentences"} for s in s2[j1:j2] if s]
+    return out
+
+
+def accuracy(model: OpinionModel, rows: Sequence[dict[str, str]]) -> float:
+    """Share of ``rows`` whose label the model gives (lean >= 0.5 is positive)."""
+    hits = sum((model.lean(r["text"]) >= 0.5) == (r["label"] == "positive") for r in rows)
+    return round(hits / len(rows), 4) if rows else 0.0
+
+
 def train(
     rows: Sequence[dict[str, str]],
     *,
@@ -169,12 +211,12 @@ def train(
     weights = {f: round(float(v), 3) for f, v in zip(names, clf.coef_[0], strict=True) if abs(v) >= min_weight}
     model = OpinionModel(weights, float(clf.intercept_[0]), {})
     scores: dict[str, float] = {}
-    for kind, pick in (("snippets", True), ("reviews", False)):
-        idx = [i for i in test if (rows[i]["source"] in SNIPPET_SOURCES) == pick]
-        if idx:
-            hits = sum((model.lean(rows[i]["text"]) >= 0.5) == (rows[i]["label"] == "positive") for i in idx)
-            scores[f"held_out_{kind}"] = round(hits / len(idx), 4)
-            scores[f"held_out_{kind}_n"] = len(idx)
+    kind_of = {"cad-sentences": "cad_sentences", **dict.fromkeys(SNIPPET_SOURCES - {"cad-sentences"}, "snippets")}
+    for kind in ("snippets", "cad_sentences", "reviews"):
+        held = [rows[i] for i in test if kind_of.get(rows[i]["source"], "reviews") == kind]
+        if held:
+            scores[f"held_out_{kind}"] = accuracy(model, held)
+            scores[f"held_out_{kind}_n"] = len(held)
     meta = {
         "trained_on": len(fit),
         "features": len(weights),
@@ -187,4 +229,15 @@ def train(
     return OpinionModel(weights, model.bias, meta), scores
 
 
-__all__ = ["OpinionModel", "features", "lean", "load", "read", "read_rows", "tokens", "train"]
+__all__ = [
+    "OpinionModel",
+    "accuracy",
+    "cad_sentences",
+    "features",
+    "lean",
+    "load",
+    "read",
+    "read_rows",
+    "tokens",
+    "train",
+]

@@ -13,6 +13,7 @@ from django.core.management.base import CommandError
 
 from generation.ml import opinion
 from generation.ml.rules import apply_edits, coherent, sentiment_codes, verdicts
+from generation.ml.rules.tokens import sentence_spans
 
 ROWS = [
     {"text": t, "label": lab, "source": "rt-polarity"}
@@ -61,6 +62,8 @@ def test_read_rows_names_the_bad_line(tmp_path: Path) -> None:
 def test_the_shipped_model_reads_sentences_both_ways() -> None:
     model = opinion.load()
     assert model is not None and model.meta["held_out_snippets"] > 0.75 and model.meta["held_out_reviews"] > 0.85
+    # review sentences a CAD dev revision changed, both sides (0.69 without CAD train's)
+    assert model.meta["cad_dev_sentences"] > 0.74
     assert model.lean("It is a wonderful, moving film with a great cast.") > 0.8
     assert model.lean("The acting is beyond terrible and the plot is a dull mess.") < 0.2
 
@@ -68,17 +71,60 @@ def test_the_shipped_model_reads_sentences_both_ways() -> None:
 def test_train_opinion_model_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "train.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in ROWS * 2), encoding="utf-8")
-    call_command("train_opinion_model", data=str(data), out=str(tmp_path / "m"))
+    call_command("train_opinion_model", data=str(data), out=str(tmp_path / "m"), cad="none")
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["trained_on"] == 87 and out["data"] == f"{tmp_path.name}/train.jsonl"  # 10 % of 96 held out
+    assert "cad_dev_sentences" not in out
     with gzip.open(tmp_path / "m" / opinion.MODEL_FILE, "rt", encoding="utf-8") as fh:
         assert json.load(fh)["weights"]
     with pytest.raises(CommandError, match="no training data"):
         call_command("train_opinion_model", data=str(tmp_path / "missing.jsonl"), out=str(tmp_path / "m"))
+    with pytest.raises(CommandError, match=r"no CAD train_paired\.tsv"):
+        call_command("train_opinion_model", data=str(data), out=str(tmp_path / "m"), cad=str(tmp_path))
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "x", "label": "meh"}\n', encoding="utf-8")
     with pytest.raises(CommandError, match=r"bad\.jsonl:1"):
         call_command("train_opinion_model", data=str(bad), out=str(tmp_path / "m"))
+
+
+CAD_PAIRED = (
+    "Sentiment\tText\tbatch_id\n"
+    "Negative\tI saw this film in 1990. The plot is implausible. I would avoid this movie.\t1\n"
+    "Positive\tI saw this film in 1990. The plot is incredible. I really loved this movie.\t1\n"
+    "Positive\tA lone row with no revision.\t2\n"
+)
+
+
+def test_cad_sentences_are_the_sentences_a_revision_changed(tmp_path: Path) -> None:
+    f = tmp_path / "train_paired.tsv"
+    f.write_text(CAD_PAIRED, encoding="utf-8")
+    rows = opinion.cad_sentences(f, sentence_spans)
+    assert {(r["text"], r["label"]) for r in rows} == {
+        ("The plot is implausible.", "negative"),
+        ("I would avoid this movie.", "negative"),
+        ("The plot is incredible.", "positive"),
+        ("I really loved this movie.", "positive"),
+    }  # the unchanged sentence and the batch of one row are no part of it
+    assert all(r["source"] == "cad-sentences" for r in rows)
+    f.write_text("Label\tReview\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="not a CAD paired file"):
+        opinion.cad_sentences(f, sentence_spans)
+
+
+def test_train_opinion_model_command_adds_cad_train_sentences(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ROWS * 2), encoding="utf-8")
+    (tmp_path / "train_paired.tsv").write_text(CAD_PAIRED, encoding="utf-8")
+    (tmp_path / "dev_paired.tsv").write_text(CAD_PAIRED, encoding="utf-8")
+    call_command("train_opinion_model", data=str(data), out=str(tmp_path / "m"), cad=str(tmp_path))
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["data"].endswith("+ CAD train") and out["cad_dev_sentences_n"] == 4
+    assert out["trained_on"] == 90  # 10 % of 96 + 4 held out
+    (tmp_path / "train_paired.tsv").write_text("Label\tReview\n", encoding="utf-8")
+    with pytest.raises(CommandError, match="not a CAD paired file"):
+        call_command("train_opinion_model", data=str(data), out=str(tmp_path / "m"), cad=str(tmp_path))
 
 
 REVIEW = (
@@ -93,14 +139,13 @@ def test_coherent_flip_leaves_out_what_still_argues_the_original_side() -> None:
     assert flip.blocked == "", flip
     new = apply_edits(REVIEW, list(flip.edits))
     assert "believable" in new and "strong" in new
-    # the sentences no verdict rule flips ("a dull, tedious and pointless mess", "forgettable")
-    # are left out, the narrative one stays
+    # the sentence no verdict rule flips ("a dull, tedious and pointless mess") is left out, the
+    # narrative one and the flipped "forgettable" -> "memorable" (which the model reads flipped) stay
     assert "pointless mess" not in new and "summer of 1990" in new
     assert [REVIEW[a:b] for a, b in flip.dropped] == [
-        "The whole thing is a dull, tedious and pointless mess that insults its audience.",
-        "The music is forgettable.",
+        "The whole thing is a dull, tedious and pointless mess that insults its audience."
     ]
-    assert new.endswith("with my brother.")
+    assert new.endswith("with my brother. The music is memorable.")
     assert flip.toward_target >= coherent.WHOLE
     # the label given or read by the model: the same flip
     assert coherent.coherent_flip(REVIEW, None).edits == flip.edits
