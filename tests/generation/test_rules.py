@@ -373,10 +373,10 @@ def test_rules_targets_on_cad_dev_without_model(shared_data) -> None:
     cands = [c for c in RulesGenerator(seed=0).generate(list(origs.values())) if isinstance(c, GeneratedCandidate)]
     with_cand = {c.original_id for c in cands}
     # issue 31 skips on purpose what it cannot edit well: an NLI original with an error every
-    # candidate would keep (6 of 200 on dev), and a review with no coherent review-wide flip
-    # (one that leaves no sentence arguing the other way) and no label-keeping edit (45 of 245);
-    # measured 194 / 200 and 200 / 245
-    for task, floor in (("nli", 0.95), ("sentiment", 0.80)):
+    # candidate would keep (6 of 200 on dev), and a review with no flip by leaving out and no
+    # label-keeping edit (66 of 245: the word flip of a whole review is pooled on texts of one
+    # sentence only, REVIEW_FLIP_SENTENCES); measured 194 / 200 and 179 / 245
+    for task, floor in (("nli", 0.95), ("sentiment", 0.70)):
         ids = [i for i, o in origs.items() if o.task == task]
         assert sum(i in with_cand for i in ids) >= floor * len(ids), task
     assert {c.perturbation for c in cands} == set(DEFAULT_CODES)

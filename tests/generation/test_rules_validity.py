@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from generation.ml import filters as F
-from generation.ml.base import GeneratedCandidate, Original, Skip
+from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip
 from generation.ml.rules import DEFAULT_CODES, TASK_CODES, RulesGenerator, sentiment_codes
 from generation.ml.rules import polarity as pol
 from generation.ml.rules import vocabulary as vocab
@@ -164,7 +166,11 @@ REVIEW = (
 def test_sentiment_edits_land_on_sentiment_words_and_never_in_markup() -> None:
     assert TASK_CODES["sentiment"] and set(TASK_CODES["sentiment"]) <= set(DEFAULT_CODES)
     o = Original("r1", {"text": REVIEW}, "positive", ("positive", "negative"), "sentiment")
-    cands = [c for c in RulesGenerator(seed=0).generate([o]) if isinstance(c, GeneratedCandidate)]
+    # the review flip on a review of several sentences is asked for (by default it is pooled on
+    # texts of one sentence only)
+    cands = [
+        c for c in RulesGenerator(seed=0, review_flip_sentences=0).generate([o]) if isinstance(c, GeneratedCandidate)
+    ]
     assert cands
     markup = pol.markup_spans(REVIEW)
     for c in cands:
@@ -188,6 +194,30 @@ def test_sentiment_edits_land_on_sentiment_words_and_never_in_markup() -> None:
     # "It is boring." flips to "It is interesting.", which still argues the original's (positive)
     # side in a review that now reads negative: the coherent flip leaves that sentence out
     assert "It is interesting" not in flipped and "It is boring" not in flipped
+
+
+def test_the_review_flip_is_pooled_on_one_sentence_unless_asked_for_longer() -> None:
+    from generation.ml.rules import REVIEW_FLIP_SENTENCES
+
+    assert REVIEW_FLIP_SENTENCES == 1
+    o = Original("r1", {"text": REVIEW}, "positive", ("positive", "negative"), "sentiment")
+
+    def flips(**opts: int) -> list[GeneratedCandidate]:
+        out = [c for c in RulesGenerator(seed=0, **opts).generate([o]) if isinstance(c, GeneratedCandidate)]
+        return [c for c in out if c.perturbation == "lexical"]
+
+    # a review of four sentences: no word flip by default (what it leaves reads self-contradictory)
+    assert flips() == [] and flips(review_flip_sentences=3) == []
+    assert flips(review_flip_sentences=4) and flips(review_flip_sentences=0)
+    one = Original(
+        "s1", {"text": "A great cast and a moving story."}, "positive", ("positive", "negative"), "sentiment"
+    )
+    out = [c for c in RulesGenerator(seed=0).generate([one]) if isinstance(c, GeneratedCandidate)]
+    flipped = [c for c in out if c.perturbation == "lexical"]
+    assert flipped and all(c.target_label == "negative" for c in flipped)
+    assert "terrible" in flipped[0].fields["text"] or "poor" in flipped[0].fields["text"]
+    with pytest.raises(GeneratorConfigError, match="review_flip_sentences"):
+        RulesGenerator(review_flip_sentences=-1)
 
 
 def test_sentiment_never_edits_inside_broken_markup() -> None:

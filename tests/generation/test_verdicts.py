@@ -91,9 +91,9 @@ def test_the_second_variant_takes_the_next_opposite() -> None:
     assert flip(text, 1) == "The acting is awful. A poor film."
 
 
-def _run(text: str, label: str) -> list[GeneratedCandidate]:
+def _run(text: str, label: str, **opts: int) -> list[GeneratedCandidate]:
     o = Original("r1", {"text": text}, label, ("negative", "positive"), "sentiment")
-    return [c for c in RulesGenerator(seed=0).generate([o]) if isinstance(c, GeneratedCandidate)]
+    return [c for c in RulesGenerator(seed=0, **opts).generate([o]) if isinstance(c, GeneratedCandidate)]
 
 
 def test_generator_pools_no_single_sentence_flip_of_a_long_review_and_sets_targets() -> None:
@@ -101,7 +101,9 @@ def test_generator_pools_no_single_sentence_flip_of_a_long_review_and_sets_targe
         "I loved this movie. The acting is great and the story is very good. "
         "My family watched it twice and we all had a good laugh."
     )
-    cands = _run(text, "positive")
+    # the review flip of a text of several sentences is pooled when a run asks for it
+    assert not [c for c in _run(text, "positive") if c.perturbation == "lexical"]
+    cands = _run(text, "positive", review_flip_sentences=0)
     codes = {c.perturbation for c in cands}
     assert "negation" not in codes
     flips = [c for c in cands if c.perturbation == "lexical"]

@@ -61,6 +61,12 @@ SENTENCE_FLIPS: tuple[str, ...] = ("lexical", "negation")
 KEEP_CODES: tuple[str, ...] = ("delete", "insert")
 SENTIMENT_KEEP_CAP = 1  # label-keeping candidates per code and review
 REVIEW_FLIP_VARIANTS = 2
+# the review-wide word flip (``lexical``) is pooled on texts of at most this many sentences: on
+# CAD's multi-sentence reviews, read whole by two blind readers (rounds 3-7, 204 flips of dev
+# reviews), what it left still argued the other way and 0.09 of them read as a review a person
+# could write (docs/generation.md, "The default sentiment pool"); a run asks for it on longer
+# texts with ``review_flip_sentences`` (0: any length)
+REVIEW_FLIP_SENTENCES = 1
 
 
 def _target(original: Original, code: str) -> str | None:
@@ -103,6 +109,7 @@ class RulesConfig:
     min_words: int = 3
     max_sentence_words: int = 60
     codes: tuple[str, ...] | None = None  # None: TASK_CODES for the original's task, else DEFAULT_CODES
+    review_flip_sentences: int = REVIEW_FLIP_SENTENCES  # sentiment: 0 = the review flip on any length
 
     def codes_for(self, task: str) -> tuple[str, ...]:
         return self.codes if self.codes is not None else TASK_CODES.get(task, DEFAULT_CODES)
@@ -115,6 +122,8 @@ class RulesConfig:
             raise GeneratorConfigError("rules: max_per_code, max_per_original and max_sentences must be >= 1")
         if self.max_negation < 0:
             raise GeneratorConfigError("rules: max_negation must be >= 0")
+        if self.review_flip_sentences < 0:
+            raise GeneratorConfigError("rules: review_flip_sentences must be >= 0 (0: any length)")
 
 
 class RulesGenerator:
@@ -132,6 +141,7 @@ class RulesGenerator:
         min_words: int = 3,
         max_sentence_words: int = 60,
         codes: Sequence[str] | None = None,
+        review_flip_sentences: int = REVIEW_FLIP_SENTENCES,
     ) -> None:
         if config is None:
             try:
@@ -144,6 +154,7 @@ class RulesGenerator:
                     min_words=int(min_words),
                     max_sentence_words=int(max_sentence_words),
                     codes=None if codes is None else (codes,) if isinstance(codes, str) else tuple(codes),
+                    review_flip_sentences=int(review_flip_sentences),
                 )
             except (TypeError, ValueError) as exc:
                 raise GeneratorConfigError(f"rules: bad option value: {exc}") from exc
@@ -221,13 +232,15 @@ class RulesGenerator:
                         props = [p for p in props if lexical_codes.removes_negation(p)]
                     by_code[code] += [(name, sent, p) for p in clean(props)]
             if sentiment and "lexical" in codes and sents:
-                # every verdict of the review at once (issue 31): the edit that flips a label;
-                # a second variant with the next opposite of each word
                 whole_text = Sentence(text, [], 0, len(text))
-                for variant in range(REVIEW_FLIP_VARIANTS):
-                    flip = sentiment_codes.review_flip(text, variant=variant, label=original.label)
-                    if flip is not None:
-                        first["lexical"].append((name, whole_text, flip))
+                n_sentences = len(sentence_spans(text))
+                if cfg.review_flip_sentences == 0 or n_sentences <= cfg.review_flip_sentences:
+                    # every verdict of the review at once (issue 31): the edit that flips a
+                    # label; a second variant with the next opposite of each word
+                    for variant in range(REVIEW_FLIP_VARIANTS):
+                        flip = sentiment_codes.review_flip(text, variant=variant, label=original.label)
+                        if flip is not None:
+                            first["lexical"].append((name, whole_text, flip))
                 if "delete" in codes and (side := sentiment_codes.side_flip(text, original.label)) is not None:
                     side_flips.append((name, whole_text, side))
         if not perturbable:
