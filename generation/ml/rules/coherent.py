@@ -25,7 +25,9 @@ left out, its own sentences of the other side kept.
 Leaving a sentence out is an edit like any other: the candidate's diff shows it, the pairwise
 classifier and the reader see it. Measured blind on 145 CAD sentiment dev reviews
 (docs/generation.md, "The coherent review flip"): the review flips read as flipped 0.59 of the
-time but as valid only 0.08; the flips by leaving out 0.67 valid, 0.16 flipped. No Django.
+time but as valid only 0.08; the flips by leaving out 0.67 valid, 0.16 flipped. So the
+generator pools :func:`coherent_flip` on texts of one sentence unless a run asks for more
+(``RulesConfig.review_flip_sentences``; rounds 7-10, "The default sentiment pool"). No Django.
 """
 
 from __future__ import annotations
