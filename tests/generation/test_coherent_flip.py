@@ -208,3 +208,20 @@ def test_the_generator_pools_a_side_flip_aimed_at_the_other_label() -> None:
     assert len(side) == 1 and side[0].perturbation == "delete" and side[0].target_label == "positive"
     keep = [c for c in cands if c.perturbation in ("delete", "insert") and c not in side]
     assert keep and all(c.target_label == "negative" for c in keep)
+
+
+def test_a_sentence_leaning_on_one_left_out_goes_with_it() -> None:
+    assert coherent._leans_back("That's mainly because it is brave.")
+    assert coherent._leans_back("Then, he gets a chance.") and coherent._leans_back("The first is the cast.")
+    assert not coherent._leans_back("The cast is great.") and not coherent._leans_back("It is a film about a war.")
+    assert not coherent._leans_back("Still, the photography is stunning.")  # a contrast, not a reference
+    review = MIXED.replace("The score is beautiful too.", "The score is beautiful too. I saw it with friends.")
+    review = review.replace(
+        "The dialogue is clumsy and the plot is a dull, tedious mess. ",
+        "The dialogue is clumsy and the plot is a dull, tedious mess. That is mostly the writer's fault. ",
+    )
+    flip = coherent.side_flip(review, "negative")
+    assert flip.blocked == "", flip
+    new = apply_edits(review, list(flip.edits))
+    # "That is mostly the writer's fault." would answer a sentence no longer there
+    assert "tedious" not in new and "writer's fault" not in new and new.startswith("Still, the photography")

@@ -27,7 +27,7 @@ classifier and the reader see it. Measured blind on 145 CAD sentiment dev review
 (docs/generation.md, "The coherent review flip"): the review flips read as flipped 0.59 of the
 time but as valid only 0.08; the flips by leaving out 0.67 valid, 0.16 flipped. So the
 generator pools :func:`coherent_flip` on texts of one sentence unless a run asks for more
-(``RulesConfig.review_flip_sentences``; rounds 7-10, "The default sentiment pool"). No Django.
+(``RulesConfig.review_flip_sentences``; rounds 7-11, "The default sentiment pool"). No Django.
 """
 
 from __future__ import annotations
@@ -160,6 +160,42 @@ def _words(text: str) -> int:
     return len(text.split())
 
 
+# a sentence that opens with one of these leans on the sentence before it ("That's mainly
+# because ...", "The first is ...", "Then, he gets ...", "She ..."): when that one is left out,
+# it goes too (round 8: the flips by leaving out that readers called invalid kept such
+# sentences). Not "this" (most often the film itself) nor a contrast ("Still, the photography is
+# stunning" after a sentence of the other side left out is the reviewer's own other side).
+_LEANS_BACK = frozenset(
+    "that that's these those which he she they his her their him them then also later what's".split()
+)
+_LEADING_WORD = re.compile(r"\W*([A-Za-z]+(?:'[a-z]+)?)")
+
+
+def _leans_back(sentence: str) -> bool:
+    """Whether a sentence opens by referring to the one before it (:data:`_LEANS_BACK`, or "The
+    first / second / other ...")."""
+    m = _LEADING_WORD.match(sentence)
+    if not m:
+        return False
+    first = m.group(1).lower().replace("’", "'")
+    if first in _LEANS_BACK:
+        return True
+    rest = sentence[m.end() :].split()
+    return (
+        first == "the" and bool(rest) and rest[0].lower() in ("first", "second", "third", "other", "latter", "former")
+    )
+
+
+def _with_dangling(text: str, spans: list[tuple[int, int]], gone: set[int]) -> set[int]:
+    """``gone`` and every sentence that would open leaning on a sentence left out (in order, so a
+    chain of them goes)."""
+    out = set(gone)
+    for n in range(1, len(spans)):
+        if n not in out and n - 1 in out and _leans_back(text[spans[n][0] : spans[n][1]]):
+            out.add(n)
+    return out
+
+
 def _removal(spans: list[tuple[int, int]], n: int, gone: set[int]) -> tuple[int, int]:
     """The characters to delete to leave out sentence ``n``: up to the next sentence (the
     whitespace or paragraph break after it too); when every sentence after it is left out too,
@@ -203,6 +239,7 @@ def coherent_flip(text: str, label: str | None, *, variant: int = 0) -> Flip:
         # directed, fast paced and exciting"); an untouched one goes when the model agrees
         if lean >= (STILL if here else RESIDUE) or (residue and (bool(here) or lean >= LEXICON_LEAN)):
             gone.add(n)
+    gone = _with_dangling(text, spans, gone)
     kept = [n for n in range(len(spans)) if n not in gone]
     if not any(in_sent.get(n) for n in kept) and not stray:
         return Flip((), (), (), 0.0, "no verdict flip survives the sentences left out")
@@ -249,6 +286,7 @@ def side_flip(text: str, label: str | None) -> Flip:
         word = lexicon_side(text[a:b])
         if toward[n] >= SIDE_DROP or (toward[n] >= LEXICON_LEAN and word and (word > 0) == positive):
             gone.add(n)
+    gone = _with_dangling(text, spans, gone)
     kept = [n for n in range(len(spans)) if n not in gone]
     if not gone:
         return Flip((), (), (), 0.0, "no sentence on the original's side")
