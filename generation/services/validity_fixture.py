@@ -140,6 +140,17 @@ def _rate(xs: list[float]) -> float | None:
     return round(sum(xs) / len(xs), 3) if xs else None
 
 
+def _rates(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Judged count, validity, flips and valid & flipped of judged rows (a judgement is a bool,
+    or the share of readers who said so: the whole-review fixture)."""
+    return {
+        "judged": len(rows),
+        "valid": _rate([float(r["valid"]) for r in rows]),
+        "flips": _rate([float(r.get("flip") or 0) for r in rows]),
+        "valid_flips": _rate([_valid_flip(r) for r in rows]),
+    }
+
+
 def _valid_flip(row: dict[str, Any]) -> float:
     """Valid and flipped: the share of readers who found both (``readers``), else both
     judgements."""
@@ -158,43 +169,21 @@ def score(pooled: Sequence[Pooled], judged: dict[str, dict[str, Any]], n_candida
     codes: dict[str, dict[str, Any]] = {}
     counts = Counter(p.cand.perturbation for p in pooled)
     n = len(pooled)
-    allv: list[float] = []
-    allf: list[float] = []
-    allvf: list[float] = []
+    all_rows: list[dict[str, Any]] = []
     for code in sorted(counts):
         rows = [judged[p.key] for p in pooled if p.cand.perturbation == code and p.key in judged]
-        # a judgement is a bool, or the share of readers who said so (whole-review fixture)
-        v = [float(r["valid"]) for r in rows]
-        f = [float(r.get("flip") or 0) for r in rows]
-        vf = [_valid_flip(r) for r in rows]
-        allv += v
-        allf += f
-        allvf += vf
-        codes[code] = {
-            "pooled": counts[code],
-            "share": round(counts[code] / n, 3) if n else 0.0,
-            "judged": len(rows),
-            "valid": _rate(v),
-            "flips": _rate(f),
-            "valid_flips": _rate(vf),
-        }
-    aims: dict[str, dict[str, Any]] = {}
+        all_rows += rows
+        codes[code] = {"pooled": counts[code], "share": round(counts[code] / n, 3) if n else 0.0, **_rates(rows)}
+    aim_pooled: Counter[str] = Counter()
+    aim_rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for p in pooled:  # issue 31: a code can aim at either label ("delete" keeps it or flips it)
         if p.cand.target_label is None or p.original.label is None:
             continue
         name = f"{p.cand.perturbation}:{'keep' if p.cand.target_label == p.original.label else 'flip'}"
-        a = aims.setdefault(name, {"pooled": 0, "rows": []})
-        a["pooled"] += 1
+        aim_pooled[name] += 1
         if p.key in judged:
-            a["rows"].append(judged[p.key])
-    for a in aims.values():
-        rows = a.pop("rows")
-        a.update(
-            judged=len(rows),
-            valid=_rate([float(r["valid"]) for r in rows]),
-            flips=_rate([float(r.get("flip") or 0) for r in rows]),
-            valid_flips=_rate([_valid_flip(r) for r in rows]),
-        )
+            aim_rows[name].append(judged[p.key])
+    aims = {name: {"pooled": k, **_rates(aim_rows[name])} for name, k in aim_pooled.items()}
     texts = [p.after for p in pooled]
     # the judged sample is stratified by code (up to 50 each): the pool's figures weight each
     # code's rate by its share of the pool (codes with no judged candidate left out)
@@ -210,12 +199,9 @@ def score(pooled: Sequence[Pooled], judged: dict[str, dict[str, Any]], n_candida
         "pool_flips": round(sum(c["share"] * c["flips"] for c in judged_codes) / weight, 3) if weight else None,
         "candidates": n_candidates,
         "pooled": n,
-        "judged": len(allv),
+        **_rates(all_rows),
         # of them, judged blind by two readers (issue 31.4's batches: a ``readers`` list)
         "judged_by_two_readers": sum(1 for p in pooled if p.key in judged and "readers" in judged[p.key]),
-        "valid": _rate(allv),
-        "flips": _rate(allf),
-        "valid_flips": _rate(allvf),
         "pool_valid_flips": round(sum(c["share"] * c["valid_flips"] for c in judged_codes) / weight, 3)
         if weight
         else None,

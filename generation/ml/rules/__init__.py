@@ -217,7 +217,8 @@ class RulesGenerator:
 
             # a review of several sentences: single-sentence flips (lexical, negation) would
             # leave the rest of it arguing the other way; only the review-wide flip flips it
-            whole = sentiment and len(sentence_spans(text)) > 1
+            n_sentences = len(sentence_spans(text))
+            whole = sentiment and n_sentences > 1
             for sent in sents:
                 for code in codes:
                     if sentiment and code in SENTENCE_FLIPS and (whole or code == "lexical"):
@@ -233,7 +234,6 @@ class RulesGenerator:
                     by_code[code] += [(name, sent, p) for p in clean(props)]
             if sentiment and "lexical" in codes and sents:
                 whole_text = Sentence(text, [], 0, len(text))
-                n_sentences = len(sentence_spans(text))
                 if cfg.review_flip_sentences == 0 or n_sentences <= cfg.review_flip_sentences:
                     # every verdict of the review at once (issue 31): the edit that flips a
                     # label; a second variant with the next opposite of each word
@@ -259,26 +259,23 @@ class RulesGenerator:
             if sentiment and code in KEEP_CODES:
                 cap = min(cap, SENTIMENT_KEEP_CAP)
             chosen: list[GeneratedCandidate] = []
+
+            def take(cand: GeneratedCandidate, chosen: list[GeneratedCandidate] = chosen) -> None:
+                """``cand`` unless a sibling (or the original) already has its text."""
+                key = tuple(sorted(cand.fields.items()))
+                if key not in seen:
+                    seen.add(key)
+                    chosen.append(cand)
+
             for name, sent, prop in pool:
                 if len(chosen) >= cap:
                     break
-                cand = self._candidate(
-                    original, name, sent, prop, target=_target(original, code) if sentiment else None
-                )
-                key = tuple(sorted(cand.fields.items()))
-                if key in seen:
-                    continue
-                seen.add(key)
-                chosen.append(cand)
+                take(self._candidate(original, name, sent, prop, target=_target(original, code) if sentiment else None))
             if code == "delete":
                 # the review flip that swaps no word: a delete aimed at the other label, on top
                 # of the label-keeping one
                 for name, sent, prop in side_flips:
-                    cand = self._candidate(original, name, sent, prop, target=_target(original, "lexical"))
-                    key = tuple(sorted(cand.fields.items()))
-                    if key not in seen:
-                        seen.add(key)
-                        chosen.append(cand)
+                    take(self._candidate(original, name, sent, prop, target=_target(original, "lexical")))
             picked[code] = chosen
         out: list[GeneratedCandidate] = []
         depth = 0
