@@ -127,18 +127,11 @@ def read_rows(path: str | os.PathLike[str]) -> list[dict[str, str]]:
     return rows
 
 
-def cad_sentences(
-    path: str | os.PathLike[str], sentence_spans: Callable[[str], Sequence[tuple[int, int]]]
-) -> list[dict[str, str]]:
-    """The sentences a CAD sentiment revision changed (``{split}_paired.tsv``: ``Sentiment \\t
-    Text \\t batch_id``, the two rows of a batch an original and its revision), each with the
-    label of the review it stands in (source ``cad-sentences``): review sentences that carry
-    the label, in the words reviewers use, and the same sentence on both sides where the edit
-    was small ("Incredible plot." / "Implausible plot."). A batch without two rows is skipped.
-    ``sentence_spans`` splits a review (``rules.tokens.sentence_spans``, which the flip reads
-    by; passed in, as the rules package reads this module)."""
+def cad_batches(path: str | os.PathLike[str]) -> list[list[tuple[str, str]]]:
+    """The batches of a CAD sentiment ``{split}_paired.tsv`` (``Sentiment \\t Text \\t
+    batch_id``): each a list of ``(label, text)`` rows, an original and its revision when the
+    batch is whole. A file without that header raises ``ValueError``."""
     import csv
-    import difflib
 
     batches: dict[str, list[tuple[str, str]]] = {}
     with open(path, encoding="utf-8", newline="") as fh:
@@ -149,8 +142,23 @@ def cad_sentences(
         for row in reader:
             if len(row) >= 3 and row[0].strip().lower() in ("positive", "negative"):
                 batches.setdefault(row[2], []).append((row[0].strip().lower(), row[1]))
+    return list(batches.values())
+
+
+def cad_sentences(
+    path: str | os.PathLike[str], sentence_spans: Callable[[str], Sequence[tuple[int, int]]]
+) -> list[dict[str, str]]:
+    """The sentences a CAD sentiment revision changed (:func:`cad_batches`: the two rows of a
+    batch an original and its revision), each with the label of the review it stands in (source
+    ``cad-sentences``): review sentences that carry the label, in the words reviewers use, and
+    the same sentence on both sides where the edit was small ("Incredible plot." / "Implausible
+    plot."). A batch without two rows is skipped. ``sentence_spans`` splits a review
+    (``rules.tokens.sentence_spans``, which the flip reads by; passed in, as the rules package
+    reads this module)."""
+    import difflib
+
     out: list[dict[str, str]] = []
-    for pair in batches.values():
+    for pair in cad_batches(path):
         if len(pair) != 2:
             continue
         (l1, t1), (l2, t2) = pair

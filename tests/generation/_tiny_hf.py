@@ -97,6 +97,30 @@ def save_gpt2(path: Path, seed: int = 0) -> Path:
     return path
 
 
+def save_llama(path: Path, seed: int = 0) -> Path:
+    """A two-layer llama (the bundled SmolLM2's architecture) with the word-level tokenizer."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    v = vocab()
+    cfg = LlamaConfig(
+        vocab_size=len(v),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=256,
+        bos_token_id=v["</s>"],
+        eos_token_id=v["</s>"],
+        pad_token_id=v["[PAD]"],
+    )
+    LlamaForCausalLM(cfg).save_pretrained(path)
+    wordlevel_tokenizer().save_pretrained(path)
+    return path
+
+
 def save_t5(path: Path, seed: int = 0) -> Path:
     import torch
     from transformers import T5Config, T5ForConditionalGeneration

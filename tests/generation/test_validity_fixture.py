@@ -79,6 +79,12 @@ def test_the_shipped_fixture_is_well_formed() -> None:
             assert r["valid"] == sum(x["valid"] for x in r["readers"]) / 2
             assert r["flip"] == sum(x["label"] != r["label"] for x in r["readers"]) / 2
     assert set(json.loads((FIXTURE / "baseline.json").read_text(encoding="utf-8"))) == {"nli", "sentiment"}
+    # the one-sentence texts of round 13 (``--unit sentences``): judged the same way
+    rows = [json.loads(line) for line in (FIXTURE / "sentences" / "sentiment.jsonl").read_text().splitlines()]
+    assert len(rows) >= 100 and len({r["key"] for r in rows}) == len(rows)
+    for r in rows:
+        assert len(r["readers"]) == 2 and r["judged_on"] == "i31-readers-13"
+        assert r["valid"] == sum(x["valid"] for x in r["readers"]) / 2
 
 
 def test_whole_review_judgements_score_as_reader_shares() -> None:

@@ -1,5 +1,5 @@
 """``python manage.py bench_rules_validity [--task nli,sentiment] [--originals N] [--filters ...]
-[--fixture DIR] [--dump DIR] [--per-code N] [--json]``
+[--fixture DIR] [--dump DIR] [--per-code N] [--unit reviews|sentences] [--rewriter auto|on|off] [--json]``
 
 The default ``rules`` run's validity against the judged dev fixture (issue 27;
 ``tests/fixtures/generation-validity/``, see its README): the generator over the first
@@ -22,7 +22,10 @@ trained with ``train_task_model``) reports every code with and without the teach
 ``--teacher-threshold`` (and each P of ``--sweep``). ``--batch DIR --batch-rows FILE`` writes a
 blind reader batch of the run's unjudged pooled reviews (``--controls N`` CAD dev revisions
 mixed in); ``--readers DIR --batch-rows FILE`` reads the readers' answers back into the fixture
-and prints their agreement. No database.
+and prints their agreement. ``--unit sentences`` takes, instead of CAD's dev reviews, the single
+sentences CAD's dev annotators rewrote, each a one-sentence text (its controls the annotators'
+rewrites); ``--rewriter auto|on|off`` and ``--review-flip-sentences N`` set the written review
+flip and the length of text the review-wide flips are pooled on. No database.
 """
 
 from __future__ import annotations
@@ -88,6 +91,27 @@ class Command(BaseCommand):
             help="FILE ({task} is replaced): save the pooled candidates there, or score the pool saved there "
             "instead of generating (e.g. against a newer fixture)",
         )
+        parser.add_argument(
+            "--unit",
+            default="reviews",
+            choices=("reviews", "sentences"),
+            help="sentiment: the originals are CAD dev reviews, or the single sentences CAD's dev revisions "
+            "rewrote, each a one-sentence text with its review's label (controls: the annotators' rewrites)",
+        )
+        parser.add_argument(
+            "--review-flip-sentences",
+            dest="review_flip_sentences",
+            type=int,
+            default=None,
+            help="sentiment: pool the review-wide flips on texts of at most N sentences (0: any; default: the "
+            "generator's)",
+        )
+        parser.add_argument(
+            "--rewriter",
+            default="auto",
+            choices=("auto", "on", "off"),
+            help="sentiment: the written review flip (the CAD-trained rewriter; auto: when its adapter is there)",
+        )
         parser.add_argument("--json", action="store_true", help="print the JSON object as the last line")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -95,7 +119,6 @@ class Command(BaseCommand):
             return self._merge_readers(opts)
         from generation.management.commands.bench_generation import load_originals
         from generation.ml import filters as ml_filters
-        from generation.ml.rules import RulesGenerator
         from generation.services import run_quality, validity_fixture
         from projects.ml.embeddings import Encoder
 
@@ -131,8 +154,11 @@ class Command(BaseCommand):
                     self.stderr.write("no causal language model: the perplexity filter is skipped")
             if opts["offset"] < 0:
                 raise CommandError("--offset must be >= 0")
-            originals = load_originals(FORMAT_FOR_TASK[task], data, task, "dev", opts["offset"] + opts["originals"])
-            originals = originals[opts["offset"] :]
+            if task == "sentiment" and opts["unit"] == "sentences":
+                originals = _dev_sentences(data)
+            else:
+                originals = load_originals(FORMAT_FOR_TASK[task], data, task, "dev", opts["offset"] + opts["originals"])
+            originals = originals[opts["offset"] : opts["offset"] + opts["originals"]]
             if not originals:
                 raise CommandError(f"no {task} dev originals in {data}")
             saved = Path(opts["pool"].replace("{task}", task)) if opts["pool"] else None
@@ -142,7 +168,7 @@ class Command(BaseCommand):
             else:
                 pooled, n_cands = validity_fixture.pooled_candidates(
                     originals,
-                    generator=RulesGenerator(seed=opts["seed"]),
+                    generator=_generator(opts["seed"], task, opts["rewriter"], opts["review_flip_sentences"]),
                     filters=filters,
                     band=ml_filters.band_for(task),
                     encoder=encoder,
@@ -180,7 +206,9 @@ class Command(BaseCommand):
                     f"  generated-gold overlap ({Path(gold).name}): {g['judged']} judged, valid {valid}; {per_code}"
                 )
             if opts["lm_split"] and scorer is not None:
-                r["lm_split"] = self._lm_split(originals, task, filters, judged, encoder, scorer, opts["seed"])
+                r["lm_split"] = self._lm_split(
+                    originals, task, filters, judged, encoder, scorer, opts["seed"], opts["rewriter"]
+                )
             if opts["dump"]:
                 out = Path(opts["dump"])
                 out.mkdir(parents=True, exist_ok=True)
@@ -201,17 +229,17 @@ class Command(BaseCommand):
         encoder: Any,
         scorer: Any,
         seed: int,
+        rewriter: str = "off",
     ) -> dict[str, dict[str, Any]]:
         """Per code, on the judged candidates pooled WITHOUT the perplexity filter: validity of
         all of them, of those the LM keeps and of those it drops."""
         from generation.ml import filters as ml_filters
-        from generation.ml.rules import RulesGenerator
         from generation.services import run_quality, validity_fixture
 
         cfg = settings.COUNTERPART
         pre, _ = validity_fixture.pooled_candidates(
             originals,
-            generator=RulesGenerator(seed=seed),
+            generator=_generator(seed, task, rewriter),
             filters=[f for f in filters if f != "perplexity"],
             band=ml_filters.band_for(task),
             encoder=encoder,
@@ -299,11 +327,19 @@ class Command(BaseCommand):
         if not opts["batch_rows"]:
             raise CommandError("--batch needs --batch-rows FILE (where the batch's rows are kept)")
         rows = [review_batches.review_row(p) for p in pooled if p.key not in judged]
-        revs = [r for r in read("cad-sentiment", [data], task="sentiment", split="dev") if isinstance(r, PairRecord)]
         import random
 
-        picked = random.Random(opts["seed"]).sample(revs, min(opts["controls"], len(revs)))
-        controls = [(f"{r.original.id}/rev", r.cf_fields["text"], str(r.cf_label)) for r in picked]
+        if opts["unit"] == "sentences":  # the annotators' own rewrites of single sentences
+            sents = _dev_sentence_pairs(data)
+            chosen = random.Random(opts["seed"]).sample(sents, min(opts["controls"], len(sents)))
+            target = {"positive": "negative", "negative": "positive"}
+            controls = [(f"cad-dev-sentence/{p.original[:40]}/rev", p.revised, target[p.source]) for p in chosen]
+        else:
+            revs = [
+                r for r in read("cad-sentiment", [data], task="sentiment", split="dev") if isinstance(r, PairRecord)
+            ]
+            picked = random.Random(opts["seed"]).sample(revs, min(opts["controls"], len(revs)))
+            controls = [(f"{r.original.id}/rev", r.cf_fields["text"], str(r.cf_label)) for r in picked]
         info = review_batches.write_batch(Path(opts["batch"]), rows, controls, seed=opts["seed"])
         with open(opts["batch_rows"], "w", encoding="utf-8") as fh:
             for row in rows:
@@ -445,3 +481,43 @@ def _load_pool(path: Path) -> tuple[list[Any], int]:
         )
         out.append(Pooled(o, cand, r["key"], r["before"], r["after"]))
     return out, int(head["candidates"])
+
+
+def _generator(seed: int, task: str, rewriter: str, review_flip_sentences: int | None = None) -> Any:
+    """The default ``rules`` generator; on sentiment with the written review flip as a run has it
+    (``rewriter``: auto, on, off), reading the run's causal LM, and the review-wide flips on texts
+    of at most ``review_flip_sentences`` sentences (None: the generator's default)."""
+    from generation.ml.base import GeneratorConfigError
+    from generation.ml.rules import RulesGenerator
+    from generation.services.runs import default_causal_lm_path
+
+    kw: dict[str, Any] = {} if review_flip_sentences is None else {"review_flip_sentences": review_flip_sentences}
+    try:
+        if task != "sentiment" or rewriter == "off":
+            return RulesGenerator(seed=seed, rewriter="off", **kw)
+        return RulesGenerator(seed=seed, rewriter=rewriter, causal_lm_path=default_causal_lm_path(), **kw)
+    except GeneratorConfigError as exc:
+        raise CommandError(str(exc)) from exc
+
+
+def _dev_sentence_pairs(data: str) -> list[Any]:
+    """The sentences CAD's sentiment dev revisions rewrote, each beside the annotator's rewrite
+    (``rewriter.cad_sentence_pairs``)."""
+    from generation.ml import rewriter
+    from generation.ml.rules.tokens import sentence_spans
+
+    path = Path(data) / "sentiment" / "combined" / "paired" / "dev_paired.tsv"
+    if not path.is_file():
+        raise CommandError(f"no CAD sentiment dev_paired.tsv at {path}")
+    try:
+        return list(rewriter.cad_sentence_pairs(path, sentence_spans))
+    except ValueError as exc:
+        raise CommandError(str(exc)) from exc
+
+
+def _dev_sentences(data: str) -> list[Any]:
+    """``--unit sentences``: each sentence a CAD dev revision rewrote as a one-sentence sentiment
+    original with its review's label (``rewriter.sentence_originals``)."""
+    from generation.ml import rewriter
+
+    return rewriter.sentence_originals(_dev_sentence_pairs(data))

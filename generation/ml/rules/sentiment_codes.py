@@ -22,10 +22,11 @@ No edit touches markup (the generator drops any proposal that does).
 
 from __future__ import annotations
 
+import difflib
 import random
 
 from generation.ml import lexicons as lx
-from generation.ml.rules import coherent
+from generation.ml.rules import coherent, rewritten
 from generation.ml.rules import polarity as pol
 from generation.ml.rules import wordnet as wnx
 from generation.ml.rules.lexical_codes import Proposal, Sentence, _rep
@@ -173,13 +174,33 @@ def side_flip(text: str, label: str | None = None) -> Proposal | None:
     return Proposal("delete", flip.edits, (), removed, detail)
 
 
+def written_flip(text: str, rewrite: rewritten.Rewrite, label: str | None = None) -> Proposal | None:
+    """The review flipped by the CAD-trained rewriter, sentence by sentence
+    (:func:`rewritten.written_flip`); None when there is none. Its code is ``resemantic`` (a
+    sentence rewritten, not a word swapped); its aim is the other label."""
+    flip = rewritten.written_flip(text, label, rewrite)
+    if flip.blocked or not flip.edits:
+        return None
+    intro: list[str] = []
+    removed: list[str] = []
+    for a, b, new in flip.edits:
+        old_words, new_words = text[a:b].split(), new.split()
+        for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old_words, b=new_words, autojunk=False).get_opcodes():
+            if op != "equal":
+                removed += [w.lower() for w in old_words[i1:i2]]
+                intro += [w.lower() for w in new_words[j1:j2]]
+    rewrites = sum(1 for _, _, new in flip.edits if new)
+    detail = f"review flip written: {rewrites} sentence(s) rewritten"
+    if flip.dropped:
+        detail += f", {len(flip.dropped)} left out"
+    return Proposal("resemantic", flip.edits, tuple(intro), tuple(removed), detail)
+
+
 def changed_sentences(text: str, new_text: str) -> tuple[str, str] | None:
     """The sentences a review-wide edit changed, joined, before and after: what the
     similarity band and the perplexity filter compare (the whole review would hide a flip of a
     few words in a long text): each changed sentence beside the old one most like it; sentences
     left out are no part of it. None when nothing changed or only sentences were left out."""
-    import difflib
-
     a = [text[s:e] for s, e in sentence_spans(text)]
     b = [new_text[s:e] for s, e in sentence_spans(new_text)]
     if len(a) < 2:
@@ -289,4 +310,15 @@ def insert(s: Sentence, rng: random.Random) -> list[Proposal]:
 
 PERTURBATIONS = {"lexical": lexical, "negation": negation, "delete": delete, "insert": insert}
 
-__all__ = ["PERTURBATIONS", "changed_sentences", "delete", "insert", "lexical", "negation", "polar", "review_flip"]
+__all__ = [
+    "PERTURBATIONS",
+    "changed_sentences",
+    "delete",
+    "insert",
+    "lexical",
+    "negation",
+    "polar",
+    "review_flip",
+    "side_flip",
+    "written_flip",
+]

