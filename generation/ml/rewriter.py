@@ -273,6 +273,7 @@ def train(
     tmp.replace(out / ADAPTER_FILE)
     meta = {
         "base": Path(base_path).name,
+        "architecture": architecture(base_path),
         "rank": rank,
         "alpha": alpha,
         "lr": lr,
@@ -290,6 +291,27 @@ def train(
 
 
 # --- rewriting ---------------------------------------------------------------------------------
+
+
+ARCHITECTURE_KEYS = ("model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "vocab_size")
+
+
+def architecture(base_path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What an adapter must match in a base model: these fields of its ``config.json`` (empty
+    when there is none)."""
+    path = Path(base_path) / "config.json"
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: config.get(k) for k in ARCHITECTURE_KEYS}
+
+
+def fits(base_path: str | os.PathLike[str], model_dir: str | os.PathLike[str] = MODEL_DIR) -> bool:
+    """Whether the adapter in ``model_dir`` was trained on a model of ``base_path``'s shape (the
+    shipped one: SmolLM2-135M; a run configured with another causal LM gets no written flip)."""
+    meta = read_meta(model_dir) or {}
+    return bool(meta.get("architecture")) and meta["architecture"] == architecture(base_path)
 
 
 def read_meta(model_dir: str | os.PathLike[str] = MODEL_DIR) -> dict[str, Any] | None:

@@ -51,6 +51,16 @@ def test_train_saves_an_adapter_the_rewriter_merges_into_the_weights(tmp_path: P
     meta = rewriter.train(PAIRS, base, tmp_path / "adapter", rank=2, alpha=4.0, lr=0.05, batch_size=2, epochs=2)
     assert meta["steps"] == 4 and meta["pairs"] == 3 and meta["rank"] == 2
     assert rewriter.read_meta(tmp_path / "adapter") == meta
+    assert rewriter.fits(base, tmp_path / "adapter") and not rewriter.fits(tmp_path, tmp_path / "adapter")
+    # the shipped adapter is SmolLM2's: a run with another LM gets no written flip, and asking
+    # for one is refused at start
+    assert not rewriter.fits(base)
+    from generation.ml.base import GeneratorConfigError
+    from generation.ml.rules import RulesGenerator
+
+    assert RulesGenerator(causal_lm_path=base)._rewriter() is None
+    with pytest.raises(GeneratorConfigError, match="trained on smollm2-135m-instruct"):
+        RulesGenerator(rewriter="on", causal_lm_path=base)
     state = torch.load(tmp_path / "adapter" / rewriter.ADAPTER_FILE, weights_only=True)
     assert any(float(v.abs().sum()) > 0 for k, v in state.items() if k.endswith("lora_b"))  # it learnt
     # the merged weights compute what the base model with the adapter beside it computes
@@ -170,6 +180,8 @@ def test_the_generator_pools_the_written_flip_first_on_texts_it_may_flip_whole()
     longer.use_rewriter(None)
     assert not written(longer, review)
     assert RulesGenerator(rewriter="off", causal_lm_path="/any")._rewriter() is None
+    with pytest.raises(GeneratorConfigError, match="is not a model folder"):
+        RulesGenerator(causal_lm_path="/no/such/model")  # fails at start, not on the first review
     with pytest.raises(GeneratorConfigError, match="auto, on or off"):
         RulesGenerator(rewriter="maybe")
     with pytest.raises(GeneratorConfigError, match="rewriter=on needs"):

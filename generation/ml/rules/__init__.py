@@ -13,6 +13,7 @@ other label, ``delete`` / ``insert`` at the original's.
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -154,14 +155,23 @@ class RulesGenerator:
         self._rewriter_base = ""
         if rewriter != "off":
             # sentiment's written review flip: the bundled LM with the shipped CAD adapter
-            has_adapter = rewriter_model.read_meta() is not None
+            meta = rewriter_model.read_meta()
+            has_adapter = meta is not None
             if rewriter == "on" and not (has_adapter and causal_lm_path):
                 raise GeneratorConfigError(
                     "rules: rewriter=on needs the rewriter adapter (python manage.py train_rewriter) "
                     "and a causal language model (the bundled SmolLM2)"
                 )
             if has_adapter and causal_lm_path:
-                self._rewriter_base = str(causal_lm_path)
+                if not os.path.isdir(causal_lm_path):
+                    raise GeneratorConfigError(f"rules: causal_lm_path {causal_lm_path!r} is not a model folder")
+                if rewriter_model.fits(causal_lm_path):
+                    self._rewriter_base = str(causal_lm_path)
+                elif rewriter == "on":  # auto: another LM than the adapter's, no written flip
+                    raise GeneratorConfigError(
+                        f"rules: the rewriter adapter was trained on {(meta or {}).get('base')}, "
+                        f"not on a model shaped like {causal_lm_path!r}"
+                    )
         if config is None:
             try:
                 config = RulesConfig(
