@@ -180,8 +180,10 @@ def test_the_generator_pools_the_written_flip_first_on_texts_it_may_flip_whole()
     longer.use_rewriter(None)
     assert not written(longer, review)
     assert RulesGenerator(rewriter="off", causal_lm_path="/any")._rewriter() is None
-    with pytest.raises(GeneratorConfigError, match="is not a model folder"):
-        RulesGenerator(causal_lm_path="/no/such/model")  # fails at start, not on the first review
+    # a hub name or a missing folder: no written flip (auto), refused at start (on)
+    assert RulesGenerator(causal_lm_path="/no/such/model")._rewriter() is None
+    with pytest.raises(GeneratorConfigError, match="not on a model folder shaped like"):
+        RulesGenerator(rewriter="on", causal_lm_path="/no/such/model")
     with pytest.raises(GeneratorConfigError, match="auto, on or off"):
         RulesGenerator(rewriter="maybe")
     with pytest.raises(GeneratorConfigError, match="rewriter=on needs"):

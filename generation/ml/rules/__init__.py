@@ -13,7 +13,6 @@ other label, ``delete`` / ``insert`` at the original's.
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -163,14 +162,13 @@ class RulesGenerator:
                     "and a causal language model (the bundled SmolLM2)"
                 )
             if has_adapter and causal_lm_path:
-                if not os.path.isdir(causal_lm_path):
-                    raise GeneratorConfigError(f"rules: causal_lm_path {causal_lm_path!r} is not a model folder")
+                # a hub name or a folder of another shape than the adapter's: no written flip
                 if rewriter_model.fits(causal_lm_path):
                     self._rewriter_base = str(causal_lm_path)
                 elif rewriter == "on":  # auto: another LM than the adapter's, no written flip
                     raise GeneratorConfigError(
                         f"rules: the rewriter adapter was trained on {(meta or {}).get('base')}, "
-                        f"not on a model shaped like {causal_lm_path!r}"
+                        f"not on a model folder shaped like {causal_lm_path!r}"
                     )
         if config is None:
             try:
