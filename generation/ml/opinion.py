@@ -22,7 +22,7 @@ import math
 import os
 import random
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
@@ -145,19 +145,15 @@ def cad_batches(path: str | os.PathLike[str]) -> list[list[tuple[str, str]]]:
     return list(batches.values())
 
 
-def cad_sentences(
+def cad_changed_runs(
     path: str | os.PathLike[str], sentence_spans: Callable[[str], Sequence[tuple[int, int]]]
-) -> list[dict[str, str]]:
-    """The sentences a CAD sentiment revision changed (:func:`cad_batches`: the two rows of a
-    batch an original and its revision), each with the label of the review it stands in (source
-    ``cad-sentences``): review sentences that carry the label, in the words reviewers use, and
-    the same sentence on both sides where the edit was small ("Incredible plot." / "Implausible
-    plot."). A batch without two rows is skipped. ``sentence_spans`` splits a review
-    (``rules.tokens.sentence_spans``, which the flip reads by; passed in, as the rules package
-    reads this module)."""
+) -> Iterator[tuple[str, str, str, list[str], list[str]]]:
+    """Per whole batch of a CAD paired file (:func:`cad_batches`: an original and its revision),
+    each run of sentences the revision changed: ``(original label, revision label, difflib op,
+    the original's sentences, the revision's)``. ``sentence_spans`` splits a review
+    (``rules.tokens.sentence_spans``; passed in, as the rules package reads this module)."""
     import difflib
 
-    out: list[dict[str, str]] = []
     for pair in cad_batches(path):
         if len(pair) != 2:
             continue
@@ -166,8 +162,20 @@ def cad_sentences(
         s2 = [t2[a:b].strip() for a, b in sentence_spans(t2)]
         for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=s1, b=s2, autojunk=False).get_opcodes():
             if op != "equal":
-                out += [{"text": s, "label": l1, "source": "cad-sentences"} for s in s1[i1:i2] if s]
-                out += [{"text": s, "label": l2, "source": "cad-sentences"} for s in s2[j1:j2] if s]
+                yield l1, l2, op, s1[i1:i2], s2[j1:j2]
+
+
+def cad_sentences(
+    path: str | os.PathLike[str], sentence_spans: Callable[[str], Sequence[tuple[int, int]]]
+) -> list[dict[str, str]]:
+    """The sentences a CAD sentiment revision changed (:func:`cad_changed_runs`), each with the
+    label of the review it stands in (source ``cad-sentences``): review sentences that carry
+    the label, in the words reviewers use, and the same sentence on both sides where the edit
+    was small ("Incredible plot." / "Implausible plot."). A batch without two rows is skipped."""
+    out: list[dict[str, str]] = []
+    for l1, l2, _, old, new in cad_changed_runs(path, sentence_spans):
+        out += [{"text": s, "label": l1, "source": "cad-sentences"} for s in old if s]
+        out += [{"text": s, "label": l2, "source": "cad-sentences"} for s in new if s]
     return out
 
 

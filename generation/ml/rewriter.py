@@ -74,25 +74,19 @@ def cad_sentence_pairs(
     least ``min_ratio`` of their words (an edit, not a new sentence) and the original has at
     most ``max_words`` words. ``sentence_spans`` splits a review (``rules.tokens.sentence_spans``,
     passed in as the rules package reads this module)."""
-    out: list[SentencePair] = []
-    from generation.ml.opinion import cad_batches
+    from generation.ml.opinion import cad_changed_runs
 
-    for batch in cad_batches(path):
-        if len(batch) != 2 or batch[0][0] == batch[1][0]:
+    out: list[SentencePair] = []
+    for l1, l2, op, old, new in cad_changed_runs(path, sentence_spans):
+        if l1 == l2 or op != "replace" or len(old) != len(new):
             continue
-        (l1, t1), (_, t2) = batch
-        s1 = [t1[a:b].strip() for a, b in sentence_spans(t1)]
-        s2 = [t2[a:b].strip() for a, b in sentence_spans(t2)]
-        for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=s1, b=s2, autojunk=False).get_opcodes():
-            if op != "replace" or i2 - i1 != j2 - j1:
+        for a, b in zip(old, new, strict=True):
+            words_a, words_b = a.split(), b.split()
+            if not words_a or len(words_a) > max_words or a == b:
                 continue
-            for a, b in zip(s1[i1:i2], s2[j1:j2], strict=True):
-                words_a, words_b = a.split(), b.split()
-                if not words_a or len(words_a) > max_words or a == b:
-                    continue
-                if difflib.SequenceMatcher(a=words_a, b=words_b, autojunk=False).ratio() < min_ratio:
-                    continue
-                out.append(SentencePair(l1, a, b))
+            if difflib.SequenceMatcher(a=words_a, b=words_b, autojunk=False).ratio() < min_ratio:
+                continue
+            out.append(SentencePair(l1, a, b))
     return out
 
 
