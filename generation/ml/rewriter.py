@@ -35,6 +35,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 MODEL_DIR = Path(__file__).parent / "rewriter_model"
+REVIEW_MODEL_DIR = Path(__file__).parent / "review_writer_model"  # the whole-review writer
+UNITS = ("sentence", "review")
 ADAPTER_FILE = "adapter.pt"
 META_FILE = "meta.json"
 # the linear layers of a llama block that get an adapter
@@ -42,10 +44,11 @@ TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down
 LABELS = ("positive", "negative")
 
 
-def prompt(sentence: str, source: str, target: str) -> str:
-    """What the model reads before it writes the rewrite (no chat template: the adapter learns
-    this one format)."""
-    return f"Review sentence ({source}): {sentence.strip()}\nRewritten ({target}):"
+def prompt(text: str, source: str, target: str, unit: str = "sentence") -> str:
+    """What the model reads before it writes the rewrite of a sentence or of a whole review (no
+    chat template: the adapter learns this one format)."""
+    head = "Review sentence" if unit == "sentence" else "Review"
+    return f"{head} ({source}): {text.strip()}\nRewritten ({target}):"
 
 
 def _say(message: str) -> None:
@@ -87,6 +90,23 @@ def cad_sentence_pairs(
             if difflib.SequenceMatcher(a=words_a, b=words_b, autojunk=False).ratio() < min_ratio:
                 continue
             out.append(SentencePair(l1, a, b))
+    return out
+
+
+def cad_review_pairs(path: str | os.PathLike[str], *, max_words: int = 400) -> list[SentencePair]:
+    """Every whole CAD batch as one pair: the original review beside the revision an annotator
+    wrote to carry the other label (the whole-review writer's data). Reviews of more than
+    ``max_words`` words are left out (the longest CAD review has 347)."""
+    from generation.ml.opinion import cad_batches
+
+    out: list[SentencePair] = []
+    for pair in cad_batches(path):
+        if len(pair) != 2:
+            continue
+        (l1, t1), (l2, t2) = pair
+        if l1 == l2 or not t1.split() or not t2.split() or len(t1.split()) > max_words or t1 == t2:
+            continue
+        out.append(SentencePair(l1, t1, t2))
     return out
 
 
@@ -184,9 +204,9 @@ def merge_adapter(model: Any, state: dict[str, Any], rank: int, alpha: float) ->
 # --- training ----------------------------------------------------------------------------------
 
 
-def _encode(tokenizer: Any, pair: SentencePair) -> tuple[list[int], list[int]]:
+def _encode(tokenizer: Any, pair: SentencePair, unit: str = "sentence") -> tuple[list[int], list[int]]:
     target = "negative" if pair.source == "positive" else "positive"
-    head = tokenizer(prompt(pair.original, pair.source, target), add_special_tokens=False)["input_ids"]
+    head = tokenizer(prompt(pair.original, pair.source, target, unit), add_special_tokens=False)["input_ids"]
     tail = tokenizer(" " + pair.revised.strip(), add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
     return head + tail, [-100] * len(head) + tail
 
@@ -204,17 +224,22 @@ def train(
     max_minutes: float = 0.0,
     seed: int = 0,
     threads: int = 0,
+    unit: str = "sentence",
+    init_dir: str | os.PathLike[str] | None = None,
     progress: Callable[[str], None] = _say,
 ) -> dict[str, Any]:
-    """Fit an adapter on ``pairs`` (the loss on the rewrite only), in batches of like length,
-    for ``epochs`` passes or until ``max_minutes`` (0: no limit) have gone, with a linear decay
-    of the learning rate; write ``adapter.pt`` (fp16) and ``meta.json`` to ``out_dir`` and
-    return the meta."""
+    """Fit an adapter on ``pairs`` of ``unit`` (sentences or whole reviews; the loss on the
+    rewrite only), in batches of like length, for ``epochs`` passes or until ``max_minutes`` (0:
+    no limit) have gone, with a linear decay of the learning rate; write ``adapter.pt`` (fp16)
+    and ``meta.json`` to ``out_dir`` and return the meta. ``init_dir``: start from the adapter
+    there (the whole-review writer starts from the sentence rewriter) rather than from zero."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if not pairs:
         raise ValueError("no sentence pairs to train on")
+    if unit not in UNITS:
+        raise ValueError(f"unit is one of {UNITS}, not {unit!r}")
     if threads:
         torch.set_num_threads(threads)
     torch.manual_seed(seed)
@@ -222,7 +247,20 @@ def train(
     tokenizer = AutoTokenizer.from_pretrained(base_path)
     model = AutoModelForCausalLM.from_pretrained(base_path, dtype=torch.float32)
     params = add_adapter(model, rank, alpha)
-    encoded = [_encode(tokenizer, p) for p in pairs]
+    start = None
+    if init_dir is not None:
+        start = read_meta(init_dir)
+        if start is None:
+            raise ValueError(f"no adapter in {init_dir} to start from")
+        if int(start["rank"]) != rank or start.get("architecture") != architecture(base_path):
+            raise ValueError(f"the adapter in {init_dir} has another rank or base model")
+        state = torch.load(Path(init_dir) / ADAPTER_FILE, map_location="cpu", weights_only=True)
+        if set(state) != set(params):
+            raise ValueError(f"the adapter in {init_dir} names other layers than the model's")
+        with torch.no_grad():
+            for k, v in params.items():
+                v.copy_(state[k].float())
+    encoded = [_encode(tokenizer, p, unit) for p in pairs]
     order = sorted(range(len(encoded)), key=lambda i: (len(encoded[i][0]), rng.random()))
     batches = [order[k : k + batch_size] for k in range(0, len(order), batch_size)]
     steps = max(1, int(len(batches) * epochs))
@@ -268,6 +306,8 @@ def train(
     meta = {
         "base": Path(base_path).name,
         "architecture": architecture(base_path),
+        "unit": unit,
+        "started_from": None if start is None else f"{Path(str(init_dir)).name} ({start.get('pairs')} pairs)",
         "rank": rank,
         "alpha": alpha,
         "lr": lr,
@@ -331,6 +371,7 @@ class Rewriter:
         if threads:
             torch.set_num_threads(threads)
         self.meta = meta
+        self.unit = str(meta.get("unit", "sentence"))
         self.tokenizer: Any = AutoTokenizer.from_pretrained(base_path)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
@@ -340,29 +381,39 @@ class Rewriter:
         merge_adapter(self.model, state, int(meta["rank"]), float(meta["alpha"]))
         self.model.eval()
 
-    def rewrite(self, sentences: Sequence[str], source: str, target: str, *, batch_size: int = 16) -> list[str]:
-        """Each sentence of a review labelled ``source`` rewritten to carry ``target``; ``""``
-        where the model wrote nothing."""
+    def rewrite(self, sentences: Sequence[str], source: str, target: str, *, batch_size: int = 0) -> list[str]:
+        """Each sentence (a review's, labelled ``source``; or each whole review, for a writer
+        of reviews) rewritten to carry ``target``; ``""`` where the model wrote nothing.
+        ``batch_size`` 0: 16 sentences at a time (reviews: one at a time)."""
         import torch
 
         if source not in LABELS or target not in LABELS:
             raise ValueError(f"labels are {LABELS}, got {source!r} -> {target!r}")
+        review = self.unit == "review"
+        # a review is written one at a time with prompt-lookup decoding: the written review
+        # copies most of its original, and drafts taken from the prompt are checked in one
+        # forward pass (the same greedy text, 2-5 times faster on CPU)
+        batch_size = 1 if review else (batch_size or 16)
         out: list[str] = []
         for k in range(0, len(sentences), batch_size):
             chunk = list(sentences[k : k + batch_size])
             enc = self.tokenizer(
-                [prompt(s, source, target) for s in chunk], return_tensors="pt", padding=True, add_special_tokens=False
+                [prompt(s, source, target, self.unit) for s in chunk],
+                return_tensors="pt",
+                padding=True,
+                add_special_tokens=False,
             )
             longest = max(len(self.tokenizer(s, add_special_tokens=False)["input_ids"]) for s in chunk)
             with torch.no_grad():
                 gen = self.model.generate(
                     **enc,
-                    max_new_tokens=int(longest * 1.5) + 8,
+                    max_new_tokens=int(longest * (1.25 if review else 1.5)) + 8,
                     do_sample=False,
                     pad_token_id=self.tokenizer.pad_token_id,
                     eos_token_id=self.tokenizer.eos_token_id,
+                    **({"prompt_lookup_num_tokens": 10} if review else {}),
                 )
             for row in gen[:, enc["input_ids"].shape[1] :]:
                 text = str(self.tokenizer.decode(row, skip_special_tokens=True))
-                out.append(text.split("\n", 1)[0].strip())
+                out.append(text.strip() if review else text.split("\n", 1)[0].strip())
         return out

@@ -190,6 +190,15 @@ def test_the_generator_pools_the_written_flip_first_on_texts_it_may_flip_whole()
         RulesGenerator(rewriter="on")  # no language model path
 
 
+def cad_and_base(tmp_path: Path) -> tuple[Path, str]:
+    """A CAD paired folder (train and dev: ``CAD_PAIRED``) and a tiny llama folder."""
+    cad = tmp_path / "cad"
+    cad.mkdir()
+    (cad / "train_paired.tsv").write_text(CAD_PAIRED, encoding="utf-8")
+    (cad / "dev_paired.tsv").write_text(CAD_PAIRED, encoding="utf-8")
+    return cad, str(save_llama(tmp_path / "base"))
+
+
 def test_train_rewriter_command_trains_scores_and_refuses_bad_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -198,11 +207,7 @@ def test_train_rewriter_command_trains_scores_and_refuses_bad_input(
     from django.core.management import call_command
     from django.core.management.base import CommandError
 
-    cad = tmp_path / "cad"
-    cad.mkdir()
-    (cad / "train_paired.tsv").write_text(CAD_PAIRED, encoding="utf-8")
-    (cad / "dev_paired.tsv").write_text(CAD_PAIRED, encoding="utf-8")
-    base = str(save_llama(tmp_path / "base"))
+    cad, base = cad_and_base(tmp_path)
     out = tmp_path / "adapter"
     call_command("train_rewriter", cad=str(cad), base=base, out=str(out), rank=2, dev=2)
     meta = json.loads(capsys.readouterr().out.strip().splitlines()[-1])

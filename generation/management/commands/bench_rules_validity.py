@@ -1,5 +1,6 @@
 """``python manage.py bench_rules_validity [--task nli,sentiment] [--originals N] [--filters ...]
-[--fixture DIR] [--dump DIR] [--per-code N] [--unit reviews|sentences] [--rewriter auto|on|off] [--json]``
+[--fixture DIR] [--dump DIR] [--per-code N] [--unit reviews|sentences] [--rewriter auto|on|off]
+[--review-writer auto|on|off] [--json]``
 
 The default ``rules`` run's validity against the judged dev fixture (issue 27;
 ``tests/fixtures/generation-validity/``, see its README): the generator over the first
@@ -24,8 +25,9 @@ blind reader batch of the run's unjudged pooled reviews (``--controls N`` CAD de
 mixed in); ``--readers DIR --batch-rows FILE`` reads the readers' answers back into the fixture
 and prints their agreement. ``--unit sentences`` takes, instead of CAD's dev reviews, the single
 sentences CAD's dev annotators rewrote, each a one-sentence text (its controls the annotators'
-rewrites); ``--rewriter auto|on|off`` and ``--review-flip-sentences N`` set the written review
-flip and the length of text the review-wide flips are pooled on. No database.
+rewrites); ``--rewriter auto|on|off``, ``--review-writer auto|on|off`` and
+``--review-flip-sentences N`` set the written flip of one-sentence texts, the flip of longer
+reviews written whole, and the length of text the review-wide flips are pooled on. No database.
 """
 
 from __future__ import annotations
@@ -112,6 +114,14 @@ class Command(BaseCommand):
             choices=("auto", "on", "off"),
             help="sentiment: the written review flip (the CAD-trained rewriter; auto: when its adapter is there)",
         )
+        parser.add_argument(
+            "--review-writer",
+            dest="review_writer",
+            default=None,
+            choices=("auto", "on", "off"),
+            help="sentiment: the flip of a review of several sentences written whole by the CAD-trained review "
+            "writer (default: the generator's)",
+        )
         parser.add_argument("--json", action="store_true", help="print the JSON object as the last line")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -168,7 +178,9 @@ class Command(BaseCommand):
             else:
                 pooled, n_cands = validity_fixture.pooled_candidates(
                     originals,
-                    generator=_generator(opts["seed"], task, opts["rewriter"], opts["review_flip_sentences"]),
+                    generator=_generator(
+                        opts["seed"], task, opts["rewriter"], opts["review_flip_sentences"], opts["review_writer"]
+                    ),
                     filters=filters,
                     band=ml_filters.band_for(task),
                     encoder=encoder,
@@ -483,19 +495,27 @@ def _load_pool(path: Path) -> tuple[list[Any], int]:
     return out, int(head["candidates"])
 
 
-def _generator(seed: int, task: str, rewriter: str, review_flip_sentences: int | None = None) -> Any:
+def _generator(
+    seed: int, task: str, rewriter: str, review_flip_sentences: int | None = None, review_writer: str | None = None
+) -> Any:
     """The default ``rules`` generator; on sentiment with the written review flip as a run has it
-    (``rewriter``: auto, on, off), reading the run's causal LM, and the review-wide flips on texts
-    of at most ``review_flip_sentences`` sentences (None: the generator's default)."""
+    (``rewriter``: auto, on, off), reading the run's causal LM, the review-wide flips on texts
+    of at most ``review_flip_sentences`` sentences and the whole-review writer as
+    ``review_writer`` says (None: the generator's defaults)."""
     from generation.ml.base import GeneratorConfigError
     from generation.ml.rules import RulesGenerator
     from generation.services.runs import default_causal_lm_path
 
     kw: dict[str, Any] = {} if review_flip_sentences is None else {"review_flip_sentences": review_flip_sentences}
+    if review_writer is not None:
+        kw["review_writer"] = review_writer if task == "sentiment" else "off"
+    if task != "sentiment":
+        rewriter = "off"
+    uses_lm = rewriter != "off" or kw.get("review_writer", "off") != "off"
     try:
-        if task != "sentiment" or rewriter == "off":
-            return RulesGenerator(seed=seed, rewriter="off", **kw)
-        return RulesGenerator(seed=seed, rewriter=rewriter, causal_lm_path=default_causal_lm_path(), **kw)
+        return RulesGenerator(
+            seed=seed, rewriter=rewriter, causal_lm_path=default_causal_lm_path() if uses_lm else "", **kw
+        )
     except GeneratorConfigError as exc:
         raise CommandError(str(exc)) from exc
 

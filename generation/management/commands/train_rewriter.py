@@ -1,5 +1,6 @@
-"""``python manage.py train_rewriter [--cad DIR] [--base PATH] [--out DIR] [--epochs E] [--minutes M]
-[--rank R] [--lr LR] [--limit N] [--dev N] [--evaluate] [--seed S] [--threads T]``
+"""``python manage.py train_rewriter [--unit sentence|review] [--cad DIR] [--base PATH] [--out DIR]
+[--start-from DIR] [--epochs E] [--minutes M] [--rank R] [--lr LR] [--batch-size B] [--limit N]
+[--dev N] [--evaluate] [--seed S] [--threads T]``
 
 Trains the sentence rewriter of sentiment's written review flip (``generation/ml/rewriter.py``):
 a low-rank adapter on the bundled SmolLM2-135M-Instruct (or ``--base``, a local causal LM
@@ -11,6 +12,11 @@ about 40 minutes on two CPU cores) and prints the meta. ``--dev N`` then rewrite
 CAD's **dev** revisions and reports how many pass the flip's checks (an edit, read on the other
 side by the opinion model) and how many are the annotator's own; ``--evaluate`` does only that,
 for the adapter in ``--out``.
+
+``--unit review`` trains the **whole-review writer** instead (``generation/ml/review_writer_model/``):
+the same adapter learnt from whole CAD train reviews beside their revisions, starting from the
+sentence rewriter's adapter (``--start-from``); ``--dev N`` then writes N CAD dev reviews and
+reports the share ``rewritten.review_problem`` accepts, with the count of each problem.
 """
 
 from __future__ import annotations
@@ -37,6 +43,18 @@ class Command(BaseCommand):
         parser.add_argument("--minutes", type=float, default=0.0, help="stop after this many minutes (0: no limit)")
         parser.add_argument("--rank", type=int, default=8)
         parser.add_argument("--lr", type=float, default=5e-4)
+        parser.add_argument(
+            "--unit",
+            choices=("sentence", "review"),
+            default="sentence",
+            help="sentence: the sentence rewriter; review: the whole-review writer (its own folder)",
+        )
+        parser.add_argument("--batch-size", type=int, default=0, help="rows a step (0: 16 sentences, 2 reviews)")
+        parser.add_argument(
+            "--start-from",
+            default="",
+            help="adapter folder to start from (default for --unit review: the sentence rewriter's, if there)",
+        )
         parser.add_argument("--limit", type=int, default=0, help="train on at most N pairs (0: all)")
         parser.add_argument(
             "--dev", type=int, default=200, help="CAD dev sentences to rewrite after training (0: none)"
@@ -63,24 +81,31 @@ class Command(BaseCommand):
             )
         if opts["rank"] < 1 or opts["epochs"] <= 0 or opts["lr"] <= 0:
             raise CommandError("--rank, --epochs and --lr must be > 0")
-        out = Path(opts["out"] or rewriter.MODEL_DIR)
+        review = opts["unit"] == "review"
+        out = Path(opts["out"] or (rewriter.REVIEW_MODEL_DIR if review else rewriter.MODEL_DIR))
+        start = opts["start_from"] or (str(rewriter.MODEL_DIR) if review and rewriter.read_meta() else "")
+        if start and rewriter.read_meta(start) is None:
+            raise CommandError(f"no adapter in {start} to start from")
         if opts["evaluate"]:
             meta = rewriter.read_meta(out)
             if meta is None:
                 raise CommandError(f"no adapter in {out} to evaluate")
             if not (cad / "dev_paired.tsv").is_file() or opts["dev"] < 1:
                 raise CommandError(f"--evaluate needs {cad / 'dev_paired.tsv'} and --dev N >= 1")
-            meta["cad_dev"] = self._dev(rewriter, base, out, cad / "dev_paired.tsv", opts["dev"], opts["seed"])
+            meta["cad_dev"] = self._dev(rewriter, base, out, cad / "dev_paired.tsv", opts["dev"], opts["seed"], meta)
             (out / rewriter.META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
             self.stdout.write(json.dumps(meta))
             return
         try:
-            pairs = rewriter.cad_sentence_pairs(cad / "train_paired.tsv", sentence_spans)
+            if review:
+                pairs = rewriter.cad_review_pairs(cad / "train_paired.tsv")
+            else:
+                pairs = rewriter.cad_sentence_pairs(cad / "train_paired.tsv", sentence_spans)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         if opts["limit"]:
             pairs = random.Random(opts["seed"]).sample(pairs, min(opts["limit"], len(pairs)))
-        self.stdout.write(f"{len(pairs)} CAD train sentence pairs; base {base}; adapter -> {out}")
+        self.stdout.write(f"{len(pairs)} CAD train {opts['unit']} pairs; base {base}; adapter -> {out}")
         meta = rewriter.train(
             pairs,
             base,
@@ -88,25 +113,35 @@ class Command(BaseCommand):
             rank=opts["rank"],
             alpha=2.0 * opts["rank"],
             lr=opts["lr"],
+            batch_size=opts["batch_size"] or (2 if review else 16),
             epochs=opts["epochs"],
+            unit=opts["unit"],
+            init_dir=start or None,
             max_minutes=opts["minutes"],
             seed=opts["seed"],
             threads=opts["threads"],
             progress=lambda m: self.stdout.write(m),
         )
         if opts["dev"] and (cad / "dev_paired.tsv").is_file():
-            meta["cad_dev"] = self._dev(rewriter, base, out, cad / "dev_paired.tsv", opts["dev"], opts["seed"])
+            meta["cad_dev"] = self._dev(rewriter, base, out, cad / "dev_paired.tsv", opts["dev"], opts["seed"], meta)
             (out / rewriter.META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
         self.stdout.write(json.dumps(meta))
 
-    def _dev(self, rewriter: Any, base: str, out: Path, dev: Path, n: int, seed: int) -> dict[str, Any]:
-        """Rewrite ``n`` sentences CAD's dev revisions rewrote: the share the flip's checks
-        accept (an edit, on the other side) and the share identical to the annotator's."""
+    def _dev(
+        self, rewriter: Any, base: str, out: Path, dev: Path, n: int, seed: int, meta: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Rewrite ``n`` sentences CAD's dev revisions rewrote (or ``n`` whole dev reviews, for a
+        review writer): the share the flip's checks accept (an edit, on the other side; for
+        reviews ``rewritten.review_problem``, with the count of each problem) and the share
+        identical to the annotator's."""
+        from collections import Counter
+
         from generation.ml import opinion
-        from generation.ml.rules.rewritten import acceptable
+        from generation.ml.rules.rewritten import acceptable, review_problem
         from generation.ml.rules.tokens import sentence_spans
 
-        pairs = rewriter.cad_sentence_pairs(dev, sentence_spans)
+        review = meta.get("unit") == "review"
+        pairs = rewriter.cad_review_pairs(dev) if review else rewriter.cad_sentence_pairs(dev, sentence_spans)
         pairs = random.Random(seed).sample(pairs, min(n, len(pairs)))
         model = opinion.load()
         if model is None:
@@ -114,15 +149,25 @@ class Command(BaseCommand):
         t0 = time.perf_counter()
         rw = rewriter.Rewriter(base, out)
         accepted = same = 0
+        problems: Counter[str] = Counter()
         for source in ("positive", "negative"):
             group = [p for p in pairs if p.source == source]
             target = "negative" if source == "positive" else "positive"
             for p, new in zip(group, rw.rewrite([p.original for p in group], source, target), strict=True):
-                accepted += acceptable(p.original, new, model, source == "positive")
+                if review:
+                    problem = review_problem(p.original, new, model, source == "positive")
+                    problems[problem or "accepted"] += 1
+                    accepted += not problem
+                else:
+                    accepted += acceptable(p.original, new, model, source == "positive")
                 same += new.strip() == p.revised.strip()
-        return {
-            "sentences": len(pairs),
+        unit = "reviews" if review else "sentences"
+        out_meta: dict[str, Any] = {
+            unit: len(pairs),
             "accepted": round(accepted / len(pairs), 4) if pairs else 0.0,
             "same_as_annotator": round(same / len(pairs), 4) if pairs else 0.0,
             "seconds": round(time.perf_counter() - t0, 1),
         }
+        if review:
+            out_meta["problems"] = dict(problems.most_common())
+        return out_meta

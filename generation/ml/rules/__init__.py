@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from generation.ml import rewriter as rewriter_model
 from generation.ml.base import GeneratedCandidate, GeneratorConfigError, Original, Skip, StopHook, stop_point
@@ -70,6 +71,33 @@ REVIEW_FLIP_VARIANTS = 2
 # CAD-trained rewriter (``rewritten``; round 12: 92 of the same reviews' written flips, 0.08
 # valid, 0.68 flipped)
 REVIEW_FLIP_SENTENCES = 1
+
+
+def _adapter_base(option: str, value: str, model_dir: Path, causal_lm_path: str) -> str:
+    """The causal LM folder an adapter of the rules generator runs on (``""``: none). ``value``
+    is the run's option: ``off``; ``auto``, the adapter when it is shipped and was trained on a
+    model of ``causal_lm_path``'s shape; ``on``, the same or a ``GeneratorConfigError``."""
+    if value not in ("auto", "on", "off"):
+        raise GeneratorConfigError(f"rules: {option} must be auto, on or off, not {value!r}")
+    if value == "off":
+        return ""
+    meta = rewriter_model.read_meta(model_dir)
+    if value == "on" and not (meta is not None and causal_lm_path):
+        raise GeneratorConfigError(
+            f"rules: {option}=on needs its adapter (python manage.py train_rewriter) "
+            "and a causal language model (the bundled SmolLM2)"
+        )
+    if meta is None or not causal_lm_path:
+        return ""
+    # a hub name or a folder of another shape than the adapter's: no written flip
+    if rewriter_model.fits(causal_lm_path, model_dir):
+        return str(causal_lm_path)
+    if value == "on":
+        raise GeneratorConfigError(
+            f"rules: the {option} adapter was trained on {meta.get('base')}, "
+            f"not on a model folder shaped like {causal_lm_path!r}"
+        )
+    return ""
 
 
 def _target(original: Original, code: str) -> str | None:
@@ -146,30 +174,17 @@ class RulesGenerator:
         codes: Sequence[str] | None = None,
         review_flip_sentences: int = REVIEW_FLIP_SENTENCES,
         rewriter: str = "auto",
+        review_writer: str = "off",
         causal_lm_path: str = "",
     ) -> None:
-        if rewriter not in ("auto", "on", "off"):
-            raise GeneratorConfigError(f"rules: rewriter must be auto, on or off, not {rewriter!r}")
         self._rewrite: rewritten.Rewrite | None = None
-        self._rewriter_base = ""
-        if rewriter != "off":
-            # sentiment's written review flip: the bundled LM with the shipped CAD adapter
-            meta = rewriter_model.read_meta()
-            has_adapter = meta is not None
-            if rewriter == "on" and not (has_adapter and causal_lm_path):
-                raise GeneratorConfigError(
-                    "rules: rewriter=on needs the rewriter adapter (python manage.py train_rewriter) "
-                    "and a causal language model (the bundled SmolLM2)"
-                )
-            if has_adapter and causal_lm_path:
-                # a hub name or a folder of another shape than the adapter's: no written flip
-                if rewriter_model.fits(causal_lm_path):
-                    self._rewriter_base = str(causal_lm_path)
-                elif rewriter == "on":  # auto: another LM than the adapter's, no written flip
-                    raise GeneratorConfigError(
-                        f"rules: the rewriter adapter was trained on {(meta or {}).get('base')}, "
-                        f"not on a model folder shaped like {causal_lm_path!r}"
-                    )
+        self._write_review: rewritten.Rewrite | None = None
+        # sentiment's written flips: the bundled LM with the shipped CAD adapters (sentences;
+        # whole reviews)
+        self._rewriter_base = _adapter_base("rewriter", rewriter, rewriter_model.MODEL_DIR, causal_lm_path)
+        self._review_writer_base = _adapter_base(
+            "review_writer", review_writer, rewriter_model.REVIEW_MODEL_DIR, causal_lm_path
+        )
         if config is None:
             try:
                 config = RulesConfig(
@@ -193,12 +208,24 @@ class RulesGenerator:
         -> sentences) instead of the shipped adapter; None: no written flip."""
         self._rewrite, self._rewriter_base = rewrite, ""
 
+    def use_review_writer(self, write: rewritten.Rewrite | None) -> None:
+        """Write sentiment's flip of a review of several sentences whole with ``write`` (reviews,
+        source label, target label -> reviews) instead of the shipped adapter; None: none."""
+        self._write_review, self._review_writer_base = write, ""
+
     def _rewriter(self) -> rewritten.Rewrite | None:
         """The sentence rewriter of the written review flip, loaded on first use (None: off)."""
         if self._rewrite is None and self._rewriter_base:
             model = rewriter_model.Rewriter(self._rewriter_base)
             self._rewrite = model.rewrite
         return self._rewrite
+
+    def _review_writer(self) -> rewritten.Rewrite | None:
+        """The whole-review writer, loaded on first use (None: off)."""
+        if self._write_review is None and self._review_writer_base:
+            model = rewriter_model.Rewriter(self._review_writer_base, rewriter_model.REVIEW_MODEL_DIR)
+            self._write_review = model.rewrite
+        return self._write_review
 
     # -- sentence choice -----------------------------------------------------------------------
     def _sentences(self, text: str, rng: random.Random, *, polar: bool = False, every: bool = False) -> list[Sentence]:
@@ -286,6 +313,12 @@ class RulesGenerator:
                         flip = sentiment_codes.review_flip(text, variant=variant, label=original.label)
                         if flip is not None:
                             first["lexical"].append((name, whole_text, flip))
+                if whole and (write := self._review_writer()) is not None:
+                    # a review of several sentences written whole to the other side by the
+                    # CAD-trained review writer
+                    review = sentiment_codes.written_review_flip(text, write, label=original.label)
+                    if review is not None:
+                        first["lexical"].append((name, whole_text, review))
                 if "delete" in codes and (side := sentiment_codes.side_flip(text, original.label)) is not None:
                     side_flips.append((name, whole_text, side))
         if not perturbable:

@@ -31,7 +31,7 @@ from generation.ml.rules import polarity as pol
 from generation.ml.rules import wordnet as wnx
 from generation.ml.rules.lexical_codes import Proposal, Sentence, _rep
 from generation.ml.rules.phrases import delete_span, fix_article
-from generation.ml.rules.tokens import Token, match_case, sentence_spans
+from generation.ml.rules.tokens import Token, apply_edits, introduced_removed, match_case, sentence_spans
 
 POLAR_TAGS = ("JJ", "JJR", "JJS", "RB", "RBR", "RBS", "VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "NN", "NNS")
 INTENSIFIERS = ("very", "really", "truly", "quite")
@@ -196,6 +196,20 @@ def written_flip(text: str, rewrite: rewritten.Rewrite, label: str | None = None
     return Proposal("resemantic", flip.edits, tuple(intro), tuple(removed), detail)
 
 
+def written_review_flip(text: str, write: rewritten.Rewrite, label: str | None = None) -> Proposal | None:
+    """The review written whole to the other side by the CAD-trained review writer
+    (:func:`rewritten.written_review_flip`); None when there is none. Code ``resemantic``, aimed
+    at the other label."""
+    flip = rewritten.written_review_flip(text, label, write)
+    if flip.blocked or not flip.edits:
+        return None
+    intro, removed = introduced_removed(text, apply_edits(text, list(flip.edits)))
+    detail = f"review written whole to the other side: {len(flip.edits)} edit(s)"
+    return Proposal(
+        "resemantic", flip.edits, tuple(w.lower() for w in intro), tuple(w.lower() for w in removed), detail
+    )
+
+
 def changed_sentences(text: str, new_text: str) -> tuple[str, str] | None:
     """The sentences a review-wide edit changed, joined, before and after: what the
     similarity band and the perplexity filter compare (the whole review would hide a flip of a
@@ -321,4 +335,5 @@ __all__ = [
     "review_flip",
     "side_flip",
     "written_flip",
+    "written_review_flip",
 ]
