@@ -193,7 +193,12 @@ def job_enqueue(*, job_id: int, countdown: float | None = None) -> None:
         options.update(time_limit=kind.time_limit, soft_time_limit=max(kind.time_limit - 60, 1))
     Job.objects.filter(pk=job_id).update(enqueued_at=timezone.now())
     try:
-        job_execute_task.apply_async(args=[job_id], **options)
+        try:
+            job_execute_task.apply_async(args=[job_id], **options)
+        except _declare_race():
+            # the embedded SQL broker: another process (a worker starting) created the queue's
+            # row between this one's look-up and insert; the row is there now, send again
+            job_execute_task.apply_async(args=[job_id], **options)
     except _broker_errors() as exc:
         message = f"could not enqueue the job: the task broker is unreachable ({type(exc).__name__})"
         logger.error("job %s: %s: %s", job_id, message, exc)
@@ -202,6 +207,16 @@ def job_enqueue(*, job_id: int, countdown: float | None = None) -> None:
         ):
             _ended(job_id, "failed")
         raise BrokerUnavailable(message) from exc
+
+
+def _declare_race() -> tuple[type[BaseException], ...]:
+    """What the embedded SQL broker (kombu's sqlalchemy transport) raises when two processes
+    declare the same queue at once: the unique queue name's IntegrityError."""
+    try:
+        from sqlalchemy.exc import IntegrityError
+    except ImportError:  # pragma: no cover - no SQL broker installed
+        return ()
+    return (IntegrityError,)
 
 
 def _broker_errors() -> tuple[type[BaseException], ...]:

@@ -76,6 +76,29 @@ def test_broker_down_marks_the_job_failed_with_a_clear_message(
     assert job.status == "failed" and "could not enqueue the job" in job.error and not CALLS
 
 
+def test_a_queue_declared_by_two_processes_at_once_is_sent_again(
+    project, monkeypatch, django_capture_on_commit_callbacks
+):
+    """The embedded SQL broker: a worker starting and the web process declaring the same queue
+    at once made the second insert of the queue's row fail (a 500 on an import); the send is
+    tried again, once."""
+    from sqlalchemy.exc import IntegrityError
+
+    sent: list[int] = []
+
+    def racing(args, **kw):  # type: ignore[no-untyped-def]
+        if not sent:
+            sent.append(-1)
+            raise IntegrityError("INSERT INTO kombu_queue", {}, Exception("UNIQUE constraint failed: kombu_queue.name"))
+        sent.append(args[0])
+
+    monkeypatch.setattr(tasks.job_execute_task, "apply_async", racing)
+    with django_capture_on_commit_callbacks(execute=True):
+        job = svc.job_start(kind="export", project=project)
+    assert sent == [-1, job.id]
+    assert Job.objects.get().status == "queued"
+
+
 def test_a_handler_failure_is_recorded_not_hidden(project):
     job = svc.job_create(kind="export", project=project, params={"fail": True})
     svc.job_execute(job_id=job.pk)
