@@ -59,8 +59,11 @@ def _say(message: str) -> None:
 
 
 @dataclass(frozen=True)
-class SentencePair:
-    source: str  # the label of the review the original sentence stands in
+class RevisionPair:
+    """A sentence (or, for the whole-review writer, a review) beside the CAD revision of it that
+    carries the other label."""
+
+    source: str  # the label of the review the original stands in
     original: str
     revised: str
 
@@ -71,7 +74,7 @@ def cad_sentence_pairs(
     *,
     min_ratio: float = 0.4,
     max_words: int = 60,
-) -> list[SentencePair]:
+) -> list[RevisionPair]:
     """The sentences a CAD revision rewrote, each beside its rewrite: the revision's sentences
     aligned to the original's (one for one inside a changed run), kept when the two share at
     least ``min_ratio`` of their words (an edit, not a new sentence) and the original has at
@@ -79,7 +82,7 @@ def cad_sentence_pairs(
     passed in as the rules package reads this module)."""
     from generation.ml.opinion import cad_changed_runs
 
-    out: list[SentencePair] = []
+    out: list[RevisionPair] = []
     for l1, l2, op, old, new in cad_changed_runs(path, sentence_spans):
         if l1 == l2 or op != "replace" or len(old) != len(new):
             continue
@@ -89,28 +92,35 @@ def cad_sentence_pairs(
                 continue
             if difflib.SequenceMatcher(a=words_a, b=words_b, autojunk=False).ratio() < min_ratio:
                 continue
-            out.append(SentencePair(l1, a, b))
+            out.append(RevisionPair(l1, a, b))
     return out
 
 
-def cad_review_pairs(path: str | os.PathLike[str], *, max_words: int = 400) -> list[SentencePair]:
+def cad_review_pairs(path: str | os.PathLike[str], *, max_words: int = 400) -> list[RevisionPair]:
     """Every whole CAD batch as one pair: the original review beside the revision an annotator
     wrote to carry the other label (the whole-review writer's data). Reviews of more than
     ``max_words`` words are left out (the longest CAD review has 347)."""
     from generation.ml.opinion import cad_batches
 
-    out: list[SentencePair] = []
+    out: list[RevisionPair] = []
     for pair in cad_batches(path):
         if len(pair) != 2:
             continue
         (l1, t1), (l2, t2) = pair
         if l1 == l2 or not t1.split() or not t2.split() or len(t1.split()) > max_words or t1 == t2:
             continue
-        out.append(SentencePair(l1, t1, t2))
+        out.append(RevisionPair(l1, t1, t2))
     return out
 
 
-def sentence_originals(pairs: Sequence[SentencePair], prefix: str = "cad-dev-sentence") -> list[Original]:
+def seeded_slice(pairs: Sequence[RevisionPair], seed: int, *, skip: int = 0, limit: int = 0) -> list[RevisionPair]:
+    """Pairs ``skip`` to ``skip + limit`` (0: to the end) of one seeded random order of all of
+    them: a run on ``limit=K`` and a later one on ``skip=K`` never share a pair."""
+    order = random.Random(seed).sample(list(pairs), len(pairs))
+    return order[skip : skip + limit if limit else None]
+
+
+def sentence_originals(pairs: Sequence[RevisionPair], prefix: str = "cad-dev-sentence") -> list[Original]:
     """Each pair's original sentence as a one-sentence sentiment original with its review's
     label (id ``{prefix}-{i}``), taken in turn from each label, as the bench takes reviews."""
     by_label = {
@@ -204,7 +214,7 @@ def merge_adapter(model: Any, state: dict[str, Any], rank: int, alpha: float) ->
 # --- training ----------------------------------------------------------------------------------
 
 
-def _encode(tokenizer: Any, pair: SentencePair, unit: str = "sentence") -> tuple[list[int], list[int]]:
+def _encode(tokenizer: Any, pair: RevisionPair, unit: str = "sentence") -> tuple[list[int], list[int]]:
     target = "negative" if pair.source == "positive" else "positive"
     head = tokenizer(prompt(pair.original, pair.source, target, unit), add_special_tokens=False)["input_ids"]
     tail = tokenizer(" " + pair.revised.strip(), add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
@@ -212,7 +222,7 @@ def _encode(tokenizer: Any, pair: SentencePair, unit: str = "sentence") -> tuple
 
 
 def train(
-    pairs: Sequence[SentencePair],
+    pairs: Sequence[RevisionPair],
     base_path: str,
     out_dir: str | os.PathLike[str],
     *,

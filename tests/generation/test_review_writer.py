@@ -144,7 +144,7 @@ def test_the_generator_pools_the_written_review_first_on_reviews_of_several_sent
 def test_the_review_writer_trains_from_the_sentence_rewriter_and_writes_reviews(tmp_path: Path) -> None:
     base = str(save_llama(tmp_path / "base"))
     rewriter.train(PAIRS, base, tmp_path / "sentences", rank=2, alpha=4.0, lr=0.05, batch_size=2)
-    reviews = [rewriter.SentencePair("positive", REVIEW, WRITTEN)]
+    reviews = [rewriter.RevisionPair("positive", REVIEW, WRITTEN)]
     meta = rewriter.train(
         reviews,
         base,
@@ -189,3 +189,25 @@ def test_train_rewriter_unit_review_trains_and_scores_reviews(
         call_command(
             "train_rewriter", unit="review", cad=str(cad), base=base, out=str(out), start_from=str(tmp_path / "none")
         )
+
+
+def test_seeded_slice_lets_a_later_run_go_on_with_pairs_the_first_never_saw() -> None:
+    pairs = [rewriter.RevisionPair("positive", f"review {i}", f"revised {i}") for i in range(50)]
+    first = rewriter.seeded_slice(pairs, 0, limit=20)
+    rest = rewriter.seeded_slice(pairs, 0, skip=20)
+    assert len(first) == 20 and len(rest) == 30
+    assert not set(first) & set(rest) and set(first) | set(rest) == set(pairs)
+    assert rewriter.seeded_slice(pairs, 0, skip=20, limit=5) == rest[:5]
+    assert first != pairs[:20]  # a random order, not the file's
+    assert rewriter.seeded_slice(pairs, 1, limit=20) != first  # the seed picks it
+
+
+def test_train_rewriter_refuses_a_skip_past_every_pair(tmp_path: Path) -> None:
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    cad, base = cad_and_base(tmp_path)
+    with pytest.raises(CommandError, match="leaves none of the 2 pairs"):
+        call_command("train_rewriter", unit="review", cad=str(cad), base=base, out=str(tmp_path / "r"), skip=2)
+    with pytest.raises(CommandError, match="must be >= 0"):
+        call_command("train_rewriter", unit="review", cad=str(cad), base=base, out=str(tmp_path / "r"), skip=-1)

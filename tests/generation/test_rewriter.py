@@ -37,9 +37,9 @@ def test_cad_sentence_pairs_are_the_sentences_an_annotator_rewrote(tmp_path: Pat
 
 
 PAIRS = [
-    rewriter.SentencePair("positive", "the acting was great .", "the acting was terrible ."),
-    rewriter.SentencePair("negative", "the plot is boring .", "the plot is clever ."),
-    rewriter.SentencePair("positive", "i loved it !", "i hated it !"),
+    rewriter.RevisionPair("positive", "the acting was great .", "the acting was terrible ."),
+    rewriter.RevisionPair("negative", "the plot is boring .", "the plot is clever ."),
+    rewriter.RevisionPair("positive", "i loved it !", "i hated it !"),
 ]
 
 

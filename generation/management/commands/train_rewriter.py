@@ -1,6 +1,6 @@
 """``python manage.py train_rewriter [--unit sentence|review] [--cad DIR] [--base PATH] [--out DIR]
 [--start-from DIR] [--epochs E] [--minutes M] [--rank R] [--lr LR] [--batch-size B] [--limit N]
-[--dev N] [--evaluate] [--seed S] [--threads T]``
+[--skip N] [--dev N] [--evaluate] [--seed S] [--threads T]``
 
 Trains the sentence rewriter of sentiment's written review flip (``generation/ml/rewriter.py``):
 a low-rank adapter on the bundled SmolLM2-135M-Instruct (or ``--base``, a local causal LM
@@ -17,6 +17,10 @@ for the adapter in ``--out``.
 the same adapter learnt from whole CAD train reviews beside their revisions, starting from the
 sentence rewriter's adapter (``--start-from``); ``--dev N`` then writes N CAD dev reviews and
 reports the share ``rewritten.review_problem`` accepts, with the count of each problem.
+
+``--limit N`` trains on the first N pairs of a seeded random order of all of them; ``--skip K``
+leaves out its first K, the pairs an earlier ``--limit K`` run saw, so that an adapter can go on
+learning (``--start-from`` it) from pairs it has not met.
 """
 
 from __future__ import annotations
@@ -57,6 +61,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--limit", type=int, default=0, help="train on at most N pairs (0: all)")
         parser.add_argument(
+            "--skip",
+            type=int,
+            default=0,
+            help="leave out the first K pairs of the seeded order (those an earlier --limit K run trained on)",
+        )
+        parser.add_argument(
             "--dev", type=int, default=200, help="CAD dev sentences to rewrite after training (0: none)"
         )
         parser.add_argument("--seed", type=int, default=0)
@@ -81,6 +91,8 @@ class Command(BaseCommand):
             )
         if opts["rank"] < 1 or opts["epochs"] <= 0 or opts["lr"] <= 0:
             raise CommandError("--rank, --epochs and --lr must be > 0")
+        if opts["limit"] < 0 or opts["skip"] < 0:
+            raise CommandError("--limit and --skip must be >= 0")
         review = opts["unit"] == "review"
         out = Path(opts["out"] or (rewriter.REVIEW_MODEL_DIR if review else rewriter.MODEL_DIR))
         start = opts["start_from"] or (str(rewriter.MODEL_DIR) if review and rewriter.read_meta() else "")
@@ -103,8 +115,11 @@ class Command(BaseCommand):
                 pairs = rewriter.cad_sentence_pairs(cad / "train_paired.tsv", sentence_spans)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
-        if opts["limit"]:
-            pairs = random.Random(opts["seed"]).sample(pairs, min(opts["limit"], len(pairs)))
+        if opts["limit"] or opts["skip"]:
+            total = len(pairs)
+            pairs = rewriter.seeded_slice(pairs, opts["seed"], skip=opts["skip"], limit=opts["limit"])
+            if not pairs:
+                raise CommandError(f"--skip {opts['skip']} leaves none of the {total} pairs")
         self.stdout.write(f"{len(pairs)} CAD train {opts['unit']} pairs; base {base}; adapter -> {out}")
         meta = rewriter.train(
             pairs,

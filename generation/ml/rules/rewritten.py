@@ -144,27 +144,33 @@ def review_problem(text: str, new: str, model: opinion.OpinionModel, positive: b
     markup kept, no sentence written twice that the original has once, the whole leaning past
     ``coherent.WHOLE`` to the other side and no sentence left that the opinion model and the
     lexicon both still put on the original's side (the half-flip readers reject)."""
+    return _review_check(text, new, model, positive)[0]
+
+
+def _review_check(text: str, new: str, model: opinion.OpinionModel, positive: bool) -> tuple[str, float]:
+    """:func:`review_problem` and the written review's lean to the other side (0.0 when it was
+    not read that far)."""
     new = new.strip()
     if not new or new.split() == text.split():
-        return "nothing rewritten"
+        return "nothing rewritten", 0.0
     size = len(new.split()) / max(1, len(text.split()))
     if not REVIEW_LENGTH[0] <= size <= REVIEW_LENGTH[1]:
-        return f"written {size:.2f} times as long"
+        return f"written {size:.2f} times as long", 0.0
     if _edit_ratio(text, new) < MIN_REVIEW_SHARED:
-        return "not an edit of the review"
+        return "not an edit of the review", 0.0
     if text.count("<") != new.count("<") or text.count('"') % 2 != new.count('"') % 2:
-        return "markup not kept"
+        return "markup not kept", 0.0
     old_sents, new_sents = _sentences(text), _sentences(new)
     if any(new_sents.count(s) > max(1, old_sents.count(s)) for s in new_sents):
-        return "a sentence written twice"
+        return "a sentence written twice", 0.0
     lean = coherent._toward(model, new, not positive)
     if lean < coherent.WHOLE:
-        return "the written review still reads on the original's side"
+        return "the written review still reads on the original's side", lean
     for sent in new_sents:
         word = coherent.lexicon_side(sent)
         if word and (word > 0) == positive and coherent._toward(model, sent, positive) >= coherent.RESIDUE:
-            return "a sentence still argues the original's side"
-    return ""
+            return "a sentence still argues the original's side", lean
+    return "", lean
 
 
 def written_review_flip(text: str, label: str | None, write: Rewrite) -> coherent.Flip:
@@ -182,11 +188,10 @@ def written_review_flip(text: str, label: str | None, write: Rewrite) -> coheren
     positive = coherent._positive(model, text, label)
     source, target = ("positive", "negative") if positive else ("negative", "positive")
     new = write([text], source, target)[0].strip()
-    problem = review_problem(text, new, model, positive)
+    problem, lean = _review_check(text, new, model, positive)
     if problem:
         return coherent.Flip((), (), (), 0.0, problem)
-    edits = text_edits(text, new)
-    return coherent.Flip(tuple(edits), (), (), coherent._toward(model, new, not positive), "")
+    return coherent.Flip(tuple(text_edits(text, new)), (), (), lean, "")
 
 
 __all__ = [
