@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 from generation.ml import opinion
 from generation.ml.rules import coherent
-from generation.ml.rules.tokens import apply_edits, sentence_spans
+from generation.ml.rules.tokens import apply_edits, edit_ops, sentence_spans
 
 # the rewriter: sentences of a review labelled ``source`` -> those sentences written to ``target``
 Rewrite = Callable[[Sequence[str], str, str], list[str]]
@@ -112,10 +112,7 @@ def text_edits(text: str, new: str) -> list[tuple[int, int, str]]:
     old = [(m.start(), m.end(), m.group()) for m in _WORD_SPAN.finditer(text)]
     words_new = new.split()
     edits: list[tuple[int, int, str]] = []
-    matcher = difflib.SequenceMatcher(a=[w for _, _, w in old], b=words_new, autojunk=False)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op == "equal":
-            continue
+    for _, i1, i2, j1, j2 in edit_ops([w for _, _, w in old], words_new):
         rep = " ".join(words_new[j1:j2])
         if i1 < i2:
             start, end = old[i1][0], old[i2 - 1][1]
