@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from generation.ml.base import Original
+from generation.ml.base import Original, by_label_in_turn
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -123,18 +123,10 @@ def seeded_slice(pairs: Sequence[RevisionPair], seed: int, *, skip: int = 0, lim
 def sentence_originals(pairs: Sequence[RevisionPair], prefix: str = "cad-dev-sentence") -> list[Original]:
     """Each pair's original sentence as a one-sentence sentiment original with its review's
     label (id ``{prefix}-{i}``), taken in turn from each label, as the bench takes reviews."""
-    by_label = {
-        lab: [
-            Original(f"{prefix}-{i}", {"text": p.original}, lab, ("negative", "positive"), "sentiment")
-            for i, p in enumerate(pairs)
-            if p.source == lab
-        ]
-        for lab in ("negative", "positive")
-    }
-    out: list[Original] = []
-    for i in range(max((len(q) for q in by_label.values()), default=0)):
-        out.extend(q[i] for q in by_label.values() if i < len(q))
-    return out
+    return by_label_in_turn(
+        Original(f"{prefix}-{i}", {"text": p.original}, p.source, ("negative", "positive"), "sentiment")
+        for i, p in enumerate(pairs)
+    )
 
 
 # --- the adapter -------------------------------------------------------------------------------

@@ -128,6 +128,8 @@ def test_written_flip_rewrites_every_sentence_of_the_original_side() -> None:
     prop = sentiment_codes.written_flip(REVIEW, _rewrite(FLIPS), label="positive")
     assert prop is not None and prop.code == "resemantic"
     assert set(prop.introduced) >= {"dreadful", "wooden", "hated"} and "wonderful" in prop.removed
+    # words as the rest of the pool counts them (tokens.words): "dull", not "dull."
+    assert "dull" in prop.introduced and not any(w[-1] in ".,!?" for w in prop.introduced + prop.removed)
 
 
 def test_a_sentence_whose_rewrite_fails_is_left_out() -> None:

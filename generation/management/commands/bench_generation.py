@@ -53,7 +53,7 @@ from typing import Any, cast
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from generation.ml.base import GeneratedCandidate, Original, Skip
+from generation.ml.base import GeneratedCandidate, Original, Skip, by_label_in_turn
 
 TASK_FOR_FORMAT = {"cad-nli": "nli", "cad-sentiment": "sentiment"}
 
@@ -69,21 +69,14 @@ def load_originals(fmt: str, path: str, task: str, split: str, limit: int) -> li
 
     labels = tuple(TASK_LABELS.get(task, []))
     seen: set[str] = set()
-    by_label: dict[str | None, list[Original]] = {}
+    originals: list[Original] = []
     for rec in read(fmt, [path], task=task, split=split):
         orig = rec if isinstance(rec, OriginalRecord) else rec.original if isinstance(rec, PairRecord) else None
         if orig is None or orig.id in seen:
             continue
         seen.add(orig.id)
-        o = Original(id=orig.id, fields=dict(orig.fields), label=orig.label, labels=labels, task=task)
-        by_label.setdefault(orig.label, []).append(o)
-    queues = [by_label[k] for k in sorted(by_label, key=lambda k: (k is None, str(k)))]
-    out: list[Original] = []
-    for i in range(max((len(q) for q in queues), default=0)):
-        out.extend(q[i] for q in queues if i < len(q))
-        if len(out) >= limit:
-            break
-    return out[:limit]
+        originals.append(Original(id=orig.id, fields=dict(orig.fields), label=orig.label, labels=labels, task=task))
+    return by_label_in_turn(originals)[:limit]
 
 
 def load_pairs(fmt: str, path: str, task: str, split: str) -> list[tuple[dict[str, str], dict[str, str]]]:

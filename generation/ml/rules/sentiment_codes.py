@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import difflib
 import random
+from collections.abc import Sequence
 
 from generation.ml import lexicons as lx
 from generation.ml.rules import coherent, rewritten
 from generation.ml.rules import polarity as pol
 from generation.ml.rules import wordnet as wnx
-from generation.ml.rules.lexical_codes import Proposal, Sentence, _rep
+from generation.ml.rules.lexical_codes import Edit, Proposal, Sentence, _rep
 from generation.ml.rules.phrases import delete_span, fix_article
 from generation.ml.rules.tokens import Token, apply_edits, introduced_removed, match_case, sentence_spans
 
@@ -181,19 +182,18 @@ def written_flip(text: str, rewrite: rewritten.Rewrite, label: str | None = None
     flip = rewritten.written_flip(text, label, rewrite)
     if flip.blocked or not flip.edits:
         return None
-    intro: list[str] = []
-    removed: list[str] = []
-    for a, b, new in flip.edits:
-        old_words, new_words = text[a:b].split(), new.split()
-        for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old_words, b=new_words, autojunk=False).get_opcodes():
-            if op != "equal":
-                removed += [w.lower() for w in old_words[i1:i2]]
-                intro += [w.lower() for w in new_words[j1:j2]]
     rewrites = sum(1 for _, _, new in flip.edits if new)
     detail = f"review flip written: {rewrites} sentence(s) rewritten"
     if flip.dropped:
         detail += f", {len(flip.dropped)} left out"
-    return Proposal("resemantic", flip.edits, tuple(intro), tuple(removed), detail)
+    return _written("resemantic", text, flip.edits, detail)
+
+
+def _written(code: str, text: str, edits: Sequence[Edit], detail: str) -> Proposal:
+    """A proposal of ``edits`` to ``text`` with the words they introduce and remove (lower-cased,
+    as every code's are)."""
+    intro, removed = introduced_removed(text, apply_edits(text, list(edits)))
+    return Proposal(code, tuple(edits), tuple(w.lower() for w in intro), tuple(w.lower() for w in removed), detail)
 
 
 def written_review_flip(text: str, write: rewritten.Rewrite, label: str | None = None) -> Proposal | None:
@@ -203,11 +203,8 @@ def written_review_flip(text: str, write: rewritten.Rewrite, label: str | None =
     flip = rewritten.written_review_flip(text, label, write)
     if flip.blocked or not flip.edits:
         return None
-    intro, removed = introduced_removed(text, apply_edits(text, list(flip.edits)))
     detail = f"review written whole to the other side: {len(flip.edits)} edit(s)"
-    return Proposal(
-        "resemantic", flip.edits, tuple(w.lower() for w in intro), tuple(w.lower() for w in removed), detail
-    )
+    return _written("resemantic", text, flip.edits, detail)
 
 
 def changed_sentences(text: str, new_text: str) -> tuple[str, str] | None:
