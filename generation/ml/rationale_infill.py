@@ -74,17 +74,12 @@ NEGATIVE_LABELS = frozenset({"negative", "neg", "bad", "unfavorable", "unfavoura
 
 # -- WordNet ------------------------------------------------------------------------------------
 def wordnet(nltk_data: str = "") -> WordNet:
-    """``nltk.corpus.wordnet`` with the project's NLTK_DATA on the search path."""
+    """The project's WordNet reader (``projects.ml.wordnet``) with NLTK_DATA on the search path."""
     path = nltk_data or os.environ.get("NLTK_DATA") or DEFAULT_NLTK_DATA
-    import nltk
+    from projects.ml.wordnet import english_wordnet
 
-    if path not in nltk.data.path:
-        nltk.data.path.insert(0, path)
-    from nltk.corpus import wordnet as nltk_wordnet
-
-    wn: WordNet = nltk_wordnet  # nltk is untyped
     try:
-        wn.ensure_loaded()
+        wn: WordNet = english_wordnet(path)
     except LookupError as exc:
         raise GeneratorConfigError(f"WordNet not found under NLTK_DATA={path}: {exc}") from exc
     return wn

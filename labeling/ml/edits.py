@@ -262,7 +262,9 @@ def antonyms(word: str) -> frozenset[str]:
     """WordNet antonyms of a (lower-case) word, all parts of speech; empty when WordNet is
     unavailable (the features then read 0)."""
     try:
-        from nltk.corpus import wordnet as wn
+        from projects.ml.wordnet import english_wordnet
+
+        wn = english_wordnet()
 
         out = {a.name().lower() for s in wn.synsets(word) for lem in s.lemmas() for a in lem.antonyms()}
     except LookupError:  # WordNet not installed
@@ -274,7 +276,9 @@ def antonyms(word: str) -> frozenset[str]:
 def broader(word: str) -> tuple[frozenset[str], frozenset[str]]:
     """(synonyms, hypernyms up to 4 levels) of a word's three most common WordNet senses."""
     try:
-        from nltk.corpus import wordnet as wn
+        from projects.ml.wordnet import english_wordnet
+
+        wn = english_wordnet()
 
         senses = wn.synsets(word)[:3]
     except LookupError:

@@ -191,7 +191,9 @@ def noun_category(word: str) -> str:
     prefix (``animal``, ``artifact``, ``person``…), ``unknown`` when WordNet has no noun sense
     (or its data is not installed)."""
     try:
-        from nltk.corpus import wordnet as wn
+        from projects.ml.wordnet import english_wordnet
+
+        wn = english_wordnet()
 
         synsets = wn.synsets(word.lower().replace(" ", "_"), "n")
         if not synsets:

@@ -1,4 +1,4 @@
-"""Cached WordNet lookups (nltk.corpus.wordnet reading NLTK_DATA; never downloads).
+"""Cached WordNet lookups (NLTK's WordNet reader, ``projects.ml.wordnet``, reading NLTK_DATA; never downloads).
 
 Every function is ``lru_cache``d: a run touches the same few thousand words over and over.
 Only single-word, alphabetic lemmas are returned, most frequent first (SemCor counts), so
@@ -45,7 +45,7 @@ class Synset(Protocol):
 
 
 class WordNet(Protocol):
-    """``nltk.corpus.wordnet`` (a lazily loaded ``WordNetCorpusReader``)."""
+    """NLTK's ``WordNetCorpusReader``, as ``projects.ml.wordnet.english_wordnet`` builds it."""
 
     def ensure_loaded(self) -> None: ...
 
@@ -71,10 +71,9 @@ def wordnet() -> WordNet:
         if "NLTK_DATA" not in os.environ:
             here = os.path.dirname(os.path.abspath(__file__))
             os.environ["NLTK_DATA"] = os.path.normpath(os.path.join(here, "..", "..", "..", "var", "nltk_data"))
-        from nltk.corpus import wordnet as wn
+        from projects.ml.wordnet import english_wordnet
 
-        wn.ensure_loaded()
-        _WN = wn
+        _WN = english_wordnet(os.environ["NLTK_DATA"])
     return _WN
 
 
