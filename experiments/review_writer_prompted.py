@@ -103,10 +103,6 @@ def _clean(written: str) -> str:
 
 
 def write(args: argparse.Namespace) -> None:
-    import django
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
-    django.setup()
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -115,6 +111,11 @@ def write(args: argparse.Namespace) -> None:
     from generation.ml.rules.tokens import edit_ops
 
     cad = Path(args.cad)
+    gguf = Path(args.gguf)
+    if not gguf.is_file():
+        raise SystemExit(f"no GGUF file at {gguf} (join the pieces first: the docstring's assemble step)")
+    if not (cad / "dev_paired.tsv").is_file():
+        raise SystemExit(f"no CAD sentiment dev_paired.tsv in {cad} (--cad)")
     pairs = rewriter.cad_review_pairs(cad / "dev_paired.tsv")
     pairs = random.Random(args.seed).sample(pairs, min(args.dev, len(pairs)))
     example = None if args.zero_shot else _example(cad / "train_paired.tsv")
@@ -124,7 +125,6 @@ def write(args: argparse.Namespace) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
-    gguf = Path(args.gguf)
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     lm = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
     lm.eval()

@@ -135,3 +135,10 @@ def test_bench_generation_pipeline_stages_and_pooled_compare(tiny_sentiment, tmp
     again = json.loads(out.getvalue().strip().splitlines()[-1])
     assert again["compare"] == {"both": len(rows), "only_here": 0, "only_there": 0}
     assert "stage" in out.getvalue() and "CPU s" in out.getvalue()
+    # a --pooled-out folder that does not exist yet is made; a --compare file that does not
+    # exist is refused before the run, not after it
+    deep = tmp_path / "new" / "folder" / "pooled.jsonl"
+    call_command(*args, "--pooled-out", str(deep), stdout=StringIO())
+    assert deep.read_text() == pooled.read_text()
+    with pytest.raises(CommandError, match="--compare: no file"):
+        call_command(*args, "--compare", str(tmp_path / "missing.jsonl"), stdout=StringIO())

@@ -400,6 +400,11 @@ class Command(BaseCommand):
         name: str = opts["generator"]
         if not registry.is_registered(name):
             raise CommandError(f"unknown generator {name!r}; choose one of {', '.join(registry.names())}")
+        # checked before the run, not after a minute of it
+        if opts["compare"] and not Path(opts["compare"]).is_file():
+            raise CommandError(f"--compare: no file {opts['compare']} (write one with --pooled-out)")
+        if opts["pooled_out"]:
+            Path(opts["pooled_out"]).parent.mkdir(parents=True, exist_ok=True)
 
         def load() -> tuple[Any, Any, Any]:
             context: dict[str, Any] = {k.lower(): v for k, v in cfg.items() if isinstance(v, str | int | float)}
