@@ -78,6 +78,10 @@ def test_rules_warm_up_loads_its_resources():
 
     RulesGenerator().warm_up()
     assert wordnet._WN is not None and syntax._nlp.cache_info().currsize == 1
+    # lemminflect's tables (read on first use; the lemma table alone took 0.8 s of a first batch)
+    from lemminflect import Inflections, Lemmatizer
+
+    assert hasattr(Lemmatizer(), "lemma_dict") and hasattr(Inflections(), "infl_dict")
 
 
 def _generating(job: Job, started, points: list[tuple[float, int]], total: int) -> None:

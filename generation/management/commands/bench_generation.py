@@ -263,7 +263,8 @@ class Command(BaseCommand):
             return enc
 
         warm = RulesGenerator(seed=opts["seed"] + 1)
-        list(warm.generate(base[:2]))  # loads WordNet and the POS tagger
+        warm.warm_up()  # WordNet, the taggers, the lexicons and inflection tables, as a run loads them
+        list(warm.generate(base[:2]))
 
         # 1. raw MiniLM
         texts = minilm_texts(base, n, opts["minilm_texts"])
@@ -411,7 +412,12 @@ class Command(BaseCommand):
             context["task"] = task
             generator = registry.create(name, {}, context, run_options={"seed": opts["seed"]})
             warm = registry.create(name, {}, context, run_options={"seed": opts["seed"]})
-            list(warm.generate(originals[:2]))  # loads WordNet and the tagger (the run's generator is untouched)
+            # what a run loads before its first batch (runs.py calls the same warm_up), then two
+            # originals through a second generator (the run's generator is untouched)
+            warm_up = getattr(generator, "warm_up", None)
+            if callable(warm_up):
+                warm_up()
+            list(warm.generate(originals[:2]))
             encoder = None
             if "similarity" in chosen:
                 encoder = Encoder(model_path=cfg.get("MINILM_PATH") or None, device=cfg.get("DEVICE", "cpu"))

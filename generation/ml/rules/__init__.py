@@ -398,14 +398,16 @@ class RulesGenerator:
 
     def warm_up(self) -> None:
         """Load what the first batch would otherwise load (WordNet, the POS tagger, spaCy's
-        pipeline, the polarity lexicon), so a run's "loading models" phase covers it and its
-        rate and ETA start from a representative batch."""
-        from generation.ml.rules import polarity, syntax, wordnet
+        pipeline, the polarity lexicon, lemminflect's and textblob's inflection tables), so a
+        run's "loading models" phase covers it and its rate and ETA start from a representative
+        batch."""
+        from generation.ml.rules import phrases, polarity, syntax, wordnet
 
         wordnet.wordnet()
         tag("A man runs in the park.")
         syntax.available()
         polarity.lexicon()
+        phrases.warm_up()
 
     def generate(self, originals: Sequence[Original]) -> Iterator[GeneratedCandidate | Skip]:
         for original in originals:  # lazily: memory does not grow with the number of originals

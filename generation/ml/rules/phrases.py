@@ -124,6 +124,21 @@ def _lemminflect(word: str, tag: str) -> str | None:
     return str(forms[0]) if forms else None
 
 
+def warm_up() -> None:
+    """Read lemminflect's lemma and inflection tables and textblob's inflection rules now: each
+    is read on first use (the lemma table alone 0.8 s), which would otherwise land in a run's
+    first batch that needs a verb agreed or a noun made plural."""
+    try:
+        from lemminflect import getInflection, getLemma
+    except ImportError:  # pragma: no cover - lemminflect is in requirements.txt
+        return
+    getLemma("walks", upos="VERB")
+    getInflection("walk", tag="VBZ")
+    from textblob.en.inflect import pluralize as _pl
+
+    _pl("dog")
+
+
 def _keep_case(like: str, word: str) -> str:
     if like.isupper() and len(like) > 1:
         return word.upper()
