@@ -152,7 +152,7 @@ def write(args: argparse.Namespace) -> None:
         problem = review_problem(p.original, new, model_op, p.source == "positive")
         problems[problem or "accepted"] += 1
         seconds.append(took)
-        changed = sum(1 for op in edit_ops(p.original.split(), new.split()) if op[0] != "equal")
+        changed = len(edit_ops(p.original.split(), new.split()))  # runs of changed words
         row = {
             "i": i,
             "source": p.source,
