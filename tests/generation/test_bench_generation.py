@@ -142,3 +142,38 @@ def test_bench_generation_pipeline_stages_and_pooled_compare(tiny_sentiment, tmp
     assert deep.read_text() == pooled.read_text()
     with pytest.raises(CommandError, match="--compare: no file"):
         call_command(*args, "--compare", str(tmp_path / "missing.jsonl"), stdout=StringIO())
+
+
+def test_bench_generation_pipeline_packed_rows_pool_as_padded_batches(tiny_sentiment, settings, tmp_path) -> None:
+    """--padded runs MiniLM and the perplexity LM on padded batches: the speed change of packed
+    rows must leave the pooled candidates as they were (a tiny BERT as MiniLM, a tiny llama)."""
+    import torch
+    from transformers import BertModel
+
+    from tests.generation._tiny_hf import _bert_config, save_llama, wordlevel_tokenizer
+
+    torch.manual_seed(0)
+    BertModel(_bert_config()).save_pretrained(tmp_path / "bert")
+    wordlevel_tokenizer(pair_template=True).save_pretrained(tmp_path / "bert")
+    lm = save_llama(tmp_path / "llama")
+    settings.COUNTERPART = {
+        **settings.COUNTERPART,
+        "MINILM_PATH": str(tmp_path / "bert"),
+        "PERPLEXITY_LM_PATH": str(lm),
+        "PERPLEXITY_MAX_RATIO": 1.0,  # keeps a candidate only as fluent as its original: about half
+    }
+    args = ["bench_generation", "--pipeline", "--json", "--originals", "6", "--format", "cad-sentiment"]
+    args += ["--data", str(tiny_sentiment), "--band=-1,1", "--filters", "similarity,dedup,perplexity"]
+    pooled = tmp_path / "packed.jsonl"
+    out = StringIO()
+    call_command(*args, "--pooled-out", str(pooled), stdout=out)
+    packed = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert packed["packed_rows"] is True and "packed rows" in out.getvalue()
+    assert {"similarity", "perplexity"} <= set(packed["stages"])
+    out = StringIO()
+    call_command(*args, "--padded", "--compare", str(pooled), stdout=out)
+    padded = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert padded["packed_rows"] is False and "padded batches" in out.getvalue()
+    assert padded["compare"] == {"both": packed["pooled_count"], "only_here": 0, "only_there": 0}
+    # the perplexity filter decided something: some candidates dropped, some kept
+    assert 0 < packed["pooled_count"] < packed["candidates"]

@@ -144,7 +144,9 @@ def minilm_texts(base: list[Original], n: int, limit: int) -> list[str]:
 
 def minilm_sentences_per_s(encoder: Any, texts: list[str]) -> float:
     """Sentences/s of a cache-less MiniLM encoder over ``texts``: the yardstick the speed
-    targets are ratios to (docs/formats.md §3)."""
+    targets are ratios to (docs/formats.md §3). The callers pass an ``Encoder(pack=False)``:
+    sentence-transformers' own padded ``encode``, what a user of the library gets, not the
+    project's packed rows."""
     t0 = time.perf_counter()
     encoder.encode(texts)
     return len(texts) / max(time.perf_counter() - t0, 1e-9)
@@ -208,6 +210,11 @@ class Command(BaseCommand):
             action="store_true",
             help="--pipeline: the perplexity LM scores every control code (no PERPLEXITY_EXEMPT routing)",
         )
+        parser.add_argument(
+            "--padded",
+            action="store_true",
+            help="--pipeline: MiniLM and the perplexity LM on padded batches, not packed rows (projects/ml/packing.py)",
+        )
         parser.add_argument("--filters", default="", help="filters of --pipeline (default: the task's run defaults)")
         parser.add_argument("--pooled-out", dest="pooled_out", default="", help="--pipeline: write pooled candidates")
         parser.add_argument(
@@ -257,8 +264,8 @@ class Command(BaseCommand):
         loader.encode(["warm up the model"])
         model = loader.model
 
-        def fresh_encoder() -> Encoder:
-            enc = Encoder(model_path=model_path, device=device)
+        def fresh_encoder(pack: bool = True) -> Encoder:
+            enc = Encoder(model_path=model_path, device=device, pack=pack)
             enc._model = model  # share the loaded weights, not the cache
             return enc
 
@@ -268,7 +275,7 @@ class Command(BaseCommand):
 
         # 1. raw MiniLM
         texts = minilm_texts(base, n, opts["minilm_texts"])
-        minilm_rate = minilm_sentences_per_s(fresh_encoder(), texts)
+        minilm_rate = minilm_sentences_per_s(fresh_encoder(pack=False), texts)
 
         # 2. rules alone
         _clear_caches()
@@ -389,7 +396,7 @@ class Command(BaseCommand):
             w(json.dumps(result))
 
     def _pipeline(self, opts: dict[str, Any], originals: list[Original], task: str, band: tuple[float, float]) -> None:
-        from generation.ml import registry
+        from generation.ml import filters, registry
         from generation.services import bench_quality
         from generation.services.run_quality import FILTER_NAMES, PERPLEXITY_EXEMPT, default_filters
         from generation.services.runs import perplexity_scorer
@@ -419,11 +426,16 @@ class Command(BaseCommand):
                 warm_up()
             list(warm.generate(originals[:2]))
             encoder = None
+            pack = not opts["padded"]
             if "similarity" in chosen:
-                encoder = Encoder(model_path=cfg.get("MINILM_PATH") or None, device=cfg.get("DEVICE", "cpu"))
+                encoder = Encoder(model_path=cfg.get("MINILM_PATH") or None, device=cfg.get("DEVICE", "cpu"), pack=pack)
                 encoder.encode(["warm up"])
             scorer = perplexity_scorer() if "perplexity" in chosen else None
             if scorer is not None:
+                # a scorer of its own (the process's shared one keeps its cache), packed or not
+                scorer = filters.PerplexityScorer(
+                    model=scorer.model, tokenizer=scorer.tokenizer, device=scorer.device, batch_size=32, pack=pack
+                )
                 scorer.score(["warm up the model"])
                 scorer.clear_cache()
             return generator, encoder, scorer
@@ -445,7 +457,7 @@ class Command(BaseCommand):
         # the yardstick in the same process and minutes: MiniLM sentences/s of a fresh encoder
         texts = minilm_texts(originals, len(originals), opts["minilm_texts"])
         minilm_rate = minilm_sentences_per_s(
-            Encoder(model_path=cfg.get("MINILM_PATH") or None, device=cfg.get("DEVICE", "cpu")), texts
+            Encoder(model_path=cfg.get("MINILM_PATH") or None, device=cfg.get("DEVICE", "cpu"), pack=False), texts
         )
         res["minilm_sentences_per_s"] = round(minilm_rate, 2)
         res["originals_per_s_over_minilm"] = (
@@ -472,6 +484,7 @@ class Command(BaseCommand):
         res.update(
             generator=name,
             task=task,
+            packed_rows=not opts["padded"],
             perplexity_dtype=str(cfg.get("PERPLEXITY_DTYPE", "float32")),
             torch_threads=_torch_threads(),
             peak_rss_mb=round(_peak_rss_mb(), 1),
@@ -482,7 +495,7 @@ class Command(BaseCommand):
             f"{res['originals_per_s']} originals/s ({res['originals_per_s_after_loading']} after model loading; "
             f"{res['cpu_originals_per_s']} per CPU second), {res['candidates']} candidates, "
             f"{res['pooled_count']} pooled; perplexity LM in {res['perplexity_dtype']}, "
-            f"{res['torch_threads']} torch threads"
+            f"{res['torch_threads']} torch threads, {'packed rows' if res['packed_rows'] else 'padded batches'}"
         )
         w(
             f"MiniLM in the same run: {res['minilm_sentences_per_s']} sentences/s ({len(texts)} texts); "
