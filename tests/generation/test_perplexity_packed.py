@@ -81,6 +81,22 @@ def test_falls_back_when_packed_scores_disagree(lm_path, monkeypatch) -> None:
     assert scorer.packed is False
 
 
+def test_a_bfloat16_model_packs_too(lm_path) -> None:
+    """bfloat16 (the opt-in COUNTERPART_PERPLEXITY_DTYPE) rounds differently in a packed row:
+    the check allows it 3 %, where float32 gets 0.1 %."""
+    import torch
+
+    packed, padded = _pair(lm_path, True)
+    half = F.PerplexityScorer(model=packed.model.to(torch.bfloat16), tokenizer=packed.tokenizer, pack_width=8)
+    half_padded = F.PerplexityScorer(model=half.model, tokenizer=packed.tokenizer, pack=False)
+    try:
+        got, want = half.score(TEXTS[:3]), half_padded.score(TEXTS[:3])
+        assert half.packed is True
+        assert list(got) == pytest.approx(list(want), rel=3e-2)
+    finally:
+        packed.model.to(torch.float32)
+
+
 @pytest.mark.slow
 def test_real_smollm2_packed_rows_match_padded_batches(settings) -> None:
     if bundled_lm.gguf_path() is None:
