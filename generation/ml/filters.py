@@ -186,8 +186,8 @@ class PerplexityScorer:
     at least ``pack_width`` tokens, each attending only to its own tokens and to one BOS at
     the row's start, with its positions counted from 1 as if it stood alone. The BOS (the
     same computation for every text) runs once per row instead of once per text, and a row
-    holds almost no padding, where length-sorted padded batches computed about a quarter of
-    their tokens as padding on the perplexity filter's short edit windows. The scores are the
+    holds almost no padding, where length-sorted padded batches computed every window to the
+    length of the longest in its batch. The scores are the
     padded batches' up to float rounding; the first call checks that on two texts and falls
     back to padded batches for a model that does not honour ``position_ids`` and a 4-D
     attention mask (``packed`` tells which path runs)."""

@@ -82,8 +82,8 @@ class Encoder:
 
     New texts are encoded in packed rows (``projects.ml.packing``: several sentences per row of
     at least ``pack_width`` positions, each attending to itself only, with its own position
-    ids), then pooled by the model's own pooling modules. sentence-transformers' padded batches
-    computed about two fifths of their positions as padding on the similarity filter's texts.
+    ids), then pooled by the model's own pooling modules, where sentence-transformers' padded
+    batches compute every sentence to the length of the longest in its batch.
     The first encode checks on three texts that packing gives sentence-transformers' vectors
     (to 1e-4) and otherwise falls back to its ``encode`` (``packed`` tells which runs);
     ``pack=False`` always uses it (the speed benchmarks' MiniLM yardstick does)."""

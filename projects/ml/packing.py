@@ -4,7 +4,7 @@ Django; torch is imported where a batch is built.
 
 A padded batch computes every row to the length of its longest text. The project's texts are
 short and of uneven length (the perplexity filter's edit windows, the similarity filter's
-sentences), so a quarter to two fifths of the positions computed were padding. Packed, a row
+sentences), so much of what was computed was padding. Packed, a row
 of ``width`` positions holds as many sequences as fit (best fit, longest first), a 4-D mask
 keeps each sequence to its own positions, and each sequence's position ids count from where it
 would stand alone, so the model computes what it computes for the sequence on its own, up to
