@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -208,7 +208,9 @@ class Encoder:
             return False
         return bool(np.abs(packed - self._encode_padded(probe)).max() <= 1e-4)
 
-    def _encode_packed(self, texts: list[str]) -> Vectors:
+    def _packed_states(self, texts: list[str]) -> Iterator[tuple[list[int], Any, Any]]:
+        """Per packed batch: the indices of its texts, their contextual token vectors (one
+        padded row per text, (k, longest, d)) and the mask of their real tokens (k, longest)."""
         import torch
 
         from projects.ml.packing import packed_batches
@@ -219,7 +221,6 @@ class Encoder:
         if transformer is None:
             raise TypeError("packed encoding needs a sentence-transformers Transformer module first")
         ids = st.tokenizer(list(texts), truncation=True, max_length=st.max_seq_length)["input_ids"]
-        out: Vectors | None = None
         batches = packed_batches(
             ids,
             width=self.pack_width,
@@ -236,35 +237,56 @@ class Encoder:
                     position_ids=batch.position_ids.to(self.device),
                     token_type_ids=torch.zeros_like(batch.input_ids).to(self.device),
                 ).last_hidden_state
-                # back to one padded row per text for the model's own pooling modules
+                # back to one padded row per text, as the model's own modules take them
                 longest = max(n for *_, n in batch.spans)
                 tokens = hidden.new_zeros((len(batch.spans), longest, hidden.shape[-1]))
                 mask = torch.zeros((len(batch.spans), longest), dtype=torch.long, device=hidden.device)
                 for j, (_, r, s, n) in enumerate(batch.spans):
                     tokens[j, :n] = hidden[r, s : s + n]
                     mask[j, :n] = 1
+            yield [k for k, *_ in batch.spans], tokens, mask
+
+    def _encode_packed(self, texts: list[str]) -> Vectors:
+        import torch
+
+        modules = list(self.model)
+        out: Vectors | None = None
+        for index, tokens, mask in self._packed_states(texts):
+            with torch.inference_mode():
                 features: dict[str, Any] = {"token_embeddings": tokens, "attention_mask": mask}
-                for module in modules[1:]:
+                for module in modules[1:]:  # the model's own pooling (and normalising) modules
                     features = module(features)
                 emb = torch.nn.functional.normalize(features["sentence_embedding"].float(), p=2, dim=1)
             if out is None:
                 out = np.zeros((len(texts), emb.shape[1]), dtype=np.float32)
-            out[[k for k, *_ in batch.spans]] = emb.cpu().numpy()
+            out[index] = emb.cpu().numpy()
         return out if out is not None else np.zeros((0, DIM), dtype=np.float32)
 
     def token_vectors(self, texts: Sequence[str]) -> list[Vectors]:
         """Per text, the L2-normalised contextual vectors of its content word pieces (no special
-        tokens, punctuation or function words). Not cached: see :meth:`alignment`."""
+        tokens, punctuation or function words), from packed rows as :meth:`encode`. Not cached:
+        see :meth:`alignment`."""
         if not texts:
             return []
         model = self.model
-        outs = model.encode(
-            list(texts),
-            output_value="token_embeddings",
-            batch_size=self.batch_size,
-            convert_to_numpy=False,
-            show_progress_bar=False,
-        )
+        if self._packed is None:
+            self._packed = self._packing_agrees()
+        outs: list[Any]
+        if self._packed:
+            outs = [None] * len(texts)
+            for index, tokens, mask in self._packed_states(list(texts)):
+                for j, i in enumerate(index):
+                    outs[i] = tokens[j, : int(mask[j].sum())]
+        else:
+            outs = list(
+                model.encode(
+                    list(texts),
+                    output_value="token_embeddings",
+                    batch_size=self.batch_size,
+                    convert_to_numpy=False,
+                    show_progress_bar=False,
+                )
+            )
         tokenizer = model.tokenizer
         max_len = getattr(model, "max_seq_length", None) or 256
         result = []

@@ -105,6 +105,20 @@ def test_packed_encoder_gives_sentence_transformers_vectors(tiny_sentence_model)
     np.testing.assert_allclose(Encoder(model_path=tiny_sentence_model).encode([TEXTS[1]])[0], b[1], atol=1e-5)
 
 
+def test_packed_token_vectors_and_alignment_match_sentence_transformers(tiny_sentence_model) -> None:
+    from projects.ml.embeddings import Encoder
+
+    padded = Encoder(model_path=tiny_sentence_model, pack=False)
+    packed = Encoder(model_path=tiny_sentence_model, pack_width=16)
+    want, got = padded.token_vectors(TEXTS), packed.token_vectors(TEXTS)
+    assert packed.packed is True
+    assert [g.shape for g in got] == [w.shape for w in want] and sum(len(g) for g in got) > 10
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, atol=1e-5)
+    pairs = [(TEXTS[1], TEXTS[0]), (TEXTS[4], TEXTS[3])]
+    np.testing.assert_allclose(packed.alignment(pairs), padded.alignment(pairs), atol=1e-5)
+
+
 def test_encoder_falls_back_when_packing_disagrees(tiny_sentence_model, monkeypatch) -> None:
     from projects.ml import embeddings
 
@@ -129,8 +143,11 @@ def test_packed_minilm_matches_sentence_transformers() -> None:
         "Several children are sitting on the steps of an old stone church while their parents talk.",
     ] * 3
     texts = [f"{t} ({i})" for i, t in enumerate(texts)]
-    a = Encoder(pack=False).encode(texts)
+    plain = Encoder(pack=False)
+    a = plain.encode(texts)
     enc = Encoder()
     b = enc.encode(texts)
     assert enc.packed is True
     np.testing.assert_allclose(b, a, atol=1e-5)
+    pairs = list(zip(texts[:4], texts[4:8], strict=True))
+    np.testing.assert_allclose(enc.alignment(pairs), plain.alignment(pairs), atol=1e-4)
