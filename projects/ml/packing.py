@@ -4,12 +4,12 @@ Django; torch is imported where a batch is built.
 
 A padded batch computes every row to the length of its longest text. The project's texts are
 short and of uneven length (the perplexity filter's edit windows, the similarity filter's
-sentences), so much of what was computed was padding. Packed, a row
-of ``width`` positions holds as many sequences as fit (best fit, longest first), a 4-D mask
-keeps each sequence to its own positions, and each sequence's position ids count from where it
-would stand alone, so the model computes what it computes for the sequence on its own, up to
-float rounding. A causal LM's rows may start with a shared ``prefix`` (its BOS token): every
-sequence of the row attends to it, so it is computed once per row rather than once per text.
+sentences), so much of what was computed was padding. Packed, a row of ``width`` positions
+holds as many sequences as fit (best fit, longest first), a 4-D mask keeps each sequence to its
+own positions, and each sequence's position ids count from where it would stand alone, so the
+model computes what it computes for the sequence on its own, up to float rounding. A causal
+LM's rows may start with a shared ``prefix`` (its BOS token): every sequence of the row attends
+to it, so it is computed once per row rather than once per text.
 
 The caller checks, once per model, that packed and padded outputs agree: a model that ignores
 ``position_ids`` or a 4-D ``attention_mask`` would not.
@@ -75,7 +75,8 @@ def packed_batches(
     """``sequences`` (token ids, each non-empty) in packed rows of at least ``width`` positions
     (more when one sequence needs it), ``prefix`` first in every row; rows grouped so a batch
     holds at most ``max_tokens`` positions (at least one row). ``causal``: a token sees the
-    tokens before it; otherwise every token of its sequence. Padding sees only itself."""
+    tokens before it; otherwise every token of its sequence. Padding sees only itself (and the
+    prefix)."""
     import torch
 
     if any(len(s) == 0 for s in sequences):
