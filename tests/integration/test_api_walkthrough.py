@@ -139,7 +139,11 @@ def test_the_walkthrough_runs_the_loop_from_zero_against_a_live_server(tmp_path)
         finally:
             _stop(server)
             _stop(worker)
-    logs = f"{run.stdout}\n{run.stderr[-4000:]}\nworker: {worker_log.read_text()[-3000:]}"
+    # the server's log too: a 500 shows only as curl's exit code in the script's output
+    logs = (
+        f"{run.stdout}\n{run.stderr[-4000:]}\nworker: {worker_log.read_text()[-3000:]}"
+        f"\nserver: {server_log.read_text(errors='replace')[-6000:]}"
+    )
     assert run.returncode == 0, logs
 
     con = sqlite3.connect(db)
