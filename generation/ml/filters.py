@@ -311,10 +311,8 @@ class PerplexityScorer:
         body_model, head = split
         prefix = self._prefix
         n_pre = len(prefix)
-        bodies = []
-        for t in texts:
-            ids = self._ids(t)
-            bodies.append(ids[n_pre:] if ids[:n_pre] == prefix else ids)
+        # _ids puts the prefix in front of every text; the row carries it once instead
+        bodies = [self._ids(t)[n_pre:] for t in texts]
         # the tokens of a text that are predicted: all after a BOS; without one, all but the first
         n_pred = [len(b) if n_pre else len(b) - 1 for b in bodies]
         out = [float("inf")] * len(texts)
