@@ -418,3 +418,23 @@ def test_lower_case_review_is_split_and_an_unsplittable_one_is_skipped() -> None
     ramble = Original("long", {"text": " ".join(["word"] * 80)}, None, (), "sentiment")
     skip = list(RulesGenerator().generate([ramble]))
     assert len(skip) == 1 and isinstance(skip[0], Skip) and "no sentence of 3-60 words" in skip[0].reason
+
+
+def test_sentiment_insert_puts_no_intensifier_before_own() -> None:
+    """Round 18: "their [[truly]] own", "her [[particularly]] own way" were most of the inserts
+    the LM dropped and readers rejected; the lexicon gives "own" a polarity, but it takes no
+    intensifier. The other adjectives of the same sentences still get one."""
+    from generation.ml.rules import sentiment_codes
+
+    for text in (
+        "Emma was believable in her own way, a sweet way.",
+        "They passed it off as their own. It is a funny show.",
+    ):
+        sent = Sentence(text, fix_tags(tag(text)), 0, len(text))
+        assert "own" in [t.lower for t in sent.toks if t.pos == "JJ"]
+        for seed in range(10):
+            out = [apply_edits(text, list(p.edits)) for p in sentiment_codes.insert(sent, random.Random(seed))]
+            assert out, text
+            assert all(
+                " own" in o and not any(f"{w} own" in o for w in sentiment_codes.INSERTED_INTENSIFIERS) for o in out
+            ), out

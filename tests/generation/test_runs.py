@@ -577,7 +577,7 @@ def test_perplexity_skips_the_exempt_codes_of_a_generator():
     )
     assert not v[0].keep
     assert run_quality.PERPLEXITY_EXEMPT[("rules", "nli")] <= set(DEFAULT_RULE_CODES)
-    # measured on NLI only: a sentiment candidate of an exempt code is scored
+    # sentiment keeps the LM on every code (round 18): its insert is scored
     s = Original("s", {"text": "a b c"}, "positive", ("negative", "positive"), "sentiment")
     routed_s = GeneratedCandidate("s", {"text": "a zzz b c"}, "rules", "insert", None)
     v = run_quality.apply_filters([(s, routed_s)], filters=["perplexity"], band=(0, 1), encoder=None, scorer=scorer)
