@@ -318,6 +318,8 @@ class CounterpartSettings(TypedDict):
     LLM_CACHE: str
     PERPLEXITY_MAX_RATIO: float
     PERPLEXITY_DTYPE: str
+    FLUENCY_SCORER: str
+    FLUENCY_MODEL_PATH: str
     MIN_TRAIN_LABELS_WARNING: int
 
 
@@ -364,6 +366,9 @@ COUNTERPART: CounterpartSettings = {
     # the perplexity LM's weights on the CPU: float32 (default) or bfloat16 (about 1.9x less CPU
     # time on a CPU with avx512_bf16, but ~1 % of keep decisions change: docs/generation.md, "Speed")
     "PERPLEXITY_DTYPE": env("COUNTERPART_PERPLEXITY_DTYPE", "float32"),
+    # the perplexity filter's scorer: auto (per task, run_quality.NGRAM_FLUENCY_TASKS), lm, ngram
+    "FLUENCY_SCORER": env("COUNTERPART_FLUENCY_SCORER", "auto"),
+    "FLUENCY_MODEL_PATH": env("COUNTERPART_FLUENCY_MODEL_PATH", ""),  # empty: generation/ml/fluency_model
     # An OpenAI-compatible model server for llm-prompt (docs/generation-models.md, "Use your own
     # model server"): its base URL (with or without /v1) and the model name it serves. The API key
     # is COUNTERPART_LLM_API_KEY (LLM_API_KEY above, outside this dict: never stored or shown).

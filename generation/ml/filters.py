@@ -415,8 +415,15 @@ def edit_windows(original: str, candidate: str, context_words: int = 12) -> tupl
 PERPLEXITY_MAX_RATIO = 2.5
 
 
+class FluencyScorer(Protocol):
+    """What the perplexity filter scores with: :class:`PerplexityScorer` (a causal LM) or
+    ``fluency.NgramScorer`` (the n-gram model)."""
+
+    def score(self, texts: Sequence[str]) -> NDArray[np.float64]: ...
+
+
 def perplexity(
-    scorer: PerplexityScorer,
+    scorer: FluencyScorer,
     originals: Sequence[str],
     candidates: Sequence[str],
     max_ratio: float = PERPLEXITY_MAX_RATIO,

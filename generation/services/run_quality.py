@@ -62,14 +62,26 @@ NOT_DEFAULT_FOR: dict[str, tuple[str, ...]] = {"image-caption": ("perplexity",)}
 # Per (generator, task), the control codes the perplexity LM skips (issue 31.5), from the judged
 # dev fixture (``bench_rules_validity --lm-split``). Sentiment has none: on its 245 dev reviews
 # (round 18, docs/generation.md) the inserts and deletes the LM drops are far less often valid
-# than those it keeps (17 % and 71 % against 96 % and 87 %), so a sentiment run keeps the LM on
-# every code. NLI ("NLI codes judged blind"): insert is >= 95 % valid without the LM; for
+# than those it keeps (17 % and 71 % against 96 % and 87 %), so a sentiment run keeps the
+# perplexity filter on every code (scored, since round 19, by the n-gram model:
+# ``NGRAM_FLUENCY_TASKS``). NLI ("NLI codes judged blind"): insert is >= 95 % valid without the LM; for
 # negation, lexical, quantifier and delete the candidates the LM drops are at least as often
 # valid as those it keeps, so skipping it loses no validity. resemantic and restructure stay
 # behind it (it drops their invalid edits). The LM is most of a run's time.
 PERPLEXITY_EXEMPT: dict[tuple[str, str], frozenset[str]] = {
     ("rules", "nli"): frozenset({"insert", "negation", "lexical", "quantifier", "delete"})
 }
+
+
+# Tasks whose perplexity filter scores with the n-gram fluency model (``generation/ml/fluency.py``,
+# its threshold distilled from SmolLM2's decisions) unless COUNTERPART_FLUENCY_SCORER says
+# otherwise; the others use the causal LM. Round 19 (docs/generation.md), on the judged dev
+# fixture: on sentiment's 245 dev reviews the n-gram model's pool is as often valid as the LM's
+# and holds more valid flips (the deletes it drops are less often valid than those the LM drops),
+# at a fraction of a millisecond a window against hundreds. On NLI (resemantic and restructure,
+# the codes the LM still scores) it drops three times as many edits, 89 % of them valid, so NLI
+# keeps the LM.
+NGRAM_FLUENCY_TASKS: frozenset[str] = frozenset({"sentiment"})
 
 
 def default_filters(task: str) -> list[str]:
@@ -209,7 +221,8 @@ def apply_filters(
                 scorer,
                 [a for a, _ in texts],
                 [b for _, b in texts],
-                max_ratio=max_ratio,
+                # a scorer with a threshold of its own (the n-gram model's, distilled) uses it
+                max_ratio=scorer_max_ratio(scorer, max_ratio),
                 context_words=PERPLEXITY_CONTEXT_WORDS,
             )
             for i, r in zip(lm_todo, results, strict=True):
@@ -228,6 +241,13 @@ def apply_filters(
             for i, r in zip(todo, results, strict=True):
                 verdicts[i].add("validity", r)
     return verdicts
+
+
+def scorer_max_ratio(scorer: Any, default: float) -> float:
+    """The perplexity ratio ``scorer`` keeps at: its own ``max_ratio`` where it has one (the n-gram
+    fluency model's, distilled from the LM's decisions), else ``default``."""
+    own = getattr(scorer, "max_ratio", None)
+    return float(own) if own is not None else default
 
 
 def _keeps_label(o: Original, c: GeneratedCandidate) -> bool:

