@@ -366,7 +366,8 @@ COUNTERPART: CounterpartSettings = {
     # the perplexity LM's weights on the CPU: float32 (default) or bfloat16 (about 1.9x less CPU
     # time on a CPU with avx512_bf16, but ~1 % of keep decisions change: docs/generation.md, "Speed")
     "PERPLEXITY_DTYPE": env("COUNTERPART_PERPLEXITY_DTYPE", "float32"),
-    # the perplexity filter's scorer: auto (per task, run_quality.NGRAM_FLUENCY_TASKS), lm, ngram
+    # the perplexity filter's scorer: auto (per task, run_quality.NGRAM_FLUENCY), lm, ngram,
+    # ngram-classifier
     "FLUENCY_SCORER": env("COUNTERPART_FLUENCY_SCORER", "auto"),
     "FLUENCY_MODEL_PATH": env("COUNTERPART_FLUENCY_MODEL_PATH", ""),  # empty: generation/ml/fluency_model
     # An OpenAI-compatible model server for llm-prompt (docs/generation-models.md, "Use your own

@@ -392,17 +392,23 @@ class PerplexityScorer:
         return np.array([self._cache[t] for t in texts], dtype=np.float64)
 
 
-def edit_windows(original: str, candidate: str, context_words: int = 12) -> tuple[str, str]:
-    """The edited part of ``original`` and ``candidate`` with ``context_words`` words of shared
-    context either side (the same context for both): what the perplexity filter scores, so its
-    cost does not grow with the length of a review."""
-    a, b = original.split(), candidate.split()
+def shared_ends(a: Sequence[Any], b: Sequence[Any]) -> tuple[int, int]:
+    """How many items ``a`` and ``b`` share at the start, and then at the end (not overlapping)."""
     p = 0
     while p < min(len(a), len(b)) and a[p] == b[p]:
         p += 1
     s = 0
     while s < min(len(a), len(b)) - p and a[len(a) - 1 - s] == b[len(b) - 1 - s]:
         s += 1
+    return p, s
+
+
+def edit_windows(original: str, candidate: str, context_words: int = 12) -> tuple[str, str]:
+    """The edited part of ``original`` and ``candidate`` with ``context_words`` words of shared
+    context either side (the same context for both): what the perplexity filter scores, so its
+    cost does not grow with the length of a review."""
+    a, b = original.split(), candidate.split()
+    p, s = shared_ends(a, b)
     lo = max(0, p - context_words)
     return (
         " ".join(a[lo : max(lo, len(a) - s + context_words)]),
@@ -435,6 +441,10 @@ def perplexity(
     if context_words is not None:
         pairs = [edit_windows(o, c, context_words) for o, c in zip(originals, candidates, strict=True)]
         originals, candidates = [o for o, _ in pairs], [c for _, c in pairs]
+    judge = getattr(scorer, "judge", None)
+    decided = judge(originals, candidates) if callable(judge) else None
+    if decided is not None:  # a scorer that decides by its own classifier (fluency.NgramScorer)
+        return [FilterResult(score, keep, (reason,) if reason else ()) for score, keep, reason in decided]
     ppl = scorer.score(list(originals) + list(candidates))
     n = len(originals)
     out = []

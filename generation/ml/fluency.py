@@ -231,6 +231,49 @@ class NgramLM:
         return math.exp(min(-float(lp.mean()), 50.0)) if len(lp) else float("inf")
 
 
+FEATURES = (
+    "log_ratio",  # mean NLL of the candidate's window minus the original's (log of the perplexity ratio)
+    "region_nll_diff",  # summed NLL of the changed tokens and the two after them, candidate minus original
+    "region_min_cand",  # the least likely of those tokens in the candidate (log-probability)
+    "region_min_orig",  # the same in the original
+    "region_min_diff",
+    "length_diff",  # tokens of the candidate's window minus the original's
+    "region_len_cand",
+    "region_len_orig",
+    "unk_diff",  # out-of-vocabulary tokens, candidate minus original
+)
+
+
+def window_features(model: NgramLM, original: str, candidate: str) -> NDArray[np.float64]:
+    """:data:`FEATURES` of one edited window: how the n-gram model reads the change, where a
+    whole-window ratio would average a broken word pair away."""
+    from generation.ml.filters import shared_ends
+
+    ia, ib = model.ids(original), model.ids(candidate)
+    la, lb = model.logprobs(ia), model.logprobs(ib)
+    p, s = shared_ends(ia.tolist(), ib.tolist())
+    # the changed tokens and the two after them (whose contexts the change altered)
+    ra, rb = la[p : min(len(la), len(la) - s + 2)], lb[p : min(len(lb), len(lb) - s + 2)]
+    mean_a = -float(la.mean()) if len(la) else 0.0
+    mean_b = -float(lb.mean()) if len(lb) else 0.0
+    min_a = float(ra.min()) if len(ra) else 0.0
+    min_b = float(rb.min()) if len(rb) else 0.0
+    return np.array(
+        [
+            mean_b - mean_a,
+            float(-rb.sum() + ra.sum()),
+            min_b,
+            min_a,
+            min_b - min_a,
+            float(len(ib) - len(ia)),
+            float(len(rb)),
+            float(len(ra)),
+            float(np.sum(ib == 0) - np.sum(ia == 0)),
+        ],
+        dtype=np.float64,
+    )
+
+
 class NgramScorer:
     """``filters.PerplexityScorer``'s interface over :class:`NgramLM`: ``score(texts)`` gives a
     perplexity per text. ``max_ratio`` is the threshold ``train_fluency_model --distill``
@@ -238,15 +281,54 @@ class NgramScorer:
 
     name = "ngram"
 
-    def __init__(self, model: NgramLM | None = None, *, folder: str | Path = MODEL_DIR, task: str = "") -> None:
+    def __init__(
+        self, model: NgramLM | None = None, *, folder: str | Path = MODEL_DIR, task: str = "", mode: str = "ratio"
+    ) -> None:
+        if mode not in ("ratio", "classifier"):
+            raise ValueError(f"n-gram fluency mode must be ratio or classifier, not {mode!r}")
         self.model = model if model is not None else NgramLM.load(folder)
         ratios = self.model.meta.get("max_ratio") or {}
         value = ratios.get(task, ratios.get("*")) if isinstance(ratios, dict) else None
         self.max_ratio: float | None = float(value) if value is not None else None
         self.task = task
+        self.mode = mode
+        self.classifier: dict[str, Any] | None = None
+        if mode == "classifier":
+            found = (self.model.meta.get("classifier") or {}).get(task)
+            if not found:
+                raise ValueError(f"the n-gram fluency model has no classifier for {task!r} (train_fluency_model)")
+            self.classifier = found
 
     def score(self, texts: Sequence[str]) -> NDArray[np.float64]:
         return np.array([self.model.perplexity(t) for t in texts], dtype=np.float64)
+
+    def keep_probability(self, originals: Sequence[str], candidates: Sequence[str]) -> NDArray[np.float64]:
+        """The classifier's probability that the LM keeps each edited window (``mode="classifier"``)."""
+        c = self.classifier
+        if c is None:
+            raise ValueError("keep_probability needs mode='classifier'")
+        x = np.array(
+            [window_features(self.model, a, b) for a, b in zip(originals, candidates, strict=True)], dtype=np.float64
+        ).reshape(len(originals), len(FEATURES))
+        z = (x - np.asarray(c["mean"])) / np.asarray(c["scale"])
+        return np.asarray(1.0 / (1.0 + np.exp(-(z @ np.asarray(c["coef"]) + float(c["intercept"])))), dtype=np.float64)
+
+    def judge(self, originals: Sequence[str], candidates: Sequence[str]) -> list[tuple[float, bool, str]] | None:
+        """(score, keep, reason) per edited window where the scorer decides by its classifier
+        (score: the n-gram perplexity ratio, as the ratio rule reports it); None in ratio mode
+        (the caller applies ``max_ratio``)."""
+        if self.classifier is None:
+            return None
+        probs = self.keep_probability(originals, candidates)
+        ppl = self.score(list(originals) + list(candidates))
+        n, cut = len(originals), float(self.classifier["threshold"])
+        out = []
+        for i, p in enumerate(probs):
+            ratio = float(ppl[n + i] / ppl[i]) if ppl[i] > 0 and math.isfinite(ppl[i]) else 1e9
+            keep = bool(p >= cut)
+            reason = "" if keep else f"fluency classifier: P(the LM keeps it) {p:.2f} < {cut:.2f}"
+            out.append((ratio if math.isfinite(ratio) else 1e9, keep, reason))
+        return out
 
     def clear_cache(self) -> None:  # nothing cached: a window costs microseconds
         return None
@@ -267,6 +349,42 @@ def best_threshold(ngram_ratios: Sequence[float], lm_keep: Sequence[bool]) -> di
         if k > best_k + 1e-12:
             best_t, best_k = float(t), k
     return {"max_ratio": best_t, "agreement": round(float(np.mean((r <= best_t) == y)), 4), "kappa": round(best_k, 4)}
+
+
+def fit_classifier(features: NDArray[np.float64], lm_keep: Sequence[bool], *, seed: int = 0) -> dict[str, Any]:
+    """A logistic regression (balanced classes) from :func:`window_features` to the LM's keep
+    decisions, and the probability cut whose decisions agree best with the LM's by Cohen's kappa,
+    chosen on 5-fold out-of-fold probabilities (so the reported kappa and agreement are held out)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    x = np.asarray(features, dtype=np.float64)
+    y = np.asarray(lm_keep, dtype=bool)
+    if len(set(y.tolist())) < 2:
+        raise ValueError("the LM's decisions are all the same: nothing to distil")
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale[scale == 0] = 1.0
+    z = (x - mean) / scale
+    lr = LogisticRegression(max_iter=2000, class_weight="balanced")
+    folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=seed)
+    oof = cross_val_predict(lr, z, y, cv=folds, method="predict_proba")[:, 1]
+    best_t, best_k = 0.5, -2.0
+    for t in np.round(np.linspace(0.05, 0.95, 91), 2):
+        k = kappa(oof >= t, y)
+        if k > best_k + 1e-12:
+            best_t, best_k = float(t), k
+    lr.fit(z, y)
+    return {
+        "features": list(FEATURES),
+        "mean": [round(float(v), 6) for v in mean],
+        "scale": [round(float(v), 6) for v in scale],
+        "coef": [round(float(v), 6) for v in lr.coef_[0]],
+        "intercept": round(float(lr.intercept_[0]), 6),
+        "threshold": best_t,
+        "heldout_kappa": round(best_k, 4),
+        "heldout_agreement": round(float(np.mean((oof >= best_t) == y)), 4),
+        "drop_rate": round(float(np.mean(oof < best_t)), 4),
+    }
 
 
 def kappa(a: Sequence[bool] | NDArray[np.bool_], b: Sequence[bool] | NDArray[np.bool_]) -> float:

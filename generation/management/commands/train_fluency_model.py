@@ -12,7 +12,9 @@ perplexity filter's SmolLM2 (issue 31.5), in two steps:
    keep scored by SmolLM2 (the run's perplexity LM, at ``COUNTERPART_PERPLEXITY_MAX_RATIO``) and by
    the n-gram model. Per task, the n-gram ratio at which its keep/drop decisions agree most
    often with SmolLM2's becomes that task's ``max_ratio`` in ``meta.json``, with the agreement
-   and Cohen's kappa.
+   and Cohen's kappa. And a classifier of the same decisions (``fluency.fit_classifier``: a logistic
+   regression over ``fluency.FEATURES`` of the window, its probability cut chosen on out-of-fold
+   predictions) goes to ``meta.json``'s ``classifier``, for ``--fluency ngram-classifier``.
 
 Writes ``ngram.npz`` and ``meta.json`` to ``--out`` (default: the shipped model's folder,
 ``generation/ml/fluency_model/``, which this command made with its defaults). ``--distill-only``
@@ -29,6 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -68,6 +71,13 @@ class Command(BaseCommand):
         parser.add_argument("--distill-only", dest="distill_only", action="store_true")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument(
+            "--classifier-from",
+            dest="classifier_from",
+            default="",
+            help="fit only the classifiers, from the windows a --dump wrote (no generation, no LM), into the "
+            "model at --out",
+        )
+        parser.add_argument(
             "--dump",
             default="",
             help="write every distilled window (task, code, texts, both ratios) to this JSON-lines file",
@@ -88,14 +98,20 @@ class Command(BaseCommand):
         sent_rows = list(_jsonl(sent))
         nli_rows = list(_jsonl(nli))
         t0 = time.perf_counter()
+        if opts["classifier_from"]:
+            model = fluency.NgramLM.load(out)
+            self._classifiers_from(model, Path(opts["classifier_from"]), opts["seed"])
+            model.save(out)
+            self.stdout.write(json.dumps({"model": str(out), "classifier": model.meta["classifier"]}, sort_keys=True))
+            return
         if opts["distill_only"]:
             model = fluency.NgramLM.load(out)
         else:
             model = fluency.NgramLM.train(self._corpus(shared, sent_rows, nli_rows, k), min_trigram=opts["min_trigram"])
             model.meta["data"] = f"sentiment-public + nli-public (every {k}-th row held out) + CAD train"
             model.meta["holdout"] = k
-            model.meta.pop("max_ratio", None)
-            model.meta.pop("distilled", None)
+            for key in ("max_ratio", "distilled", "classifier"):
+                model.meta.pop(key, None)
             model.save(out)
             self.stdout.write(
                 f"counted {model.meta['tokens']:,} tokens of {model.meta['documents']:,} documents in "
@@ -114,6 +130,7 @@ class Command(BaseCommand):
             report: dict[str, Any] = {}
             every: tuple[list[float], list[bool]] = ([], [])
             dump: list[dict[str, Any]] = []
+            classifiers: dict[str, Any] = {}
             for task in tasks:
                 if task not in held:
                     raise CommandError(f"--tasks: sentiment and/or nli, not {task!r}")
@@ -124,6 +141,9 @@ class Command(BaseCommand):
                 every[1].extend(decisions[1])
                 ratios[task] = r["max_ratio"]
                 report[task] = r
+                classifiers[task] = self._classifier(
+                    model, task, [d for d in dump if d["task"] == task], decisions[1], opts["seed"]
+                )
                 self.stdout.write(
                     f"{task}: {r['windows']} windows of {r['originals']} held-out originals; SmolLM2 drops "
                     f"{r['lm_drop_rate']:.1%}; n-gram ratio <= {r['max_ratio']:.3f} agrees on {r['agreement']:.1%} "
@@ -137,6 +157,7 @@ class Command(BaseCommand):
             report["*"] = {"windows": len(every[0]), **overall}
             model.meta["max_ratio"] = ratios
             model.meta["distilled"] = report
+            model.meta["classifier"] = classifiers
             if opts["dump"]:
                 Path(opts["dump"]).parent.mkdir(parents=True, exist_ok=True)
                 with open(opts["dump"], "w", encoding="utf-8") as fh:
@@ -144,6 +165,38 @@ class Command(BaseCommand):
                         fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             model.save(out)
         self.stdout.write(json.dumps({"model": str(out), **model.meta}, sort_keys=True))
+
+    def _classifier(
+        self, model: Any, task: str, windows: list[dict[str, Any]], lm_keep: list[bool], seed: int
+    ) -> dict[str, Any]:
+        from generation.ml import fluency
+
+        try:
+            c = fluency.fit_classifier(
+                np.array([fluency.window_features(model, d["before"], d["after"]) for d in windows]), lm_keep, seed=seed
+            )
+        except ValueError as exc:
+            raise CommandError(f"{task}: {exc}") from exc
+        self.stdout.write(
+            f"{task}: classifier of the LM's decisions ({len(c['features'])} features of the window) at "
+            f"P >= {c['threshold']:.2f}: held-out agreement {c['heldout_agreement']:.1%} "
+            f"(kappa {c['heldout_kappa']:.2f}), drops {c['drop_rate']:.1%}"
+        )
+        return c
+
+    def _classifiers_from(self, model: Any, path: Path, seed: int) -> None:
+        if not path.is_file():
+            raise CommandError(f"--classifier-from: no file {path} (write one with --dump)")
+        max_ratio = float(settings.COUNTERPART["PERPLEXITY_MAX_RATIO"])
+        by_task: dict[str, list[dict[str, Any]]] = {}
+        for n, row in enumerate(_jsonl(path), 1):
+            if not {"task", "before", "after", "lm_ratio"} <= row.keys():
+                raise CommandError(f"{path}:{n}: needs task, before, after and lm_ratio")
+            by_task.setdefault(str(row["task"]), []).append(row)
+        model.meta["classifier"] = {
+            task: self._classifier(model, task, rows, [float(r["lm_ratio"]) <= max_ratio for r in rows], seed)
+            for task, rows in sorted(by_task.items())
+        }
 
     def _corpus(self, shared: Path, sent_rows: list[dict[str, Any]], nli_rows: list[dict[str, Any]], k: int) -> Any:
         for i, r in enumerate(sent_rows):
@@ -196,7 +249,7 @@ class Command(BaseCommand):
             for i, r in enumerate(rows)
             if str(r.get("label", "")) in labels
         ]
-        lm = perplexity_scorer()
+        lm = perplexity_scorer(choice="lm")
         if lm is None:
             raise CommandError("no causal language model to distil (the bundled SmolLM2 is missing)")
         encoder = Encoder(model_path=cfg.get("MINILM_PATH") or None, device=cfg.get("DEVICE", "cpu"))
