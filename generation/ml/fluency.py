@@ -103,6 +103,8 @@ class NgramLM:
             raise ValueError("no words to count")
         seq = np.concatenate(pieces)
         V = len(vocab)
+        if V**3 >= 2**63:  # a trigram's key, (u V + v) V + w, must fit an int64
+            raise ValueError(f"a vocabulary of {V:,} words is too large for int64 trigram keys (raise min_count)")
         a, b, c = seq[:-2], seq[1:-1], seq[2:]
         # a trigram inside one document: <s> only first, </s> only last
         ok = (b != 1) & (c != 1) & (a != 2) & (b != 2)

@@ -193,6 +193,11 @@ def test_train_fluency_model_counts_the_public_files_and_leaves_the_held_out_row
         call_command("train_fluency_model", "--out", str(out), "--classifier-from", str(tmp_path / "none.jsonl"))
     with pytest.raises(CommandError, match="--holdout"):
         call_command("train_fluency_model", "--out", str(out), "--holdout", "1", "--distill", "0")
+    # files with no words at all: a clear error, not a crash
+    for name in ("sentiment-public", "nli-public"):
+        (shared / name / "train.jsonl").write_text(json.dumps({"text": "", "premise": "", "hypothesis": ""}) + "\n")
+    with pytest.raises(CommandError, match="no words to count"):
+        call_command("train_fluency_model", "--out", str(tmp_path / "none"), "--distill", "0")
     (shared / "nli-public" / "train.jsonl").unlink()
     with pytest.raises(CommandError, match="no training data"):
         call_command("train_fluency_model", "--out", str(out), "--distill", "0")

@@ -107,7 +107,12 @@ class Command(BaseCommand):
         if opts["distill_only"]:
             model = fluency.NgramLM.load(out)
         else:
-            model = fluency.NgramLM.train(self._corpus(shared, sent_rows, nli_rows, k), min_trigram=opts["min_trigram"])
+            try:
+                model = fluency.NgramLM.train(
+                    self._corpus(shared, sent_rows, nli_rows, k), min_trigram=opts["min_trigram"]
+                )
+            except ValueError as exc:  # nothing to count, or a vocabulary too large for the keys
+                raise CommandError(str(exc)) from exc
             model.meta["data"] = f"sentiment-public + nli-public (every {k}-th row held out) + CAD train"
             model.meta["holdout"] = k
             for key in ("max_ratio", "distilled", "classifier"):
