@@ -95,15 +95,15 @@ class Command(BaseCommand):
                 raise CommandError(f"no training data at {p} (set COUNTERPART_SHARED_DATA)")
         out = Path(opts["out"] or fluency.MODEL_DIR)
         k = opts["holdout"]
-        sent_rows = list(_jsonl(sent))
-        nli_rows = list(_jsonl(nli))
-        t0 = time.perf_counter()
-        if opts["classifier_from"]:
+        if opts["classifier_from"]:  # from a dump: the public rows are not read
             model = fluency.NgramLM.load(out)
             self._classifiers_from(model, Path(opts["classifier_from"]), opts["seed"])
             model.save(out)
             self.stdout.write(json.dumps({"model": str(out), "classifier": model.meta["classifier"]}, sort_keys=True))
             return
+        sent_rows = list(_jsonl(sent))
+        nli_rows = list(_jsonl(nli))
+        t0 = time.perf_counter()
         if opts["distill_only"]:
             model = fluency.NgramLM.load(out)
         else:
@@ -309,4 +309,4 @@ class Command(BaseCommand):
             "lm_ms_per_window": round(1000 * lm_s / len(windows), 3),
             "ngram_ms_per_window": round(1000 * ng_s / len(windows), 4),
         }
-        return report, ([r.score for r in ng], lm_keep)
+        return report, (scores, lm_keep)
