@@ -240,3 +240,39 @@ __all__ = [
     "reasons",
     "score",
 ]
+
+
+def selection_ceiling(
+    judged: dict[str, dict[str, Any]], original_ids: Sequence[str], per_review: float = 1.5
+) -> dict[str, Any]:
+    """The most any filter, teacher or critic could make of what was ever judged (issue 31).
+
+    Every judged candidate of the given originals, whichever round or generator wrote it, is a
+    candidate an oracle could pool. Ranked by their valid & flip (the share of readers who found
+    both), the best ``per_review`` × originals of them are the best pool of that size a perfect
+    selector could choose from everything generated so far: its share of valid & flip is an upper
+    bound on what selection alone can reach. Also per code: judged candidates and reader-weighted
+    valid flips; and how many originals have a candidate every reader called valid and flipped."""
+    ids = set(original_ids)
+    rows = [r for r in judged.values() if r.get("original_id") in ids]
+    n = len(ids)
+    vf = sorted((_valid_flip(r) for r in rows), reverse=True)
+    size = round(per_review * n)
+    best = sum(vf[:size])
+    by_code: dict[str, dict[str, Any]] = {}
+    for code in sorted({str(r.get("code")) for r in rows}):
+        mine = [_valid_flip(r) for r in rows if str(r.get("code")) == code]
+        by_code[code] = {"judged": len(mine), "valid_flips": round(sum(mine), 1)}
+    sure = {r["original_id"] for r in rows if _valid_flip(r) == 1.0}
+    return {
+        "originals": n,
+        "originals_judged": len({r["original_id"] for r in rows}),
+        "judged": len(rows),
+        "valid_flips": round(sum(vf), 1),
+        "valid_flips_per_original": round(sum(vf) / n, 3) if n else None,
+        "originals_with_a_sure_valid_flip": len(sure),
+        "per_review": per_review,
+        "oracle_pool": size,
+        "oracle_pool_valid_flips": round(best / size, 3) if size else None,
+        "by_code": by_code,
+    }

@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+from django.core.management import CommandError, call_command
+
 from generation.ml.base import GeneratedCandidate, Original
 from generation.services import validity_fixture as vf
 
@@ -112,3 +115,76 @@ def test_a_code_is_also_scored_by_the_label_it_aims_at() -> None:
     assert r["by_code"]["delete"]["pooled"] == 2 and r["by_code"]["delete"]["flips"] == 0.5
     assert r["by_aim"]["delete:flip"] == {"pooled": 1, "judged": 1, "valid": 1.0, "flips": 1.0, "valid_flips": 1.0}
     assert r["by_aim"]["delete:keep"]["flips"] == 0.0 and r["by_aim"]["delete:keep"]["valid_flips"] == 0.0
+
+
+def _judged(oid: str, code: str, key: str, readers: list[tuple[str, bool]]) -> dict[str, object]:
+    rs = [{"label": lab, "valid": ok} for lab, ok in readers]
+    return {
+        "key": key,
+        "original_id": oid,
+        "label": "positive",
+        "code": code,
+        "readers": rs,
+        "valid": sum(ok for _, ok in readers) / len(readers),
+        "flip": sum(lab != "positive" for lab, _ in readers) / len(readers),
+    }
+
+
+def test_the_selection_ceiling_is_the_best_pool_of_everything_judged() -> None:
+    judged = {
+        "a1": _judged("a", "lexical", "a1", [("negative", True), ("negative", True)]),
+        "a2": _judged("a", "delete", "a2", [("negative", True), ("positive", True)]),
+        "b1": _judged("b", "insert", "b1", [("positive", True), ("positive", True)]),
+        "b2": _judged("b", "lexical", "b2", [("negative", False), ("negative", False)]),
+        "z1": _judged("z", "lexical", "z1", [("negative", True), ("negative", True)]),  # not asked for
+    }
+    c = vf.selection_ceiling(judged, ["a", "b", "c"], per_review=1.0)
+    assert (c["originals"], c["originals_judged"], c["judged"]) == (3, 2, 4)
+    assert c["valid_flips"] == 1.5 and c["valid_flips_per_original"] == 0.5
+    assert c["originals_with_a_sure_valid_flip"] == 1
+    # the best 3 of the four: 1.0 + 0.5 + 0.0
+    assert c["oracle_pool"] == 3 and c["oracle_pool_valid_flips"] == 0.5
+    assert c["by_code"] == {
+        "delete": {"judged": 1, "valid_flips": 0.5},
+        "insert": {"judged": 1, "valid_flips": 0.0},
+        "lexical": {"judged": 2, "valid_flips": 1.0},
+    }
+    # a smaller pool can be all valid flips
+    assert vf.selection_ceiling(judged, ["a", "b"], per_review=0.5)["oracle_pool_valid_flips"] == 1.0
+
+
+CAD_DEV = (
+    "Sentiment\tText\tbatch_id\n"
+    "Negative\tI saw this film in 1990. The plot is implausible. I would avoid this movie.\t1\n"
+    "Positive\tI saw this film in 1990. The plot is incredible. I really loved this movie.\t1\n"
+    "Positive\tA fine film. I loved it.\t2\n"
+    "Negative\tA poor film. I hated it.\t2\n"
+)
+
+
+def test_bench_rules_validity_ceiling_reads_the_fixture_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cad = tmp_path / "cad" / "sentiment" / "combined" / "paired"
+    cad.mkdir(parents=True)
+    (cad / "dev_paired.tsv").write_text(CAD_DEV, encoding="utf-8")
+    fixture = tmp_path / "fixture"
+    fixture.mkdir()
+    rows = [
+        _judged("imdb-dev-1", "lexical", "k1", [("negative", True), ("negative", True)]),
+        _judged("imdb-dev-2", "insert", "k2", [("positive", True), ("positive", True)]),
+        _judged("imdb-dev-9", "lexical", "k3", [("negative", True), ("negative", True)]),
+    ]
+    (fixture / "sentiment.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    args = ["--task", "sentiment", "--data", str(tmp_path / "cad"), "--fixture", str(fixture), "--originals", "2"]
+    call_command("bench_rules_validity", *args, "--ceiling", "1", "--json")
+    out = capsys.readouterr().out.strip().splitlines()
+    assert "best pool of 1 per original (2): valid & flip at most 0.5" in out[1]
+    c = json.loads(out[-1])["sentiment"]
+    assert (c["originals"], c["judged"], c["valid_flips"]) == (2, 2, 1.0)
+    with pytest.raises(CommandError, match="must be > 0"):
+        call_command("bench_rules_validity", *args, "--ceiling", "0")
+    with pytest.raises(CommandError, match="is missing"):
+        call_command(
+            "bench_rules_validity", *args[:-4], "--fixture", str(tmp_path), "--originals", "2", "--ceiling", "1"
+        )

@@ -27,7 +27,10 @@ and prints their agreement. ``--unit sentences`` takes, instead of CAD's dev rev
 sentences CAD's dev annotators rewrote, each a one-sentence text (its controls the annotators'
 rewrites); ``--rewriter auto|on|off``, ``--review-writer auto|on|off`` and
 ``--review-flip-sentences N`` set the written flip of one-sentence texts, the flip of longer
-reviews written whole, and the length of text the review-wide flips are pooled on. No database.
+reviews written whole, and the length of text the review-wide flips are pooled on.
+``--ceiling PER_REVIEW`` generates nothing: from every judged candidate of the originals, the
+best pool of PER_REVIEW per original a perfect selector could choose, and its valid & flip (what
+no filter, teacher or critic can beat without a new generator). No database.
 """
 
 from __future__ import annotations
@@ -125,12 +128,19 @@ class Command(BaseCommand):
             "writer (default: the generator's)",
         )
         add_fluency_option(parser, suffix="; --lm-split splits by it")
+        parser.add_argument(
+            "--ceiling",
+            type=float,
+            default=None,
+            metavar="PER_REVIEW",
+            help="no generation: the best share of valid & flip a pool of PER_REVIEW candidates per original "
+            "could have if a perfect selector chose it from every judged candidate of the originals",
+        )
         parser.add_argument("--json", action="store_true", help="print the JSON object as the last line")
 
     def handle(self, *args: Any, **opts: Any) -> None:
         if opts["readers"]:
             return self._merge_readers(opts)
-        from generation.management.commands.bench_generation import load_originals
         from generation.ml import filters as ml_filters
         from generation.services import run_quality, validity_fixture
         from projects.ml.embeddings import Encoder
@@ -145,6 +155,8 @@ class Command(BaseCommand):
             raise CommandError(f"--task: one or more of {sorted(FORMAT_FOR_TASK)}")
         if opts["originals"] < 1:
             raise CommandError("--originals must be >= 1")
+        if opts["ceiling"] is not None:
+            return self._ceiling(opts, data, tasks)
         fixture = Path(opts["fixture"])
         baseline: dict[str, Any] = {}
         if (fixture / "baseline.json").is_file():
@@ -169,15 +181,7 @@ class Command(BaseCommand):
                     raise CommandError(str(exc)) from exc
                 if scorer is None:
                     self.stderr.write("no causal language model: the perplexity filter is skipped")
-            if opts["offset"] < 0:
-                raise CommandError("--offset must be >= 0")
-            if task == "sentiment" and opts["unit"] == "sentences":
-                originals = _dev_sentences(data)
-            else:
-                originals = load_originals(FORMAT_FOR_TASK[task], data, task, "dev", opts["offset"] + opts["originals"])
-            originals = originals[opts["offset"] : opts["offset"] + opts["originals"]]
-            if not originals:
-                raise CommandError(f"no {task} dev originals in {data}")
+            originals = _originals(opts, data, task)
             saved = Path(opts["pool"].replace("{task}", task)) if opts["pool"] else None
             if saved is not None and saved.is_file():
                 pooled, n_cands = _load_pool(saved)
@@ -368,6 +372,25 @@ class Command(BaseCommand):
             f"-> {opts['batch']}; rows -> {opts['batch_rows']} (write REQUEST there when it looks right)"
         )
 
+    def _ceiling(self, opts: dict[str, Any], data: str, tasks: list[str]) -> None:
+        """``--ceiling``: what a perfect selector could pool from the fixture alone (no model loaded)."""
+        from generation.services import validity_fixture
+
+        if opts["ceiling"] <= 0:
+            raise CommandError("--ceiling must be > 0 (candidates per original)")
+        result: dict[str, Any] = {}
+        for task in tasks:
+            ids = [o.id for o in _originals(opts, data, task)]
+            path = Path(opts["fixture"]) / f"{task}.jsonl"
+            if not path.is_file():
+                raise CommandError(f"no judged {task} candidates: {path} is missing")
+            judged = validity_fixture.read_fixture(str(path))
+            result[task] = validity_fixture.selection_ceiling(judged, ids, per_review=opts["ceiling"])
+            for line in _ceiling_lines(task, result[task]):
+                self.stdout.write(line)
+        if opts["json"]:
+            self.stdout.write(json.dumps(result, sort_keys=True))
+
     def _merge_readers(self, opts: dict[str, Any]) -> None:
         from generation.services import review_batches
 
@@ -428,6 +451,36 @@ class Command(BaseCommand):
         if base:
             line += f" (baseline: distinct-2 {base['distinct_2']:.4f}, self-BLEU {base['self_bleu']:.4f})"
         self.stdout.write(line)
+
+
+def _originals(opts: dict[str, Any], data: str, task: str) -> list[Any]:
+    """The dev originals the options name: ``--originals`` of them after ``--offset``."""
+    from generation.management.commands.bench_generation import load_originals
+
+    if opts["offset"] < 0:
+        raise CommandError("--offset must be >= 0")
+    if task == "sentiment" and opts["unit"] == "sentences":
+        originals = _dev_sentences(data)
+    else:
+        originals = load_originals(FORMAT_FOR_TASK[task], data, task, "dev", opts["offset"] + opts["originals"])
+    originals = originals[opts["offset"] : opts["offset"] + opts["originals"]]
+    if not originals:
+        raise CommandError(f"no {task} dev originals in {data}")
+    return originals
+
+
+def _ceiling_lines(task: str, c: dict[str, Any]) -> list[str]:
+    lines = [
+        f"{task}: {c['judged']} judged candidates of {c['originals_judged']} of {c['originals']} originals, "
+        f"{c['valid_flips']} valid & flip (reader-weighted; {c['valid_flips_per_original']} per original); "
+        f"{c['originals_with_a_sure_valid_flip']} originals have one every reader called valid and flipped",
+        f"  best pool of {c['per_review']:g} per original ({c['oracle_pool']}): "
+        f"valid & flip at most {c['oracle_pool_valid_flips']}",
+    ]
+    lines += [
+        f"  {code:<11} judged {v['judged']:>4}  valid & flip {v['valid_flips']}" for code, v in c["by_code"].items()
+    ]
+    return lines
 
 
 def _teacher_paths(spec: str) -> dict[str, str]:
