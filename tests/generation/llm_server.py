@@ -98,10 +98,12 @@ class ModelServer:
             self.proc.wait(timeout=30)
 
     def stop(self) -> None:
+        """SIGTERM, then SIGKILL after 5 s: uvicorn's graceful shutdown waits for requests in
+        flight, and a test that cancelled a long generation leaves one (20 s of it on 2 cores)."""
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:
-                self.proc.wait(timeout=20)
+                self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self.kill()
 

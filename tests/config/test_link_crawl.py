@@ -1,0 +1,122 @@
+"""Every link a role is shown leads somewhere (the outside check's browser crawl, without the
+browser): as an anonymous visitor, an annotator, a researcher and a superuser, on the demo
+project (``manage.py demo`` from its bundled fixture), follow every same-site ``href``, ``src``
+and ``hx-get`` from the home page and the annotation home, breadth first, a few URLs per route.
+No link may answer 4xx or 5xx: a link the role cannot follow (403), a stale id (404) or a GET
+on a POST-only view (405) is a defect of the page that shows it. Form ``action``s are not
+followed (they take a POST; tests/config/test_route_fuzz.py posts to every route)."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, deque
+from io import StringIO
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.http import HttpResponse
+from django.test import Client
+from django.urls import resolve
+from django.urls.exceptions import Resolver404
+
+pytestmark = [pytest.mark.django_db]
+
+LINK = re.compile(r'(?:href|src|hx-get)="([^"]+)"')
+PASSWORD = "s3cret-pass"
+PER_ROUTE = 3  # URLs followed per route (a table's pages, a pair's neighbours)
+MAX_PAGES = 600
+
+
+def _route(path: str) -> str:
+    try:
+        return resolve(path).view_name
+    except Resolver404:
+        return path
+
+
+def crawl(client: Client, starts: list[str]) -> tuple[Counter[str], list[tuple[int, str, str]]]:
+    """The routes reached (pages answered per route) and every link that answered >= 400, as
+    (status, url, the page that showed it)."""
+    queue = deque((url, "(start)") for url in starts)
+    seen: set[str] = set()
+    reached: Counter[str] = Counter()
+    broken: list[tuple[int, str, str]] = []
+    while queue and len(seen) < MAX_PAGES:
+        url, source = queue.popleft()
+        path = urlsplit(url).path
+        if url in seen or path.startswith("/static/") or path.endswith("/logout/"):
+            continue
+        seen.add(url)
+        route = _route(path)
+        if reached[route] >= PER_ROUTE:
+            continue
+        response = client.get(url)
+        reached[route] += 1
+        if response.status_code >= 400:
+            broken.append((response.status_code, url, source))
+            continue
+        if response.status_code in (301, 302):
+            queue.append((urljoin(url, response["Location"]), url))
+            continue
+        if "html" not in response.get("Content-Type", ""):
+            continue
+        for raw in LINK.findall(response.content.decode(errors="replace")):
+            link = raw.replace("&amp;", "&")
+            if link.startswith(("http:", "https:", "//", "mailto:", "#", "javascript:", "data:")):
+                continue
+            queue.append((urljoin(url, link), url))
+    return reached, broken
+
+
+@pytest.fixture
+def demo(settings, tmp_path) -> None:
+    settings.COUNTERPART = {**settings.COUNTERPART, "SHARED_DATA_DIR": str(tmp_path / "no-shared-data")}
+    call_command("demo", "--password", PASSWORD, stdout=StringIO(), stderr=StringIO())
+    get_user_model().objects.create_superuser("admin", "admin@example.org", PASSWORD)
+
+
+@pytest.mark.parametrize(
+    ("who", "starts", "at_least"),
+    [
+        (None, ["/", "/annotate/"], 1),
+        ("annotator", ["/", "/annotate/"], 6),
+        ("researcher", ["/", "/annotate/"], 25),
+        ("admin", ["/", "/annotate/", "/admin/"], 45),
+    ],
+)
+def test_every_link_a_role_is_shown_leads_somewhere(demo, who, starts, at_least) -> None:
+    client = Client()
+    if who:
+        assert client.login(username=who, password=PASSWORD)
+    reached, broken = crawl(client, starts)
+    assert not broken, "\n".join(f"{status} {url}  (linked from {source})" for status, url, source in broken)
+    assert len(reached) >= at_least, sorted(reached)  # the crawl did walk the pages
+    if who is None:
+        assert reached["login"] >= 1  # every page sends the visitor to log in
+
+
+class _Pages:
+    """A client over canned pages: url -> (status, html)."""
+
+    def __init__(self, pages: dict[str, tuple[int, str]]) -> None:
+        self.pages = pages
+
+    def get(self, url: str) -> HttpResponse:
+        status, body = self.pages.get(urlsplit(url).path, (404, ""))
+        return HttpResponse(body, status=status, content_type="text/html")
+
+
+def test_the_crawl_reports_each_broken_link_with_the_page_that_shows_it() -> None:
+    pages = {
+        "/": (200, '<a href="/projects/">p</a> <a href="/accounts/logout/">out</a> <a href="https://x.org/">x</a>'),
+        "/projects/": (200, '<a href="/projects/999999/">gone</a> <div hx-get="1/models/"></div>'),
+        "/projects/1/models/": (403, ""),
+    }
+    reached, broken = crawl(_Pages(pages), ["/"])  # type: ignore[arg-type]
+    assert sorted(broken) == [
+        (403, "/projects/1/models/", "/projects/"),
+        (404, "/projects/999999/", "/projects/"),
+    ]
+    assert reached["home"] == 1 and reached["project-list"] == 1  # never the log-out link, nor another site
