@@ -21,7 +21,7 @@ from django.test import Client
 from django.urls import resolve
 from django.urls.exceptions import Resolver404
 
-pytestmark = [pytest.mark.django_db]
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 LINK = re.compile(r'(?:href|src|hx-get)="([^"]+)"')
 PASSWORD = "s3cret-pass"
@@ -95,6 +95,62 @@ def test_every_link_a_role_is_shown_leads_somewhere(demo, who, starts, at_least)
     assert len(reached) >= at_least, sorted(reached)  # the crawl did walk the pages
     if who is None:
         assert reached["login"] >= 1  # every page sends the visitor to log in
+
+
+@pytest.fixture
+def labelled(demo, settings, tmp_path, monkeypatch) -> None:
+    """A second project past the loop's end: human labels, a trained h, an auto-labelling run
+    and an export (the stand-in encoder of tests/labeling)."""
+    from labeling import services as labeling
+    from projects import states
+    from projects.models import Candidate, Example, Label
+    from projects.services.exports import data_export
+    from projects.services.memberships import membership_add
+    from projects.services.projects import project_create
+    from tests.labeling.conftest import FakeEncoder, synthetic_pairs
+
+    monkeypatch.setattr(labeling, "embedder", lambda: FakeEncoder())
+    owner = get_user_model().objects.get(username="researcher")
+    project = project_create(name="labelled", task="nli", created_by=owner)
+    membership_add(project=project, username="annotator")
+    labels = {lab.name: lab for lab in Label.objects.filter(project=project)}
+    pairs, ys = synthetic_pairs(120, seed=7)
+    examples = Example.objects.bulk_create(
+        [
+            Example(project=project, external_id=f"e{i}", fields=p.original, label=labels[p.y])
+            for i, p in enumerate(pairs)
+        ]
+    )
+    Candidate.objects.bulk_create(
+        [
+            Candidate(
+                project=project,
+                external_id=f"c{i}",
+                example=examples[i],
+                fields=p.counterfactual,
+                perturbation=p.perturbation,
+                state=states.HUMAN_LABELED if i < 60 else states.POOLED,
+                label=labels[y] if i < 60 else None,
+                label_source="human" if i < 60 else "",
+            )
+            for i, (p, y) in enumerate(zip(pairs, ys, strict=True))
+        ]
+    )
+    labeling.pairwise_train(project=project, mode="capc")
+    labeling.autolabel(project=project, min_confidence=0.5)
+    data_export(project=project, format="pairs-jsonl", out=str(tmp_path / "export.jsonl"))
+
+
+@pytest.mark.parametrize("who", ["annotator", "researcher"])
+def test_every_link_leads_somewhere_on_a_labelled_project(labelled, who) -> None:
+    client = Client()
+    assert client.login(username=who, password=PASSWORD)
+    reached, broken = crawl(client, ["/", "/annotate/"])
+    assert not broken, "\n".join(f"{status} {url}  (linked from {source})" for status, url, source in broken)
+    if who == "researcher":
+        assert {"project-models", "project-dashboard", "project-export", "labeling-evaluation"} <= set(reached), (
+            " ".join(sorted(reached))
+        )
 
 
 class _Pages:
