@@ -102,40 +102,15 @@ def labelled(demo, settings, tmp_path, monkeypatch) -> None:
     """A second project past the loop's end: human labels, a trained h, an auto-labelling run
     and an export (the stand-in encoder of tests/labeling)."""
     from labeling import services as labeling
-    from projects import states
-    from projects.models import Candidate, Example, Label
     from projects.services.exports import data_export
     from projects.services.memberships import membership_add
-    from projects.services.projects import project_create
-    from tests.labeling.conftest import FakeEncoder, synthetic_pairs
+    from tests.labeling.conftest import FakeEncoder
+    from tests.labeling.synthetic_project import make_project
 
     monkeypatch.setattr(labeling, "embedder", lambda: FakeEncoder())
     owner = get_user_model().objects.get(username="researcher")
-    project = project_create(name="labelled", task="nli", created_by=owner)
+    project, _ = make_project(n_pairs=120, n_human=60, name="labelled", created_by=owner)
     membership_add(project=project, username="annotator")
-    labels = {lab.name: lab for lab in Label.objects.filter(project=project)}
-    pairs, ys = synthetic_pairs(120, seed=7)
-    examples = Example.objects.bulk_create(
-        [
-            Example(project=project, external_id=f"e{i}", fields=p.original, label=labels[p.y])
-            for i, p in enumerate(pairs)
-        ]
-    )
-    Candidate.objects.bulk_create(
-        [
-            Candidate(
-                project=project,
-                external_id=f"c{i}",
-                example=examples[i],
-                fields=p.counterfactual,
-                perturbation=p.perturbation,
-                state=states.HUMAN_LABELED if i < 60 else states.POOLED,
-                label=labels[y] if i < 60 else None,
-                label_source="human" if i < 60 else "",
-            )
-            for i, (p, y) in enumerate(zip(pairs, ys, strict=True))
-        ]
-    )
     labeling.pairwise_train(project=project, mode="capc")
     labeling.autolabel(project=project, min_confidence=0.5)
     data_export(project=project, format="pairs-jsonl", out=str(tmp_path / "export.jsonl"))

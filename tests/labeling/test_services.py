@@ -16,6 +16,7 @@ from projects.models import Candidate, Example, Label
 from projects.services.projects import project_create
 
 from .conftest import FakeEncoder, sibling_pairs, synthetic_pairs
+from .synthetic_project import make_project
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
@@ -24,36 +25,6 @@ pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 def _fake_encoder(monkeypatch, settings, tmp_path):
     settings.COUNTERPART = {**settings.COUNTERPART, "MODEL_DIR": str(tmp_path / "models")}
     monkeypatch.setattr(services, "embedder", lambda: FakeEncoder())
-
-
-def make_project(n_pairs: int = 160, n_human: int = 60, name: str = "p"):
-    project = project_create(name=name, task="nli")
-    labels = {lab.name: lab for lab in Label.objects.filter(project=project)}
-    pairs, ys = synthetic_pairs(n_pairs, seed=7)
-    examples = Example.objects.bulk_create(
-        [
-            Example(project=project, external_id=f"e{i}", fields=p.original, label=labels[p.y])
-            for i, p in enumerate(pairs)
-        ]
-    )
-    cands = []
-    for i, (p, y2) in enumerate(zip(pairs, ys, strict=True)):
-        human = i < n_human
-        cands.append(
-            Candidate(
-                project=project,
-                external_id=f"c{i}",
-                example=examples[i],
-                fields=p.counterfactual,
-                perturbation=p.perturbation,
-                gold_label=labels[y2],
-                state=states.HUMAN_LABELED if human else states.POOLED,
-                label=labels[y2] if human else None,
-                label_source="human" if human else "",
-            )
-        )
-    Candidate.objects.bulk_create(cands)
-    return project, ys
 
 
 def test_train_then_autolabel_moves_pooled_candidates():
