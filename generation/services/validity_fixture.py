@@ -230,18 +230,6 @@ def reasons(pooled: Sequence[Pooled], judged: dict[str, dict[str, Any]]) -> list
     ]
 
 
-__all__ = [
-    "Pooled",
-    "candidate_key",
-    "dump_unjudged",
-    "pooled_candidates",
-    "read_fixture",
-    "read_generated_gold",
-    "reasons",
-    "score",
-]
-
-
 def selection_ceiling(
     judged: dict[str, dict[str, Any]], original_ids: Sequence[str], per_review: float = 1.5
 ) -> dict[str, Any]:
@@ -250,9 +238,10 @@ def selection_ceiling(
     Every judged candidate of the given originals, whichever round or generator wrote it, is a
     candidate an oracle could pool. Ranked by their valid & flip (the share of readers who found
     both), the best ``per_review`` × originals of them are the best pool of that size a perfect
-    selector could choose from everything generated so far: its share of valid & flip is an upper
-    bound on what selection alone can reach. Also per code: judged candidates and reader-weighted
-    valid flips; and how many originals have a candidate every reader called valid and flipped."""
+    selector could choose from everything judged so far; where fewer were judged, the rest of the
+    pool counts as no valid flip (a candidate nobody judged is not known to be one). Also per
+    code: judged candidates and reader-weighted valid flips; and how many originals have a
+    candidate every reader called valid and flipped."""
     ids = set(original_ids)
     rows = [r for r in judged.values() if r.get("original_id") in ids]
     n = len(ids)
@@ -276,3 +265,16 @@ def selection_ceiling(
         "oracle_pool_valid_flips": round(best / size, 3) if size else None,
         "by_code": by_code,
     }
+
+
+__all__ = [
+    "Pooled",
+    "candidate_key",
+    "dump_unjudged",
+    "pooled_candidates",
+    "read_fixture",
+    "read_generated_gold",
+    "reasons",
+    "score",
+    "selection_ceiling",
+]
