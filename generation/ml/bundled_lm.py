@@ -51,8 +51,11 @@ def converted_dir(model_dir: str | os.PathLike[str]) -> Path:
 
 
 def is_converted(model_dir: str | os.PathLike[str]) -> bool:
-    d = converted_dir(model_dir)
-    return (d / "config.json").is_file() and (d / "model.safetensors").is_file()
+    return _complete(converted_dir(model_dir))
+
+
+def _complete(folder: Path) -> bool:
+    return (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
 
 
 def _say(message: str) -> None:
@@ -86,8 +89,14 @@ def convert(gguf: Path, target: Path, progress: Callable[[str], None] = _say) ->
         if getattr(model, "generation_config", None) is not None:
             model.generation_config.save_pretrained(str(tmp))
         tokenizer.save_pretrained(str(tmp))
+        if _complete(target):
+            # another process (a second worker, a parallel test) converted it meanwhile: its
+            # folder may be in use, so keep it and drop ours
+            shutil.rmtree(tmp, ignore_errors=True)
+            progress(f"bundled language model ready at {target} (converted by another process)")
+            return target
         if target.exists():
-            shutil.rmtree(target)
+            shutil.rmtree(target)  # a partial folder, not one a rename made
         tmp.rename(target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

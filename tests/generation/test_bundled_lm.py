@@ -274,3 +274,56 @@ def test_a_sentiment_run_scores_fluency_with_the_ngram_model(db, settings) -> No
     finally:
         registry.unregister("test-echo")
         runs._scorers.clear()
+
+
+def _convert_tiny(monkeypatch, tmp_path, meanwhile=None):
+    """convert() on a tiny llama standing in for the GGUF; ``meanwhile(target)`` runs as our
+    weights are written (another process at work)."""
+    import safetensors.torch
+    import transformers
+
+    from tests.generation._tiny_hf import save_llama
+
+    tiny = save_llama(tmp_path / "tiny")
+    for cls in (transformers.AutoTokenizer, transformers.AutoModelForCausalLM):
+        load = cls.from_pretrained
+        monkeypatch.setattr(cls, "from_pretrained", lambda *a, _load=load, **kw: _load(str(tiny)))
+    save = safetensors.torch.save_model
+    target = bundled_lm.converted_dir(tmp_path / "models")
+
+    def saving(model, filename, *a, **kw):  # type: ignore[no-untyped-def]
+        save(model, filename, *a, **kw)
+        if meanwhile:
+            meanwhile(target)
+
+    monkeypatch.setattr(safetensors.torch, "save_model", saving)
+    messages: list[str] = []
+    out = bundled_lm.convert(tmp_path / "x.gguf", target, progress=messages.append)
+    return out, target, messages
+
+
+def _theirs(target) -> None:  # type: ignore[no-untyped-def]
+    target.mkdir(parents=True)
+    for name in ("config.json", "model.safetensors", "theirs"):
+        (target / name).write_text("{}")
+
+
+def test_a_conversion_another_process_finished_first_is_kept_not_replaced(monkeypatch, tmp_path) -> None:
+    """Two workers (or two test processes) converting at once: the second keeps the first's
+    folder, which may already be loading, and drops its own copy."""
+    out, target, messages = _convert_tiny(monkeypatch, tmp_path, meanwhile=_theirs)
+    assert out == target and (target / "theirs").is_file()
+    assert "converted by another process" in messages[-1]
+    assert [p.name for p in target.parent.iterdir()] == [target.name]  # no temporary folder left
+
+
+def test_a_partial_folder_is_replaced_by_the_conversion(monkeypatch, tmp_path) -> None:
+    def partial(target):  # type: ignore[no-untyped-def]
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "config.json").write_text("{}")
+
+    out, target, _ = _convert_tiny(monkeypatch, tmp_path, meanwhile=partial)
+    assert out == target
+    assert bundled_lm.is_converted(tmp_path / "models") and not (target / "theirs").exists()
+    assert (target / "tokenizer.json").is_file()
+    assert [p.name for p in target.parent.iterdir()] == [target.name]
