@@ -99,6 +99,53 @@ def test_a_queue_declared_by_two_processes_at_once_is_sent_again(
     assert Job.objects.get().status == "queued"
 
 
+# kombu's own SQL transport models use SQLAlchemy's deprecated ``noload`` strategy
+@pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy is deprecated")
+def test_the_queue_race_on_the_real_embedded_broker_sends_the_job_once(
+    project, tmp_path, monkeypatch, django_capture_on_commit_callbacks
+):
+    """The same race on kombu's real SQL transport (a SQLite broker file): the row of the queue
+    appears between this process's look-up and its insert, and the insert fails inside the real
+    channel. The job's message still lands, once, and the next job's message after it."""
+    import sqlite3
+
+    from celery import current_app
+    from kombu.transport import sqlalchemy as sqla
+    from sqlalchemy import insert
+
+    broker = tmp_path / "broker.sqlite3"
+    monkeypatch.setitem(current_app.conf, "broker_url", f"sqla+sqlite:///{broker}")
+    monkeypatch.setitem(current_app.conf, "task_always_eager", False)
+    monkeypatch.setattr(current_app, "_pool", None)  # pools for this broker, not the test settings' one
+    monkeypatch.setattr(current_app.amqp, "_producer_pool", None)
+    original = sqla.Channel._get_or_create
+    raced: list[str] = []
+
+    def racing(self, queue):  # type: ignore[no-untyped-def]
+        if not raced:
+            raced.append(queue)
+            engine, _ = self._open()
+            with engine.begin() as other:  # the other process's insert, after our look-up
+                other.execute(insert(self.queue_cls.__table__).values(name=queue))
+            self.session.add(self.queue_cls(queue))
+            self.session.commit()  # the real IntegrityError
+        return original(self, queue)
+
+    monkeypatch.setattr(sqla.Channel, "_get_or_create", racing)
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            job = svc.job_start(kind="export", project=project)
+        with django_capture_on_commit_callbacks(execute=True):  # the next request's job
+            after = svc.job_start(kind="export", project=project)
+    finally:
+        current_app.pool.force_close_all()
+    assert raced == [svc.job_kind("export").queue]
+    assert Job.objects.filter(pk__in=[job.pk, after.pk], status="queued").count() == 2
+    with sqlite3.connect(broker) as db:
+        assert db.execute("SELECT count(*) FROM kombu_message").fetchone() == (2,)
+        assert db.execute("SELECT name FROM kombu_queue").fetchall() == [(raced[0],)]
+
+
 def test_a_handler_failure_is_recorded_not_hidden(project):
     job = svc.job_create(kind="export", project=project, params={"fail": True})
     svc.job_execute(job_id=job.pk)
