@@ -14,6 +14,9 @@ export DJANGO_SETTINGS_MODULE=${DJANGO_SETTINGS_MODULE:-config.settings.local}
 PORT=${PORT:-8000}
 .venv/bin/python manage.py collectstatic --noinput -v0
 .venv/bin/python manage.py demo
+# Every job queue declared once, here, before the workers and the web app start: on the embedded
+# SQLite broker a queue is a row, and two processes inserting it at once race (docs/operations.md).
+.venv/bin/python manage.py jobs --declare-queues
 bash scripts/workers.sh &
 WORKERS=$!
 trap 'kill $WORKERS 2>/dev/null; wait $WORKERS 2>/dev/null' EXIT INT TERM

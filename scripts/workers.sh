@@ -11,13 +11,16 @@ cd "$(dirname "$0")/.."
 mkdir -p var
 # The Celery app's default is the production settings (as config.wsgi's); here, local ones.
 export DJANGO_SETTINGS_MODULE=${DJANGO_SETTINGS_MODULE:-config.settings.local}
+# Every job queue declared once, before any worker starts: on the embedded SQLite broker a queue
+# is a row, and two processes inserting it at once race in kombu's SQLAlchemy transport.
+.venv/bin/python manage.py jobs --declare-queues
 .venv/bin/celery -A config worker -B -n interactive@%h -Q "${CELERY_INTERACTIVE_QUEUES:-default,ml,interactive}" \
   --concurrency "${CELERY_CONCURRENCY:-1}" --loglevel INFO >var/worker.log 2>&1 &
 WORKER=$!
 GENERATION_WORKER=
 trap 'kill $WORKER $GENERATION_WORKER 2>/dev/null; wait $WORKER $GENERATION_WORKER 2>/dev/null' EXIT INT TERM
-# The second worker starts once the first is ready: on a fresh SQLite broker, two processes
-# declaring the same queue at once race in kombu's SQLAlchemy transport (UNIQUE kombu_queue.name).
+# The second worker starts once the first is ready: one heavy start-up at a time (the queues'
+# rows already exist, declared above, so the two no longer race to insert them either).
 for _ in $(seq 240); do
   grep -q " ready\.$" var/worker.log && break
   kill -0 $WORKER 2>/dev/null || { echo "the interactive worker stopped; see var/worker.log" >&2; exit 1; }

@@ -209,6 +209,35 @@ def job_enqueue(*, job_id: int, countdown: float | None = None) -> None:
         raise BrokerUnavailable(message) from exc
 
 
+def job_queues() -> list[str]:
+    """Every queue a job or a periodic task is sent to: each registered kind's, and ``default``
+    (the housekeeping tasks', config/settings/base.py)."""
+    return sorted({k.queue for k in _KINDS.values()} | {"default"})
+
+
+def job_queues_declare() -> list[str]:
+    """Declare every queue of :func:`job_queues` in the broker, from this one process, and return
+    their names. On the embedded SQL broker a queue is a row that the first process to use it
+    inserts, and two processes inserting it at once race on its unique name (a worker starting
+    while the web app sends its first job). ``scripts/run.sh`` and ``scripts/workers.sh`` declare
+    them all before they start any worker or the web app, so no process inserts one after.
+    Raises ``BrokerUnavailable`` when the broker cannot be reached."""
+    from celery import current_app
+
+    names = job_queues()
+    try:
+        with current_app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1)
+            channel = conn.default_channel
+            for name in names:
+                current_app.amqp.queues[name].bind(channel).declare()
+    except _broker_errors() as exc:
+        raise BrokerUnavailable(
+            f"could not declare the job queues: the task broker is unreachable ({type(exc).__name__})"
+        ) from exc
+    return names
+
+
 def _declare_race() -> tuple[type[BaseException], ...]:
     """What the embedded SQL broker (kombu's sqlalchemy transport) raises when two processes
     declare the same queue at once: the unique queue name's IntegrityError."""

@@ -101,6 +101,8 @@ def test_the_walkthrough_runs_the_loop_from_zero_against_a_live_server(tmp_path)
     _manage(env, "migrate", "--verbosity", "0")
     _manage(env, "createsuperuser", "--noinput", "--username", "rita", "--email", "rita@example.org")
     token = _manage(env, "drf_create_token", "rita").split()[2]
+    # as scripts/run.sh: the queues declared once before the worker and the server start them
+    assert "interactive" in _manage(env, "jobs", "--declare-queues")
 
     port = _free_port()
     base = f"http://127.0.0.1:{port}"

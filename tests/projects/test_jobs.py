@@ -9,7 +9,7 @@ from datetime import timedelta
 from io import StringIO
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -99,25 +99,36 @@ def test_a_queue_declared_by_two_processes_at_once_is_sent_again(
     assert Job.objects.get().status == "queued"
 
 
-# kombu's own SQL transport models use SQLAlchemy's deprecated ``noload`` strategy
-@pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy is deprecated")
-def test_the_queue_race_on_the_real_embedded_broker_sends_the_job_once(
-    project, tmp_path, monkeypatch, django_capture_on_commit_callbacks
-):
-    """The same race on kombu's real SQL transport (a SQLite broker file): the row of the queue
-    appears between this process's look-up and its insert, and the insert fails inside the real
-    channel. The job's message still lands, once, and the next job's message after it."""
-    import sqlite3
-
+@pytest.fixture
+def embedded_broker(tmp_path, monkeypatch):
+    """The app sends to a real embedded broker (kombu's SQL transport on a fresh SQLite file),
+    not eagerly; its pools are this test's. Yields the file."""
     from celery import current_app
-    from kombu.transport import sqlalchemy as sqla
-    from sqlalchemy import insert
 
     broker = tmp_path / "broker.sqlite3"
     monkeypatch.setitem(current_app.conf, "broker_url", f"sqla+sqlite:///{broker}")
     monkeypatch.setitem(current_app.conf, "task_always_eager", False)
     monkeypatch.setattr(current_app, "_pool", None)  # pools for this broker, not the test settings' one
     monkeypatch.setattr(current_app.amqp, "_producer_pool", None)
+    try:
+        yield broker
+    finally:
+        current_app.pool.force_close_all()
+
+
+# kombu's own SQL transport models use SQLAlchemy's deprecated ``noload`` strategy
+@pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy is deprecated")
+def test_the_queue_race_on_the_real_embedded_broker_sends_the_job_once(
+    project, embedded_broker, monkeypatch, django_capture_on_commit_callbacks
+):
+    """The same race on kombu's real SQL transport (a SQLite broker file): the row of the queue
+    appears between this process's look-up and its insert, and the insert fails inside the real
+    channel. The job's message still lands, once, and the next job's message after it."""
+    import sqlite3
+
+    from kombu.transport import sqlalchemy as sqla
+    from sqlalchemy import insert
+
     original = sqla.Channel._get_or_create
     raced: list[str] = []
 
@@ -132,18 +143,45 @@ def test_the_queue_race_on_the_real_embedded_broker_sends_the_job_once(
         return original(self, queue)
 
     monkeypatch.setattr(sqla.Channel, "_get_or_create", racing)
-    try:
-        with django_capture_on_commit_callbacks(execute=True):
-            job = svc.job_start(kind="export", project=project)
-        with django_capture_on_commit_callbacks(execute=True):  # the next request's job
-            after = svc.job_start(kind="export", project=project)
-    finally:
-        current_app.pool.force_close_all()
+    with django_capture_on_commit_callbacks(execute=True):
+        job = svc.job_start(kind="export", project=project)
+    with django_capture_on_commit_callbacks(execute=True):  # the next request's job
+        after = svc.job_start(kind="export", project=project)
     assert raced == [svc.job_kind("export").queue]
     assert Job.objects.filter(pk__in=[job.pk, after.pk], status="queued").count() == 2
-    with sqlite3.connect(broker) as db:
+    with sqlite3.connect(embedded_broker) as db:
         assert db.execute("SELECT count(*) FROM kombu_message").fetchone() == (2,)
         assert db.execute("SELECT name FROM kombu_queue").fetchall() == [(raced[0],)]
+
+
+@pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy is deprecated")
+def test_the_queues_declared_up_front_leave_no_row_for_a_sender_to_insert(
+    project, embedded_broker, monkeypatch, django_capture_on_commit_callbacks
+):
+    """``jobs --declare-queues`` (scripts/run.sh, scripts/workers.sh) declares every job queue in
+    a fresh embedded broker; a job sent after it inserts no queue row of its own, so there is no
+    race left to lose; an unreachable broker is said in words."""
+    import sqlite3
+
+    from celery import current_app
+
+    out = StringIO()
+    call_command("jobs", "--declare-queues", stdout=out)
+    with sqlite3.connect(embedded_broker) as db:
+        declared = [name for (name,) in db.execute("SELECT name FROM kombu_queue ORDER BY id")]
+        before = db.execute("SELECT max(id) FROM kombu_queue").fetchone()
+    with django_capture_on_commit_callbacks(execute=True):
+        svc.job_start(kind="export", project=project)
+    assert declared == svc.job_queues() and {"default", "interactive", "generation"} <= set(declared)
+    assert out.getvalue().strip() == f"declared the job queues: {', '.join(declared)}"
+    with sqlite3.connect(embedded_broker) as db:
+        assert db.execute("SELECT max(id) FROM kombu_queue").fetchone() == before
+        assert db.execute("SELECT count(*) FROM kombu_message").fetchone() == (1,)
+    current_app.pool.force_close_all()
+    monkeypatch.setitem(current_app.conf, "broker_url", "redis://127.0.0.1:1/0")  # nothing listens there
+    monkeypatch.setattr(current_app, "_pool", None)
+    with pytest.raises(CommandError, match="could not declare the job queues: the task broker is unreachable"):
+        call_command("jobs", "--declare-queues")
 
 
 def test_a_handler_failure_is_recorded_not_hidden(project):

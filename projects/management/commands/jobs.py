@@ -1,7 +1,10 @@
 """python manage.py jobs [--project NAME] [--kind KIND] [--limit N] [--json]
+python manage.py jobs --declare-queues
 
 Background jobs, newest first (docs/formats.md §3: with ``--json`` the last line of stdout is a
-JSON array of ``{id, kind, project, status, done, total, error, started_at, finished_at, …}``)."""
+JSON array of ``{id, kind, project, status, done, total, error, started_at, finished_at, …}``).
+``--declare-queues`` lists no jobs: it declares every job queue in the broker, once, before the
+workers and the web app start (``scripts/run.sh``, ``scripts/workers.sh``; docs/operations.md)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from projects.models import JOB_KINDS, Project
 from projects.selectors import job_as_dict, jobs_list
+from projects.services.jobs import BrokerUnavailable, job_queues_declare
 
 
 class Command(BaseCommand):
@@ -22,8 +26,21 @@ class Command(BaseCommand):
         parser.add_argument("--kind", choices=JOB_KINDS, help="only jobs of this kind")
         parser.add_argument("--limit", type=int, default=50, help="at most this many (default 50; 0 for all)")
         parser.add_argument("--json", action="store_true", help="print one JSON array as the last line")
+        parser.add_argument(
+            "--declare-queues",
+            dest="declare_queues",
+            action="store_true",
+            help="declare every job queue in the broker (before the workers and the web app start) and exit",
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        if opts["declare_queues"]:
+            try:
+                names = job_queues_declare()
+            except BrokerUnavailable as exc:
+                raise CommandError(str(exc)) from exc
+            self.stdout.write(f"declared the job queues: {', '.join(names)}")
+            return
         project = None
         if opts["project"]:
             project = Project.objects.filter(name=opts["project"]).first()
