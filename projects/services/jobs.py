@@ -210,9 +210,12 @@ def job_enqueue(*, job_id: int, countdown: float | None = None) -> None:
 
 
 def job_queues() -> list[str]:
-    """Every queue a job or a periodic task is sent to: each registered kind's, and ``default``
-    (the housekeeping tasks', config/settings/base.py)."""
-    return sorted({k.queue for k in _KINDS.values()} | {"default"})
+    """Every queue a task is sent to: each registered kind's, each periodic task's
+    (``CELERY_BEAT_SCHEDULE``) and Celery's default (``CELERY_TASK_DEFAULT_QUEUE``)."""
+    schedule: dict[str, dict[str, Any]] = settings.CELERY_BEAT_SCHEDULE
+    beat = {entry.get("options", {}).get("queue") for entry in schedule.values()}
+    kinds = {k.queue for k in _KINDS.values()}
+    return sorted(kinds | {q for q in beat if q} | {settings.CELERY_TASK_DEFAULT_QUEUE})
 
 
 def job_queues_declare() -> list[str]:

@@ -10,10 +10,9 @@ import shlex
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 
 from projects.models import JOB_KINDS
-from projects.services.jobs import _KINDS
+from projects.services.jobs import _KINDS, job_queues
 
 pytestmark = pytest.mark.postgres_too
 
@@ -42,9 +41,7 @@ def queues_of(argv: list[str]) -> set[str]:
 
 
 def needed_queues() -> set[str]:
-    kinds = {k.queue for k in _KINDS.values()}
-    beat = {entry["options"]["queue"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
-    return kinds | beat | {settings.CELERY_TASK_DEFAULT_QUEUE}
+    return set(job_queues())
 
 
 def test_every_kind_is_on_the_documented_queue():
