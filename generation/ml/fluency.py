@@ -229,8 +229,7 @@ class NgramLM:
 
     def perplexity(self, text: str) -> float:
         """exp of the mean negative log-probability of the text's tokens (inf for none)."""
-        lp = self.logprobs(self.ids(text))
-        return math.exp(min(-float(lp.mean()), 50.0)) if len(lp) else float("inf")
+        return _perplexity(self.logprobs(self.ids(text)))
 
 
 FEATURES = (
@@ -249,6 +248,17 @@ FEATURES = (
 def window_features(model: NgramLM, original: str, candidate: str) -> NDArray[np.float64]:
     """:data:`FEATURES` of one edited window: how the n-gram model reads the change, where a
     whole-window ratio would average a broken word pair away."""
+    return _read_window(model, original, candidate)[0]
+
+
+def _perplexity(lp: NDArray[np.float64]) -> float:
+    """:meth:`NgramLM.perplexity` of log-probabilities already computed."""
+    return math.exp(min(-float(lp.mean()), 50.0)) if len(lp) else float("inf")
+
+
+def _read_window(model: NgramLM, original: str, candidate: str) -> tuple[NDArray[np.float64], float, float]:
+    """The window's :data:`FEATURES` and the perplexities of its two sides, from one pass of
+    log-probabilities."""
     from generation.ml.filters import shared_ends
 
     ia, ib = model.ids(original), model.ids(candidate)
@@ -260,7 +270,7 @@ def window_features(model: NgramLM, original: str, candidate: str) -> NDArray[np
     mean_b = -float(lb.mean()) if len(lb) else 0.0
     min_a = float(ra.min()) if len(ra) else 0.0
     min_b = float(rb.min()) if len(rb) else 0.0
-    return np.array(
+    features = np.array(
         [
             mean_b - mean_a,
             float(-rb.sum() + ra.sum()),
@@ -274,6 +284,7 @@ def window_features(model: NgramLM, original: str, candidate: str) -> NDArray[np
         ],
         dtype=np.float64,
     )
+    return features, _perplexity(la), _perplexity(lb)
 
 
 class NgramScorer:
@@ -306,12 +317,15 @@ class NgramScorer:
 
     def keep_probability(self, originals: Sequence[str], candidates: Sequence[str]) -> NDArray[np.float64]:
         """The classifier's probability that the LM keeps each edited window (``mode="classifier"``)."""
+        return self._keep_probability(
+            [window_features(self.model, a, b) for a, b in zip(originals, candidates, strict=True)]
+        )
+
+    def _keep_probability(self, features: Sequence[NDArray[np.float64]]) -> NDArray[np.float64]:
         c = self.classifier
         if c is None:
             raise ValueError("keep_probability needs mode='classifier'")
-        x = np.array(
-            [window_features(self.model, a, b) for a, b in zip(originals, candidates, strict=True)], dtype=np.float64
-        ).reshape(len(originals), len(FEATURES))
+        x = np.array(features, dtype=np.float64).reshape(len(features), len(FEATURES))
         z = (x - np.asarray(c["mean"])) / np.asarray(c["scale"])
         return np.asarray(1.0 / (1.0 + np.exp(-(z @ np.asarray(c["coef"]) + float(c["intercept"])))), dtype=np.float64)
 
@@ -321,12 +335,12 @@ class NgramScorer:
         (the caller applies ``max_ratio``)."""
         if self.classifier is None:
             return None
-        probs = self.keep_probability(originals, candidates)
-        ppl = self.score(list(originals) + list(candidates))
-        n, cut = len(originals), float(self.classifier["threshold"])
+        read = [_read_window(self.model, a, b) for a, b in zip(originals, candidates, strict=True)]
+        probs = self._keep_probability([features for features, _, _ in read])
+        cut = float(self.classifier["threshold"])
         out = []
-        for i, p in enumerate(probs):
-            ratio = float(ppl[n + i] / ppl[i]) if ppl[i] > 0 and math.isfinite(ppl[i]) else 1e9
+        for (_, ppl_a, ppl_b), p in zip(read, probs, strict=True):
+            ratio = float(ppl_b / ppl_a) if ppl_a > 0 and math.isfinite(ppl_a) else 1e9
             keep = bool(p >= cut)
             reason = "" if keep else f"fluency classifier: P(the LM keeps it) {p:.2f} < {cut:.2f}"
             out.append((ratio if math.isfinite(ratio) else 1e9, keep, reason))
