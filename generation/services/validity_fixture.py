@@ -243,19 +243,19 @@ def selection_ceiling(
     code: judged candidates and reader-weighted valid flips; and how many originals have a
     candidate every reader called valid and flipped."""
     ids = set(original_ids)
-    rows = [r for r in judged.values() if r.get("original_id") in ids]
+    rows = [(r, _valid_flip(r)) for r in judged.values() if r.get("original_id") in ids]
     n = len(ids)
-    vf = sorted((_valid_flip(r) for r in rows), reverse=True)
+    vf = sorted((v for _, v in rows), reverse=True)
     size = round(per_review * n)
     best = sum(vf[:size])
-    by_code: dict[str, dict[str, Any]] = {}
-    for code in sorted({str(r.get("code")) for r in rows}):
-        mine = [_valid_flip(r) for r in rows if str(r.get("code")) == code]
-        by_code[code] = {"judged": len(mine), "valid_flips": round(sum(mine), 1)}
-    sure = {r["original_id"] for r in rows if _valid_flip(r) == 1.0}
+    per_code: dict[str, list[float]] = defaultdict(list)
+    for r, v in rows:
+        per_code[str(r.get("code"))].append(v)
+    by_code = {code: {"judged": len(vs), "valid_flips": round(sum(vs), 1)} for code, vs in sorted(per_code.items())}
+    sure = {r["original_id"] for r, v in rows if v == 1.0}
     return {
         "originals": n,
-        "originals_judged": len({r["original_id"] for r in rows}),
+        "originals_judged": len({r["original_id"] for r, _ in rows}),
         "judged": len(rows),
         "valid_flips": round(sum(vf), 1),
         "valid_flips_per_original": round(sum(vf) / n, 3) if n else None,
