@@ -59,11 +59,13 @@ TASK_FOR_FORMAT = {"cad-nli": "nli", "cad-sentiment": "sentiment"}
 
 
 def add_fluency_option(parser: CommandParser, prefix: str = "", suffix: str = "") -> None:
-    """``--fluency auto|lm|ngram``: the perplexity filter's scorer for a benchmark's run."""
+    """``--fluency auto|lm|ngram|ngram-classifier``: the perplexity filter's scorer for a benchmark's run."""
+    from generation.services.runs import FLUENCY_CHOICES
+
     parser.add_argument(
         "--fluency",
         default=None,
-        choices=("auto", "lm", "ngram", "ngram-classifier"),
+        choices=FLUENCY_CHOICES,
         help=f"{prefix}the perplexity filter's scorer: the causal LM, the n-gram model (generation/ml/fluency.py) "
         f"at its distilled ratio or by its classifier, or auto, the run default per task (default: "
         f"COUNTERPART_FLUENCY_SCORER){suffix}",
