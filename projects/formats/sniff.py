@@ -39,7 +39,7 @@ def _pairs_or_labelled(head: bytes) -> str:
     for line in head.decode("utf-8", errors="replace").splitlines()[:5]:
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than Python recurses
             continue
         if isinstance(obj, dict):
             if "original" in obj and "counterfactual" in obj:

@@ -69,6 +69,24 @@ def test_a_good_upload_redirects_and_a_reload_shows_the_job_without_importing_ag
     assert rclient.get(f"/projects/{project.pk}/import/?job=99999").status_code == 404
 
 
+def test_a_file_nested_deeper_than_python_recurses_is_read_line_by_line_not_a_500(rclient, project):
+    deep = b"[" * 100_000 + b"]" * 100_000 + b"\n"
+    resp = post_import(
+        rclient, project, {"format": "pairs-jsonl", "file": SimpleUploadedFile("deep.jsonl", deep + PAIR)}
+    )
+    assert resp.response.status_code == 200 and resp.job is not None
+    # refused as a whole, naming the line, as any malformed line is; nothing half-imported
+    assert resp.job.status == "failed" and "nothing was imported" in resp.job.error
+    assert "nested more than" in str(resp.job.result) and not project.examples.exists()
+    api = APIClient()
+    api.force_authenticate(user_with_role("res2", "researcher"))
+    r = api.post(
+        f"/api/v1/projects/{project.pk}/import/",
+        {"format": "labelled-jsonl", "file": SimpleUploadedFile("d.jsonl", deep)},
+    )
+    assert r.status_code in (201, 202), r.content
+
+
 @pytest.mark.parametrize(
     "content, name, chosen, says",
     [
@@ -82,6 +100,8 @@ def test_a_good_upload_redirects_and_a_reload_shows_the_job_without_importing_ag
         (TSV, "x.tsv", "csv", ""),  # fits
         (PAIR, "x.jsonl", "pairs-jsonl", ""),  # fits
         (b"not much\n", "x.jsonl", "pairs-jsonl", ""),  # unclear: the reader says what is wrong, line by line
+        (b"[" * 5_000 + b"]" * 5_000 + b"\n" + PAIR, "x.jsonl", "labelled-jsonl", "looks like pairs-jsonl"),
+        (b"{" * 100_000 + b"\n", "x.jsonl", "pairs-jsonl", ""),  # nested too deep to decode: the reader says so
     ],
 )
 def test_the_sniff(tmp_path, content, name, chosen, says):
