@@ -322,7 +322,9 @@ def task_model_train(
         progress=progress,
         cancel=cancel,
         eval_sets=evals,
-        extra_meta={"training_set": info},
+        # which texts it trained on (``task_inputs.task_leak``): exact, so that a pool f never saw
+        # (another project's, a benchmark's file) is not taken for one it memorised
+        extra_meta={"training_set": info, "text_hashes": sorted({text_hash(r, project.text_fields) for r in recs})},
     )
     meta = res.meta
     user = created_by if getattr(created_by, "is_authenticated", False) else None

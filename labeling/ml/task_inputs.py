@@ -10,8 +10,8 @@ reads any such folder; either way its columns come out in the project's label or
 model whose answers on the human-labelled counterfactuals are memorised labels would make h's
 cross-validation trust it far more than it deserves on new candidates, so h does not read such
 a model (and says why). The metadata's ``text_hashes`` (``textkeys.text_hash`` of every
-training record over the task's text fields) decide; metadata that lists no hashes but says
-it trained on a project's own data (a ``project_data`` flag, or ``train_task_model``'s
+training record over the task's text fields; ``train_task_model`` writes them) decide; metadata
+that lists no hashes but says it trained on a project's own data (a ``project_data`` flag, or ``train_task_model``'s
 ``training_set`` counts of a project's originals and human-labelled counterfactuals) counts as
 having seen all of it. Originals are a different
 matter: f sees the same originals at training and at labelling time, so f(x) is the same
@@ -132,9 +132,9 @@ def task_leak(
     project_data = meta.get("project_data") or meta.get("includes_project_data")
     if project_data:
         return TaskLeak(len(labelled_l), len(originals_l), True)
-    # ``train_task_model`` records what it trained on (``training_set``: the counts of a
-    # project's labelled originals and human-labelled counterfactuals) but not which texts:
-    # any counterfactual counts as all of them
+    # a ``train_task_model`` folder from before it listed its texts records only what it trained on
+    # (``training_set``: the counts of a project's labelled originals and human-labelled
+    # counterfactuals), not which texts: any counterfactual counts as all of them
     ts = meta.get("training_set")
     if isinstance(ts, dict):
         n_cf, n_orig = int(ts.get("counterfactuals") or 0), int(ts.get("originals") or 0)

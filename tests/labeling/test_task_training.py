@@ -12,7 +12,9 @@ from rest_framework.test import APIClient
 
 from annotate.services.routing import project_route
 from labeling import task_training as T
+from labeling.ml.task_inputs import TaskLeak, read_task_meta, task_leak
 from labeling.models import TaskModel, TaskTrainingExample
+from projects import states
 from projects.models import Candidate, Example, Job
 from projects.selectors import project_counts
 from projects.services.exports import data_export
@@ -259,6 +261,18 @@ def test_h_reads_the_newest_task_model_unless_it_trained_on_the_human_labels(tmp
 
     seen = T.task_model_train(project=project, epochs=1, counterfactuals=True, options=opts)
     assert seen.path != f.path and seen.metrics["training_set"]["counterfactuals"] == 40
+    # the metadata lists the texts each trained on, so a pool neither saw is not taken for this one
+    # (bench_pairwise --task-model on a file refused any f trained on a project's originals)
+    fields = list(project.text_fields)
+    human = [c.fields for c in project.candidates.filter(state=states.HUMAN_LABELED)]
+    own = [e.fields for e in project.examples.filter(label__isnull=False)]
+    other = [{k: f"{k} of a text f never saw, number {i}" for k in fields} for i in range(5)]
+    for model, cf_seen in ((f, 0), (seen, 40)):
+        meta = read_task_meta(model.path)
+        assert len(meta["text_hashes"]) == len(set(meta["text_hashes"])) > 0
+        assert task_leak(meta, labelled=other, originals=other, fields=fields) == TaskLeak(0, 0, True)
+        leak = task_leak(meta, labelled=human, originals=own, fields=fields)
+        assert (leak.labelled_seen, leak.originals_seen) == (cf_seen, len(own))
     TaskModel.objects.filter(pk=seen.pk).update(held_out_accuracy=0.9, n_held_out=500)  # past its gate
     h = services.pairwise_train(project=project, mode="pc", task_model=services.TASK_MODEL_LATEST)
     assert h.metrics["task_model"] == ""
