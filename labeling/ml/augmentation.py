@@ -127,8 +127,10 @@ class AugmentationResult(TypedDict):
 # ---------------------------------------------------------------------------------------
 # arithmetic
 # ---------------------------------------------------------------------------------------
-def mean_ci95(values: Sequence[float]) -> tuple[float, list[float] | None]:
-    """Mean and the 95 % Student-t interval of the mean (None with fewer than two values)."""
+def mean_ci95(values: Sequence[float], bounds: tuple[float, float] = (0.0, 1.0)) -> tuple[float, list[float] | None]:
+    """Mean and the 95 % Student-t interval of the mean (None with fewer than two values),
+    clipped to ``bounds``, the range the values can take (a share by default; (-1, 1) for a
+    difference of shares): with two or three seeds the t-interval is wide enough to leave it."""
     v = np.asarray(values, dtype=float)
     m = float(v.mean())
     if len(v) < 2:
@@ -136,7 +138,8 @@ def mean_ci95(values: Sequence[float]) -> tuple[float, list[float] | None]:
     from scipy.stats import t
 
     half = float(t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v)))
-    return m, [m - half, m + half]
+    lo, hi = bounds
+    return m, [max(lo, m - half), min(hi, m + half)]
 
 
 def gain_share(gain: float, gold_gain: float | None) -> float | None:
@@ -203,7 +206,7 @@ def summarise(
         }
         if v != "originals" and base is not None:
             k = min(len(acc[v]), len(base))
-            g, gci = mean_ci95([acc[v][s] - base[s] for s in range(k)])
+            g, gci = mean_ci95([acc[v][s] - base[s] for s in range(k)], bounds=(-1.0, 1.0))
             row["gain"] = _r(g)
             row["gain_ci95"] = _rl(gci)
             row["p_vs_originals"] = _r(paired_bootstrap_p(per_ex[v], per_ex["originals"], n_boot=n_boot))

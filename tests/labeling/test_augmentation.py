@@ -36,6 +36,12 @@ def test_mean_ci95_is_the_t_interval():
     assert mean_ci95([0.5]) == (0.5, None)
     m, ci = mean_ci95([0.6, 0.6, 0.6])
     assert ci == pytest.approx([0.6, 0.6])
+    # two far-apart seeds: the t-interval (t 12.7) leaves [0, 1]; a share's interval stays in it
+    m, ci = mean_ci95([0.2, 0.9])
+    assert m == pytest.approx(0.55) and ci == [0.0, 1.0]
+    m, ci = mean_ci95([-0.4, 0.5], bounds=(-1.0, 1.0))  # a gain: a difference of two shares
+    assert ci == [-1.0, 1.0]
+    assert mean_ci95([0.70, 0.72, 0.74], bounds=(-1.0, 1.0))[1] == pytest.approx(mean_ci95([0.70, 0.72, 0.74])[1])
 
 
 def test_gain_share():
