@@ -106,7 +106,7 @@ class VariantScores(TypedDict):
 
 class EvalScores(TypedDict):
     n: int
-    variants: dict[str, VariantScores | dict[str, str]]
+    variants: dict[str, VariantScores | dict[str, str | None]]
     excluded: NotRequired[int]  # test examples left out: their text is also training data
 
 
@@ -463,12 +463,13 @@ def run_augmentation(
             continue
         j = scored[e.name]
         summary = summarise(correct[j], f1s[j], sizes, n_boot=n_boot)
-        vs: dict[str, VariantScores | dict[str, str]] = {}
+        vs: dict[str, VariantScores | dict[str, str | None]] = {}
         for name in variants:
             if name in summary and len(correct[j][name]) == seeds:
                 vs[name] = summary[name]
             elif name in errors:
-                vs[name] = {"error": errors[name]}
+                # the figures' keys stay (null), so that a script reading them meets no KeyError
+                vs[name] = {"accuracy": None, "macro_f1": None, "ci95": None, "error": errors[name]}
         out_eval[e.name] = {"n": len(e.records), "variants": vs, "excluded": excluded[e.name]}
     return {
         "task": task,

@@ -54,9 +54,9 @@ class BenchResult(TypedDict):
     n_pairs: int
     budget: float
     seeds: int
-    # per method, its scores averaged over the seeds (None: no seed had a number), or
-    # {"error": why it could not run}
-    methods: dict[str, dict[str, float | None] | dict[str, str]]
+    # per method, its scores averaged over the seeds (None: no seed had a number), or, when it
+    # could not run, {"accuracy": None, "macro_f1": None, "error": why}: the figures' keys stay
+    methods: dict[str, dict[str, float | None] | dict[str, str | None]]
     budget_curve: dict[str, dict[str, float | None]]  # {"capc": {budget: mean accuracy}}
     seconds: float
     warm_start_pairs: NotRequired[int]
@@ -531,12 +531,12 @@ def run_benchmark(
         "chosen",
         "chosen+shrink",
     ]
-    methods: dict[str, dict[str, float | None] | dict[str, str]] = {}
+    methods: dict[str, dict[str, float | None] | dict[str, str | None]] = {}
     for name in order:
         if name in results:
             methods[name] = _mean(results[name])
         elif name in errors:
-            methods[name] = {"error": errors[name]}
+            methods[name] = {"accuracy": None, "macro_f1": None, "error": errors[name]}
     out: BenchResult = {
         "task": task,
         "n_pairs": n,
@@ -567,7 +567,7 @@ def run_benchmark(
 
 
 def best_export(
-    methods: dict[str, dict[str, float | None] | dict[str, str]], exports: dict[str, list[dict[str, float]]]
+    methods: dict[str, dict[str, float | None] | dict[str, str | None]], exports: dict[str, list[dict[str, float]]]
 ) -> dict[str, str | float | None]:
     """The export simulation of the method with an abstain threshold (an h) that has the
     best mean accuracy, its shares averaged over seeds."""

@@ -311,4 +311,6 @@ def test_your_export_variant_trains_on_the_export():
     out = _run(LabelledPairs(pairs, ys), leak + _evals(), export=LabelledPairs(extra, extra_y))
     assert out["eval"]["leak"]["excluded"] == 5
     empty = _run(LabelledPairs(pairs, ys), _evals(), export=LabelledPairs([], []))
-    assert "nothing to export" in empty["eval"]["syn/original"]["variants"]["export"]["error"]
+    failed = empty["eval"]["syn/original"]["variants"]["export"]
+    assert "nothing to export" in failed["error"]
+    assert failed["accuracy"] is failed["macro_f1"] is failed["ci95"] is None  # FORMATS.md's keys, null

@@ -123,3 +123,22 @@ def test_h_is_never_below_invariant_on_the_generated_gold_dev_set(shared_data, c
         assert 0.0 <= methods[name]["accuracy_valid"] <= 1.0
     assert result["export"]["method"] in ("pc", "capc", "capc+active")
     assert 0.0 < result["export"]["coverage"] <= 1.0
+
+
+def test_a_method_that_cannot_run_keeps_the_figures_keys_as_null():
+    """FORMATS.md §3 promises accuracy and macro_f1 per method: a method with too few human
+    labels to train says why under "error", beside those keys set to null (a script reading
+    ``["accuracy"]`` meets None, not a KeyError)."""
+    from labeling.ml.bench import run_benchmark
+    from labeling.ml.pairs import LabelledPairs
+
+    from .conftest import FIELDS, LABELS, fake_embed, synthetic_pairs
+
+    pairs, ys = synthetic_pairs(40, seed=4)
+    setting = {"task": "nli", "labels": LABELS, "fields": FIELDS, "embed": fake_embed, "seeds": 1}
+    result = run_benchmark(LabelledPairs(pairs, ys), **setting, budget=0.05, curve=())
+    failed = {n: m for n, m in result["methods"].items() if "error" in m}
+    assert failed, result["methods"]
+    for m in failed.values():
+        assert m["accuracy"] is None and m["macro_f1"] is None and m["error"]
+    assert all("accuracy" in m and "macro_f1" in m for m in result["methods"].values())
