@@ -117,7 +117,8 @@ def read(
     case-insensitive match. ``max_image_pixels``: an image with more pixels is a Problem
     (read from its header, never decoded); every image must be a JPEG, PNG, WebP or GIF file
     that Pillow verifies (:mod:`projects.formats.images`). ``warn`` receives the notes about rows that were read but
-    deserve a look (the CAD NLI rows aligned only up to whitespace).
+    deserve a look (the CAD NLI rows aligned only up to whitespace, a pair or original repeated
+    with the same content in ``pairs-jsonl`` or ``csv``: :mod:`.ids`).
     """
     _check_format(format, task)
     if not paths:
@@ -132,7 +133,7 @@ def read(
         "image_base": image_base,
         "label_map": label_map,
     }
-    if format in ("cad-nli", "cad-sentiment", "coco-captions", "coco-cf"):
+    if format in ("cad-nli", "cad-sentiment", "coco-captions", "coco-cf", "pairs-jsonl", "csv"):
         kwargs["warn"] = warn
     if not format.startswith("cad-"):  # the CAD formats have no images
         kwargs["max_image_pixels"] = max_image_pixels

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 from projects.formats import reading as r
+from projects.formats.ids import SeenIds
 from projects.formats.records import OriginalRecord, PairRecord, Problem, Record
 
 
@@ -173,8 +174,12 @@ def read_pairs_jsonl(
     image_base: str | None = None,
     label_map: dict[str, str] | None = None,
     max_image_pixels: int = r.DEFAULT_MAX_IMAGE_PIXELS,
+    warn: Callable[[Problem], None] | None = None,
 ) -> Iterator[Record]:
+    """The pairs of ``paths``; an id repeated across them is checked by :class:`SeenIds`
+    (``warn`` receives the identical repeats)."""
     label_of = r.LabelMap(labels, label_map)
+    seen = SeenIds(warn)
     for path in paths:
         if not os.path.isfile(path):
             raise r.FormatError(f"{path}: file not found")
@@ -185,7 +190,7 @@ def read_pairs_jsonl(
                 continue
             lineno, obj = row
             try:
-                yield pair_from_json(
+                rec = pair_from_json(
                     obj,
                     split=split,
                     label_of=label_of,
@@ -196,6 +201,8 @@ def read_pairs_jsonl(
                 )
             except RowError as exc:
                 yield Problem(path, lineno, str(exc))
+                continue
+            yield seen.check(rec, path, lineno) or rec
 
 
 def pair_to_json(rec: PairRecord) -> dict[str, Any]:

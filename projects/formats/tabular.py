@@ -27,11 +27,12 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 from projects.formats import reading as r
 from projects.formats.cad import csv_rows
+from projects.formats.ids import SeenIds
 from projects.formats.pairs import (
     RowError,
     _dict,
@@ -102,8 +103,10 @@ def read_csv(
     image_base: str | None = None,
     label_map: dict[str, str] | None = None,
     max_image_pixels: int = r.DEFAULT_MAX_IMAGE_PIXELS,
+    warn: Callable[[Problem], None] | None = None,
 ) -> Iterator[Record]:
     label_of = r.LabelMap(labels, label_map)
+    seen = SeenIds(warn)  # ids across every file (identical repeats go to ``warn``)
     for path in paths:
         if not os.path.isfile(path):
             raise r.FormatError(f"{path}: file not found")
@@ -143,9 +146,10 @@ def read_csv(
                 yield Problem(path, lineno, f"expected {len(header)} columns (as in the header), found {len(cells)}")
                 continue
             values = dict(zip(header, cells, strict=True))  # lengths checked just above
+            rec: OriginalRecord | PairRecord
             try:
                 if is_pairs:
-                    yield pair_from_json(
+                    rec = pair_from_json(
                         _nest(values, found),
                         split=split,
                         label_of=label_of,
@@ -155,7 +159,7 @@ def read_csv(
                         max_image_pixels=max_image_pixels,
                     )
                 else:
-                    yield _original(
+                    rec = _original(
                         values,
                         found,
                         split=split,
@@ -166,6 +170,8 @@ def read_csv(
                     )
             except RowError as exc:
                 yield Problem(path, lineno, str(exc))
+                continue
+            yield seen.check(rec, path, lineno) or rec
 
 
 def _nest(values: dict[str, str], fields: list[str]) -> dict[str, Any]:

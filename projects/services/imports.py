@@ -19,8 +19,10 @@ Policy
   remove exactly what it wrote and a resumed one can tell its own rows from older ones
   (:mod:`projects.services.import_jobs`). ``on_progress(phase, rows, total)`` is called
   after every batch of both passes (``checking``, then ``writing``); it may raise to stop.
-- **Idempotent.** Ids are unique per project; a record whose id is already there (in the
-  database or earlier in the same input) is skipped, so importing a file twice adds nothing.
+- **Idempotent.** Ids are unique per project; a record whose id is already in the database
+  is skipped, so importing a file twice adds nothing. Within one input an id repeated with
+  different content is a problem, an identical repeat a warning and skipped
+  (:mod:`projects.formats.ids`).
   A pair's original is found by its id and created when missing (the first import of an id
   wins; an existing original is not overwritten).
 

@@ -62,7 +62,7 @@ def pairs_file(tmp_path: Path, n: int, *, prefix: str = "p") -> str:
                     "original": {
                         "id": f"{prefix}o{i // 2}",
                         "fields": {"premise": f"A man {i // 2}.", "hypothesis": "He walks."},
-                        "label": ["entailment", "neutral", None][i % 3],
+                        "label": ["entailment", "neutral", None][i // 2 % 3],  # one original, one label
                     },
                     "counterfactual": cf,
                     "perturbation": ["negation", "lexical"][i % 2],

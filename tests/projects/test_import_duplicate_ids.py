@@ -1,0 +1,100 @@
+"""An id repeated within one import: different content is a ``file:line`` problem (refused
+unless skip-bad-rows), the same content a warning naming its line; an id already in the
+project from an earlier import is still skipped quietly."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from projects.models import Candidate, Example
+from projects.services.imports import ImportRefused, data_import
+from projects.services.projects import project_create
+
+pytestmark = pytest.mark.django_db
+
+
+def row(pid: str, text: str, *, orig: str = "good", oid: str = "", label: str = "positive") -> dict[str, Any]:
+    original: dict[str, Any] = {"fields": {"text": orig}, "label": label}
+    if oid:
+        original["id"] = oid
+    return {"id": pid, "original": original, "counterfactual": {"fields": {"text": text}}}
+
+
+def write(tmp_path: Path, rows: list[dict[str, Any]], name: str = "pairs.jsonl") -> str:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+@pytest.fixture
+def project():
+    return project_create(name="dup", task="sentiment")
+
+
+def test_a_pair_id_repeated_with_other_text_is_a_problem_naming_both_lines(project, tmp_path):
+    path = write(tmp_path, [row("d1", "bad one"), row("d2", "bad two"), row("d1", "bad three")])
+    with pytest.raises(ImportRefused) as exc:
+        data_import(project=project, format="pairs-jsonl", paths=[path])
+    assert exc.value.problems == [f"{path}:3: id 'd1' was given a different pair at {path}:1 (an id names one pair)"]
+    assert not Candidate.objects.filter(project=project).exists()
+    report = data_import(project=project, format="pairs-jsonl", paths=[path], strict=False)
+    assert (report.imported_pairs, report.problem_count) == (2, 1)
+    assert Candidate.objects.get(project=project, external_id="d1").fields == {"text": "bad one"}
+
+
+def test_an_original_id_given_two_different_originals_is_a_problem(project, tmp_path):
+    rows = [row("p1", "cf one", orig="first", oid="g1"), row("p2", "cf two", orig="second", oid="g1")]
+    path = write(tmp_path, rows)
+    with pytest.raises(ImportRefused) as exc:
+        data_import(project=project, format="pairs-jsonl", paths=[path])
+    assert exc.value.problems == [
+        f"{path}:2: original.id 'g1' was given a different original at {path}:1 (an id names one original)"
+    ]
+    report = data_import(project=project, format="pairs-jsonl", paths=[path], strict=False)
+    assert (report.imported_originals, report.imported_pairs, report.problem_count) == (1, 1, 1)
+    assert not Candidate.objects.filter(external_id="p2").exists()  # not attached to "first"
+
+
+def test_an_identical_repeat_is_a_counted_warning_with_its_line(project, tmp_path):
+    path = write(tmp_path, [row("d1", "bad"), row("d1", "bad")])
+    report = data_import(project=project, format="pairs-jsonl", paths=[path])
+    assert (report.imported_pairs, report.skipped, report.problem_count) == (1, 1, 0)
+    assert report.warning_count == 1
+    assert report.warnings == [f"{path}:2: id 'd1' repeats the pair at {path}:1; skipped"]
+
+
+def test_repeats_across_two_files_of_one_import_and_in_csv(project, tmp_path):
+    a = write(tmp_path, [row("d1", "bad")], "a.jsonl")
+    b = write(tmp_path, [row("d1", "other")], "b.jsonl")
+    with pytest.raises(ImportRefused, match="1 problem"):
+        data_import(project=project, format="pairs-jsonl", paths=[a, b])
+    csv = tmp_path / "p.csv"
+    csv.write_text("id,original.text,original.label,counterfactual.text\nc1,good,positive,x\nc1,good,positive,y\n")
+    with pytest.raises(ImportRefused) as exc:
+        data_import(project=project, format="csv", paths=[str(csv)])
+    assert exc.value.problems == [f"{csv}:3: id 'c1' was given a different pair at {csv}:2 (an id names one pair)"]
+
+
+def test_reimporting_the_same_file_still_skips_quietly(project, tmp_path):
+    path = write(tmp_path, [row("d1", "bad", oid="g1"), row("d2", "worse", oid="g1")])
+    first = data_import(project=project, format="pairs-jsonl", paths=[path])
+    again = data_import(project=project, format="pairs-jsonl", paths=[path])
+    assert (first.imported_originals, first.imported_pairs, first.warning_count) == (1, 2, 0)
+    assert (again.imported_pairs, again.skipped, again.problem_count, again.warning_count) == (0, 2, 0, 0)
+    assert Example.objects.filter(project=project).count() == 1
+
+
+def test_the_command_refuses_a_conflicting_repeat(project, tmp_path):
+    path = write(tmp_path, [row("d1", "bad"), row("d1", "other")])
+    err = StringIO()
+    with pytest.raises(CommandError):
+        call_command(
+            "import_data", "--project", "dup", "--task", "sentiment", "--format", "pairs-jsonl", path, stderr=err
+        )
+    assert f"{path}:2: id 'd1'" in err.getvalue()
