@@ -79,6 +79,17 @@ class ExportError(ValueError):
     pass
 
 
+MIN_CONFIDENCE_ERROR = "a number between 0 and 1"
+
+
+def export_min_confidence_check(value: float | None) -> str | None:
+    """What is wrong with a ``min_confidence`` filter (None: nothing); the API, the page and
+    the command all check it here."""
+    if value is not None and not 0 <= value <= 1:  # NaN fails this too
+        return MIN_CONFIDENCE_ERROR
+    return None
+
+
 def export_filters_parse(params: Any) -> tuple[dict[str, Any], dict[str, str]]:
     """The export filters from a query dict (a page's GET, or a dict of lists from the API)
     and the errors by field name. Lists may also come comma-separated (``state=a,b``)."""
@@ -103,10 +114,10 @@ def export_filters_parse(params: Any) -> tuple[dict[str, Any], dict[str, str]]:
         try:
             min_confidence = float(raw)
         except (TypeError, ValueError):
-            errors["min_confidence"] = "a number between 0 and 1"
+            errors["min_confidence"] = MIN_CONFIDENCE_ERROR
         else:
-            if not 0 <= min_confidence <= 1:
-                errors["min_confidence"] = "a number between 0 and 1"
+            if msg := export_min_confidence_check(min_confidence):
+                errors["min_confidence"] = msg
     fmt = params.get("format") or "pairs-jsonl"
     if fmt not in EXPORT_FORMATS:
         errors["format"] = f"unknown export format {fmt!r}; choose one of {', '.join(EXPORT_FORMATS)}"
@@ -160,6 +171,8 @@ def candidates_for_export(
         if "none" in label_source:
             q |= Q(label__isnull=True, gold_label__isnull=True)
         qs = qs.filter(q)
+    if msg := export_min_confidence_check(min_confidence):
+        raise ExportError(f"min_confidence must be {msg}, not {min_confidence}")
     if min_confidence is not None:
         qs = qs.filter(confidence__gte=min_confidence)
     if split:
@@ -331,14 +344,22 @@ def data_export(
         return write(sys.stdout)
     if not isinstance(out, str):
         return write(out)
+    if os.path.isdir(out):
+        raise ExportError(f"{out} is a directory; {format} writes a file: give --out a file path")
     directory = os.path.dirname(os.path.abspath(out))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".export-", dir=directory)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".export-", dir=directory)
+    except OSError as exc:
+        raise ExportError(f"cannot write {out}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             n = write(fh)
         os.chmod(tmp, 0o644)  # mkstemp makes it owner-only
         os.replace(tmp, out)
+    except OSError as exc:
+        _remove(tmp)
+        raise ExportError(f"cannot write {out}: {exc.strerror or exc}") from exc
     except BaseException:
         _remove(tmp)
         raise
@@ -382,8 +403,11 @@ def _write_directory(*, project: Project, format: str, records: Iterator[PairRec
     if os.path.exists(target) and (not os.path.isdir(target) or os.listdir(target)):
         raise ExportError(f"{out} exists and is not an empty directory")
     parent = os.path.dirname(target)
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".export-", dir=parent)
+    try:
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".export-", dir=parent)
+    except OSError as exc:
+        raise ExportError(f"cannot write {out}: {exc.strerror or exc}") from exc
     try:
         built = os.path.join(tmp, "ds")
         if format == "hf-datasets":

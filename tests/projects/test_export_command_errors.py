@@ -1,0 +1,53 @@
+"""``manage.py export`` answers a bad ``--out`` or filter with a CommandError (no traceback,
+nothing written), and checks ``--min-confidence`` as the API does (one check, in the service)."""
+
+from __future__ import annotations
+
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from projects.services.exports import ExportError, data_export, export_filters_parse
+from tests.annotate.factories import project_with_candidates
+
+pytestmark = pytest.mark.django_db
+
+
+def export(project, out: str, *more: str) -> str:
+    stdout = StringIO()
+    call_command("export", "--project", project.name, "--format", "pairs-jsonl", "--out", out, *more, stdout=stdout)
+    return stdout.getvalue()
+
+
+def test_out_naming_an_existing_directory_is_a_command_error(tmp_path: Path):
+    project = project_with_candidates(n=3)
+    with pytest.raises(CommandError, match="is a directory"):
+        export(project, str(tmp_path))
+    assert list(tmp_path.iterdir()) == []  # no temporary file left behind
+
+
+def test_out_in_a_folder_that_cannot_be_written_is_a_command_error():
+    project = project_with_candidates(n=3)
+    with pytest.raises(CommandError, match=r"cannot write /proc/x\.jsonl"):
+        export(project, "/proc/x.jsonl")
+
+
+def test_hf_datasets_out_that_cannot_be_written_is_a_command_error():
+    project = project_with_candidates(n=3)
+    with pytest.raises(CommandError, match="cannot write /proc/x"):
+        call_command("export", "--project", project.name, "--format", "hf-datasets", "--out", "/proc/x/ds")
+
+
+@pytest.mark.parametrize("value", ["2", "-0.1", "nan"])
+def test_min_confidence_outside_0_1_is_refused_as_by_the_api(tmp_path: Path, value: str):
+    project = project_with_candidates(n=3)
+    out = tmp_path / "x.jsonl"
+    with pytest.raises(CommandError, match="min_confidence must be a number between 0 and 1"):
+        export(project, str(out), "--min-confidence", value)
+    assert not out.exists()
+    assert export_filters_parse({"min_confidence": value})[1] == {"min_confidence": "a number between 0 and 1"}
+    with pytest.raises(ExportError):
+        data_export(project=project, format="csv", out=str(out), min_confidence=float(value))
+    assert "exported 3 pairs" in export(project, str(out))
