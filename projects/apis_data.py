@@ -179,7 +179,7 @@ class DataExportApi(APIView):
         labelled_only = serializers.BooleanField(
             required=False,
             default=False,
-            help_text='leave out pairs with no label yet (by default they are exported with "label": null)',
+            help_text="leave out pairs with no label yet (by default they are exported without a counterfactual label)",
         )
         run_as_job = serializers.BooleanField(required=False, default=False, help_text="always start a job")
 

@@ -150,7 +150,7 @@ def candidates_for_export(
     ``gold`` for a candidate whose only label is its known answer. Candidates judged invalid
     (``meta.valid`` false: imported so, or annotators answered "Unclear / invalid") are left
     out unless ``include_invalid``. Pairs without any label yet (neither a final label nor a
-    known answer: ``"label": null`` in the file) are included unless ``labelled_only``."""
+    known answer: no ``counterfactual.label`` in the file) are included unless ``labelled_only``."""
     qs = Candidate.objects.filter(project=project).select_related("example").order_by("id")
     if not state:
         qs = qs.exclude(state__in=EXCLUDED_BY_DEFAULT)
@@ -446,7 +446,7 @@ NOTHING_TO_EXPORT = "Nothing to export: no pair matches these filters."
 
 
 def export_unlabelled_count(*, project: Project, filters: dict[str, Any]) -> int:
-    """How many of the pairs the filters match have no label yet (``"label": null``)."""
+    """How many of the pairs the filters match have no label yet (no ``counterfactual.label``)."""
     qs = candidates_for_export(project=project, **filters).select_related(None).order_by()
     return int(qs.filter(label__isnull=True, gold_label__isnull=True).count())
 

@@ -4,8 +4,8 @@ Writes a project's pairs (docs/formats.md §1 for ``pairs-jsonl``; columns in
 ``generation/formats/tabular.py`` for ``csv``). Filters: ``--state``, ``--label-source``
 (human, auto, gold, imported, none), ``--min-confidence``, ``--split``; the list filters take
 comma-separated values. Pairs judged invalid are left out unless ``--include-invalid``. Pairs
-with no label yet are written with ``"label": null`` unless ``--labelled-only``; the command
-says how many there were.
+with no label yet are written without a counterfactual label (``UNLABELLED_AS``) unless
+``--labelled-only``; the command says how many there were.
 """
 
 from __future__ import annotations
@@ -16,6 +16,14 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from projects.models import Project
 from projects.services.exports import EXPORT_FORMATS, ExportError, data_export, export_unlabelled_count
+
+# What an unlabelled pair holds in each format (the note after "exported N pairs").
+UNLABELLED_AS = {
+    "pairs-jsonl": "written without a counterfactual.label key",
+    "csv": "written with an empty counterfactual.label cell",
+    "hf-datasets": "written with label None",
+    "coco-cf": "written without a label",
+}
 
 
 def _csv_list(value: str) -> list[str]:
@@ -47,7 +55,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--labelled-only",
             action="store_true",
-            help='leave out pairs with no label yet (by default they are written with "label": null)',
+            help="leave out pairs with no label yet (by default they are written without a counterfactual label)",
         )
 
     def handle(self, *args: Any, **opts: Any) -> None:
@@ -75,6 +83,6 @@ class Command(BaseCommand):
             unlabelled = 0 if opts["labelled_only"] else export_unlabelled_count(project=project, filters=filters)
             if unlabelled:
                 self.stdout.write(
-                    f'{unlabelled} of them have no label yet (written with "label": null); '
+                    f"{unlabelled} of them have no label yet ({UNLABELLED_AS[opts['data_format']]}); "
                     "--labelled-only leaves them out"
                 )
