@@ -9,10 +9,11 @@ header row. Two shapes, told apart by the header:
     counterfactual.<field>…, counterfactual.label, counterfactual.target_label,
     counterfactual.generator, counterfactual.perturbation, counterfactual.label_source,
     counterfactual.confidence, counterfactual.gold_label, counterfactual.image,
-    counterfactual.scores, meta
+    counterfactual.scores, counterfactual.valid, meta
 
 ``<field>`` are the project's text fields (e.g. ``original.premise``); ``*.meta`` and
-``counterfactual.scores`` hold JSON objects; an empty cell is an absent value. Required:
+``counterfactual.scores`` hold JSON objects; ``counterfactual.valid`` is ``true``, ``false``
+(any case) or empty; an empty cell is an absent value. Required:
 ``id``, ``original.<field>``, ``counterfactual.<field>``; the others may be left out.
 This is what ``export --format csv`` writes, and it re-imports to the same data.
 
@@ -55,6 +56,7 @@ CF_KEYS = [
     "gold_label",
     "image",
     "scores",
+    "valid",
 ]
 JSON_COLUMNS = {"original.meta", "counterfactual.scores", "meta"}
 
@@ -174,12 +176,19 @@ def read_csv(
             yield seen.check(rec, path, lineno) or rec
 
 
+_BOOLEANS = {"true": True, "false": False}
+
+
 def _nest(values: dict[str, str], fields: list[str]) -> dict[str, Any]:
     """A CSV row as the nested object ``pair_from_json`` validates."""
     obj: dict[str, Any] = {"original": {"fields": {}}, "counterfactual": {"fields": {}}}
     for column, cell in values.items():
         if column in JSON_COLUMNS:
             value: Any = _json_cell(cell, column) if cell != "" else None
+        elif column == "counterfactual.valid" and cell.strip() != "":
+            value = _BOOLEANS.get(cell.strip().lower())
+            if value is None:
+                raise RowError(f"counterfactual.valid must be true, false or empty, not {cell!r}")
         elif column == "counterfactual.confidence" and cell != "":
             try:
                 value = float(cell)
@@ -285,6 +294,8 @@ def write_csv(records: Iterable[PairRecord], fh: IO[str], *, text_fields: list[s
                 value = part["fields"].get(key) if key in fields else part.get(key)
             if value is None:
                 row.append("")
+            elif isinstance(value, bool):
+                row.append("true" if value else "false")
             elif isinstance(value, dict):
                 row.append(json.dumps(value, ensure_ascii=False, sort_keys=True))
             elif isinstance(value, float):

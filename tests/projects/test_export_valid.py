@@ -86,3 +86,44 @@ def test_an_unclear_majority_marks_the_candidate_invalid() -> None:
     out = StringIO()
     data_export(project=project, format="pairs-jsonl", out=out)
     assert cand.external_id not in _ids(out.getvalue())
+
+
+def test_valid_round_trips_through_csv(tmp_path: Path) -> None:
+    project = project_create(name="vcsv", task="nli")
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join([_row(1, True), _row(2, False), _row(3, None)]) + "\n")
+    data_import(project=project, format="pairs-jsonl", paths=[str(src)])
+    out = tmp_path / "out.csv"
+    data_export(project=project, format="csv", out=str(out), include_invalid=True, manifest=False)
+    text = out.read_text()
+    assert "counterfactual.valid" in text.splitlines()[0]
+    again = project_create(name="vcsv2", task="nli")
+    data_import(project=again, format="csv", paths=[str(out)])
+    valid = dict(Candidate.objects.filter(project=again).values_list("external_id", "meta__valid"))
+    assert valid == {"p1": True, "p2": False, "p3": None}
+    back = tmp_path / "back.csv"
+    data_export(project=again, format="csv", out=str(back), include_invalid=True, manifest=False)
+    assert back.read_text() == text
+
+
+@pytest.mark.parametrize("cell,valid", [("FALSE", False), ("True", True), ("", None)])
+def test_csv_valid_cells_are_case_insensitive(tmp_path: Path, cell: str, valid: bool | None) -> None:
+    project = project_create(name="vcell", task="nli")
+    src = tmp_path / "in.csv"
+    src.write_text(
+        "id,original.premise,original.hypothesis,original.label,counterfactual.premise,counterfactual.hypothesis,"
+        f"counterfactual.valid\np1,P,H,neutral,Q,H,{cell}\n"
+    )
+    data_import(project=project, format="csv", paths=[str(src)])
+    assert Candidate.objects.get(project=project).meta.get("valid") is valid
+
+
+def test_a_csv_valid_cell_that_is_not_a_boolean_is_a_problem(tmp_path: Path) -> None:
+    project = project_create(name="vbad", task="nli")
+    src = tmp_path / "in.csv"
+    src.write_text(
+        "id,original.premise,original.hypothesis,original.label,counterfactual.premise,counterfactual.hypothesis,"
+        "counterfactual.valid\np1,P,H,neutral,Q,H,maybe\n"
+    )
+    report = data_import(project=project, format="csv", paths=[str(src)], strict=False)
+    assert report.problems == [f"{src}:2: counterfactual.valid must be true, false or empty, not 'maybe'"]
