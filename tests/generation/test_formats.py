@@ -60,13 +60,14 @@ def test_cad_nli_dev_real(shared_data: Path) -> None:
 def test_cad_nli_train_reports_the_one_real_misalignment(shared_data: Path) -> None:
     """Of the published train split's odd rows, 8 differ from their original only in
     whitespace (warnings, kept as published); one (revised_premise/train.tsv:1619) rewrites
-    the hypothesis it should keep: the only problem."""
+    the hypothesis it should keep: a warning too, and that row is skipped. No problem."""
     warnings: list[object] = []
     recs = list(read("cad-nli", [str(shared_data / "cad")], task="nli", split="train", warn=warnings.append))
-    found = problems(recs)
-    assert len(found) == 1
-    assert found[0].split(":")[1] == "1619" and "misaligned" in found[0] and "A child uses a blender." in found[0]
-    assert len(warnings) == 8 and all("differs only in whitespace" in str(w) for w in warnings)
+    assert problems(recs) == []
+    misaligned = [str(w) for w in warnings if "misaligned, skipped" in str(w)]
+    assert len(misaligned) == 1
+    assert misaligned[0].split(":")[1] == "1619" and "A child uses a blender." in misaligned[0]
+    assert len(warnings) == 9 and sum("differs only in whitespace" in str(w) for w in warnings) == 8
     assert kinds(recs)["OriginalRecord"] == 1666
     assert kinds(recs)["PairRecord"] == 4 * 1666 - 1
 
@@ -131,15 +132,19 @@ def test_cad_nli_alignment_labels_columns_and_encoding(tmp_path: Path) -> None:
             "Two dogs run.\tneutral",  # wrong column count
         ],
     )
-    recs = list(read("cad-nli", [str(root)], task="nli", split="dev"))
-    assert kinds(recs) == Counter({"OriginalRecord": 2, "PairRecord": 4, "Problem": 4})
+    warnings: list[Problem] = []
+    recs = list(read("cad-nli", [str(root)], task="nli", split="dev", warn=warnings.append))
+    assert kinds(recs) == Counter({"OriginalRecord": 2, "PairRecord": 4, "Problem": 3})
     found = problems(recs)
     prem = str(root / "NLI" / "revised_premise" / "dev.tsv")
     hyp = str(root / "NLI" / "revised_hypothesis" / "dev.tsv")
-    assert found[0].startswith(f"{prem}:4: misaligned") and "'Animals eat.' is not the hypothesis" in found[0]
-    assert found[1].startswith(f"{prem}:5: unknown label 'maybe'")
-    assert found[2].startswith(f"{hyp}:4: not valid UTF-8")
-    assert found[3] == f"{hyp}:5: expected 3 tab-separated columns, found 2"
+    # a misaligned row is skipped and reported as a warning, not a problem
+    assert [str(w) for w in warnings if w.line == 4 and w.path == prem] == [str(warnings[0])]
+    assert str(warnings[0]).startswith(f"{prem}:4: misaligned, skipped")
+    assert "'Animals eat.' is not the hypothesis" in warnings[0].message
+    assert found[0].startswith(f"{prem}:5: unknown label 'maybe'")
+    assert found[1].startswith(f"{hyp}:4: not valid UTF-8")
+    assert found[2] == f"{hyp}:5: expected 3 tab-separated columns, found 2"
     # Labels are matched case-insensitively to the project's names.
     assert [r.label for r in recs if isinstance(r, OriginalRecord)] == ["entailment", "entailment"]
     assert [r.id for r in recs if isinstance(r, PairRecord)] == [
