@@ -281,17 +281,24 @@ def export_manifest(
     }
     for provider in _MANIFEST:
         manifest.update(provider(project))
-    if path is not None:
-        digest = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-        manifest["file"] = {
-            "name": os.path.basename(path),
-            "bytes": os.path.getsize(path),
-            "sha256": digest.hexdigest(),
-        }
+    if path is not None and os.path.isdir(path):  # a directory format: named, not hashed
+        manifest["directory"] = {"name": os.path.basename(os.path.abspath(path))}
+    elif path is not None:
+        manifest["file"] = _file_entry(path)
     return manifest
+
+
+def _file_entry(path: str | Path) -> dict[str, Any]:
+    """The manifest's ``file``: name, size and SHA-256 of ``path``."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return {"name": os.path.basename(path), "bytes": os.path.getsize(path), "sha256": digest.hexdigest()}
+
+
+def _write_manifest(path: str | Path, doc: dict[str, Any]) -> None:
+    manifest_path(path).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def manifest_path(path: str | Path) -> Path:
@@ -330,10 +337,16 @@ def data_export(
     records = pair_records(project=project, candidates=qs)
     if progress is not None:
         records = _reporting(records, progress=progress, total=qs.count())
+    values = (state, label_source, min_confidence, split, include_invalid, labelled_only)
+    filters = dict(zip(EXPORT_FILTERS, values, strict=True))  # for the manifest
     if format in DIRECTORY_FORMATS:
         if not isinstance(out, str) or out == "-":
             raise ExportError(f"{format} writes a directory: give --out a directory path")
-        return _write_directory(project=project, format=format, records=records, out=out)
+        n = _write_directory(project=project, format=format, records=records, out=out)
+        if manifest:  # beside the directory, as beside a file: <out>.manifest.json
+            out = out.rstrip(os.sep) or out
+            _write_manifest(out, export_manifest(project=project, format=format, filters=filters, rows=n, path=out))
+        return n
 
     def write(fh: IO[str]) -> int:
         if format == "csv":
@@ -364,16 +377,7 @@ def data_export(
         _remove(tmp)
         raise
     if manifest:
-        filters = {
-            "state": state,
-            "label_source": label_source,
-            "min_confidence": min_confidence,
-            "split": split,
-            "include_invalid": include_invalid,
-            "labelled_only": labelled_only,
-        }
-        doc = export_manifest(project=project, format=format, filters=filters, rows=n, path=out)
-        manifest_path(out).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        _write_manifest(out, export_manifest(project=project, format=format, filters=filters, rows=n, path=out))
     return n
 
 
@@ -507,9 +511,15 @@ def export_job(job: Job, ctx: JobContext) -> dict[str, Any]:
         if fmt in DIRECTORY_FORMATS:
             path.parent.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory(dir=path.parent, prefix=".export-") as tmp:
-                n = data_export(project=job.project, format=fmt, out=os.path.join(tmp, fmt), progress=ctx.progress, **p)
+                built = os.path.join(tmp, fmt)
+                n = data_export(project=job.project, format=fmt, out=built, progress=ctx.progress, **p)
                 archive = shutil.make_archive(os.path.join(tmp, "archive"), "zip", tmp, fmt)
+                # the directory's manifest, describing the zip that is downloaded
+                doc = json.loads(manifest_path(built).read_text(encoding="utf-8"))
                 os.replace(archive, path)
+                doc.pop("directory", None)
+                doc["file"] = _file_entry(path)
+                _write_manifest(path, doc)
         else:
             n = data_export(project=job.project, format=fmt, out=str(path), progress=ctx.progress, **p)
     except ExportError as exc:

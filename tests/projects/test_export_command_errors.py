@@ -3,6 +3,7 @@ nothing written), and checks ``--min-confidence`` as the API does (one check, in
 
 from __future__ import annotations
 
+import json
 from io import StringIO
 from pathlib import Path
 
@@ -51,3 +52,12 @@ def test_min_confidence_outside_0_1_is_refused_as_by_the_api(tmp_path: Path, val
     with pytest.raises(ExportError):
         data_export(project=project, format="csv", out=str(out), min_confidence=float(value))
     assert "exported 3 pairs" in export(project, str(out))
+
+
+def test_a_directory_export_gets_its_manifest_beside_the_directory(tmp_path: Path):
+    project = project_with_candidates(n=3)
+    out = tmp_path / "ds"
+    call_command("export", "--project", project.name, "--format", "hf-datasets", "--out", str(out), stdout=StringIO())
+    doc = json.loads((tmp_path / "ds.manifest.json").read_text())
+    assert (doc["format"], doc["rows"], doc["directory"]) == ("hf-datasets", 3, {"name": "ds"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "ds.manifest.json"]

@@ -5,6 +5,7 @@ the API, and downloading a finished export with an API token."""
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 from pathlib import Path
 
@@ -134,8 +135,19 @@ def test_hf_datasets_through_the_api_runs_twice_and_downloads_with_the_token(
     assert dl.status_code == 200
     names = zipfile.ZipFile(io.BytesIO(b"".join(dl.streaming_content))).namelist()
     assert any(n.endswith("dataset_info.json") for n in names)
-    # only the zips remain in EXPORT_DIR: the working directories were removed
-    assert sorted(p.name for p in export_dir.iterdir()) == sorted(f"export-{j.pk}.hf-datasets.zip" for j in jobs)
+    # the job's manifest describes the zip, as a file export's describes its file
+    part = c.get(f"/api/v1/exports/{jobs[1].pk}/download/?part=manifest")
+    assert part.status_code == 200, part.content
+    doc = json.loads(b"".join(part.streaming_content))
+    zipped = export_dir / f"export-{jobs[1].pk}.hf-datasets.zip"
+    assert doc["format"] == "hf-datasets" and doc["rows"] == jobs[1].result["pairs"]
+    assert doc["file"]["name"] == zipped.name and doc["file"]["bytes"] == zipped.stat().st_size
+    # only the zips and their manifests remain in EXPORT_DIR: the working directories were removed
+    assert sorted(p.name for p in export_dir.iterdir()) == sorted(
+        name
+        for j in jobs
+        for name in (f"export-{j.pk}.hf-datasets.zip", f"export-{j.pk}.hf-datasets.zip.manifest.json")
+    )
 
 
 def test_the_download_checks_the_token_as_the_api_does(project, export_dir):
