@@ -7,7 +7,8 @@ to the same data): ``original.id`` (the original's own id; when absent the origi
 label) and ``counterfactual.scores`` (filter scores).
 
 Relative image paths are resolved against the directory of the file that names them (or
-``image_base``) and stored as absolute paths; with ``image_root`` an image outside that
+``image_base``), then, when no file is there, against ``image_root``, and stored as absolute
+paths; with ``image_root`` an image outside that
 folder (absolute, ``..`` or a symlink leading out) is a per-row problem that does not say
 whether the file exists, and a missing image file is a per-row problem.
 """

@@ -200,7 +200,9 @@ def bad_text(text: str) -> str | None:
 def resolve_image(
     value: str, *, base_dir: str, root: str | None, where: str = "", max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS
 ) -> str:
-    """The absolute path of the image ``value`` (relative paths are taken from ``base_dir``).
+    """The absolute path of the image ``value``. A relative path is taken from ``base_dir``;
+    with ``root``, when it is not a file there, from ``root`` (an export writes image paths
+    relative to the image root).
 
     With ``root`` (``COUNTERPART["IMAGE_ROOT"]``) the image must lie inside it once every
     symlink is resolved; anything else raises ``ValueError`` *before* the file system is
@@ -213,12 +215,18 @@ def resolve_image(
     path = os.path.abspath(value if os.path.isabs(value) else os.path.join(base_dir, value))
     if root is not None:
         real_root = os.path.realpath(root)
-        real = os.path.realpath(path)
-        if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
+        tries = [path] if os.path.isabs(value) else [path, os.path.join(real_root, value)]
+        # Only paths inside the root are ever asked whether they exist.
+        inside = [
+            real
+            for real in map(os.path.realpath, tries)
+            if real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+        ]
+        if not inside:
             raise ValueError(
                 f"{where}image {value!r} is outside the image root; images must lie inside COUNTERPART_IMAGE_ROOT"
             )
-        path = real
+        path = next((real for real in inside if os.path.isfile(real)), inside[0])
     if not os.path.isfile(path):
         raise ValueError(f"{where}image not found: {value if root is not None else path}")
     if problem := image_problem(path, max_pixels=max_pixels):

@@ -29,6 +29,7 @@ export also writes a manifest, ``<file>.manifest.json`` (see docs/data-and-forma
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -48,6 +49,7 @@ from projects import formats, states
 from projects.formats import OriginalRecord, PairRecord
 from projects.formats.reading import LABEL_SOURCES
 from projects.models import Candidate, Example, Job, Label, Project
+from projects.services.imports import image_root
 from projects.services.jobs import JobContext, JobFailed, job_start
 
 EXPORT_FORMATS = ["pairs-jsonl", "csv", "hf-datasets", "coco-cf"]
@@ -348,6 +350,8 @@ def data_export(
             _write_manifest(out, export_manifest(project=project, format=format, filters=filters, rows=n, path=out))
         return n
 
+    records = _relative_images(records)
+
     def write(fh: IO[str]) -> int:
         if format == "csv":
             return formats.write_csv(records, fh, text_fields=list(project.text_fields))
@@ -379,6 +383,24 @@ def data_export(
     if manifest:
         _write_manifest(out, export_manifest(project=project, format=format, filters=filters, rows=n, path=out))
     return n
+
+
+def _relative_images(records: Iterator[PairRecord]) -> Iterator[PairRecord]:
+    """``records`` with their image paths relative to the image root (docs/formats.md §1:
+    ``"image": "relative/path.jpg"``; an import finds them there); a path outside the root
+    is left as it is."""
+    root = os.path.realpath(image_root())
+
+    def rel(path: str) -> str:
+        if path and os.path.isabs(path) and os.path.realpath(path).startswith(root.rstrip(os.sep) + os.sep):
+            return os.path.relpath(os.path.realpath(path), root)
+        return path
+
+    for rec in records:
+        if rec.cf_image or rec.original.image:
+            o = dataclasses.replace(rec.original, image=rel(rec.original.image))
+            rec = dataclasses.replace(rec, original=o, cf_image=rel(rec.cf_image))
+        yield rec
 
 
 _clock = time.monotonic  # the export progress reports' clock (tests replace it)

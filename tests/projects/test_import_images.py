@@ -166,3 +166,41 @@ def test_page_and_api_take_relative_image_paths_from_the_image_root(root: Path, 
         ("c1", str(root / "ok.jpg")),
         ("c3", str(root / "ok.jpg")),
     ]
+
+
+def test_pairs_jsonl_export_writes_image_paths_relative_to_the_root_and_reimports(tmp_path, settings):
+    from projects.services.exports import data_export
+
+    root = tmp_path / "root"
+    (root / "pics").mkdir(parents=True)
+    settings.COUNTERPART = {**settings.COUNTERPART, "IMAGE_ROOT": str(root)}
+    Image.new("RGB", (2, 2)).save(root / "pics" / "a.png")
+    src = root / "in.jsonl"
+    src.write_text(
+        json.dumps(
+            {
+                "id": "p1",
+                "original": {"fields": {"caption": "a cat"}, "label": None, "image": "pics/a.png"},
+                "counterfactual": {"fields": {"caption": "a dog"}, "image": "pics/a.png"},
+            }
+        )
+        + "\n"
+    )
+    project = project_create(name="img-rt", task="image-caption")
+    data_import(project=project, format="pairs-jsonl", paths=[str(src)])
+    out = tmp_path / "elsewhere" / "out.jsonl"  # outside the root: found through the root
+    data_export(project=project, format="pairs-jsonl", out=str(out))
+    row = json.loads(out.read_text())
+    assert row["original"]["image"] == "pics/a.png" and row["counterfactual"]["image"] == "pics/a.png"
+    again = project_create(name="img-rt2", task="image-caption")
+    report = data_import(project=again, format="pairs-jsonl", paths=[str(out)])
+    assert report.problem_count == 0
+    back = tmp_path / "elsewhere" / "back.jsonl"
+    data_export(project=again, format="pairs-jsonl", out=str(back))
+    assert back.read_text() == out.read_text()
+    # a relative path that leads out of the root is still refused
+    bad = tmp_path / "elsewhere" / "bad.jsonl"
+    bad.write_text(out.read_text().replace('"pics/a.png"', '"../../etc/passwd"'))
+    with pytest.raises(ImportRefused) as exc:
+        data_import(project=again, format="pairs-jsonl", paths=[str(bad)])
+    assert "outside the image root" in exc.value.problems[0]
