@@ -93,6 +93,8 @@ def test_bench_task_model_trains_on_train_only_and_scores_the_dev_sets(tmp_path,
     probe = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert probe["probe_steps"] == 3 and probe["steps_per_s"] > 0 and probe["steps_per_epoch"] == 4
     assert probe["estimated_total_s"] == pytest.approx(4 / probe["steps_per_s"], abs=0.1)
+    assert set(out) - {"trained_on_this_data", "train_device", "device"} <= set(probe)  # the same keys
+    assert probe["model"] is probe["held_out_accuracy"] is None and probe["eval"] == {}
 
 
 def test_cad_dev_figures_leave_out_what_f_trains_on(tmp_path, settings):

@@ -108,6 +108,10 @@ class Command(BaseCommand):
             except ValidationError as exc:
                 raise CommandError("; ".join(exc.messages)) from None
             if o["probe_steps"]:
+                # FORMATS.md §3's keys stay, null where a probe has no figure: it trains no model
+                out.update(
+                    model=None, cached=False, base=o["base"], train_seconds=None, held_out_accuracy=None, eval={}
+                )
                 self._probe(base, train, cfg, device, o["probe_steps"], out)
                 return self._print(out, o["json"], t0)
             last = [0.0]
