@@ -156,3 +156,25 @@ def test_tag_pairs_command(tmp_path) -> None:
     result = json.loads(out.getvalue().strip().splitlines()[-1])
     assert result["pairs"] == 2
     assert result["distribution"]["negation"] == 0.5 and result["distribution"]["delete"] == 0.5
+
+
+def test_tag_pairs_counts_the_rows_the_reader_skips_as_warnings(tmp_path) -> None:
+    """A CAD-NLI row that does not align with its original is skipped with a warning, not a
+    problem (the published train split has one): tag_pairs says so rather than losing it."""
+    import json
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from tests.generation.test_formats import make_cad_nli
+
+    root = make_cad_nli(
+        tmp_path,
+        ["A man sleeps.\tA person rests.\tentailment"],
+        ["A man runs.\tA person rests.\tcontradiction", "A man sits.\tA person eats.\tneutral"],  # misaligned
+        ["A man sleeps.\tA person runs.\tcontradiction", "A man sleeps.\tA person dreams.\tneutral"],
+    )
+    out = StringIO()
+    call_command("tag_pairs", str(root), "--format", "cad-nli", "--task", "nli", "--split", "dev", "--json", stdout=out)
+    result = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert (result["pairs"], result["problems"], result["warnings"]) == (3, 0, 1)

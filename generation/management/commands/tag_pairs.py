@@ -34,7 +34,10 @@ class Command(BaseCommand):
         problems = 0
         examples: dict[str, list[str]] = defaultdict(list)
         try:
-            records = list(read(opts["format"], list(opts["paths"]), task=opts["task"], split=opts["split"]))
+            warnings: list[Problem] = []  # e.g. CAD-NLI train's misaligned rows: skipped, reported
+            records = list(
+                read(opts["format"], list(opts["paths"]), task=opts["task"], split=opts["split"], warn=warnings.append)
+            )
         except Exception as exc:
             raise CommandError(str(exc)) from exc
         for rec in records:
@@ -54,13 +57,14 @@ class Command(BaseCommand):
             self.stdout.write(f"{code:12s} {dist[code]:7.1%}")
             for ex in examples.get(code, []):
                 self.stdout.write(f"    {ex[:300]}")
-        self.stdout.write(f"pairs: {len(tags)}; problems: {problems}")
+        self.stdout.write(f"pairs: {len(tags)}; problems: {problems}; warnings: {len(warnings)}")
         if opts["json"]:
             self.stdout.write(
                 json.dumps(
                     {
                         "pairs": len(tags),
                         "problems": problems,
+                        "warnings": len(warnings),
                         "distribution": {k: round(v, 4) for k, v in dist.items()},
                     }
                 )
