@@ -71,7 +71,9 @@ def task_data_import(
     *, project: Project, format: str, paths: list[str], split: str = "", label_map: dict[str, str] | None = None
 ) -> dict[str, Any]:
     """Read labelled examples into the project's task training data. Returns
-    ``{"imported", "duplicates", "problems", "problem_messages"}``. An unreadable input raises
+    ``{"imported", "duplicates", "problems", "warnings", "problem_messages"}`` (the messages of
+    both: a warning is a row read as published or skipped, e.g. CAD-NLI train's misaligned
+    row, and says so). An unreadable input raises
     ``ValidationError`` before anything is written."""
     fields = list(project.text_fields)
     batch_name = ",".join(os.path.basename(str(p).rstrip("/")) for p in paths)[:200]
@@ -92,9 +94,11 @@ def task_data_import(
             text_fields=fields,
             label_map=label_map,
             max_line_bytes=int(settings.COUNTERPART["MAX_LINE_BYTES"]),
+            warn=lambda w: warned.append(f"warning: {w}"),
         )
         imported = seen = 0
         problems: list[str] = []
+        warned: list[str] = []
         n_problems = 0
         pending: list[TaskTrainingExample] = []
 
@@ -127,7 +131,13 @@ def task_data_import(
         imported += flush()
     except formats.FormatError as exc:
         raise ValidationError(str(exc)) from exc
-    return {"imported": imported, "duplicates": seen - imported, "problems": n_problems, "problem_messages": problems}
+    return {
+        "imported": imported,
+        "duplicates": seen - imported,
+        "problems": n_problems,
+        "warnings": len(warned),
+        "problem_messages": problems + warned[: max(0, MAX_PROBLEMS_SHOWN - len(problems))],
+    }
 
 
 def task_data_clear(*, project: Project) -> int:

@@ -74,7 +74,7 @@ def test_task_data_is_kept_apart_from_the_pool(tmp_path):
     project, _ = make_project(n_pairs=12, n_human=4)
     before = (Example.objects.count(), Candidate.objects.count(), project_counts(project=project))
     out = T.task_data_import(project=project, format="labelled-jsonl", paths=[_task_file(tmp_path)])
-    assert out == {"imported": 6, "duplicates": 0, "problems": 0, "problem_messages": []}
+    assert out == {"imported": 6, "duplicates": 0, "problems": 0, "warnings": 0, "problem_messages": []}
     again = T.task_data_import(project=project, format="labelled-jsonl", paths=[_task_file(tmp_path)])
     assert again["imported"] == 0 and again["duplicates"] == 6
     assert TaskTrainingExample.objects.filter(project=project).count() == 6
@@ -381,3 +381,20 @@ def test_the_form_estimates_the_time_from_a_probe_and_proposes_a_cap(tmp_path, d
     assert (
         api.post(f"/api/v1/projects/{project.pk}/task-model/probe/", {"epochs": 99}, format="json").status_code == 400
     )
+
+
+def test_task_data_from_cad_nli_reports_the_row_it_skips(tmp_path):
+    """CAD-NLI train has a revised row that does not align with its original: the reader skips
+    it with a warning, and the task data import says so instead of losing it quietly."""
+    from tests.generation.test_formats import make_cad_nli
+
+    project, _ = make_project(n_pairs=12, n_human=4)
+    root = make_cad_nli(
+        tmp_path,
+        ["A man sleeps.\tA person rests.\tentailment"],
+        ["A man runs.\tA person rests.\tcontradiction", "A man sits.\tA person eats.\tneutral"],  # misaligned
+        ["A man sleeps.\tA person runs.\tcontradiction", "A man sleeps.\tA person dreams.\tneutral"],
+    )
+    out = T.task_data_import(project=project, format="cad-nli", paths=[str(root)], split="dev")
+    assert (out["imported"], out["problems"], out["warnings"]) == (4, 0, 1)
+    assert out["problem_messages"][0].startswith("warning: ") and "misaligned, skipped" in out["problem_messages"][0]

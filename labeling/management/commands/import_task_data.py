@@ -53,6 +53,6 @@ class Command(BaseCommand):
         counts = task_data_counts(project=project)
         self.stdout.write(
             f"imported {out['imported']} task training examples ({out['duplicates']} already there, "
-            f"{out['problems']} rows with problems); the project now has {sum(counts.values())}: "
-            + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+            f"{out['problems']} rows with problems, {out['warnings']} warnings); the project now has "
+            f"{sum(counts.values())}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
         )
