@@ -81,8 +81,26 @@ def _chunks(seq: list[int], size: int = CHUNK) -> list[list[int]]:
     return [seq[i : i + size] for i in range(0, len(seq), size)]
 
 
+def _with_item(project: Project) -> Any:
+    """The ids of the project's candidates that are an item already: a check item's candidate
+    keeps its state (pooled, mostly) but can never be routed too (one item per candidate and side)."""
+    return Item.objects.filter(project=project).values("candidate_id")
+
+
+def _routable(qs: Any, project: Project) -> Any:
+    return qs.exclude(pk__in=_with_item(project))
+
+
+def _drop_items(project: Project, ids: list[int]) -> list[int]:
+    """``ids`` without the candidates that are an item already (a check item's, mostly)."""
+    have: set[int] = set()
+    for chunk in _chunks(ids):
+        have.update(_with_item(project).filter(candidate_id__in=chunk).values_list("candidate_id", flat=True))
+    return [i for i in ids if i not in have] if have else list(ids)
+
+
 def _pooled(project: Project) -> Any:
-    return Candidate.objects.filter(project=project, state=states.POOLED)
+    return _routable(Candidate.objects.filter(project=project, state=states.POOLED), project)
 
 
 def _select_random(project: Project, n: int, rng: random.Random) -> list[int]:
@@ -102,7 +120,7 @@ def _select_uncertainty(project: Project, n: int, rng: random.Random, messages: 
     rows = cast(
         list[tuple[int, float]],
         list(
-            Candidate.objects.filter(project=project, state__in=eligible, confidence__isnull=False)
+            _routable(Candidate.objects.filter(project=project, state__in=eligible, confidence__isnull=False), project)
             .exclude(label_source="human")
             .values_list("id", "confidence")
         ),
@@ -144,7 +162,12 @@ def _select_active(project: Project, n: int, rng: random.Random, messages: list[
     if choice.ids is None:
         messages.append(f"active: {choice.unavailable}; fell back to random")
         return _select_random(project, n, rng), "random"
-    return choice.ids, "active"
+    picked = _drop_items(project, choice.ids)
+    if len(picked) < len(choice.ids):  # check items' candidates stay pooled: fill their places at random
+        taken = set(picked)
+        rest = [i for i in _pooled(project).values_list("id", flat=True) if i not in taken]
+        picked += sampling.random_sample(rest, n - len(picked), seed=rng)
+    return picked, "active"
 
 
 def _items_for(
@@ -281,9 +304,9 @@ def _route_ids(
     """Move ``picked`` to ``routed``, make their items, and top up the check items: the gold
     rate's share of all routed items (at least the qualification size), topped up on every
     run, plus whatever members in a fresh qualification window still lack (issue 25.3).
-    Inside the caller's transaction."""
+    Inside the caller's transaction. A picked candidate that is an item already is left out."""
     routed_ids: list[int] = []
-    for chunk in _chunks(picked):
+    for chunk in _chunks(_drop_items(project, picked)):
         candidates_transition(candidates=chunk, to=states.ROUTED)
         routed_ids.extend(Candidate.objects.filter(pk__in=chunk, state=states.ROUTED).values_list("id", flat=True))
     items = _items_for(project, routed_ids, gold=False, rng=rng, k=k)
@@ -376,7 +399,8 @@ def project_route_target(
     already = Item.objects.filter(project=project, is_gold=False).values("candidate_id").distinct().count()
     picked: list[int] = []
     if target == "abstained":
-        picked = list(Candidate.objects.filter(project=project, state=states.ABSTAINED).values_list("id", flat=True))
+        abstained = Candidate.objects.filter(project=project, state=states.ABSTAINED)
+        picked = list(_routable(abstained, project).values_list("id", flat=True))
         if not picked:
             messages.append("no candidate is abstained: h labelled every pair it was asked about (or none yet)")
     else:
@@ -386,7 +410,8 @@ def project_route_target(
             qs = _in_group(project, group)
             chosen: list[int] = []
             for state in TARGET_STATES:
-                ids = [i for i in qs.filter(state=state).values_list("id", flat=True) if i not in taken]
+                in_state = _routable(qs.filter(state=state), project)
+                ids = [i for i in in_state.values_list("id", flat=True) if i not in taken]
                 chosen += sampling.random_sample(ids, per - len(chosen), seed=rng)
                 if len(chosen) >= per:
                     break
@@ -395,7 +420,7 @@ def project_route_target(
                 why = (
                     "it has no candidate"
                     if n == 0
-                    else f"its {n} candidates are all routed, labelled by people or filtered out already"
+                    else f"its {n} candidates are all routed, labelled by people, check items or filtered out already"
                 )
                 messages.append(f"{_group_name(group)}: nothing to route, {why}")
             elif len(chosen) < per:

@@ -79,3 +79,64 @@ def test_route_command(capsys):
         call_command("route", "--project", "nope")
     with pytest.raises(CommandError):
         call_command("route", "--project", "cmd", "--budget", "2")
+
+
+@pytest.mark.parametrize("strategy", ["random", "stratified", "uncertainty"])
+@pytest.mark.parametrize("gold_rate", [0.0, 0.5])
+def test_a_second_route_never_picks_a_check_items_candidate(settings, strategy, gold_rate):
+    """Check items' candidates stay pooled; a later route used to pick them again and crash on
+    the one-item-per-candidate-and-side constraint (IntegrityError)."""
+    settings.COUNTERPART = {**settings.COUNTERPART, "QUALIFICATION_GOLD": 5}
+    project = project_with_candidates(n=40, gold=40, confidences=True)
+    first = project_route(project=project, budget=0.1, strategy=strategy, gold_rate=gold_rate, seed=0)
+    assert first.gold_items >= 5
+    check = set(Item.objects.filter(is_gold=True).values_list("candidate_id", flat=True))
+    more = project_route(project=project, budget=0.9, strategy=strategy, gold_rate=gold_rate, seed=0)
+    routed = set(Item.objects.filter(is_gold=False).values_list("candidate_id", flat=True))
+    assert more.routed > 0 and len(routed) == first.routed + more.routed
+    assert not routed & check
+    assert Candidate.objects.filter(pk__in=check, state=states.ROUTED).count() == 0
+
+
+def test_an_active_pick_of_a_check_items_candidate_is_replaced(monkeypatch, settings):
+    """The active selector ranks every pooled candidate, check items' included: those are left
+    out and their places filled at random from the routable pool."""
+    from dataclasses import dataclass, field
+
+    from annotate.services import routing
+
+    @dataclass(frozen=True)
+    class Choice:
+        ids: list[int] | None
+        messages: list[str] = field(default_factory=list)
+        unavailable: str = ""
+
+    def pooled_first(*, project, n, seed):  # check items' candidates first: the worst case
+        pooled = Candidate.objects.filter(project=project, state=states.POOLED).order_by("id")
+        check = set(Item.objects.filter(is_gold=True).values_list("candidate_id", flat=True))
+        ids = sorted(pooled.values_list("id", flat=True), key=lambda i: i not in check)
+        return Choice(ids[:n])
+
+    monkeypatch.setattr(routing, "_active_selectors", [pooled_first])
+    settings.COUNTERPART = {**settings.COUNTERPART, "QUALIFICATION_GOLD": 5}
+    project = project_with_candidates(n=40, gold=10)
+    first = project_route(project=project, budget=0.1, strategy="active", gold_rate=0, seed=0)
+    assert first.gold_items == 5
+    more = project_route(project=project, budget=0.5, strategy="active", gold_rate=0, seed=0)
+    assert (more.strategy, more.routed) == ("active", more.requested)
+    check = set(Item.objects.filter(is_gold=True).values_list("candidate_id", flat=True))
+    assert not check & set(Item.objects.filter(is_gold=False).values_list("candidate_id", flat=True))
+
+
+def test_a_targeted_route_leaves_check_items_candidates_out(settings):
+    from annotate.services.routing import project_route_target
+
+    settings.COUNTERPART = {**settings.COUNTERPART, "QUALIFICATION_GOLD": 5}
+    project = project_with_candidates(n=10, gold=10)
+    project_route(project=project, budget=0.1, strategy="random", gold_rate=0, seed=0)
+    r = project_route_target(project=project, target="strata", groups=[{"generator": "rules"}], per_group=100)
+    assert r.routed == 20 - 2 - 5  # all but the 2 routed and the 5 check items' candidates
+    check = set(Item.objects.filter(is_gold=True).values_list("candidate_id", flat=True))
+    assert len(check) == 5 and not check & set(
+        Item.objects.filter(is_gold=False).values_list("candidate_id", flat=True)
+    )
