@@ -149,7 +149,9 @@ class ProjectListCreateApi(APIView):
                 description=d["description"],
                 created_by=request.user,
             )
-        except DjangoValidationError as exc:
+        except DjangoValidationError as exc:  # a field's (labels) by its name, as the serializer's
+            if hasattr(exc, "error_dict"):
+                return Response(exc.message_dict, status=status.HTTP_400_BAD_REQUEST)
             return Response({"detail": " ".join(exc.messages)}, status=status.HTTP_400_BAD_REQUEST)
         except IntegrityError:  # created by someone else since the check above
             return Response(taken, status=status.HTTP_409_CONFLICT)

@@ -9,6 +9,11 @@ from django.core.exceptions import ValidationError
 
 BUDGET_ERROR = "the budget must be a number between 0 and 1"
 
+# The answer every item kind offers besides the project's labels ("Unclear / invalid",
+# ``annotate.kinds.UNCLEAR`` is this name): no label may be called so, in any case.
+UNCLEAR_CHOICE = "unclear"
+RESERVED_CHOICES = frozenset({UNCLEAR_CHOICE})
+
 
 def validate_budget(value: Any) -> float:
     """A human budget (the share of a project's candidates sent to humans) as a float in
@@ -27,3 +32,22 @@ def validate_budget(value: Any) -> float:
 def budget_validator(value: float) -> None:
     """``validate_budget`` as a field validator (forms and serializers)."""
     validate_budget(value)
+
+
+def validate_labels(labels: list[str]) -> list[str]:
+    """A project's label set: non-empty, no repeats, no reserved choice name (``unclear``, in
+    any case and after trimming: it would be offered twice and break agreement and quality
+    figures); ``ValidationError`` naming the ``labels`` field otherwise. Behind ``project_create``,
+    so the project form, the API and ``import_data --labels`` all refuse the same."""
+    if len(set(labels)) != len(labels) or not labels:
+        raise ValidationError({"labels": ["labels must be a non-empty list without repeats"]})
+    if reserved := [n for n in labels if n.strip().casefold() in RESERVED_CHOICES]:
+        raise ValidationError(
+            {
+                "labels": [
+                    f"{reserved[0]!r} is reserved for the answer “Unclear / invalid” that every item offers; "
+                    "name the label differently"
+                ]
+            }
+        )
+    return labels

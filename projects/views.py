@@ -436,8 +436,8 @@ def project_new(request: HttpRequest) -> HttpResponse:
                     description=d.get("description") or "",
                     created_by=request.user,
                 )
-            except ValidationError as exc:
-                form.add_error(None, " ".join(exc.messages))
+            except ValidationError as exc:  # a field's error (labels) shows next to that field
+                form.add_error(None, exc if hasattr(exc, "error_dict") else " ".join(exc.messages))
             else:
                 return redirect("project-detail", pk=project.pk)
     status = 400 if form.errors else 200

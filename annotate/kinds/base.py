@@ -24,7 +24,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-UNCLEAR = "unclear"
+from projects.validators import UNCLEAR_CHOICE
+
+UNCLEAR = UNCLEAR_CHOICE  # reserved: no project label may be called so (projects.validators.validate_labels)
 
 
 def ordered_fields(fields: Mapping[str, Any], names: Sequence[str]) -> list[tuple[str, Any]]:

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from projects.models import TASK_DEFAULTS, TASKS, Label, Project
-from projects.validators import validate_budget
+from projects.validators import validate_budget, validate_labels
 
 
 @transaction.atomic
@@ -35,8 +35,7 @@ def project_create(
         raise ValidationError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
     labels = list(labels or TASK_DEFAULTS[task]["labels"])
     text_fields = list(text_fields or TASK_DEFAULTS[task]["fields"])
-    if len(set(labels)) != len(labels) or not labels:
-        raise ValidationError("labels must be a non-empty list without repeats")
+    labels = validate_labels(labels)
     # Checked here, before the database (PostgreSQL would refuse an over-long value with an error).
     label_max = Label._meta.get_field("name").max_length or 64
     if too_long := [n for n in [*labels, *text_fields] if len(n) > label_max]:

@@ -84,11 +84,48 @@ def test_the_service_itself_refuses_over_long_names_before_the_database():
 def test_repeated_labels_are_refused_by_the_service_and_a_taken_name_is_a_conflict():
     c = client_for(researcher())
     r = c.post("/api/v1/projects/", {"name": "rep", "task": "nli", "labels": ["a", "a"]}, format="json")
-    assert r.status_code == 400 and "without repeats" in r.json()["detail"]
+    assert r.status_code == 400 and "without repeats" in r.json()["labels"][0]
     assert c.post("/api/v1/projects/", {"name": "once", "task": "nli"}, format="json").status_code == 201
     r = c.post("/api/v1/projects/", {"name": "once", "task": "sentiment"}, format="json")
     assert r.status_code == 409 and "already exists" in r.json()["name"][0]
     assert Project.objects.filter(name="once").count() == 1
+
+
+@pytest.mark.parametrize("name", ["unclear", "Unclear", "UNCLEAR", " unclear "])
+def test_a_label_named_as_the_reserved_unclear_choice_is_refused_naming_the_field(name):
+    """``unclear`` is the "Unclear / invalid" answer every item offers: as a label it was offered
+    twice and the quality and dashboard pages failed (labels must be unique)."""
+    c = client_for(researcher())
+    r = c.post("/api/v1/projects/", {"name": "p", "task": "nli", "labels": [name, "b"]}, format="json")
+    assert r.status_code == 400, r.content
+    assert "reserved" in r.json()["labels"][0]
+    assert not Project.objects.exists()
+
+
+def test_the_service_and_the_import_command_refuse_a_reserved_label():
+    from django.core.exceptions import ValidationError
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    from projects.services.projects import project_create
+
+    with pytest.raises(ValidationError) as exc:
+        project_create(name="p", task="nli", labels=["a", "Unclear"])
+    assert list(exc.value.message_dict) == ["labels"]
+    with pytest.raises(CommandError, match="--labels: 'unclear' is reserved"):
+        call_command(
+            "import_data",
+            "--project",
+            "q",
+            "--task",
+            "nli",
+            "--labels",
+            "a,unclear",
+            "--format",
+            "cad-nli",
+            "/nonexistent",
+        )
+    assert not Project.objects.exists()
 
 
 def _seed(name: str, n: int) -> Project:

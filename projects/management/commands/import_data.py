@@ -84,8 +84,9 @@ class Command(BaseCommand):
             project, created = project_get_or_create(
                 name=opts["project"], task=task, labels=opts["labels"], text_fields=opts["text_fields"]
             )
-        except ValidationError as exc:
-            raise CommandError("; ".join(exc.messages)) from None
+        except ValidationError as exc:  # a field's error names its option (--labels)
+            fields = exc.message_dict.items() if hasattr(exc, "error_dict") else [("", exc.messages)]
+            raise CommandError("; ".join(f"--{f}: {m}" if f else m for f, ms in fields for m in ms)) from None
         if not created:
             names = list(project.labels.order_by("position").values_list("name", flat=True))
             if opts["labels"] and opts["labels"] != names:
