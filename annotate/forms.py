@@ -22,18 +22,21 @@ class ItemHistoryQuery(InputForm):
 
 class AnswerForm(InputForm):
     """An answer: the ``choice`` as pressed (the item kind checks it was offered) and the
-    active time on the item, ``duration_ms`` (optional; a value that is not a number is
-    dropped, a number is clamped to 0 … 24 h, as a stopwatch glitch must not lose the answer)."""
+    active time on the item, ``duration_ms`` (optional). A value that is not a whole number is
+    refused (400), as the API refuses it; a number is clamped to 0 … 24 h, as a stopwatch
+    glitch on the page must not lose the answer."""
 
     choice = StorableCharField()
     duration_ms = forms.CharField(required=False, strip=True)
 
     def clean_duration_ms(self) -> int | None:
         raw = self.cleaned_data.get("duration_ms") or ""
-        try:
-            return max(0, min(int(raw), MAX_DURATION_MS)) if raw else None
-        except ValueError:
+        if not raw:
             return None
+        try:
+            return max(0, min(int(raw), MAX_DURATION_MS))
+        except ValueError:
+            raise forms.ValidationError("duration_ms: a whole number of milliseconds, or leave it out") from None
 
 
 class SkipForm(InputForm):

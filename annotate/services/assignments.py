@@ -466,13 +466,21 @@ class SubmitResult:
         }
 
 
+ECHO_CHARS = 80
+
+
+def _echo(choice: str) -> str:
+    """``choice`` as an error message quotes it: at most ``ECHO_CHARS`` characters, then "…"."""
+    return repr(choice if len(choice) <= ECHO_CHARS else choice[:ECHO_CHARS] + "…")
+
+
 def _canonical(order: list[str], choice: str) -> str:
     """The canonical answer for ``choice`` pressed on a lease with this display order; a choice
     that was not offered is InvalidChoice (the item kind validates it)."""
     kind = kinds.kind_of_order(order)
     canonical = kind.to_canonical(order, choice)
     if canonical is None:
-        raise InvalidChoice(f"{choice!r} is not one of the offered choices: {', '.join(kind.offered(order))}")
+        raise InvalidChoice(f"{_echo(choice)} is not one of the offered choices: {', '.join(kind.offered(order))}")
     return canonical
 
 
@@ -708,7 +716,7 @@ def annotation_submit(
     _check_member(project_id=a.project_id, annotator=annotator)
     order = list(a.display_order)
     if kinds.kind_of_order(order).to_canonical(order, choice) is None:
-        raise InvalidChoice(f"{choice!r} is not one of the offered choices")
+        raise InvalidChoice(f"{_echo(choice)} is not one of the offered choices")
     member = ProjectMembership.objects.filter(project_id=a.project_id, user_id=annotator.pk, role=permissions.ANNOTATOR)
     if not member.exists():
         # A researcher without a membership, trying the annotator page: the answer is not

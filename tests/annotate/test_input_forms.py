@@ -61,9 +61,10 @@ def test_the_route_page_shows_the_errors_next_to_the_fields_and_keeps_what_was_t
     assert 'id="strategy-error"' in html
 
 
-def test_an_answer_keeps_its_lenient_duration():
+def test_an_answer_clamps_its_duration_and_refuses_one_that_is_no_number():
     assert AnswerForm.parse({"choice": "x", "duration_ms": "12"}).cleaned_data["duration_ms"] == 12
-    assert AnswerForm.parse({"choice": "x", "duration_ms": "soon"}).cleaned_data["duration_ms"] is None
+    soon = AnswerForm.parse({"choice": "x", "duration_ms": "soon"})
+    assert not soon.is_valid() and "duration_ms" in soon.error_text()  # as the API: 400, not dropped
     assert AnswerForm.parse({"choice": "x", "duration_ms": "-5"}).cleaned_data["duration_ms"] == 0
     assert AnswerForm.parse({"choice": "x", "duration_ms": str(10**12)}).cleaned_data["duration_ms"] == 24 * 3600_000
     assert AnswerForm.parse({}).cleaned_data == {"choice": "", "duration_ms": None}

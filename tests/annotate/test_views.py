@@ -224,3 +224,19 @@ def test_instructions_number_the_labels_in_their_fixed_order(project):
     html = login(annotator(project)).get(f"/annotate/projects/{project.pk}/instructions/").content.decode()
     assert "labels keep the same order on every item" in html
     assert "(<kbd>1</kbd> entailment, <kbd>2</kbd> neutral, <kbd>3</kbd> contradiction, <kbd>4</kbd> Unclear" in html
+
+
+def test_the_page_refuses_a_duration_that_is_no_number_and_echoes_a_long_choice_shortened(project):
+    """As the API: ``duration_ms=abc`` is a 400 (it used to be dropped and the answer stored);
+    a 100 KB choice that was not offered is quoted in the message cut to 80 characters."""
+    u = annotator(project)
+    c = login(u)
+    c.get(f"/annotate/projects/{project.pk}/")
+    a = Assignment.objects.get(annotator=u)
+    r = c.post(f"/annotate/assignments/{a.pk}/answer/", {"choice": "neutral", "duration_ms": "abc"})
+    assert r.status_code == 400 and b"duration_ms" in r.content
+    assert not Annotation.objects.exists()
+    r = c.post(f"/annotate/assignments/{a.pk}/answer/", {"choice": "x" * 100_000}, HTTP_HX_REQUEST="true")
+    html = r.content.decode()
+    assert "x" * 80 + "…" in html and "x" * 81 not in html
+    assert not Annotation.objects.exists()
