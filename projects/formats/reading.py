@@ -216,17 +216,20 @@ def resolve_image(
     if root is not None:
         real_root = os.path.realpath(root)
         tries = [path] if os.path.isabs(value) else [path, os.path.join(real_root, value)]
-        # Only paths inside the root are ever asked whether they exist.
-        inside = [
-            real
-            for real in map(os.path.realpath, tries)
-            if real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
-        ]
-        if not inside:
+
+        def _inside(real: str) -> bool:
+            return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+        # Only paths inside the root are ever asked whether they exist; the root is tried only
+        # for a file that is there, so that a path from the file's folder that leads out (a
+        # symlink, ``..``) is still refused as outside, not reported missing.
+        inside = [real for real in map(os.path.realpath, tries) if _inside(real)]
+        found = next((real for real in inside if os.path.isfile(real)), None)
+        if found is None and not _inside(os.path.realpath(path)):
             raise ValueError(
                 f"{where}image {value!r} is outside the image root; images must lie inside COUNTERPART_IMAGE_ROOT"
             )
-        path = next((real for real in inside if os.path.isfile(real)), inside[0])
+        path = found or os.path.realpath(path)
     if not os.path.isfile(path):
         raise ValueError(f"{where}image not found: {value if root is not None else path}")
     if problem := image_problem(path, max_pixels=max_pixels):

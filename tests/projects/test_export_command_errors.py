@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 from projects.services.exports import ExportError, data_export, export_filters_parse
 from tests.annotate.factories import project_with_candidates
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def export(project, out: str, *more: str) -> str:

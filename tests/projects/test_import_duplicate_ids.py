@@ -16,7 +16,7 @@ from projects.models import Candidate, Example
 from projects.services.imports import ImportRefused, data_import
 from projects.services.projects import project_create
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def row(pid: str, text: str, *, orig: str = "good", oid: str = "", label: str = "positive") -> dict[str, Any]:
