@@ -1,5 +1,3 @@
-from django.conf import settings
-from django.conf.urls.static import static
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
@@ -40,7 +38,3 @@ urlpatterns = [
     path("labeling/", include("labeling.urls")),
     path("labeling/", include("workspace.evaluation.urls")),
 ]
-
-# Generated images (relative to MEDIA_ROOT) in development; in production the web server
-# serves MEDIA_URL (docs/deployment.md). Imported images are served by projects.views.image_file.
-urlpatterns += static(settings.MEDIA_URL, document_root=settings.MEDIA_ROOT)  # [] unless DEBUG

@@ -347,14 +347,30 @@ def image_file(request: HttpRequest, path: str) -> FileResponse:
     return FileResponse(open(full, "rb"), content_type=IMAGE_TYPES[os.path.splitext(full)[1].lower()])
 
 
-def image_path(relative: str) -> str | None:
-    """The real path of the image ``relative`` to the image root, or ``None`` when it is not
-    a readable image file inside the root."""
+@login_required
+@require_GET
+def media_file(request: HttpRequest, path: str) -> FileResponse:
+    """An image under ``MEDIA_ROOT`` at ``MEDIA_URL`` (a generated image, stored relative to
+    it; the demo's photos): the same rule as :func:`image_file` — nothing under ``MEDIA_ROOT``
+    is public, and the uploads waiting in ``MEDIA_ROOT/imports/`` are never served."""
+    media = str(settings.MEDIA_ROOT)
+    full = image_path(path, root=media)
+    if full is None or full.startswith(os.path.join(os.path.realpath(media), "imports") + os.sep):
+        raise Http404("no such image")
+    if not image_visible_to(user=request.user, stored_as={full, path, os.path.join(media, path)}):
+        raise Http404("no such image")
+    return FileResponse(open(full, "rb"), content_type=IMAGE_TYPES[os.path.splitext(full)[1].lower()])
+
+
+def image_path(relative: str, *, root: str | None = None) -> str | None:
+    """The real path of the image ``relative`` to ``root`` (by default the image root), or
+    ``None`` when it is not a readable image file inside it (a name too long for the file
+    system included)."""
     if "\x00" in relative:
         return None
-    root = os.path.realpath(image_root())
-    full = os.path.realpath(os.path.join(root, relative))
-    if not full.startswith(root.rstrip(os.sep) + os.sep) or os.path.splitext(full)[1].lower() not in IMAGE_TYPES:
+    real_root = os.path.realpath(image_root() if root is None else root)
+    full = os.path.realpath(os.path.join(real_root, relative))
+    if not full.startswith(real_root.rstrip(os.sep) + os.sep) or os.path.splitext(full)[1].lower() not in IMAGE_TYPES:
         return None
     return full if os.path.isfile(full) else None
 
