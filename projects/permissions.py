@@ -9,8 +9,9 @@ Roles are Django groups: ``researcher`` or ``annotator``; a superuser is an admi
 | annotator  | only projects they are a member of, and only the annotation pages and API        |
 
 Pages use :func:`researcher_required` (files a script downloads, such as a finished export:
-:func:`researcher_or_token_required`); DRF views use :class:`IsResearcher`; reads that list
-projects use :func:`projects.selectors.projects_visible_to`, which applies the same rule.
+:func:`researcher_or_token_required`; an item's image: :func:`login_or_token_required`); DRF
+views use :class:`IsResearcher`; reads that list projects use
+:func:`projects.selectors.projects_visible_to`, which applies the same rule.
 """
 
 from __future__ import annotations
@@ -61,10 +62,9 @@ class IsResearcher(BasePermission):
         return is_researcher(request.user)
 
 
-def researcher_required(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
-    """Pages: log in first, then 403 unless researcher or admin."""
+def _researcher_only(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    """403 unless the (already authenticated) user is a researcher or an admin."""
 
-    @login_required
     @functools.wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not is_researcher(request.user):
@@ -74,11 +74,17 @@ def researcher_required(view: Callable[..., HttpResponseBase]) -> Callable[..., 
     return wrapped
 
 
-def researcher_or_token_required(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
-    """A page a script also fetches (an export's download): ``Authorization: Token …`` is
-    checked as the API checks it (unknown or inactive → 401, as the API answers); without
-    that header it is :func:`researcher_required` (log in first, then researchers only)."""
-    page = researcher_required(view)
+def researcher_required(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    """Pages: log in first, then 403 unless researcher or admin."""
+    return login_required(_researcher_only(view))
+
+
+def login_or_token_required(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    """A file a script also fetches with an API token (an item's image): ``Authorization:
+    Token …`` is checked as the API checks it (unknown or inactive → 401, as the API answers,
+    never a log-in redirect); without that header it is ``login_required`` (a browser is sent
+    to log in). The view decides what the user may see."""
+    page = login_required(view)
 
     @functools.wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
@@ -100,8 +106,12 @@ def researcher_or_token_required(view: Callable[..., HttpResponseBase]) -> Calla
         if found is None:  # the header's keyword was not "Token": as without a header
             return page(request, *args, **kwargs)
         request.user = found[0]
-        if not is_researcher(request.user):
-            raise PermissionDenied("researchers only")
         return view(request, *args, **kwargs)
 
     return wrapped
+
+
+def researcher_or_token_required(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
+    """A page a script also fetches (an export's download): :func:`login_or_token_required`,
+    then 403 unless researcher or admin."""
+    return login_or_token_required(_researcher_only(view))

@@ -29,7 +29,7 @@ from projects.formats.reading import LABEL_SOURCES
 from projects.forms import DownloadQuery, ExportForm, ExportJobQuery, ImportForm, ProjectDeleteForm, uploads_parse
 from projects.http import HtmxHttpRequest
 from projects.models import JOB_ACTIVE, TASK_DEFAULTS, TASKS, Job, Project
-from projects.permissions import researcher_or_token_required, researcher_required
+from projects.permissions import login_or_token_required, researcher_or_token_required, researcher_required
 from projects.selectors import (
     image_visible_to,
     job_get,
@@ -333,11 +333,12 @@ def _import_error(
 # -- images -----------------------------------------------------------------
 
 
-@login_required
+@login_or_token_required
 @require_GET
 def image_file(request: HttpRequest, path: str) -> FileResponse:
     """An image under the image root (``COUNTERPART["IMAGE_ROOT"]``): researchers see any;
-    anyone else only the images of projects they are a member of. Anything else — outside the
+    anyone else only the images of projects they are a member of. A browser logs in; a script
+    sends its API token (``Authorization: Token …``, a bad one → 401). Anything else — outside the
     root once symlinks are resolved, not an image, missing, not theirs — is a 404 that does
     not say which."""
     full = image_path(path)
@@ -347,7 +348,7 @@ def image_file(request: HttpRequest, path: str) -> FileResponse:
     return FileResponse(open(full, "rb"), content_type=IMAGE_TYPES[os.path.splitext(full)[1].lower()])
 
 
-@login_required
+@login_or_token_required
 @require_GET
 def media_file(request: HttpRequest, path: str) -> FileResponse:
     """An image under ``MEDIA_ROOT`` at ``MEDIA_URL`` (a generated image, stored relative to

@@ -69,3 +69,28 @@ def test_a_file_name_too_long_for_the_file_system_is_a_404(project, prefix: str)
     web = login(researcher())
     assert web.get(prefix + "a" * 3000 + ".png").status_code == 404
     assert web.get(prefix + "/".join(["b" * 300] * 12) + ".png").status_code == 404
+
+
+# --- API tokens (a script loads the image URL an item gives it) ------------------------------
+
+
+@pytest.mark.parametrize("url", ["/images/media/demo/astro.png", "/media/generated/7/1-0.png"])
+def test_an_image_takes_the_api_token(project, url: str) -> None:
+    """The image an annotation API item names is fetched with the token the API took: 200 for
+    a member; a bad token 401 (as the API), a member of another project 404 — never a log-in
+    redirect."""
+    from rest_framework.authtoken.models import Token
+
+    def get(user=None, key: str | None = None):
+        key = key or Token.objects.create(user=user).key
+        return Client().get(url, HTTP_AUTHORIZATION=f"Token {key}")
+
+    resp = get(annotator(project))
+    assert resp.status_code == 200 and resp["Content-Type"] == "image/png"
+    resp = get(key="0" * 40)
+    assert resp.status_code == 401 and resp["WWW-Authenticate"] == "Token"
+    assert get(annotator()).status_code == 404
+    inactive = annotator(project)
+    inactive.is_active = False
+    inactive.save()
+    assert get(inactive).status_code == 401
