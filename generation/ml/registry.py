@@ -182,6 +182,28 @@ def options_for(name: str) -> dict[str, object]:
     return {k: (None if p.default is inspect.Parameter.empty else p.default) for k, p in params.items()}
 
 
+def _unknown_options(
+    name: str, params: Mapping[str, inspect.Parameter], var_kw: bool, options: Mapping[str, object]
+) -> str:
+    unknown = [] if var_kw else sorted(set(options) - set(params))
+    if not unknown:
+        return ""
+    takes = ", ".join(sorted(params)) or "no options"
+    return f"generator {name!r} does not take option(s) {', '.join(unknown)}; it takes: {takes}"
+
+
+def options_problem(name: str, options: Mapping[str, object] | None) -> str:
+    """Why generator ``name`` refuses ``options`` by name (an option its constructor does not
+    take), or ``""``: what :func:`create` would refuse first, checked when a run is created.
+    Imports the generator's module only (no model is loaded, nothing is built); a module
+    that cannot be imported gives ``""`` (the run's start reports it)."""
+    try:
+        params, var_kw = _parameters(_load_factory(entry(name)))
+    except GeneratorConfigError:
+        return ""
+    return _unknown_options(name, params, var_kw, dict(options or {}))
+
+
 def create(
     name: str,
     options: Mapping[str, object] | None = None,
@@ -203,13 +225,8 @@ def create(
     context = dict(context or {})
     run_options = dict(run_options or {})
     params, var_kw = _parameters(factory)
-    if not var_kw:
-        unknown = sorted(set(options) - set(params))
-        if unknown:
-            takes = ", ".join(sorted(params)) or "no options"
-            raise GeneratorConfigError(
-                f"generator {name!r} does not take option(s) {', '.join(unknown)}; it takes: {takes}"
-            )
+    if problem := _unknown_options(name, params, var_kw, options):
+        raise GeneratorConfigError(problem)
     kwargs = dict(options)
     for key, value in context.items():
         if key in params and key not in kwargs:

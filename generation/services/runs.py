@@ -150,7 +150,8 @@ def _positive_int(value: Any, name: str, errors: dict[str, str], maximum: int | 
 def run_options_clean(*, project: Project, options: dict[str, Any] | None) -> dict[str, Any]:
     """Check and normalise a run's options. Raises ``ValidationError`` with a message per
     option (the API turns it into a 400). Generator-specific options are passed through
-    under ``generator_options``; the generator checks them when the run starts."""
+    under ``generator_options``: :func:`run_create` refuses a name the generator does not
+    take; the generator checks their values when the run starts."""
     options = dict(options or {})
     errors: dict[str, str] = {}
     unknown = sorted(set(options) - set(RUN_OPTION_KEYS))
@@ -257,8 +258,8 @@ def _clean_teacher(project: Project, options: dict[str, Any], clean: dict[str, A
 def run_create(
     *, project: Project, generator: str, options: dict[str, Any] | None = None, created_by: Any = None
 ) -> GenerationRun:
-    """A queued run: a ``generation`` job and its run row. Unknown generator or bad run
-    options: ``ValidationError``."""
+    """A queued run: a ``generation`` job and its run row. Unknown generator, bad run options
+    or a generator option the generator does not take: ``ValidationError``."""
     if not registry.is_registered(generator):
         raise ValidationError(
             {"generator": f"unknown generator {generator!r}; choose one of {', '.join(registry.names())}"}
@@ -267,6 +268,9 @@ def run_create(
     problem = backend_problem(generator, clean["generator_options"])
     if problem:
         raise ValidationError({"backend": problem})
+    if unknown := registry.options_problem(generator, clean["generator_options"]):
+        # refused now, not by the worker after its models have loaded (no model is loaded here)
+        raise ValidationError({"generator_options": unknown})
     can = availability(generator, project.task, clean["generator_options"])
     if not can.available:  # what the run form and the generators list say, in the same words
         raise ValidationError({"generator": f"{generator} cannot run for this project: {can.reason}"})

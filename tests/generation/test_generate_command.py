@@ -127,6 +127,10 @@ def test_errors_are_command_errors(project, args, message):
     with pytest.raises(CommandError) as exc:
         _call(*args)
     assert message in str(exc.value)
+    assert not GenerationRun.objects.exists()  # refused before a run is created, --async or not
+    with pytest.raises(CommandError) as exc:
+        _call(*args, "--async")
+    assert message in str(exc.value) and not GenerationRun.objects.exists()
 
 
 def test_resume_an_interrupted_run(project):

@@ -66,6 +66,19 @@ def test_detail_has_progress_json(api, project):
     assert api.get("/api/v1/generation/runs/999999/").status_code == 404
 
 
+def test_a_generator_option_the_generator_does_not_take_is_a_400(api, project):
+    """Before: 201, and the run failed in the worker once its models had loaded."""
+    resp = api.post(
+        f"/api/v1/generation/projects/{project.pk}/runs/",
+        {"generator": "rules", "options": {"generator_options": {"x": "type"}}},
+        format="json",
+    )
+    assert resp.status_code == 400
+    [message] = resp.json()["generator_options"]
+    assert message.startswith("generator 'rules' does not take option(s) x; it takes: ")
+    assert not GenerationRun.objects.exists()
+
+
 def test_start_run(api, project, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         resp = api.post(

@@ -133,10 +133,19 @@ def test_cancel_from_the_page(rclient, project):
 
 def test_failed_run_shows_its_error(rclient, project):
     run = run_execute(
-        run_id=run_create(project=project, generator="test-echo", options={"generator_options": {"colour": "red"}}).pk
+        run_id=run_create(project=project, generator="test-echo", options={"generator_options": {"mode": "broken"}}).pk
     )
     body = rclient.get(f"/runs/{run.pk}/").content.decode()
-    assert 'role="alert"' in body and "does not take option(s) colour" in body
+    assert 'role="alert"' in body and "mode &#x27;broken&#x27; is not supported" in body
+
+
+def test_a_generator_option_the_generator_does_not_take_is_refused_by_the_page(rclient, project):
+    resp = rclient.post(
+        f"/projects/{project.pk}/runs/new/", {"generator": "rules", "generator_options": '{"x": "type"}'}
+    )
+    body = resp.content.decode()
+    assert resp.status_code == 400 and "generator &#x27;rules&#x27; does not take option(s) x" in body
+    assert not GenerationRun.objects.exists()
 
 
 def test_run_list(rclient, project):

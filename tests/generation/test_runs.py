@@ -161,7 +161,6 @@ def test_skip_list_is_capped_but_counted(project, settings):
 @pytest.mark.parametrize(
     "generator_options, message",
     [
-        ({"colour": "red"}, "does not take option(s) colour"),
         ({"per_original": 0}, "misconfigured: per_original must be at least 1"),
         ({"mode": "broken"}, "mode 'broken' is not supported"),
     ],
@@ -172,6 +171,21 @@ def test_misconfigured_generator_fails_the_run_at_start(project, generator_optio
     assert message in run.error
     assert run.done == 0 and run.finished_at is not None
     assert not Candidate.objects.exists()
+
+
+@pytest.mark.parametrize("generator", ["test-echo", "rules"])
+def test_a_generator_option_the_generator_does_not_take_is_refused_at_creation(project, generator, monkeypatch):
+    """Before, the run was queued and failed in the worker once its models had loaded."""
+
+    def build(*args, **kwargs):
+        raise AssertionError("checking the options' names builds no generator (loads no model)")
+
+    monkeypatch.setattr(registry, "create", build)
+    with pytest.raises(ValidationError) as exc:
+        run_create(project=project, generator=generator, options={"generator_options": {"colour": "red"}})
+    [message] = exc.value.message_dict["generator_options"]
+    assert message.startswith(f"generator {generator!r} does not take option(s) colour; it takes: ")
+    assert not GenerationRun.objects.exists() and not Job.objects.exists()
 
 
 def test_unavailable_generator_module_fails_only_that_generator(project):
