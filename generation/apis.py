@@ -49,6 +49,10 @@ class RunProgressSerializer(serializers.Serializer):
     waiting_behind = serializers.IntegerField(
         allow_null=True, help_text="the job this run waits behind (another job changing the project's candidates)"
     )
+    phase = serializers.CharField(
+        help_text='"loading models" (no rate yet) or "generating" while the run runs; "" once finished'
+    )
+    phase_message = serializers.CharField(help_text='what it loads, in words, while loading; else ""')
     steps = serializers.ListField(
         child=serializers.DictField(), help_text="every step (loading included): index, name, state"
     )

@@ -79,6 +79,13 @@ def test_a_generator_option_the_generator_does_not_take_is_a_400(api, project):
     assert not GenerationRun.objects.exists()
 
 
+def test_the_schema_shows_the_progress_phase(api):
+    schema = api.get("/api/schema/", {"format": "json"}).json()
+    props = schema["components"]["schemas"]["GenerationRunProgress"]["properties"]
+    assert props["phase"]["type"] == props["phase_message"]["type"] == "string"
+    assert "phase" in schema["components"]["schemas"]["GenerationRunProgress"]["required"]
+
+
 def test_start_run(api, project, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         resp = api.post(

@@ -35,6 +35,7 @@ def test_model_loading_is_a_visible_phase_with_its_message(project, client, rese
         p = run_progress(run=run)
         seen.update(phase=p.phase, message=p.phase_message, rate=p.rate, eta=p.eta_seconds, done=p.done)
         seen["page"] = client.get(f"/runs/{run.pk}/").content.decode()
+        seen["api"] = client.get(f"/api/v1/generation/runs/{run.pk}/").json()["progress"]
         return EchoGenerator(per_original=1)
 
     registry.register("test-slow-load", factory=slow_loading_generator)
@@ -47,12 +48,15 @@ def test_model_loading_is_a_visible_phase_with_its_message(project, client, rese
     assert "loading the test-slow-load generator" in str(seen["message"])
     assert seen["rate"] is None and seen["eta"] is None
     assert 'data-role="phase"' in str(seen["page"]) and "Step 1 of 2: loading the test-slow-load" in str(seen["page"])
+    # the API's progress says the same (it left phase and phase_message out)
+    assert seen["api"]["phase"] == "loading models" and seen["api"]["phase_message"] == seen["message"]
     assert run.status == "succeeded" and run.done == 6
     step = run.job.step
     assert step["name"] == "generating" and step["done"] == 6 and step["total"] == 6
     assert [d for _, d in step["recent"]] == [0, 2, 4, 6]  # the step's start, then each batch
     assert set(run.metrics["stages"]) >= {"model loading", "generation", "dedup", "db writes"}
     assert run_progress(run=run).phase == ""  # finished: no phase
+    assert client.get(f"/api/v1/generation/runs/{run.pk}/").json()["progress"]["phase"] == ""
 
 
 def test_the_generators_warm_up_runs_in_the_loading_phase(project):
