@@ -11,7 +11,7 @@ from django.core.management.base import CommandError
 
 from generation.ml import registry
 from generation.models import GenerationRun
-from projects.models import Candidate
+from projects.models import Candidate, Job
 from tests.generation.run_fixtures import (
     EchoGenerator,
     make_project,
@@ -84,12 +84,17 @@ def test_similarity_band_option_is_parsed(project):
     assert run.options["similarity_band"] == [0.2, 0.95] and run.options["filters"] == []
 
 
-def test_async_enqueues_and_prints_the_run_id(project, django_capture_on_commit_callbacks):
+def test_async_enqueues_and_prints_the_job_id_last(project, django_capture_on_commit_callbacks):
+    """The last line is the job id (it was the run id, which /api/v1/jobs/ does not address);
+    the message before it names both."""
+    Job.objects.create(kind="export", project=project, status="succeeded")  # so that the run's id and its job's differ
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         out, _ = _call("--project", "cmd", "--generator", "test-echo", "--filters", "none", "--async")
     run = GenerationRun.objects.get()
-    assert len(callbacks) == 1
-    assert out.strip().splitlines()[-1] == str(run.pk)
+    assert len(callbacks) == 1 and run.job_id != run.pk
+    *message, last = out.strip().splitlines()
+    assert last == str(run.job_id)
+    assert f"run {run.pk} queued as job {run.job_id} on the generation queue" in message[-1]
     run.refresh_from_db()
     assert run.status == "succeeded"  # eager Celery in unit tests ran the task on commit
 

@@ -1,7 +1,8 @@
 """``python manage.py generate --project NAME --generator NAME [options] [--async]``
 
 Runs a generation job in the foreground with a progress bar, or enqueues it on the
-``generation`` queue with ``--async`` (prints the run id). ``--resume RUN_ID`` continues
+``generation`` queue with ``--async`` (prints the run and job ids, then the job id alone on the
+last line, as ``/api/v1/jobs/{id}/`` and ``manage.py jobs`` address it). ``--resume RUN_ID`` continues
 a run that was interrupted (Ctrl-C, a killed process) from its last committed batch.
 ``--list-generators [--project NAME | --task TASK]`` lists every generator and whether it can
 run with the configured models (and why not): the answer the run form and the API give
@@ -88,7 +89,7 @@ class Command(BaseCommand):
             "--async",
             dest="run_async",
             action="store_true",
-            help="enqueue on the generation queue and print the run id",
+            help="enqueue on the generation queue; the last line printed is the job id",
         )
         parser.add_argument("--resume", type=int, metavar="RUN_ID", help="continue an interrupted run")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -131,8 +132,11 @@ class Command(BaseCommand):
             if opts["run_async"]:
                 run = run_start(project=project, generator=opts["generator"], options=options)
                 run.refresh_from_db()
-                self.stdout.write(f"run {run.pk} queued on the generation queue ({run.status})")
-                self.stdout.write(str(run.pk))
+                self.stdout.write(
+                    f"run {run.pk} queued as job {run.job_id} on the generation queue ({run.status}); "
+                    f"follow it with: python manage.py jobs --project {project.name!r}"
+                )
+                self.stdout.write(str(run.job_id))  # the last line, the one a script reads: the job id
                 return None
             run = run_create(project=project, generator=opts["generator"], options=options)
         except ValidationError as exc:
