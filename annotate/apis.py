@@ -68,10 +68,9 @@ class AnnotationNextOutputSerializer(AnnotationOutputSerializer):
 
 
 class ItemNextApi(APIView):
-    """Lease the next item for the caller (annotator members of the project only: a researcher
-    without a membership may try the annotator page, not annotate here). 200 with the item and
-    its choices, 204 when nothing is left for the caller; 403 when the caller is not a member, is
-    paused or flagged, or must first qualify on check items."""
+    """Lease the next item for the caller (members of the project; researchers may try it).
+    200 with the item and its choices, 204 when nothing is left for the caller; 403 when the
+    caller is not a member, is paused or flagged, or must first qualify on check items."""
 
     authentication_classes = AUTHENTICATION
 
@@ -89,7 +88,7 @@ class ItemNextApi(APIView):
         if access is None:
             return Response({"detail": "not a project you annotate"}, status=status.HTTP_403_FORBIDDEN)
         try:
-            lease = svc.lease_next(access=access, annotator=request.user, preview=False)
+            lease = svc.lease_next(access=access, annotator=request.user)
         except svc.AnnotationError as exc:
             return _error(exc)
         if lease is None:

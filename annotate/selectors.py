@@ -27,12 +27,6 @@ from projects.services.imports import image_root
 # What a member who may not annotate is told (the item page and the API say the same).
 PAUSED_MESSAGE = "Your work on this project is paused by the project's researchers. Your answers so far are kept."
 REMOVED_MESSAGE = "You are no longer a member of this project."
-# A researcher or admin without an annotator membership: the page lets them try it, their
-# answers are not recorded (only members' answers count); the API refuses them (403).
-PREVIEW_MESSAGE = (
-    "You are not an annotator member of this project: you may try the annotator page, but your answers "
-    "are not recorded (only members' answers count). Add yourself on the project's members page to annotate."
-)
 
 
 def _cfg(key: str) -> Any:

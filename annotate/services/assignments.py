@@ -26,7 +26,6 @@ from annotate import kinds
 from annotate.models import Annotation, Assignment, Item
 from annotate.selectors import (
     PAUSED_MESSAGE,
-    PREVIEW_MESSAGE,
     REMOVED_MESSAGE,
     WAITING_CHECKS,
     ItemView,
@@ -95,8 +94,7 @@ class Access:
 
 
 def project_access(*, project_id: int, annotator: Any) -> Access | None:
-    """The project if ``annotator`` may annotate it (annotator member, or researcher/admin: then
-    ``membership_id`` is None and they may only try the page), in one query."""
+    """The project if ``annotator`` may annotate it (member, or researcher/admin), in one query."""
     row = sql.fetchone_prepared(sql.ACCESS, [annotator.pk, project_id])
     if row is None:
         return None
@@ -110,11 +108,10 @@ def project_access(*, project_id: int, annotator: Any) -> Access | None:
 
 
 def _member_refusal(*, project_id: int, annotator: Any) -> NotAllowed | None:
-    """Why ``annotator`` may not act on ``project_id`` now (its current annotator membership:
-    removed, paused or flagged), or None. Researchers and admins without one may (trying the
-    page: their answers are not recorded, ``annotation_submit``)."""
+    """Why ``annotator`` may not act on ``project_id`` now (its current membership: removed,
+    paused or flagged), or None. Researchers and admins without a membership may."""
     row = (
-        ProjectMembership.objects.filter(project_id=project_id, user_id=annotator.pk, role=permissions.ANNOTATOR)
+        ProjectMembership.objects.filter(project_id=project_id, user_id=annotator.pk)
         .values_list("flagged", "flag_reason")
         .first()
     )
@@ -194,17 +191,13 @@ def _expire_now_and_then(now: datetime) -> None:
     assignments_expire(now=now)
 
 
-def lease_next(*, access: Access, annotator: Any, now: datetime | None = None, preview: bool = True) -> Lease | None:
+def lease_next(*, access: Access, annotator: Any, now: datetime | None = None) -> Lease | None:
     """Lease the next item to ``annotator`` (or renew and return their live lease).
 
     None when nothing is left for them (the API answers 204). NotAllowed when the annotator is
-    paused, flagged, failed qualification or waits for check items, and when a researcher
-    without a membership asks with ``preview=False`` (the API: only members annotate there;
-    the page lets them try it, their answers are not recorded, see ``annotation_submit``).
+    paused, flagged, failed qualification or waits for check items.
     """
     now = now or timezone.now()
-    if access.membership_id is None and not preview:
-        raise NotAllowed(PREVIEW_MESSAGE)
     if access.membership_id is not None and access.flagged:
         # Checked before the live lease is renewed: a paused or flagged member keeps nothing.
         raise NotAllowed(PAUSED_MESSAGE if access.paused else FLAGGED_MESSAGE)
@@ -337,7 +330,7 @@ def lease_next_payload(
     if access is None:
         return None, REMOVED_MESSAGE
     try:
-        lease = lease_next(access=access, annotator=annotator, now=now, preview=False)
+        lease = lease_next(access=access, annotator=annotator, now=now)
     except NotAllowed as exc:
         return None, str(exc)
     return (None if lease is None else lease_payload(lease=lease, access=access)), ""
@@ -558,6 +551,7 @@ class _PostgresPath:
         choice: str,
         duration_ms: int | None,
         now: datetime,
+        member_only: bool = True,
     ) -> SubmitResult | None:
         """Two round trips: read the lease's choice order (to map the choice back), then one
         statement that closes the lease, counts and stores the answer. None: not a live lease."""
@@ -573,7 +567,7 @@ class _PostgresPath:
             "shown": choice,
             "duration": duration_ms,
         }
-        out = sql.fetchone_prepared(sql.SUBMIT_PG, params)
+        out = sql.fetchone_prepared(sql.SUBMIT_PG if member_only else sql.SUBMIT_PG_ANY, params)
         if out is None:
             return None
         ann_id, item_id, done, k, status, is_gold, project_id, gold_choice = out
@@ -639,9 +633,14 @@ class _SqlitePath:
         choice: str,
         duration_ms: int | None,
         now: datetime,
+        member_only: bool = True,
     ) -> SubmitResult | None:
         with transaction.atomic():
-            row = sql.fetchone(sql.CLOSE_LEASE, [sql.dt(now), assignment_id, annotator.pk, sql.dt(now), annotator.pk])
+            params = [sql.dt(now), assignment_id, annotator.pk, sql.dt(now)]
+            if member_only:
+                row = sql.fetchone(sql.CLOSE_LEASE, [*params, annotator.pk])
+            else:
+                row = sql.fetchone(sql.CLOSE_LEASE_ANY, params)
             if row is None:
                 return None  # not a live lease of this annotator
             item_id, project_id, order = row[0], row[1], list(sql.json_value(row[2]))
@@ -714,17 +713,21 @@ def annotation_submit(
     # annotation). A removed, paused or flagged member is refused, whatever the lease.
     a = _own_assignment(assignment_id, annotator)
     _check_member(project_id=a.project_id, annotator=annotator)
+    if not ProjectMembership.objects.filter(project_id=a.project_id, user_id=annotator.pk).exists():
+        # a researcher without a membership, trying the annotator page
+        done = _backend().submit(
+            assignment_id=assignment_id,
+            annotator=annotator,
+            choice=choice,
+            duration_ms=duration_ms,
+            now=now,
+            member_only=False,
+        )
+        if done is not None:
+            return done
     order = list(a.display_order)
     if kinds.kind_of_order(order).to_canonical(order, choice) is None:
         raise InvalidChoice(f"{_echo(choice)} is not one of the offered choices")
-    member = ProjectMembership.objects.filter(project_id=a.project_id, user_id=annotator.pk, role=permissions.ANNOTATOR)
-    if not member.exists():
-        # A researcher without a membership, trying the annotator page: the answer is not
-        # recorded and the slot goes back to the item at once (only members' answers count).
-        with transaction.atomic():
-            live = Assignment.objects.select_for_update().filter(pk=a.pk, status="leased")
-            _expire_rows(list(live.values_list("id", "item_id")), now=now)
-        raise NotAllowed(PREVIEW_MESSAGE)
     if a.status == "submitted":
         return _repeat(a, choice)
     if a.status == "leased":
