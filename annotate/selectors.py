@@ -20,6 +20,7 @@ from annotate import kinds, open_for
 from annotate.ml import agreement
 from annotate.models import Annotation, Assignment, Item
 from projects import permissions, states
+from projects.formats.reading import below
 from projects.models import Label, Project, ProjectMembership
 from projects.selectors import projects_visible_to
 from projects.services.imports import image_root
@@ -127,7 +128,7 @@ def image_url(path: str) -> str:
     if os.path.isabs(path):
         root = os.path.realpath(image_root())
         real = os.path.realpath(path)
-        if not real.startswith(root.rstrip(os.sep) + os.sep):
+        if not below(real, root):
             return ""
         return reverse("image-file", kwargs={"path": os.path.relpath(real, root).replace(os.sep, "/")})
     return "/" + settings.MEDIA_URL.strip("/") + "/" + path

@@ -25,7 +25,7 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 from projects import permissions, states
 from projects.formats import FORMAT_TASKS
 from projects.formats.images import IMAGE_TYPES
-from projects.formats.reading import LABEL_SOURCES
+from projects.formats.reading import LABEL_SOURCES, below
 from projects.forms import DownloadQuery, ExportForm, ExportJobQuery, ImportForm, ProjectDeleteForm, uploads_parse
 from projects.http import HtmxHttpRequest
 from projects.models import JOB_ACTIVE, TASK_DEFAULTS, TASKS, Job, Project
@@ -356,7 +356,7 @@ def media_file(request: HttpRequest, path: str) -> FileResponse:
     is public, and the uploads waiting in ``MEDIA_ROOT/imports/`` are never served."""
     media = str(settings.MEDIA_ROOT)
     full = image_path(path, root=media)
-    if full is None or full.startswith(os.path.join(os.path.realpath(media), "imports") + os.sep):
+    if full is None or below(full, os.path.join(os.path.realpath(media), "imports")):
         raise Http404("no such image")
     if not image_visible_to(user=request.user, stored_as={full, path, os.path.join(media, path)}):
         raise Http404("no such image")
@@ -371,7 +371,7 @@ def image_path(relative: str, *, root: str | None = None) -> str | None:
         return None
     real_root = os.path.realpath(image_root() if root is None else root)
     full = os.path.realpath(os.path.join(real_root, relative))
-    if not full.startswith(real_root.rstrip(os.sep) + os.sep) or os.path.splitext(full)[1].lower() not in IMAGE_TYPES:
+    if not below(full, real_root) or os.path.splitext(full)[1].lower() not in IMAGE_TYPES:
         return None
     return full if os.path.isfile(full) else None
 

@@ -197,6 +197,12 @@ def bad_text(text: str) -> str | None:
     return None
 
 
+def below(real: str, real_root: str) -> bool:
+    """Whether the resolved path ``real`` lies below the resolved folder ``real_root`` (the
+    check every reader and server of images makes against the image root)."""
+    return real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
 def resolve_image(
     value: str, *, base_dir: str, root: str | None, where: str = "", max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS
 ) -> str:
@@ -216,20 +222,17 @@ def resolve_image(
     if root is not None:
         real_root = os.path.realpath(root)
         tries = [path] if os.path.isabs(value) else [path, os.path.join(real_root, value)]
-
-        def _inside(real: str) -> bool:
-            return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
-
+        reals = [os.path.realpath(t) for t in tries]
+        inside = [real for real in reals if real == real_root or below(real, real_root)]
         # Only paths inside the root are ever asked whether they exist; the root is tried only
         # for a file that is there, so that a path from the file's folder that leads out (a
         # symlink, ``..``) is still refused as outside, not reported missing.
-        inside = [real for real in map(os.path.realpath, tries) if _inside(real)]
         found = next((real for real in inside if os.path.isfile(real)), None)
-        if found is None and not _inside(os.path.realpath(path)):
+        if found is None and reals[0] not in inside:
             raise ValueError(
                 f"{where}image {value!r} is outside the image root; images must lie inside COUNTERPART_IMAGE_ROOT"
             )
-        path = found or os.path.realpath(path)
+        path = found or reals[0]
     if not os.path.isfile(path):
         raise ValueError(f"{where}image not found: {value if root is not None else path}")
     if problem := image_problem(path, max_pixels=max_pixels):

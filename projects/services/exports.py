@@ -47,7 +47,7 @@ from django.utils import timezone
 
 from projects import formats, states
 from projects.formats import OriginalRecord, PairRecord
-from projects.formats.reading import LABEL_SOURCES
+from projects.formats.reading import LABEL_SOURCES, below
 from projects.models import Candidate, Example, Job, Label, Project
 from projects.services.imports import image_root
 from projects.services.jobs import JobContext, JobFailed, job_start
@@ -392,8 +392,8 @@ def _relative_images(records: Iterator[PairRecord]) -> Iterator[PairRecord]:
     root = os.path.realpath(image_root())
 
     def rel(path: str) -> str:
-        if path and os.path.isabs(path) and os.path.realpath(path).startswith(root.rstrip(os.sep) + os.sep):
-            return os.path.relpath(os.path.realpath(path), root)
+        if path and os.path.isabs(path) and below(real := os.path.realpath(path), root):
+            return os.path.relpath(real, root)
         return path
 
     for rec in records:
