@@ -55,7 +55,7 @@ from projects import states
 from projects.ml.embeddings import Encoder, shared_encoder
 from projects.models import Candidate, Example, Job, Label, Project
 from projects.services.candidates import candidates_transition
-from projects.services.jobs import JobContext, JobFailed, job_start
+from projects.services.jobs import JobCancelled, JobContext, JobFailed, job_start
 
 TRAIN_SOURCES = ("human", "gold")
 STRATUM_ALPHA = ALPHA  # the strata's one-sided level (the dashboard's checks state it)
@@ -355,12 +355,16 @@ def pairwise_train(
     created_by: Any = None,
     progress: StepProgress | None = None,
     task_model: str = "",
+    should_stop: Callable[[], bool] | None = None,
 ) -> PairwiseModel:
     """Train h on the project's human labels. Raises ``ValidationError`` (and writes nothing)
     when there are too few labels, a label class has none, or f cannot be trained.
     ``progress`` is told each step of :func:`train_steps` as it starts and, in the encoding
     steps, the pairs encoded so far (a chunk at a time). The warm-start set's features come
-    from a cache shared by all projects after the first time (:func:`warm_encoding`)."""
+    from a cache shared by all projects after the first time (:func:`warm_encoding`).
+    ``should_stop()`` (a job's cancel) is asked as each step starts and once more under the
+    project's lock just before the new model is recorded: true, it raises ``JobCancelled``
+    and no model is saved (the current model stays the current one)."""
     t0 = time.perf_counter()
     report: StepProgress = progress or _Silent()
     if mode not in MODES:
@@ -369,6 +373,7 @@ def pairwise_train(
     at = iter(range(1, len(steps) + 1))
 
     def step(total: int = 0, unit: str = "") -> None:
+        _stop_if(should_stop)
         index = next(at)
         report.step(steps[index - 1], index=index, count=len(steps), total=total, unit=unit, plan=steps)
 
@@ -383,7 +388,7 @@ def pairwise_train(
         raise ValidationError("the cross-encoder learner is PC only, without warm start")
     if learner == "cross-encoder":
         pairs, ys, _ = _training_pairs(project)
-        return _train_cross_encoder(project, pairs, ys, threshold, created_by, t0)
+        return _train_cross_encoder(project, pairs, ys, threshold, created_by, t0, should_stop)
     step()  # reading
     generators: list[str] = []
     pairs, ys = pairwise_training_data(project=project, generators=generators)
@@ -534,6 +539,7 @@ def pairwise_train(
     return _save_model(
         project,
         bundle,
+        should_stop,
         mode=mode,
         base_classifier=base,
         warm_start=warm_start,
@@ -554,9 +560,20 @@ def pairwise_train(
     )
 
 
-def _save_model(project: Project, bundle: LabelingModel, **fields: Any) -> PairwiseModel:
+def _stop_if(should_stop: Callable[[], bool] | None) -> None:
+    if should_stop is not None and should_stop():
+        raise JobCancelled()
+
+
+def _save_model(
+    project: Project, bundle: LabelingModel, should_stop: Callable[[], bool] | None = None, **fields: Any
+) -> PairwiseModel:
+    """Record ``bundle`` as the project's next version (file and row in one locked step: a
+    worker killed while writing leaves no row, and the next training writes that version
+    again). A cancel seen under the lock saves nothing."""
     with transaction.atomic():
         Project.objects.select_for_update().filter(pk=project.pk).first()
+        _stop_if(should_stop)
         version = (PairwiseModel.objects.filter(project=project).aggregate(v=Max("version"))["v"] or 0) + 1
         path = model_path(project, version)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -565,7 +582,13 @@ def _save_model(project: Project, bundle: LabelingModel, **fields: Any) -> Pairw
 
 
 def _train_cross_encoder(
-    project: Project, pairs: list[Pair], ys: list[str], threshold: float, created_by: Any, t0: float
+    project: Project,
+    pairs: list[Pair],
+    ys: list[str],
+    threshold: float,
+    created_by: Any,
+    t0: float,
+    should_stop: Callable[[], bool] | None = None,
 ) -> PairwiseModel:
     from labeling.ml.cross_encoder import MIN_LABELS as CE_MIN
     from labeling.ml.cross_encoder import CrossEncoderH
@@ -594,6 +617,7 @@ def _train_cross_encoder(
     return _save_model(
         project,
         bundle,
+        should_stop,
         mode="pc",
         base_classifier="",
         warm_start="",
@@ -660,6 +684,7 @@ def autolabel(
     chunk_size: int = CHUNK,
     progress: Progress | None = None,
     job: Job | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> AutolabelRun:
     """Label the project's ``pooled`` and ``abstained`` candidates with the latest model;
     ``progress(done, total)`` counts candidates considered.
@@ -668,7 +693,9 @@ def autolabel(
     ending at an original's last candidate), and each block's labels, the run's counts and
     its cursor (the block's last original) commit together. A run of ``job`` that was
     killed is resumed by the job's next execution: same model and threshold, after the
-    cursor, counts carried on — so the counts are what the run wrote, over all attempts."""
+    cursor, counts carried on — so the counts are what the run wrote, over all attempts.
+    ``should_stop()`` (a job's cancel) is asked before each block: true, the run ends there,
+    finished, with the counts of the blocks it wrote (the candidates after it stay as they were)."""
     t0 = time.perf_counter()
     run = AutolabelRun.objects.select_related("model").filter(job=job, finished=False).first() if job else None
     if run is None:
@@ -716,6 +743,8 @@ def autolabel(
         keep = [i for i, r in enumerate(block) if r[1] in AUTOLABEL_FROM]
         if not keep:  # every candidate of these originals is labelled already
             continue
+        if should_stop is not None and should_stop():
+            break
         cursor = block[-1][4]
         pairs = [candidate_pair(*r[7:]) for r in block]
         known = {
@@ -861,6 +890,7 @@ def pairwise_train_job(job: Job, ctx: JobContext) -> dict[str, Any]:
             created_by=job.created_by,
             progress=ctx,
             task_model=p.get("task_model") or "",
+            should_stop=ctx.cancel_requested,
         )
     except ValidationError as exc:
         raise JobFailed(" ".join(exc.messages)) from exc
@@ -884,7 +914,11 @@ def autolabel_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     assert job.project is not None
     try:
         run = autolabel(
-            project=job.project, min_confidence=job.params.get("min_confidence"), progress=ctx.progress, job=job
+            project=job.project,
+            min_confidence=job.params.get("min_confidence"),
+            progress=ctx.progress,
+            job=job,
+            should_stop=ctx.cancel_requested,
         )
     except ValidationError as exc:
         raise JobFailed(" ".join(exc.messages)) from exc

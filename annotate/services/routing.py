@@ -34,7 +34,7 @@ from annotate.selectors import LIVE_STATES, check_items_shortfall, free_gold_can
 from projects import states
 from projects.models import Candidate, Job, Project
 from projects.services.candidates import candidates_transition
-from projects.services.jobs import JobContext, JobFailed, job_start
+from projects.services.jobs import JobCancelled, JobContext, JobFailed, job_start
 from projects.validators import validate_budget
 
 STRATEGIES = ["random", "stratified", "uncertainty", "active"]
@@ -239,6 +239,12 @@ def no_annotators_warning(project: Project) -> str:
     )
 
 
+def _stop_if(should_stop: Callable[[], bool] | None) -> None:
+    """Inside the routing's transaction: a cancel rolls the whole routing back."""
+    if should_stop is not None and should_stop():
+        raise JobCancelled()
+
+
 def project_route(
     *,
     project: Project,
@@ -246,11 +252,14 @@ def project_route(
     strategy: str = "random",
     gold_rate: float | None = None,
     seed: int | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> RoutingResult:
     """Route ``budget`` (a fraction of the project's live candidates; default the project's
     human budget) to humans. Re-running tops up to the budget; it never routes twice.
     Gold items (candidates with a known ``gold_label``) are added at ``gold_rate`` of the
-    routed count (at least the qualification size) without changing those candidates' state."""
+    routed count (at least the qualification size) without changing those candidates' state.
+    ``should_stop()`` (a job's cancel) is asked before the routing commits: true, nothing is
+    routed (``JobCancelled``)."""
     if strategy not in STRATEGIES:
         raise ValidationError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     budget = validate_budget(project.human_budget if budget is None else budget)
@@ -275,6 +284,7 @@ def project_route(
         else:
             picked, used = _select_uncertainty(project, requested, rng, messages)
         routed_ids, items, gold_items = _route_ids(project, picked, already, gold_rate, rng, messages)
+        _stop_if(should_stop)
     if requested and len(routed_ids) < requested:
         messages.append(f"only {len(routed_ids)} pooled candidates were available for {requested} requested")
     if requested == 0:  # say why nothing moved (issue 32.2): the budget is already routed
@@ -385,13 +395,15 @@ def project_route_target(
     per_group: int | None = None,
     k: int | None = None,
     seed: int | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> RoutingResult:
     """Route a chosen set beyond the budget (the remedies' buttons): ``abstained``: every
     candidate h abstained on; ``strata``: up to ``per_group`` candidates of each stratum in
     ``groups`` (``generator``, ``perturbation``, ``source``, ``original_label`` /
     ``target_label``) that nobody has labelled (pooled first, then abstained, then auto-labelled).
     ``k``: answers wanted per item (default the project's; higher where people disagree).
-    Routes something or says why it cannot, per stratum."""
+    Routes something or says why it cannot, per stratum. ``should_stop``: as for
+    :func:`project_route`."""
     route_target_check(target=target, groups=groups, per_group=per_group, k=k)
     rng = random.Random(seed)
     messages: list[str] = [w for w in [no_annotators_warning(project)] if w]
@@ -429,6 +441,7 @@ def project_route_target(
             taken.update(chosen)
     with transaction.atomic():
         routed_ids, items, gold_items = _route_ids(project, picked, already, gold_rate, rng, messages, k=k)
+        _stop_if(should_stop)
     return RoutingResult(
         strategy=target,
         requested=len(picked),
@@ -507,10 +520,15 @@ def project_route_job(job: Job, ctx: JobContext) -> dict[str, Any]:
                 per_group=p.get("per_group"),
                 k=p.get("k"),
                 seed=p.get("seed"),
+                should_stop=ctx.cancel_requested,
             )
         else:
             result = project_route(
-                project=job.project, budget=p.get("budget"), strategy=p.get("strategy", "random"), seed=p.get("seed")
+                project=job.project,
+                budget=p.get("budget"),
+                strategy=p.get("strategy", "random"),
+                seed=p.get("seed"),
+                should_stop=ctx.cancel_requested,
             )
     except ValidationError as exc:
         raise JobFailed(" ".join(exc.messages)) from exc

@@ -50,7 +50,7 @@ from projects.formats import OriginalRecord, PairRecord
 from projects.formats.reading import LABEL_SOURCES, below
 from projects.models import Candidate, Example, Job, Label, Project
 from projects.services.imports import image_root
-from projects.services.jobs import JobContext, JobFailed, job_start
+from projects.services.jobs import JobCancelled, JobContext, JobFailed, job_start
 
 EXPORT_FORMATS = ["pairs-jsonl", "csv", "hf-datasets", "coco-cf"]
 # Formats written as a directory (``out`` is the directory to create), not a single file.
@@ -529,12 +529,17 @@ def export_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     p = dict(job.params)
     fmt = p.pop("format")
     path = export_path(job_id=job.pk, format=fmt)
+
+    def progress(done: int, total: int | None = None) -> None:
+        ctx.check_cancelled()  # about once a second: a cancel stops the writer, its temporary file removed
+        ctx.progress(done, total)
+
     try:
         if fmt in DIRECTORY_FORMATS:
             path.parent.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory(dir=path.parent, prefix=".export-") as tmp:
                 built = os.path.join(tmp, fmt)
-                n = data_export(project=job.project, format=fmt, out=built, progress=ctx.progress, **p)
+                n = data_export(project=job.project, format=fmt, out=built, progress=progress, **p)
                 archive = shutil.make_archive(os.path.join(tmp, "archive"), "zip", tmp, fmt)
                 # the directory's manifest, describing the zip that is downloaded
                 doc = json.loads(manifest_path(built).read_text(encoding="utf-8"))
@@ -543,9 +548,13 @@ def export_job(job: Job, ctx: JobContext) -> dict[str, Any]:
                 doc["file"] = _file_entry(path)
                 _write_manifest(path, doc)
         else:
-            n = data_export(project=job.project, format=fmt, out=str(path), progress=ctx.progress, **p)
+            n = data_export(project=job.project, format=fmt, out=str(path), progress=progress, **p)
     except ExportError as exc:
         raise JobFailed(str(exc)) from exc
+    if ctx.cancel_requested():  # cancelled while the last rows were written: no file is offered
+        _remove(str(path))
+        _remove(str(manifest_path(path)))
+        raise JobCancelled()
     if n == 0:  # the data changed since the job was started: say so, leave no empty file
         _remove(str(path))
         _remove(str(manifest_path(path)))

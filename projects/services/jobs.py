@@ -299,6 +299,9 @@ class JobContext:
     job_id: int
     token: str
     _last: dict[str, Any] = field(default_factory=dict)
+    #: the handler saw the cancel (``cancel_requested`` answered True): it stopped early, so a
+    #: normal return ends the job ``cancelled``; a handler that never saw it finished its work
+    cancel_seen: bool = False
 
     def owned(self) -> Any:
         return Job.objects.filter(pk=self.job_id, token=self.token, status="running")
@@ -361,7 +364,9 @@ class JobContext:
             self.owned().update(step=dict(info))
 
     def cancel_requested(self) -> bool:
-        return Job.objects.filter(pk=self.job_id, cancel_requested=True).exists()
+        if Job.objects.filter(pk=self.job_id, cancel_requested=True).exists():
+            self.cancel_seen = True
+        return self.cancel_seen
 
     def check_cancelled(self) -> None:
         if self.cancel_requested():
@@ -520,7 +525,9 @@ def job_execute(*, job_id: int, handler: Handler | None = None, take_over: bool 
             raise
         else:
             ctx.flush()
-            final = "cancelled" if ctx.cancel_requested() else "succeeded"
+            # cancelled only if the handler stopped because of it: a cancel that came after its
+            # last check found the work done (a model saved, items routed), and says so
+            final = "cancelled" if ctx.cancel_seen else "succeeded"
             _finish(job_id, token, final, result=_jsonable(result or {}))
     return Job.objects.get(pk=job_id)
 
