@@ -38,3 +38,7 @@ urlpatterns = [
     path("labeling/", include("labeling.urls")),
     path("labeling/", include("workspace.evaluation.urls")),
 ]
+
+# An uncaught exception: the app's error page (JSON under /api/), 503 when the database cannot
+# be reached (projects/error_views.py); Django's default is a bare "Server Error (500)".
+handler500 = "projects.error_views.server_error"

@@ -1,0 +1,56 @@
+"""The server-error handler (``handler500`` in ``config/urls.py``).
+
+Django's own answer to an uncaught exception, without a ``500.html``, is a bare "Server Error
+(500)" page, and the same for the API. This one answers with the app's error page (the
+layout of the 400/403/404 pages, rendered without the request: it reads neither the session
+nor the database, which may be what failed), JSON under ``/api/``, and tells a database
+that cannot be reached (a wrong ``DATABASE_URL``, PostgreSQL restarting, connections
+exhausted) apart from a bug: ``503`` with ``Retry-After``, saying that nothing was started
+or saved. Never the exception's text (it may hold the database's host or SQL). Django has
+already logged the traceback ("Internal Server Error: …") when this runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from django import db
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template.loader import render_to_string
+
+logger = logging.getLogger(__name__)
+
+UNAVAILABLE = (
+    "The database cannot be reached just now, so nothing was started or saved. "
+    "Try again in a minute; if it lasts, tell whoever runs this server."
+)
+SERVER_ERROR = "Something went wrong on the server; what you sent may not have been saved. It has been logged."
+RETRY_AFTER_SECONDS = 30
+
+
+def database_unavailable(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (the exception being handled) says the database cannot be reached or
+    dropped the connection, rather than a fault in the code."""
+    return isinstance(exc, db.OperationalError | db.InterfaceError)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    unavailable = database_unavailable(sys.exc_info()[1])
+    status = 503 if unavailable else 500
+    message = UNAVAILABLE if unavailable else SERVER_ERROR
+    if request.path.startswith("/api/"):
+        response: HttpResponse = JsonResponse({"detail": message}, status=status)
+    else:
+        heading = "Database unavailable (503)" if unavailable else "Server error (500)"
+        try:
+            html: str = render_to_string("_error_page.html", {"heading": heading, "explanation": message, "detail": ""})
+        except Exception:  # the page itself failed: still answer, in plain text
+            logger.exception("the error page could not be rendered")
+            html = f"{heading}\n\n{message}\n"
+            response = HttpResponse(html, status=status, content_type="text/plain; charset=utf-8")
+        else:
+            response = HttpResponse(html, status=status)
+    if unavailable:
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
