@@ -305,6 +305,7 @@ class CounterpartSettings(TypedDict):
     JOB_HEARTBEAT_THREAD: bool
     JOB_STALE_SECONDS: float
     JOB_TIME_LIMIT: int
+    JOB_MAX_ATTEMPTS: int
     EXPORT_DIR: str
     EXPORT_SYNC_MAX: int
     IMAGE_ROOT: str
@@ -413,6 +414,9 @@ COUNTERPART: CounterpartSettings = {
     "JOB_HEARTBEAT_THREAD": env_bool("COUNTERPART_JOB_HEARTBEAT_THREAD", True),
     "JOB_STALE_SECONDS": env_float("COUNTERPART_JOB_STALE_SECONDS", 60.0),
     "JOB_TIME_LIMIT": env_int("COUNTERPART_JOB_TIME_LIMIT", 3 * 3600),
+    # a job whose worker died this many times under it is failed by the sweep, not resumed again
+    # (a job that kills its worker, e.g. out of memory, would otherwise do so for ever); 0: no cap
+    "JOB_MAX_ATTEMPTS": env_int("COUNTERPART_JOB_MAX_ATTEMPTS", 10),
     "EXPORT_DIR": env("COUNTERPART_EXPORT_DIR", str(VAR_DIR / "exports")),
     # Exports of more rows than this run as an ``export`` job (the page then offers a download).
     "EXPORT_SYNC_MAX": env_int("COUNTERPART_EXPORT_SYNC_MAX", 20000),

@@ -580,9 +580,32 @@ def _jsonable(value: Any) -> Any:
 # ---------------------------------------------------------------------------------------
 # sweep
 # ---------------------------------------------------------------------------------------
+def gave_up_message(attempts: int) -> str:
+    return (
+        f"the worker running this job stopped {attempts} times before it finished (killed, out of "
+        "memory or restarted), so it is not resumed again; look at the worker's log and memory, "
+        "then start it again"
+    )
+
+
+def _give_up(job_id: int, *, stale: Any, now: Any, max_attempts: int) -> bool:
+    """Fail a stranded job that has already been executed ``max_attempts`` times: a job that
+    kills its worker (out of memory, a crash in native code) is otherwise resumed, and kills
+    the worker again, for ever. Its end hook runs as for any failure."""
+    n = Job.objects.filter(pk=job_id, status="running", heartbeat_at__lt=stale, attempts__gte=max_attempts)
+    attempts = n.values_list("attempts", flat=True).first()
+    if attempts is None:
+        return False
+    if n.update(status="failed", error=gave_up_message(attempts), finished_at=now):
+        logger.error("job %s: its worker stopped %s times under it; failed, not resumed", job_id, attempts)
+        _ended(job_id, "failed")
+    return True
+
+
 def jobs_sweep(*, now: Any = None) -> list[int]:
     """Re-enqueue running jobs whose executor stopped beating (a killed worker). Each stale
-    job is re-sent at most once per ``JOB_STALE_SECONDS``; returns the ids re-sent."""
+    job is re-sent at most once per ``JOB_STALE_SECONDS``; returns the ids re-sent. One that
+    was already executed ``JOB_MAX_ATTEMPTS`` times is failed instead (:func:`_give_up`)."""
     now = now or timezone.now()
     stale = now - timedelta(seconds=float(_cfg("JOB_STALE_SECONDS")))
     candidates = list(
@@ -591,7 +614,10 @@ def jobs_sweep(*, now: Any = None) -> list[int]:
         .values_list("pk", flat=True)
     )
     sent = []
+    max_attempts = int(_cfg("JOB_MAX_ATTEMPTS"))
     for job_id in candidates:
+        if max_attempts and _give_up(job_id, stale=stale, now=now, max_attempts=max_attempts):
+            continue
         # One sweeper wins each job (several workers may sweep at once).
         if (
             Job.objects.filter(pk=job_id, status="running", heartbeat_at__lt=stale)

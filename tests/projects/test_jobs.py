@@ -381,3 +381,32 @@ def test_the_job_service_finds_the_job_task_by_name_without_importing_the_tasks_
     assert task.name == svc.JOB_TASK == tasks.job_execute_task.name
     imported = {node.module for node in ast.walk(ast.parse(inspect.getsource(svc))) if isinstance(node, ast.ImportFrom)}
     assert "projects.tasks" not in imported
+
+
+def test_a_job_that_keeps_killing_its_worker_is_failed_by_the_sweep_not_resumed_for_ever(
+    project, settings, monkeypatch
+):
+    """QA probe: a job whose execution kills the worker (out of memory) was re-enqueued by every
+    sweep after every restart, for ever, 'running' with attempts 1, 2, 3, … Now the sweep fails
+    it once it has been executed JOB_MAX_ATTEMPTS times, with a message that says why."""
+    settings.COUNTERPART = {**settings.COUNTERPART, "JOB_STALE_SECONDS": 60, "JOB_MAX_ATTEMPTS": 3}
+    sent: list[int] = []
+    monkeypatch.setattr(tasks.job_execute_task, "apply_async", lambda args, **kw: sent.append(args[0]))
+    ended: list[tuple[int, str]] = []
+    monkeypatch.setitem(
+        svc._KINDS,
+        "export",
+        svc.JobKind("export", "default", _handler, on_end=lambda job_id, status: ended.append((job_id, status))),
+    )
+    now = timezone.now()
+    job = svc.job_create(kind="export", project=project)
+    for attempts, resumed in ((1, True), (2, True), (3, False)):
+        Job.objects.filter(pk=job.pk).update(
+            status="running", attempts=attempts, heartbeat_at=now - timedelta(seconds=90), enqueued_at=None
+        )
+        assert (svc.jobs_sweep(now=now) == [job.pk]) is resumed
+    job.refresh_from_db()
+    assert job.status == "failed" and job.finished_at
+    assert job.error == svc.gave_up_message(3) and "stopped 3 times" in job.error
+    assert sent == [job.pk, job.pk] and ended == [(job.pk, "failed")]
+    assert svc.job_execute(job_id=job.pk).status == "failed" and not CALLS  # a late message does nothing
