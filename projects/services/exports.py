@@ -524,11 +524,35 @@ def export_start(
     return job_start(kind="export", project=project, created_by=created_by, params={"format": format, **filters})
 
 
+def exports_temp_sweep(*, older_than: float | None = None) -> list[str]:
+    """Remove the temporary files and folders (``.export-*``) in ``EXPORT_DIR`` that a killed
+    export left behind: older than the export job's time limit (``JOB_TIME_LIMIT``), so no
+    export still writing owns them. Returns the names removed."""
+    folder = Path(settings.COUNTERPART["EXPORT_DIR"])
+    limit = float(settings.COUNTERPART["JOB_TIME_LIMIT"]) if older_than is None else older_than
+    cutoff = time.time() - limit
+    removed = []
+    with contextlib.suppress(FileNotFoundError):
+        for entry in folder.glob(".export-*"):
+            try:
+                if entry.lstat().st_mtime >= cutoff:
+                    continue
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+            except OSError:
+                continue
+            removed.append(entry.name)
+    return removed
+
+
 def export_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     assert job.project is not None
     p = dict(job.params)
     fmt = p.pop("format")
     path = export_path(job_id=job.pk, format=fmt)
+    exports_temp_sweep()  # what killed exports left (their files are never offered)
 
     def progress(done: int, total: int | None = None) -> None:
         ctx.check_cancelled()  # about once a second: a cancel stops the writer, its temporary file removed
