@@ -177,3 +177,30 @@ def test_bench_generation_pipeline_packed_rows_pool_as_padded_batches(tiny_senti
     assert padded["compare"] == {"both": packed["pooled_count"], "only_here": 0, "only_there": 0}
     # the perplexity filter decided something: some candidates dropped, some kept
     assert 0 < packed["pooled_count"] < packed["candidates"]
+
+
+def test_bench_generation_unreadable_data_is_a_command_error(tmp_path, tiny_sentiment) -> None:
+    """A split the folder lacks (held-out data: ``--split test``), an unknown task or a format of
+    another task: the reader's message as a CommandError, no traceback (and no model loaded)."""
+    cad = tmp_path / "cad"
+    (cad / "NLI" / "original").mkdir(parents=True)
+    with pytest.raises(CommandError, match="split 'test'"):
+        call_command("bench_generation", "--data", str(cad), "--split", "test", "--no-lm", stdout=StringIO())
+    with pytest.raises(CommandError, match="unknown task"):
+        call_command(
+            "bench_generation", "--data", str(tiny_sentiment), "--format", "cad-sentiment", "--task", "bogus",
+            "--no-lm", stdout=StringIO(),
+        )  # fmt: skip
+    pairs = tmp_path / "coco.jsonl"
+    pairs.write_text('{"id": "1", "caption_0": "a cat", "caption_1": "a dog", "image_0": "a", "image_1": "b"}\n')
+    with pytest.raises(CommandError, match="image-caption data, not nli"):
+        call_command("bench_generation", "--data", str(pairs), "--format", "coco-cf", "--no-lm", stdout=StringIO())
+
+
+def test_bench_rules_validity_data_without_dev_is_a_command_error(tmp_path) -> None:
+    (tmp_path / "NLI" / "original").mkdir(parents=True)
+    with pytest.raises(CommandError, match="split 'dev'"):
+        call_command(
+            "bench_rules_validity", "--task", "nli", "--originals", "2", "--filters", "similarity",
+            "--data", str(tmp_path), stdout=StringIO(),
+        )  # fmt: skip

@@ -77,14 +77,13 @@ def load_originals(fmt: str, path: str, task: str, split: str, limit: int) -> li
     originals), taken in turn from each label, in file order within a label: the CAD files are
     sorted by label, so the first 400 training originals of CAD-sentiment hold 398 negatives,
     and a judge trained on them calls everything negative."""
-    from projects.formats import read
     from projects.formats.reading import TASK_LABELS
     from projects.formats.records import OriginalRecord, PairRecord
 
     labels = tuple(TASK_LABELS.get(task, []))
     seen: set[str] = set()
     originals: list[Original] = []
-    for rec in read(fmt, [path], task=task, split=split):
+    for rec in _read(fmt, path, task, split):
         orig = rec if isinstance(rec, OriginalRecord) else rec.original if isinstance(rec, PairRecord) else None
         if orig is None or orig.id in seen:
             continue
@@ -93,14 +92,24 @@ def load_originals(fmt: str, path: str, task: str, split: str, limit: int) -> li
     return by_label_in_turn(originals)[:limit]
 
 
+def _read(fmt: str, path: str, task: str, split: str) -> list[Any]:
+    """The records of a data file; a file the format cannot read (missing split, unknown task,
+    a format of another task, …) is a CommandError with the reader's message, not a traceback."""
+    from projects.formats import FormatError, read
+
+    try:
+        return list(read(fmt, [path], task=task, split=split))
+    except FormatError as exc:
+        raise CommandError(str(exc)) from None
+
+
 def load_pairs(fmt: str, path: str, task: str, split: str) -> list[tuple[dict[str, str], dict[str, str]]]:
     """(original fields, revised fields) of the human counterfactual pairs of a data file."""
-    from projects.formats import read
     from projects.formats.records import PairRecord
 
     return [
         (dict(rec.original.fields), dict(rec.cf_fields))
-        for rec in read(fmt, [path], task=task, split=split)
+        for rec in _read(fmt, path, task, split)
         if isinstance(rec, PairRecord)
     ]
 
@@ -600,7 +609,11 @@ class Command(BaseCommand):
         qn = max(1, opts["quality_originals"])
         originals = base[:qn]
         judge = None
-        train = load_originals(fmt, path, task, "train", opts["classifier_train"])
+        try:
+            train = load_originals(fmt, path, task, "train", opts["classifier_train"])
+        except CommandError as exc:  # no train split next to the data: the table goes without flip rates
+            self.stderr.write(f"no flip judge: {exc}")
+            train = []
         train = [o for o in train if o.label]
         if train:
             fields = list(originals[0].fields)
