@@ -274,17 +274,11 @@ def _eval_sets(
     cad = os.path.join(str(settings.COUNTERPART["SHARED_DATA_DIR"]), "cad")
     if not os.path.isfile(os.path.join(cad, "NLI", "original", "dev.tsv")):
         return {}, 0
-    from labeling.ml.task_bench import cad_nli
+    from labeling.ml.task_bench import cad_nli, without_training
 
-    seen = {text_hash(r, fields) for r in training}
-    out: dict[str, tuple[list[dict[str, str]], list[str]]] = {}
-    excluded = 0
-    for name, (recs, ys) in zip(("cad_dev_originals", "cad_dev_revisions"), cad_nli(cad, "dev"), strict=True):
-        keep = [i for i, r in enumerate(recs) if text_hash(r, fields) not in seen]
-        excluded += len(recs) - len(keep)
-        if keep:
-            out[name] = ([recs[i] for i in keep], [ys[i] for i in keep])
-    return out, excluded
+    sets = dict(zip(("cad_dev_originals", "cad_dev_revisions"), cad_nli(cad, "dev"), strict=True))
+    kept, excluded = without_training(sets, training, fields)
+    return {name: s for name, s in kept.items() if s[1]}, sum(excluded.values())
 
 
 def _config(project: Project, epochs: int, **kw: Any) -> TM.TaskModelConfig:

@@ -8,7 +8,9 @@ Every set is ``(records, labels)`` with records ``{"premise": …, "hypothesis":
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
+from labeling.ml.textkeys import text_hash
 from projects.formats import OriginalRecord, PairRecord, read
 
 FIELDS = ("premise", "hypothesis")
@@ -121,3 +123,19 @@ def sentiment_bench_sets(shared_data: str, *, max_public: int = 0) -> tuple[Labe
 
 def sizes(sets: dict[str, LabelledSet]) -> dict[str, int]:
     return {k: len(v[1]) for k, v in sets.items()}
+
+
+def without_training(
+    evals: dict[str, LabelledSet], training: list[dict[str, str]], fields: Sequence[str]
+) -> tuple[dict[str, LabelledSet], dict[str, int]]:
+    """Each evaluation set less the examples whose text (``text_hash``) f trains on, and how
+    many each lost: a held-out figure must not score f on its own training data (a data folder
+    whose dev files repeat training rows, or held-out files that overlap the public sets)."""
+    seen = {text_hash(r, fields) for r in training}
+    kept: dict[str, LabelledSet] = {}
+    excluded: dict[str, int] = {}
+    for name, (recs, ys) in evals.items():
+        keep = [i for i, r in enumerate(recs) if text_hash(r, fields) not in seen]
+        kept[name] = ([recs[i] for i in keep], [ys[i] for i in keep])
+        excluded[name] = len(recs) - len(keep)
+    return kept, excluded

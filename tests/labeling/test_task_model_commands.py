@@ -34,17 +34,19 @@ def test_import_then_train_then_cached(tmp_path, capsys):
         call_command("import_task_data", str(tmp_path / "x.jsonl"), project="cmd", format="labelled-jsonl")
 
 
-def _mini_shared(root):
+def _mini_shared(root, dev_is_train=False):
+    """CAD-NLI train (TEXTS[2:4]) and dev (TEXTS[:2], or the train rows again), nli-public and
+    generated gold, in the shared data folder's layout."""
     cad = root / "cad" / "NLI"
-    rows = list(TEXTS)
     for split in ("train", "dev"):
+        rows = TEXTS[2:4] if split == "train" or dev_is_train else TEXTS[:2]
         for part in ("original", "revised_premise", "revised_hypothesis"):
             (cad / part).mkdir(parents=True, exist_ok=True)
         (cad / "original" / f"{split}.tsv").write_text(
-            "sentence1\tsentence2\tgold_label\n" + "".join(f"{p}\t{h}\t{y}\n" for p, h, y in rows[:2])
+            "sentence1\tsentence2\tgold_label\n" + "".join(f"{p}\t{h}\t{y}\n" for p, h, y in rows)
         )
-        rp = "".join(f"{p} x\t{h}\tneutral\n{p} y\t{h}\tcontradiction\n" for p, h, _ in rows[:2])
-        rh = "".join(f"{p}\t{h} x\tneutral\n{p}\t{h} y\tentailment\n" for p, h, _ in rows[:2])
+        rp = "".join(f"{p} x\t{h}\tneutral\n{p} y\t{h}\tcontradiction\n" for p, h, _ in rows)
+        rh = "".join(f"{p}\t{h} x\tneutral\n{p}\t{h} y\tentailment\n" for p, h, _ in rows)
         (cad / "revised_premise" / f"{split}.tsv").write_text("sentence1\tsentence2\tgold_label\n" + rp)
         (cad / "revised_hypothesis" / f"{split}.tsv").write_text("sentence1\tsentence2\tgold_label\n" + rh)
     (root / "nli-public").mkdir()
@@ -97,6 +99,26 @@ def test_bench_task_model_trains_on_train_only_and_scores_the_dev_sets(tmp_path,
     assert probe["model"] is probe["held_out_accuracy"] is None and probe["eval"] == {}
 
 
+def test_bench_task_model_leaves_out_dev_examples_it_trains_on(tmp_path, capsys, settings):
+    """A data folder whose dev files repeat training rows (held-out data that is not): those
+    examples are left out and counted, never scored; the model path in the JSON is not this
+    machine's absolute path; a folder that is not a model is a CommandError."""
+    settings.BASE_DIR = tmp_path
+    settings.COUNTERPART = {**settings.COUNTERPART, "TASK_MODEL_DIR": str(tmp_path / "var" / "task-models")}
+    shared = _mini_shared(tmp_path / "shared", dev_is_train=True)
+    call_command("bench_task_model", shared=str(shared), epochs=1, batch_size=8, json=True)
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["eval"]["cad-nli:dev/original"] == {"n": 0, "accuracy": None, "macro_f1": None, "excluded": 2}
+    assert out["eval"]["cad-nli:dev/counterfactual"]["excluded"] == 8
+    assert out["eval"]["generated-gold:cad-nli-dev-rules"]["n"] == 1  # not in the training data
+    assert "excluded" not in out["eval"]["generated-gold:cad-nli-dev-rules"]
+    assert out["model"].startswith("var/task-models/")
+    with pytest.raises(CommandError, match="cannot load the task model"):
+        call_command("bench_task_model", shared=str(shared), model=str(tmp_path / "missing"), json=True)
+    with pytest.raises(CommandError, match="cannot load the task model"):
+        call_command("bench_task_model", shared=str(shared), model=str(shared), json=True)
+
+
 def test_cad_dev_figures_leave_out_what_f_trains_on(tmp_path, settings):
     from labeling import task_training as T
 
@@ -121,7 +143,8 @@ def test_bench_task_model_sentiment_trains_on_public_and_cad_train_and_scores_ca
     paired.mkdir(parents=True)
     for split, n in (("train", 3), ("dev", 2)):
         rows = "".join(
-            f"Negative\tthe dog sleeps {i}<br /><br />a man\t{i}\nPositive\tthe dog runs {i}\t{i}\n" for i in range(n)
+            f"Negative\tthe dog sleeps {split} {i}<br /><br />a man\t{i}\nPositive\tthe dog runs {split} {i}\t{i}\n"
+            for i in range(n)
         )
         (paired / f"{split}_paired.tsv").write_text("Sentiment\tText\tbatch_id\n" + rows)
     (shared / "sentiment-public").mkdir()

@@ -8,7 +8,9 @@ and the generated-gold dev set (``generated-gold/cad-nli-dev-rules.jsonl``: all 
 the valid ones). Prints a table, or with ``--json`` one JSON object as the last stdout line
 (docs/labelling.md, "Task model"). ``--model PATH`` scores a folder trained elsewhere (a GPU)
 and says whether its recorded data hash is this benchmark's training set. ``--probe-steps N``
-trains N steps only and extrapolates the full training time (a CPU estimate).
+trains N steps only and extrapolates the full training time (a CPU estimate). An evaluation
+example whose text is in the training set is left out and counted (``excluded``): a data folder
+whose dev files repeat training rows is scored on the rest only.
 
 ``--task sentiment`` (issue 31): the same on ``sentiment-public/train.jsonl`` plus CAD sentiment
 **train** originals and revisions, scored on CAD sentiment dev originals and dev revisions.
@@ -129,7 +131,7 @@ class Command(BaseCommand):
             )
             path = res.path
             out.update(
-                model=str(path),
+                model=_shown(path),
                 cached=not res.trained,
                 trained_on_this_data=True,
                 base=o["base"],
@@ -138,20 +140,33 @@ class Command(BaseCommand):
                 train_seconds=res.meta.get("train_seconds"),
                 held_out_accuracy=res.meta.get("held_out_accuracy"),
             )
-        f = TM.load_task_model(path, labels=labels, fields=fields, device=device)
+        out["model"] = _shown(path) if not o["model"] else o["model"]  # the path as given, or below the project
+        try:
+            f = TM.load_task_model(path, labels=labels, fields=fields, device=device)
+        except (OSError, ValueError) as exc:  # not a folder, or not a model (no config, no tokenizer, …)
+            raise CommandError(f"cannot load the task model {out['model']}: {exc}") from None
         out["device"] = f.device
+        # held out means not trained on: an evaluation example whose text f trains on is left
+        # out and counted (``excluded``), as the evaluation and the project's task model do
+        evals, excluded = B.without_training(evals, train[0], fields)
         scores: dict[str, Any] = {}
         for key, (recs, ys) in evals.items():
+            name = EVAL_NAMES[f"{o['task']}:{key}" if o["task"] != "nli" else key]
+            if not ys:
+                scores[name] = {"n": 0, "accuracy": None, "macro_f1": None, "excluded": excluded[key]}
+                continue
             t = time.monotonic()
             p = f.predict_proba(recs)
             gold = np.array([labels.index(y) for y in ys])
             pred = p.argmax(axis=1)
-            scores[EVAL_NAMES[f"{o['task']}:{key}" if o["task"] != "nli" else key]] = {
+            scores[name] = {
                 "n": len(ys),
                 "accuracy": round(float((pred == gold).mean()), 4),
                 "macro_f1": round(float(macro_f1(gold, pred, len(labels))), 4),
                 "seconds": round(time.monotonic() - t, 1),
             }
+            if excluded[key]:
+                scores[name]["excluded"] = excluded[key]
         out["eval"] = scores
         self._print(out, o["json"], t0)
 
@@ -205,4 +220,19 @@ class Command(BaseCommand):
             if k != "eval":
                 self.stdout.write(f"{k}: {v}")
         for name, s in out.get("eval", {}).items():
-            self.stdout.write(f"{name:45s} n={s['n']:4d}  accuracy {s['accuracy']:.3f}  macro-F1 {s['macro_f1']:.3f}")
+            left_out = f"  ({s['excluded']} left out: f trains on them)" if s.get("excluded") else ""
+            if s["accuracy"] is None:
+                self.stdout.write(f"{name:45s} n={s['n']:4d}{left_out}")
+                continue
+            self.stdout.write(
+                f"{name:45s} n={s['n']:4d}  accuracy {s['accuracy']:.3f}  macro-F1 {s['macro_f1']:.3f}{left_out}"
+            )
+
+
+def _shown(path: Path) -> str:
+    """A model folder as the JSON shows it: relative to the project root when it is below it
+    (the default cache, ``var/task-models``), never this machine's absolute path; else as set."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(settings.BASE_DIR).resolve()))
+    except ValueError:
+        return str(path)
