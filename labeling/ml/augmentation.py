@@ -120,6 +120,7 @@ class AugmentationResult(TypedDict):
     seconds: float
     threshold: NotRequired[float]
     warm_start_pairs: NotRequired[int]
+    warm_start_excluded: NotRequired[int]  # warm-start pairs left out: they share a text with the pool
     excluded: NotRequired[int]  # over every evaluation set
     export_pairs: NotRequired[int]
 

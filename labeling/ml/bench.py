@@ -60,6 +60,7 @@ class BenchResult(TypedDict):
     budget_curve: dict[str, dict[str, float | None]]  # {"capc": {budget: mean accuracy}}
     seconds: float
     warm_start_pairs: NotRequired[int]
+    warm_start_excluded: NotRequired[int]  # warm-start pairs left out: they share a text with the pool
     # --mixed: how many pairs of the pool flip the label and how many keep it
     mixed: NotRequired[dict[str, int]]
     # the pair file carries counterfactual.valid: what auto-labelling would export with the

@@ -11,6 +11,7 @@ from typing import Protocol, TypeGuard
 import numpy as np
 
 from labeling.ml.features import Pair
+from labeling.ml.textkeys import text_hash
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,25 @@ def sample_by_group(data: LabelledPairs, limit: int, seed: int = 0) -> LabelledP
         [data.y_prime[i] for i in rows],
         [data.valid[i] for i in rows] if data.valid else [],
     )
+
+
+def without_pool(warm: LabelledPairs, pool: LabelledPairs, fields: Sequence[str]) -> tuple[LabelledPairs, int]:
+    """The warm-start pairs less those whose original or counterfactual is (by normalized text,
+    :func:`labeling.ml.textkeys.text_hash`) an original or a counterfactual of ``pool``, and
+    how many were left out: h pre-trained on the very pairs it is scored on (a warm-start file
+    that is the pool, or another slice of the same split) would report memorised labels."""
+    seen = {text_hash(t, fields) for p in pool.pairs for t in (p.original, p.counterfactual)}
+    keep = [
+        i
+        for i, p in enumerate(warm.pairs)
+        if text_hash(p.original, fields) not in seen and text_hash(p.counterfactual, fields) not in seen
+    ]
+    kept = LabelledPairs(
+        [warm.pairs[i] for i in keep],
+        [warm.y_prime[i] for i in keep],
+        [warm.valid[i] for i in keep] if warm.valid else [],
+    )
+    return kept, len(warm.pairs) - len(keep)
 
 
 SPLITS = ("train", "dev", "test", "validation", "val")

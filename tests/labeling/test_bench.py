@@ -142,3 +142,47 @@ def test_a_method_that_cannot_run_keeps_the_figures_keys_as_null():
     for m in failed.values():
         assert m["accuracy"] is None and m["macro_f1"] is None and m["error"]
     assert all("accuracy" in m and "macro_f1" in m for m in result["methods"].values())
+
+
+def _pairs_file(path, pairs, ys):
+    with path.open("w") as fh:
+        for i, (p, y2) in enumerate(zip(pairs, ys, strict=True)):
+            row = {
+                "id": str(i),
+                "group": p.group,
+                "original": {"id": p.group or f"o{i}", "fields": p.original, "label": p.y},
+                "counterfactual": {"fields": p.counterfactual, "label": y2},
+            }
+            fh.write(json.dumps(row) + "\n")
+    return path
+
+
+def test_a_warm_start_never_holds_the_pools_pairs():
+    """h pre-trained on the pairs it is scored on would report memorised labels: warm-start pairs
+    sharing an original or a counterfactual (by normalized text) with the pool are left out."""
+    from labeling.ml.pairs import LabelledPairs, without_pool
+
+    from .conftest import FIELDS, synthetic_pairs
+
+    pairs, ys = synthetic_pairs(40, seed=1)
+    pool = LabelledPairs(pairs[:20], ys[:20])
+    other, n = without_pool(LabelledPairs(pairs[10:30], ys[10:30]), pool, FIELDS)  # a slice overlapping by 10
+    assert n == 10 and other.pairs == pairs[20:30] and other.y_prime == ys[20:30]
+    same, n_same = without_pool(LabelledPairs(pairs[:20], ys[:20], [True] * 20), pool, FIELDS)
+    assert same.pairs == [] and same.valid == [] and n_same == 20
+    shouted = [type(p)(**{**p.__dict__, "counterfactual": {k: v.upper() + "." for k, v in p.counterfactual.items()}})
+               for p in pairs[:1]]  # fmt: skip
+    assert without_pool(LabelledPairs(shouted, ys[:1]), LabelledPairs(pairs[:1], ys[:1]), FIELDS)[1] == 1
+
+
+@pytest.mark.parametrize("command", ["bench_pairwise", "bench_augmentation"])
+def test_the_benches_refuse_a_warm_start_that_is_the_pool(tmp_path, command):
+    from .conftest import synthetic_pairs
+
+    pairs, ys = synthetic_pairs(40, seed=1)
+    path = _pairs_file(tmp_path / "pool.jsonl", pairs, ys)
+    args = [command, "--task", "nli", "--format", "pairs-jsonl", str(path), "--seeds", "1"]
+    if command == "bench_augmentation":
+        args += ["--eval", f"pairs-jsonl:{_pairs_file(tmp_path / 'eval.jsonl', pairs[:5], ys[:5])}"]
+    with pytest.raises(CommandError, match="shares an original or a counterfactual with the pool"):
+        call_command(*args, "--warm-start", f"pairs-jsonl:{path}")

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.evaluation import finetune_options, read_eval_sets
-from labeling.management.commands.bench_pairwise import _budget
+from labeling.management.commands.bench_pairwise import _budget, held_out_warm
 from labeling.ml.augmentation import CLASSIFIERS, EvalSet, classifier_factory
 from labeling.ml.augmentation import run_augmentation as run
 from labeling.ml.base_classifier import TooFewLabels
@@ -83,15 +83,15 @@ class Command(BaseCommand):
                 evals += read_eval_sets(spec, task, labels)
             except ValueError as exc:
                 raise CommandError(str(exc)) from None
-        warm = None
+        warm, warm_excluded = None, 0
         if opts["warm_start"]:
             try:
                 wfmt, wpath, wsplit = parse_warm_spec(opts["warm_start"])
             except ValueError as exc:
                 raise CommandError(str(exc)) from None
-            warm = self._pool(wfmt, [wpath], task, wsplit, 0)
-            if not warm.pairs:
-                raise CommandError(f"no labelled pairs in the warm-start data {opts['warm_start']}")
+            warm, warm_excluded = held_out_warm(
+                self._pool(wfmt, [wpath], task, wsplit, 0), data, fields, opts["warm_start"], self.stderr.write
+            )
         threshold = opts["threshold"] if opts["threshold"] is not None else settings.COUNTERPART["MIN_CONFIDENCE"]
         embed = embedder().encode
         factory = classifier_factory(
@@ -116,6 +116,8 @@ class Command(BaseCommand):
         except (TooFewLabels, ValueError) as exc:
             raise CommandError(str(exc)) from None
         result["seconds"] = round(time.perf_counter() - t0, 1)
+        if warm is not None:
+            result["warm_start_excluded"] = warm_excluded
         if opts["json"]:
             self.stdout.write(json.dumps(result))
             return

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -29,6 +30,7 @@ from labeling.ml.pairs import (
     pairs_from_records,
     parse_warm_spec,
     sample_by_group,
+    without_pool,
 )
 from labeling.ml.task_inputs import load_task, read_task_meta, task_leak
 from labeling.services import embedder
@@ -52,6 +54,24 @@ def _shares(raw: str, option: str) -> list[float]:
     if any(not 0 <= v <= 1 for v in values):
         raise CommandError(f"{option}: comma-separated numbers between 0 and 1")
     return values
+
+
+def held_out_warm(
+    warm: LabelledPairs, pool: LabelledPairs, fields: list[str], spec: str, say: Callable[[str], object]
+) -> tuple[LabelledPairs, int]:
+    """The warm-start pairs that share no original or counterfactual with the pool, and how many
+    were left out (``without_pool``, said through ``say``); a CommandError when none is left."""
+    if not warm.pairs:
+        raise CommandError(f"no labelled pairs in the warm-start data {spec}")
+    kept, dropped = without_pool(warm, pool, fields)
+    if not kept.pairs:
+        raise CommandError(
+            f"every pair of the warm-start data {spec} shares an original or a counterfactual with the pool: "
+            "h would be pre-trained on the pairs it is scored on; warm-start from another split"
+        )
+    if dropped:
+        say(f"warm start: left out {dropped} pairs that share an original or a counterfactual with the pool")
+    return kept, dropped
 
 
 def _fmt(v: object) -> str:
@@ -139,15 +159,15 @@ class Command(BaseCommand):
             data = mixed_pool(data, seed=0)
         if len(data.pairs) < 20:
             raise CommandError(f"only {len(data.pairs)} labelled pairs read; the benchmark needs at least 20")
-        warm = None
+        warm, warm_excluded = None, 0
         if opts["warm_start"]:
             try:
                 wfmt, wpath, wsplit = parse_warm_spec(opts["warm_start"])
             except ValueError as exc:
                 raise CommandError(str(exc)) from None
-            warm = self._read(wfmt, [wpath], task, wsplit)
-            if not warm.pairs:
-                raise CommandError(f"no labelled pairs in the warm-start data {opts['warm_start']}")
+            warm, warm_excluded = held_out_warm(
+                self._read(wfmt, [wpath], task, wsplit), data, fields, opts["warm_start"], self.stderr.write
+            )
         if opts["seeds"] < 1:
             raise CommandError("--seeds must be at least 1")
         threshold = opts["threshold"] if opts["threshold"] is not None else settings.COUNTERPART["MIN_CONFIDENCE"]
@@ -201,6 +221,8 @@ class Command(BaseCommand):
         except TooFewLabels as exc:
             raise CommandError(str(exc)) from None
         result["seconds"] = round(time.perf_counter() - t0, 1)
+        if warm is not None:
+            result["warm_start_excluded"] = warm_excluded
         if opts["json"]:
             self.stdout.write(json.dumps(result))
             return
