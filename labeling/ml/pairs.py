@@ -4,6 +4,7 @@ service (warm start) and by the benchmarks."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeGuard
@@ -163,13 +164,14 @@ SPLITS = ("train", "dev", "test", "validation", "val")
 
 
 def parse_warm_spec(spec: str) -> tuple[str, str, str]:
-    """``FORMAT:PATH[:SPLIT]`` -> (format, path, split)."""
+    """``FORMAT:PATH[:SPLIT]`` -> (format, path, split); a ``~`` at the start of PATH is the
+    home folder (the shell leaves ``pairs-jsonl:~/x.jsonl`` as it is)."""
     parts = spec.split(":")
     if len(parts) < 2 or not parts[0] or not parts[1]:
         raise ValueError(f"warm start must be FORMAT:PATH[:SPLIT], got {spec!r}")
     if len(parts) >= 3 and parts[-1] in SPLITS:
-        return parts[0], ":".join(parts[1:-1]), parts[-1]
-    return parts[0], ":".join(parts[1:]), ""
+        return parts[0], os.path.expanduser(":".join(parts[1:-1])), parts[-1]
+    return parts[0], os.path.expanduser(":".join(parts[1:])), ""
 
 
 _SWAP = {"a": "the", "an": "the", "the": "a", "this": "that", "that": "this"}

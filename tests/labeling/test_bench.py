@@ -186,3 +186,19 @@ def test_the_benches_refuse_a_warm_start_that_is_the_pool(tmp_path, command):
         args += ["--eval", f"pairs-jsonl:{_pairs_file(tmp_path / 'eval.jsonl', pairs[:5], ys[:5])}"]
     with pytest.raises(CommandError, match="shares an original or a counterfactual with the pool"):
         call_command(*args, "--warm-start", f"pairs-jsonl:{path}")
+
+
+def test_a_tilde_path_is_the_home_folder(tmp_path, monkeypatch):
+    """``--warm-start pairs-jsonl:~/x.jsonl`` reaches the command unexpanded (the shell expands
+    ``~`` only at a word's start), as does a quoted ``"~/x.jsonl"``: both are the home folder."""
+    from .conftest import synthetic_pairs
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert parse_warm_spec("cad-nli:~/cad:train") == ("cad-nli", str(tmp_path / "cad"), "train")
+    pairs, ys = synthetic_pairs(3)
+    _pairs_file(tmp_path / "three.jsonl", pairs, ys)
+    pool = ["--task", "nli", "--format", "pairs-jsonl", "~/three.jsonl"]
+    with pytest.raises(CommandError, match="only 3 labelled pairs"):
+        call_command("bench_pairwise", *pool)
+    with pytest.raises(CommandError, match="only 3 labelled pairs"):
+        call_command("bench_augmentation", *pool, "--eval", "pairs-jsonl:~/three.jsonl")

@@ -13,6 +13,7 @@ last stdout line.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -74,7 +75,9 @@ class Command(BaseCommand):
             raise CommandError("give at least one --eval FORMAT:PATH[:SPLIT]")
         if opts["seeds"] < 1:
             raise CommandError("--seeds must be at least 1")
-        data = self._pool(opts["data_format"], opts["paths"], task, opts["split"], opts["limit"])
+        data = self._pool(
+            opts["data_format"], [os.path.expanduser(p) for p in opts["paths"]], task, opts["split"], opts["limit"]
+        )
         if len(data.pairs) < 20:
             raise CommandError(f"only {len(data.pairs)} labelled pairs read; the evaluation needs at least 20")
         evals: list[EvalSet] = []

@@ -14,6 +14,7 @@ method's export; a task model whose metadata says it saw the pool's counterfactu
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -154,7 +155,9 @@ class Command(BaseCommand):
         t0 = time.perf_counter()
         task = opts["task"]
         labels, fields = list(TASK_LABELS[task]), list(TASK_FIELDS[task])
-        data = self._read(opts["data_format"], opts["paths"], task, opts["split"], opts["limit"])
+        data = self._read(
+            opts["data_format"], [os.path.expanduser(p) for p in opts["paths"]], task, opts["split"], opts["limit"]
+        )
         if opts["mixed"]:
             data = mixed_pool(data, seed=0)
         if len(data.pairs) < 20:
