@@ -45,3 +45,28 @@ def test_train_validity_writes_a_calibrated_model(tmp_path, shared_data):  # rea
     assert model.meta["trained_on"]["human"] == 600 and model.meta["trained_on"]["safe"] == 150
     assert sum(v for k, v in model.meta["trained_on"].items() if k not in ("human", "safe")) == 750
     assert 0.0 < model.threshold < 1.0
+
+
+def test_bench_validity_refuses_a_judged_set_it_cannot_score(tmp_path):
+    """A missing file, a file that is not pairs-jsonl, or one without both valid and invalid
+    candidates: a CommandError naming the file (was a FileNotFoundError / ValueError traceback)."""
+    from django.core.management import CommandError
+
+    def bench(path):
+        call_command("bench_validity", "--judged", str(path), "--json", stdout=StringIO())
+
+    with pytest.raises(CommandError, match=r"missing\.jsonl: cannot read it"):
+        bench(tmp_path / "missing.jsonl")
+    (tmp_path / "bad.jsonl").write_text("not json\n")
+    with pytest.raises(CommandError, match=r"bad\.jsonl: cannot read it"):
+        bench(tmp_path / "bad.jsonl")
+    row = {
+        "original": {"fields": {"premise": "a man runs", "hypothesis": "a man moves"}, "label": "entailment"},
+        "counterfactual": {"fields": {"premise": "a man sleeps", "hypothesis": "a man moves"}, "valid": True},
+    }
+    (tmp_path / "valid.jsonl").write_text(json.dumps(row) + "\n")
+    with pytest.raises(CommandError, match=r"1 candidates with counterfactual\.valid, 1 of them valid"):
+        bench(tmp_path / "valid.jsonl")
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(CommandError, match="0 candidates"):
+        bench(tmp_path / "empty.jsonl")

@@ -47,8 +47,20 @@ class Command(BaseCommand):
             call_command("train_validity", out=model, data=data, seed=opts["seed"], stdout=self.stdout)
         if not (Path(model) / "validity.json").is_file():
             raise CommandError(f"no validity model in {model}: run train_validity (or bench_validity --train)")
+        try:  # the judged set first, before any model loads: a file that cannot give the figures is refused
+            rows = validity_bench.judged_rows(judged)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CommandError(f"judged set {judged}: cannot read it as pairs-jsonl ({exc!r})") from None
+        if {valid for _, _, valid, _ in rows} != {True, False}:
+            raise CommandError(
+                f"judged set {judged}: {len(rows)} candidates with counterfactual.valid, "
+                f"{sum(v for _, _, v, _ in rows)} of them valid; the figures need valid and invalid candidates"
+            )
         scorer = ValidityDiscriminator(model, encoder_path=cfg["MINILM_PATH"] or None, device=cfg["DEVICE"])
-        r = validity_bench.bench(scorer, data_dir=data, judged_path=judged, seed=opts["seed"])
+        try:
+            r = validity_bench.bench(scorer, data_dir=data, judged_path=judged, seed=opts["seed"])
+        except (OSError, ValueError) as exc:  # the CAD folder's human edits (FormatError is a ValueError)
+            raise CommandError(str(exc)) from None
         self.stdout.write(
             f"judged set: {r['n']} candidates, {r['n_invalid']} invalid; AUC for invalid {r['auc']:.3f}\n"
             f"threshold {r['threshold']:.4f}: invalid removed {r['invalid_removed']:.1%}, "
