@@ -250,3 +250,23 @@ def test_object_parameters_are_not_run_options():
 
     assert _safe_name("179765_0") == "179765_0"
     assert _safe_name("a/b") != _safe_name("a:b") and "/" not in _safe_name("a/b")
+
+
+def test_bench_coco_cf_refuses_data_that_gives_no_figures(tmp_path):
+    """Held-out files whose pairs match none of the captions (or --captions 0) gave a JSON line of
+    0.0 shares that read as measurements: now a CommandError, before any model loads."""
+    import json
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    (tmp_path / "captions_val2017.tsv").write_text("1_0\tA man riding a horse in a field.\n")
+    row = {"id": "9_0", "caption_0": "A cat on a mat.", "caption_1": "A dog on a mat.", "image_0": "a", "image_1": "b"}
+    (tmp_path / "metadata.jsonl").write_text(json.dumps(row) + "\n")
+    with pytest.raises(CommandError, match=r"no pair of .* has its caption_0"):
+        call_command("bench_coco_cf", data=str(tmp_path), captions=5, json=True, stdout=StringIO())
+    with pytest.raises(CommandError, match="--captions must be >= 1"):
+        call_command("bench_coco_cf", data=str(tmp_path), captions=0, json=True, stdout=StringIO())
+    (tmp_path / "metadata.jsonl").write_text("not json\n")
+    with pytest.raises(CommandError, match=r"metadata.jsonl:1: not a COCO-Counterfactuals row"):
+        call_command("bench_coco_cf", data=str(tmp_path), captions=5, json=True, stdout=StringIO())

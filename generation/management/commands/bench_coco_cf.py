@@ -65,6 +65,8 @@ class Command(BaseCommand):
         tsv, meta = folder / "captions_val2017.tsv", folder / "metadata.jsonl"
         if not tsv.is_file() or not meta.is_file():
             raise CommandError(f"need {tsv} and {meta}")
+        if opts["captions"] < 1:
+            raise CommandError("--captions must be >= 1")
         captions: dict[str, str] = {}
         with tsv.open(encoding="utf-8") as fh:
             for line in fh:
@@ -72,10 +74,17 @@ class Command(BaseCommand):
                 captions[cid] = cap
         published: dict[str, dict[str, str]] = {}
         with meta.open(encoding="utf-8") as fh:
-            for line in fh:
-                obj = json.loads(line)
-                if obj["id"] in captions and captions[obj["id"]].strip() == obj["caption_0"].strip():
-                    published[obj["id"]] = obj
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                    if obj["id"] in captions and captions[obj["id"]].strip() == obj["caption_0"].strip():
+                        published[obj["id"]] = obj
+                except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                    raise CommandError(f"{meta}:{n}: not a COCO-Counterfactuals row ({exc!r})") from None
+        if not published:
+            raise CommandError(f"no pair of {meta} has its caption_0 in {tsv} (under its id): nothing to compare with")
         ids = sorted(published)
         random.Random(opts["seed"]).shuffle(ids)
         ids = ids[: opts["captions"]]
@@ -127,13 +136,13 @@ class Command(BaseCommand):
         result = {
             "captions": len(ids),
             "vocabulary": bool(opts["vocabulary"]),
-            "yield_share": round(len(ours) / max(1, len(ids)), 4),
-            "mean_similarity": round(sum(float(c.scores["similarity"]) for c in ours.values()) / max(1, len(ours)), 4),
-            "published_in_band": round(in_band / max(1, len(ids)), 4),
+            "yield_share": _share(len(ours), len(ids)),
+            "mean_similarity": _share(sum(float(c.scores["similarity"]) for c in ours.values()), len(ours)),
+            "published_in_band": _share(in_band, len(ids)),
             "published_one_word_swaps": one_word,
-            "same_noun": round(same_noun / max(1, comparable), 4),
-            "same_replacement": round(same_new / max(1, comparable), 4),
-            "published_replacement_among_ours": round(among / max(1, one_word), 4),
+            "same_noun": _share(same_noun, comparable),
+            "same_replacement": _share(same_new, comparable),
+            "published_replacement_among_ours": _share(among, one_word),
             "captions_per_s": round(len(ids) / seconds, 2) if seconds else None,
             "seconds": round(seconds, 2),
         }
@@ -145,3 +154,9 @@ class Command(BaseCommand):
                 p = published[c.original_id]
                 self.stdout.write(f"  {p['caption_0']}\n    ours: {c.fields['caption']}\n    pub:  {p['caption_1']}")
         self.stdout.write(json.dumps(result))
+
+
+def _share(part: float, whole: int) -> float | None:
+    """``part / whole`` to 4 places; None (JSON null) when there is nothing to divide by, not a
+    0.0 that reads as a measurement."""
+    return round(part / whole, 4) if whole else None
