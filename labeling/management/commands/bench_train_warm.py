@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.db.models import F
@@ -85,7 +86,12 @@ class Command(BaseCommand):
                     before = encoder.encoded_count
                     rec = _Recorder()
                     t0 = time.perf_counter()
-                    model = services.pairwise_train(project=project, mode=opts["mode"], warm_start=spec, progress=rec)
+                    try:
+                        model = services.pairwise_train(
+                            project=project, mode=opts["mode"], warm_start=spec, progress=rec
+                        )
+                    except ValidationError as exc:  # e.g. a split the CAD folder lacks: rolled back, said
+                        raise CommandError("; ".join(exc.messages)) from None
                     runs.append(
                         {
                             "run": name,
