@@ -202,3 +202,21 @@ def test_a_tilde_path_is_the_home_folder(tmp_path, monkeypatch):
         call_command("bench_pairwise", *pool)
     with pytest.raises(CommandError, match="only 3 labelled pairs"):
         call_command("bench_augmentation", *pool, "--eval", "pairs-jsonl:~/three.jsonl")
+
+
+@pytest.mark.parametrize("command", ["bench_pairwise", "bench_augmentation"])
+def test_a_negative_limit_or_a_budget_out_of_range_says_so(tmp_path, command):
+    """--limit -5 read no pair and blamed the file ("only 0 labelled pairs read"); --budget 1.5
+    said only "invalid _budget value". Both now name the option and what it takes."""
+    from .conftest import synthetic_pairs
+
+    pairs, ys = synthetic_pairs(30)
+    path = _pairs_file(tmp_path / "pool.jsonl", pairs, ys)
+    args = [command, "--task", "nli", "--format", "pairs-jsonl", str(path), "--eval", f"pairs-jsonl:{path}"]
+    if command == "bench_pairwise":
+        args.remove("--eval")
+        args.pop()
+    with pytest.raises(CommandError, match="--limit: '-5': a number of pairs, 0 for all"):
+        call_command(*args, "--limit", "-5")
+    with pytest.raises(CommandError, match=r"--budget: '1\.5': a share of the pool between 0 and 1"):
+        call_command(*args, "--budget", "1.5")

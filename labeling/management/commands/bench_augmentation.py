@@ -22,7 +22,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.evaluation import finetune_options, read_eval_sets
-from labeling.management.commands.bench_pairwise import _budget, held_out_warm
+from labeling.management.commands.bench_pairwise import _budget, _limit, held_out_warm
 from labeling.ml.augmentation import CLASSIFIERS, EvalSet, classifier_factory
 from labeling.ml.augmentation import run_augmentation as run
 from labeling.ml.base_classifier import TooFewLabels
@@ -49,7 +49,7 @@ class Command(BaseCommand):
         parser.add_argument("--threshold", type=float, default=None, help="abstain threshold for capc-confident")
         parser.add_argument(
             "--limit",
-            type=int,
+            type=_limit,
             default=0,
             help="use about N pairs of the pool: whole groups at random, seed 0 (0: all)",
         )

@@ -13,6 +13,7 @@ method's export; a task model whose metadata says it saw the pool's counterfactu
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -40,10 +41,25 @@ from projects.models import TASKS
 
 
 def _budget(value: str) -> float:
-    b = float(value)
+    """A share strictly between 0 and 1; argparse shows the reason (a ValueError it hides)."""
+    try:
+        b = float(value)
+    except ValueError:
+        b = float("nan")
     if not 0 < b < 1:
-        raise ValueError("budget must be between 0 and 1")
+        raise argparse.ArgumentTypeError(f"{value!r}: a share of the pool between 0 and 1 (exclusive), e.g. 0.1")
     return b
+
+
+def _limit(value: str) -> int:
+    """``--limit``: about N pairs, 0 for all (a negative N read nothing and said the file was empty)."""
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{value!r}: a number of pairs, 0 for all")
+    return n
 
 
 def _shares(raw: str, option: str) -> list[float]:
@@ -95,7 +111,7 @@ class Command(BaseCommand):
         parser.add_argument("--threshold", type=float, default=None, help="abstain threshold for coverage figures")
         parser.add_argument(
             "--limit",
-            type=int,
+            type=_limit,
             default=0,
             help="use about N pairs: whole groups (originals) drawn at random, seed 0 (0: all)",
         )
