@@ -44,9 +44,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _pct(sorted_ms: list[float], p: float) -> float:
+def _pct(sorted_ms: list[float], p: float) -> float | None:
+    """The ``p``-th percentile of sorted latencies; None (JSON null) with no sample, never a
+    0.0 that reads as a latency of 0 ms (e.g. next-item with ``?next=1`` answers, or no request)."""
     if not sorted_ms:
-        return 0.0
+        return None
     idx = min(len(sorted_ms) - 1, max(0, math.ceil(p / 100 * len(sorted_ms)) - 1))
     return round(sorted_ms[idx], 2)
 
@@ -351,8 +353,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **opts: Any) -> None:
         n_ann, n_items, k = opts["annotators"], opts["items"], opts["k"]
-        if n_ann < 1 or n_items < 1 or k < 1:
-            raise CommandError("--annotators, --items and --k must be positive")
+        if n_ann < 1 or n_items < 1 or k < 1 or opts["seconds"] <= 0:
+            raise CommandError("--annotators, --items, --k and --seconds must be positive")
         out = self.stdout
         project, tokens = self._migrate_and_seed(n_items=n_items, k=k, n_annotators=n_ann)
         proc = None

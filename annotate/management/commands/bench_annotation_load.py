@@ -221,7 +221,7 @@ def starved_annotators(project: Project) -> tuple[int, int]:
     return eligible, starved
 
 
-def _pct(values: list[float], p: float) -> float:
+def _pct(values: list[float], p: float) -> float | None:
     return bench_annotation._pct(sorted(values), p)
 
 

@@ -73,7 +73,7 @@ class Command(BaseCommand):
             for n in sweep:
                 row = self._load(scenario, n, opts["sweep_seconds"], opts, label="sweep")
                 rows.append(row)
-                if row["p95_ms"] >= opts["target_ms"] or row["errors"]:
+                if row["p95_ms"] is None or row["p95_ms"] >= opts["target_ms"] or row["errors"]:
                     break
                 best = row
             largest[scenario] = (
