@@ -205,7 +205,7 @@ def test_a_tilde_path_is_the_home_folder(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("command", ["bench_pairwise", "bench_augmentation"])
-def test_a_negative_limit_or_a_budget_out_of_range_says_so(tmp_path, command):
+def test_a_negative_limit_a_budget_or_threshold_out_of_range_says_so(tmp_path, command):
     """--limit -5 read no pair and blamed the file ("only 0 labelled pairs read"); --budget 1.5
     said only "invalid _budget value". Both now name the option and what it takes."""
     from .conftest import synthetic_pairs
@@ -220,3 +220,5 @@ def test_a_negative_limit_or_a_budget_out_of_range_says_so(tmp_path, command):
         call_command(*args, "--limit", "-5")
     with pytest.raises(CommandError, match=r"--budget: '1\.5': a share of the pool between 0 and 1"):
         call_command(*args, "--budget", "1.5")
+    with pytest.raises(CommandError, match="--threshold: '5': a confidence between 0 and 1"):
+        call_command(*args, "--threshold", "5")

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.evaluation import finetune_options, read_eval_sets
-from labeling.management.commands.bench_pairwise import _budget, _limit, held_out_warm
+from labeling.management.commands.bench_pairwise import _budget, _limit, _threshold, held_out_warm
 from labeling.ml.augmentation import CLASSIFIERS, EvalSet, classifier_factory
 from labeling.ml.augmentation import run_augmentation as run
 from labeling.ml.base_classifier import TooFewLabels
@@ -46,7 +46,7 @@ class Command(BaseCommand):
         parser.add_argument("--seeds", type=int, default=3)
         parser.add_argument("--classifier", default="minilm-lr", choices=CLASSIFIERS, help="f' (default minilm-lr)")
         parser.add_argument("--warm-start", default="", metavar="FORMAT:PATH[:SPLIT]", help="adds variant capc+warm")
-        parser.add_argument("--threshold", type=float, default=None, help="abstain threshold for capc-confident")
+        parser.add_argument("--threshold", type=_threshold, default=None, help="abstain threshold for capc-confident")
         parser.add_argument(
             "--limit",
             type=_limit,

@@ -51,6 +51,17 @@ def _budget(value: str) -> float:
     return b
 
 
+def _threshold(value: str) -> float:
+    """``--threshold``: a confidence between 0 and 1 (5 made every label abstain, and said nothing)."""
+    try:
+        t = float(value)
+    except ValueError:
+        t = float("nan")
+    if not 0 <= t <= 1:
+        raise argparse.ArgumentTypeError(f"{value!r}: a confidence between 0 and 1, e.g. 0.7")
+    return t
+
+
 def _limit(value: str) -> int:
     """``--limit``: about N pairs, 0 for all (a negative N read nothing and said the file was empty)."""
     try:
@@ -108,7 +119,7 @@ class Command(BaseCommand):
         parser.add_argument("--seeds", type=int, default=5)
         parser.add_argument("--warm-start", default="", metavar="FORMAT:PATH[:SPLIT]")
         parser.add_argument("--base", default="minilm", choices=["minilm", "tfidf"], help="base classifier f")
-        parser.add_argument("--threshold", type=float, default=None, help="abstain threshold for coverage figures")
+        parser.add_argument("--threshold", type=_threshold, default=None, help="abstain threshold for coverage figures")
         parser.add_argument(
             "--limit",
             type=_limit,
