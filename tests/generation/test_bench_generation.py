@@ -204,3 +204,35 @@ def test_bench_rules_validity_data_without_dev_is_a_command_error(tmp_path) -> N
             "bench_rules_validity", "--task", "nli", "--originals", "2", "--filters", "similarity",
             "--data", str(tmp_path), stdout=StringIO(),
         )  # fmt: skip
+
+
+@pytest.mark.slow  # loads the real MiniLM and a tiny GPT-2
+def test_the_flip_judge_never_trains_on_the_originals_it_judges(settings, tmp_path, monkeypatch) -> None:
+    """A data file without splits (one CAD file, pairs-jsonl, csv) gives the same originals for
+    "train": the quality table's flip judge was trained on the very originals whose candidates it
+    judged. It now trains on the others only, and when they hold fewer than two labels there is
+    no judge (it raised before: a classifier of one class)."""
+    from generation.services import bench_quality
+    from tests.generation._tiny_hf import save_gpt2
+
+    data = tmp_path / "dev_paired.tsv"
+    rows = ROWS + [(a, b.replace("The ", "This "), "4") for a, b, _ in ROWS[:2]]  # originals: N, P, P, N
+    data.write_text("Sentiment\tText\tbatch_id\n" + "".join(f"{a}\t{b}\t{c}\n" for a, b, c in rows))
+    lm = save_gpt2(tmp_path / "gpt2")
+    settings.COUNTERPART = {**settings.COUNTERPART, "PERPLEXITY_LM_PATH": str(lm), "CAUSAL_LM_PATH": str(lm)}
+    seen: list[list[dict[str, str]]] = []
+    real = bench_quality.FlipJudge
+
+    def spy(texts, *args, **kwargs):
+        seen.append(list(texts))
+        return real(texts, *args, **kwargs)
+
+    monkeypatch.setattr(bench_quality, "FlipJudge", spy)
+    args = ["--json", "--format", "cad-sentiment", "--data", str(data), "--lm-originals", "1", "--originals", "4"]
+    args += ["--generators", "rules", "--human-edits", "0", "--minilm-texts", "5"]
+    call_command("bench_generation", *args, "--quality-originals", "2", stdout=StringIO())
+    assert len(seen) == 1 and len(seen[0]) == 2, seen  # 4 originals in the file, 2 of them judged
+    # the originals in turn by label: N (pair 1), P (pair 2), N (pair 4), P (pair 3); the first two judged
+    assert sorted(t["text"] for t in seen[0]) == sorted([rows[6][1], rows[4][1]])
+    call_command("bench_generation", *args, "--quality-originals", "3", stdout=StringIO())
+    assert len(seen) == 1  # one original left, one label: no judge (no flip rate), no error
