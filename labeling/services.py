@@ -35,7 +35,7 @@ from labeling.ml.feature_cache import (
     files_digest,
 )
 from labeling.ml.features import Pair, PairEncoding
-from labeling.ml.pairs import pairs_from_records, parse_warm_spec, unique_originals
+from labeling.ml.pairs import pairs_from_records, parse_warm_spec, unique_originals, unseen
 from labeling.ml.pairwise import MIN_LABELS as MIN_LABELS  # re-exported: the dashboard's "enough labels"
 from labeling.ml.pairwise import (
     LabelingModel,
@@ -197,12 +197,7 @@ def strip_warm_overlap(
     texts would only teach h the answers it is cross-validated on (issue 26: a warm start
     from CAD-NLI dev on a project imported from CAD-NLI dev took h's CV accuracy from 0.730 to
     0.910 without a word)."""
-    seen = project_text_hashes(project, fields)
-    keep = [
-        i
-        for i, p in enumerate(pairs)
-        if text_hash(p.original, fields) not in seen and text_hash(p.counterfactual, fields) not in seen
-    ]
+    keep = unseen(pairs, project_text_hashes(project, fields), fields)
     removed = len(pairs) - len(keep)
     if not removed:
         return pairs, ys, ""

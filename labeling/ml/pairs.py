@@ -141,17 +141,23 @@ def sample_by_group(data: LabelledPairs, limit: int, seed: int = 0) -> LabelledP
     )
 
 
+def unseen(pairs: Sequence[Pair], seen: set[str], fields: Sequence[str]) -> list[int]:
+    """Rows of ``pairs`` whose original and counterfactual are both outside ``seen`` (text hashes)."""
+    return [
+        i
+        for i, p in enumerate(pairs)
+        if text_hash(p.original, fields) not in seen and text_hash(p.counterfactual, fields) not in seen
+    ]
+
+
 def without_pool(warm: LabelledPairs, pool: LabelledPairs, fields: Sequence[str]) -> tuple[LabelledPairs, int]:
     """The warm-start pairs less those whose original or counterfactual is (by normalized text,
     :func:`labeling.ml.textkeys.text_hash`) an original or a counterfactual of ``pool``, and
     how many were left out: h pre-trained on the very pairs it is scored on (a warm-start file
     that is the pool, or another slice of the same split) would report memorised labels."""
-    seen = {text_hash(t, fields) for p in pool.pairs for t in (p.original, p.counterfactual)}
-    keep = [
-        i
-        for i, p in enumerate(warm.pairs)
-        if text_hash(p.original, fields) not in seen and text_hash(p.counterfactual, fields) not in seen
-    ]
+    keep = unseen(
+        warm.pairs, {text_hash(t, fields) for p in pool.pairs for t in (p.original, p.counterfactual)}, fields
+    )
     kept = LabelledPairs(
         [warm.pairs[i] for i in keep],
         [warm.y_prime[i] for i in keep],
