@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from projects.ml.wordnet import english_wordnet
+from projects.ml.wordnet import english_wordnet, noun_lexname
 
 nltk = pytest.importorskip("nltk")
 
@@ -32,3 +32,46 @@ def test_a_folder_without_wordnet_is_a_lookup_error(tmp_path, monkeypatch) -> No
     monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
     with pytest.raises(LookupError):
         english_wordnet(str(tmp_path))
+
+
+def test_noun_lexname_answers_as_the_reader_does() -> None:
+    """``noun_lexname`` (a binary search in ``index.noun``, one line of ``data.noun``, NLTK's noun
+    morphology) gives the first noun sense's lexicographer file that the loaded reader gives."""
+    wn = english_wordnet()
+    words = [
+        "cat",
+        "cats",
+        "mice",
+        "geese",
+        "children",
+        "women",
+        "knives",
+        "boxes",
+        "dishes",
+        "buses",
+        "glasses",
+        "cups",
+        "ladies",
+        "people",
+        "data",
+        "series",
+        "hot_dog",
+        "ice_cream",
+        "u.s.",
+        "'hood",
+        "a",
+        "1",
+        "zebra",
+        "aardvark",
+        "zyzzyva",
+        "qwzx",
+        "runs",
+        "men",
+        "oxen",
+        "teeth",
+        "wolves",
+    ]
+    words += list(wn._exception_map["n"])[::40]  # every 40th irregular plural
+    for word in words:
+        synsets = wn.synsets(word, "n")
+        assert noun_lexname(word) == (synsets[0].lexname() if synsets else None), word

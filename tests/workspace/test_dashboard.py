@@ -330,6 +330,20 @@ def test_quality_charts_are_cached_until_the_answers_change():
     assert quality_charts(project=project)[0].rows[0][2] < answers  # recomputed, not the cached chart
 
 
+def test_noun_category_reads_no_loaded_wordnet(monkeypatch):
+    """The caption charts' noun categories come from two lines of WordNet's files: building
+    NLTK's reader took seconds in the first dashboard request of an image–caption project."""
+    from projects.ml import wordnet
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the whole WordNet was loaded for one noun's category")
+
+    monkeypatch.setattr(wordnet, "english_wordnet", refuse)
+    assert stats.noun_category("cat") == "animal" and stats.noun_category("Mice") == "animal"
+    assert stats.noun_category("hot dog") == "person" and stats.noun_category("cups") == "artifact"
+    assert stats.noun_category("qwzx") == "unknown"
+
+
 def test_stats_units():
     assert stats.swapped_nouns("a cat on a mat", "a dog on a mat") == ("cat", "dog")
     assert stats.swapped_nouns("an apple on a mat", "a pear on a mat") == ("apple", "pear")

@@ -189,21 +189,15 @@ def swapped_nouns(caption_a: str, caption_b: str) -> tuple[str, str] | None:
 def noun_category(word: str) -> str:
     """The WordNet lexicographer file of ``word``'s first noun sense without the ``noun.``
     prefix (``animal``, ``artifact``, ``person``…), ``unknown`` when WordNet has no noun sense
-    (or its data is not installed)."""
+    (or its data is not installed). Read from two lines of WordNet's files, not from a loaded
+    WordNet (seconds, paid by the first dashboard request of a process)."""
+    from projects.ml.wordnet import noun_lexname
+
     try:
-        from projects.ml.wordnet import english_wordnet
-
-        wn = english_wordnet()
-
-        synsets = wn.synsets(word.lower().replace(" ", "_"), "n")
-        if not synsets:
-            lemma = wn.morphy(word.lower(), "n")
-            synsets = wn.synsets(lemma, "n") if lemma else []
+        lexname = noun_lexname(word.lower().replace(" ", "_")) or noun_lexname(word.lower())
     except LookupError:
         return "unknown"
-    if not synsets:
-        return "unknown"
-    return str(synsets[0].lexname()).removeprefix("noun.")
+    return lexname.removeprefix("noun.") if lexname else "unknown"
 
 
 OUTCOMES = ("own", "other", "both", "neither")
