@@ -693,8 +693,11 @@ def project_quality(*, project: Project) -> dict[str, Any]:
         gold_items = dict(Item.objects.filter(project=project, is_gold=True).values_list("id", "gold_choice"))
         ds_input = real + [(i, a, c) for i, a, c, g, _, _ in rows if g and c in allowed]
         try:
+            # numpy's EM (the same labels as crowd-kit's, tests/annotate/test_agreement.py): this runs
+            # in the page's request, and importing crowd-kit (pandas, scipy.stats, nltk) cost the
+            # first one of a process 3-4 s
             ds = agreement.dawid_skene(
-                ds_input, labels=allowed, gold={i: c for i, c in gold_items.items() if c in allowed}
+                ds_input, labels=allowed, gold={i: c for i, c in gold_items.items() if c in allowed}, engine="numpy"
             )
             ds_labels = {i: lab for i, lab in ds.label_of.items() if i not in gold_items}
             differ = sum(1 for i, lab in ds_labels.items() if mv.get(i) and mv[i].label != lab)
