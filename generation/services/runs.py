@@ -220,6 +220,11 @@ def run_options_clean(*, project: Project, options: dict[str, Any] | None) -> di
     for key in sorted(set(options) & set(RUN_OPTION_KEYS)):
         if key not in errors and (msg := unstorable(options[key], where=key)):
             errors[key] = msg
+    if clean["split"] and "split" not in errors and not project.examples.filter(split=clean["split"]).exists():
+        # else the run loads its models, reads no original and "succeeds" with 0 / 0
+        have = sorted(set(project.examples.exclude(split="").values_list("split", flat=True).distinct()))
+        where = f"its splits are {', '.join(have)}" if have else "its originals have no split: leave it empty"
+        errors["split"] = f"no original of this project has the split {clean['split'][:80]!r}; {where}"
     if errors:
         raise ValidationError(errors)
     return clean

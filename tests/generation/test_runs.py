@@ -83,6 +83,16 @@ def test_create_rejects_bad_options_with_field_messages(project, options, field)
     assert not GenerationRun.objects.exists()
 
 
+def test_create_refuses_a_split_no_original_has(project):
+    """A split the project's originals lack ("trian", "test" in a dev project) is a field error,
+    not a run that loads its models and succeeds with 0 / 0 originals."""
+    with pytest.raises(ValidationError) as exc:
+        run_create(project=project, generator="test-echo", options={"split": "trian"})
+    assert exc.value.message_dict["split"] == ["no original of this project has the split 'trian'; its splits are dev"]
+    assert not GenerationRun.objects.exists()
+    assert run_create(project=project, generator="test-echo", options={"split": "dev"}).options["split"] == "dev"
+
+
 def test_create_rejects_unknown_generator(project):
     with pytest.raises(ValidationError) as exc:
         run_create(project=project, generator="nope", options={})
