@@ -35,12 +35,14 @@ def budget_validator(value: float) -> None:
 
 
 def validate_labels(labels: list[str]) -> list[str]:
-    """A project's label set: non-empty, no repeats, no reserved choice name (``unclear``, in
+    """A project's label set: at least two, no repeats, no reserved choice name (``unclear``, in
     any case and after trimming: it would be offered twice and break agreement and quality
     figures); ``ValidationError`` naming the ``labels`` field otherwise. Behind ``project_create``,
     so the project form, the API and ``import_data --labels`` all refuse the same."""
     if len(set(labels)) != len(labels) or not labels:
         raise ValidationError({"labels": ["labels must be a non-empty list without repeats"]})
+    if len(labels) < 2:  # one label: nothing can flip, and every answer is that label or Unclear
+        raise ValidationError({"labels": [f"a project needs at least two labels (got only {labels[0][:64]!r})"]})
     if reserved := [n for n in labels if n.strip().casefold() in RESERVED_CHOICES]:
         raise ValidationError(
             {

@@ -47,6 +47,9 @@ def test_every_error_is_shown_next_to_its_field_at_once(client_r):
     assert r.status_code == 400 and b"name contains a NUL character" in r.content  # projects.middleware
     r = client_r.post("/projects/new/", {"name": "dup-labels", "task": "nli", "labels": "a,a"})
     assert r.status_code == 400 and b"without repeats" in r.content
+    r = client_r.post("/projects/new/", {"name": "one-label", "task": "nli", "labels": "abc"})
+    assert r.status_code == 400 and "id_labels-error" in r.content.decode()  # nothing could ever flip
+    assert b"at least two labels (got only &#x27;abc&#x27;)" in r.content
     r = client_r.post("/projects/new/", {"name": "reserved", "task": "nli", "labels": "a, Unclear ,b"})
     assert r.status_code == 400 and "id_labels-error" in r.content.decode()  # next to its field
     assert b"is reserved for the answer" in r.content
