@@ -7,6 +7,8 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+pytestmark = pytest.mark.postgres_too
+
 
 def test_a_percentile_of_no_request_is_null_not_zero_ms():
     """With ``?next=1`` answers (the load test's default API flow) no next-item request is sent:

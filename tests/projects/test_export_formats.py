@@ -180,6 +180,12 @@ def test_export_job_zips_a_directory_format(tmp_path: Path, settings) -> None:
         def progress(self, done: int, total: int) -> None:
             pass
 
+        def check_cancelled(self) -> None:
+            pass
+
+        def cancel_requested(self) -> bool:
+            return False
+
     result = export_job(job, Ctx())  # type: ignore[arg-type]
     assert result["pairs"] == 2 and result["file"].endswith(".hf-datasets.zip")
     names = zipfile.ZipFile(tmp_path / "exports" / result["file"]).namelist()
