@@ -184,6 +184,28 @@ def test_the_queues_declared_up_front_leave_no_row_for_a_sender_to_insert(
         call_command("jobs", "--declare-queues")
 
 
+def _stepped(job: Job, ctx: svc.JobContext) -> dict:
+    for index in (1, 2):
+        ctx.step(f"step {index}", index=index, count=2)
+    if job.params.get("fail"):
+        raise svc.JobFailed("the second step failed")
+    return {}
+
+
+def test_a_job_counted_in_steps_reads_all_done_once_it_succeeds(project, monkeypatch):
+    """``step`` writes ``done`` as each step begins (1 of 2 while the last runs): a succeeded job
+    reads 2 of 2, not 1 of 2; a failed one keeps where it got to."""
+    monkeypatch.setitem(svc._KINDS, "export", svc.JobKind("export", "default", _stepped))
+    ok = svc.job_create(kind="export", project=project, params={})
+    bad = svc.job_create(kind="export", project=project, params={"fail": True})
+    svc.job_execute(job_id=ok.pk)
+    svc.job_execute(job_id=bad.pk)
+    ok.refresh_from_db()
+    bad.refresh_from_db()
+    assert (ok.status, ok.done, ok.total) == ("succeeded", 2, 2)
+    assert (bad.status, bad.done, bad.total) == ("failed", 1, 2)
+
+
 def test_a_handler_failure_is_recorded_not_hidden(project):
     job = svc.job_create(kind="export", project=project, params={"fail": True})
     svc.job_execute(job_id=job.pk)
