@@ -9,12 +9,14 @@ class LabelingConfig(AppConfig):
         from django.conf import settings
 
         from labeling.evaluation import evaluation_job
-        from labeling.services import autolabel_job, pairwise_train_job
+        from labeling.services import autolabel_job, autolabel_job_end, pairwise_train_job
         from projects.services.jobs import job_kind_register
 
         limit = int(settings.COUNTERPART["JOB_TIME_LIMIT"])
         job_kind_register(name="train", queue="interactive", handler=pairwise_train_job, time_limit=limit)
-        job_kind_register(name="autolabel", queue="interactive", handler=autolabel_job, time_limit=limit)
+        job_kind_register(
+            name="autolabel", queue="interactive", handler=autolabel_job, time_limit=limit, on_end=autolabel_job_end
+        )
         job_kind_register(name="evaluate", queue="interactive", handler=evaluation_job, time_limit=limit)
         from labeling.task_training import task_model_job
 

@@ -905,6 +905,17 @@ def pairwise_train_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     }
 
 
+def autolabel_job_end(job_id: int, status: str) -> None:
+    """The ``autolabel`` kind's end hook: a run its handler did not finish (the job cancelled
+    while its worker was dead, or failed after its worker kept dying) is closed with what its
+    committed blocks wrote, so it shows as the project's latest run. Safe to run again."""
+    if status == "succeeded":
+        return
+    AutolabelRun.objects.filter(job_id=job_id, finished=False).update(
+        finished=True, skipped=F("considered") - F("auto_labeled") - F("abstained")
+    )
+
+
 def autolabel_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     assert job.project is not None
     try:

@@ -157,3 +157,22 @@ def test_a_cancel_after_the_work_is_done_leaves_the_job_succeeded(monkeypatch):
 
     assert job.status == "succeeded" and job.result["routed"] == 20
     assert Candidate.objects.filter(project=project, state=states.ROUTED).count() == 20
+
+
+def test_an_autolabel_cancelled_while_its_worker_was_dead_closes_its_run():
+    """Killed after its first block, then cancelled before any worker took it up again: the
+    resumed execution ends the job cancelled without running it, and the end hook closes the
+    run with what its committed block wrote (it was left unfinished, under no latest run)."""
+    project, _ = make_project(n_pairs=60, n_human=20)
+    model = services.pairwise_train(project=project, mode="pc")
+    job = job_svc.job_create(kind="autolabel", project=project, params={"min_confidence": 0.0})
+    run = AutolabelRun.objects.create(
+        project=project, model=model, min_confidence=0.0, job=job, finished=False,
+        considered=20, auto_labeled=15, abstained=3, cursor=1,
+    )  # fmt: skip
+    Job.objects.filter(pk=job.pk).update(status="running", token="dead", cancel_requested=True)
+    job = job_svc.job_execute(job_id=job.pk, take_over=True)
+
+    assert job.status == "cancelled"
+    run.refresh_from_db()
+    assert (run.finished, run.considered, run.auto_labeled, run.abstained, run.skipped) == (True, 20, 15, 3, 2)
