@@ -134,10 +134,13 @@ def iter_json_lines(path: str, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) 
         if not text.strip():
             continue
         try:
-            value = json.loads(text)
+            value = json_loads(text)
         except json.JSONDecodeError as exc:
             hint = " (truncated line?)" if exc.pos >= len(text.rstrip()) - 1 else ""
             yield Problem(path, lineno, f"not valid JSON: {exc.msg} at column {exc.colno}{hint}")
+            continue
+        except NotJSONConstant as exc:
+            yield Problem(path, lineno, f"not valid JSON: {exc}")
             continue
         except RecursionError:
             yield Problem(path, lineno, f"not valid JSON: nested more than {MAX_JSON_DEPTH} levels deep")
@@ -146,6 +149,21 @@ def iter_json_lines(path: str, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) 
             yield Problem(path, lineno, msg)
             continue
         yield lineno, value
+
+
+class NotJSONConstant(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a JSON text: Python's ``json`` reads them, but
+    they are not JSON, and the database refuses them in a JSON column (SQLite's ``JSON_VALID``
+    check, PostgreSQL's jsonb), so they are a problem of their row, not a crash of the import."""
+
+
+def _no_constant(name: str) -> Any:
+    raise NotJSONConstant(f"{name} is not a JSON value (JSON has no NaN or Infinity; write null)")
+
+
+def json_loads(text: str) -> Any:
+    """``json.loads`` that refuses ``NaN`` / ``Infinity`` (raises :class:`NotJSONConstant`)."""
+    return json.loads(text, parse_constant=_no_constant)
 
 
 # A JSON line can decode to a NUL or a lone surrogate only through a \u escape (a raw NUL

@@ -84,9 +84,11 @@ def _delimiter(path: str) -> str:
 
 def _json_cell(value: str, column: str) -> Any:
     try:
-        obj = json.loads(value)
+        obj = r.json_loads(value)
     except json.JSONDecodeError as exc:
         raise RowError(f"{column} must be a JSON object ({exc.msg})") from None
+    except r.NotJSONConstant as exc:
+        raise RowError(f"{column} must be a JSON object ({exc})") from None
     except RecursionError:
         raise RowError(f"{column} is nested more than {r.MAX_JSON_DEPTH} levels deep") from None
     if msg := r.unstorable(obj, where=column):

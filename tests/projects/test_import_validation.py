@@ -57,6 +57,10 @@ BAD_LINES: dict[str, tuple[str, str]] = {
     "100,000 nested brackets": ("[" * 100_000 + "]" * 100_000, "nested more than 64 levels deep"),
     "meta nested 100 deep": (pair(5, meta={"a": deep(100)}), "nested more than 64 levels deep"),
     "raw NUL byte": ('{"id": "p5",\u0000 "x": 1}', "NUL character"),
+    # Python's json reads NaN and Infinity (pandas and numpy write them); the JSON columns
+    # refuse them, so they used to crash the write (SQLite's JSON_VALID check).
+    "NaN in meta": (pair(5, meta={"score": float("nan")}), "NaN is not a JSON value"),
+    "Infinity in original.meta": (pair(5, original={"meta": {"x": float("inf")}}), "Infinity is not a JSON value"),
 }
 
 
