@@ -144,8 +144,8 @@ def read_csv(
                 yield row
                 continue
             lineno, cells = row
-            if len(cells) == 1 and not cells[0].strip() and len(header) > 1:
-                continue  # blank line
+            if not cells or (len(cells) == 1 and not cells[0].strip() and len(header) > 1):
+                continue  # a blank line (csv.reader gives [] for an empty one, e.g. a trailing one)
             if len(cells) != len(header):
                 yield Problem(path, lineno, f"expected {len(header)} columns (as in the header), found {len(cells)}")
                 continue
