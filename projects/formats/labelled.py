@@ -57,8 +57,13 @@ def read_labelled_jsonl(
                 yield Problem(path, lineno, str(msg))
                 continue
             raw = obj.get("label")
-            if not isinstance(raw, str):
+            if isinstance(raw, int) and not isinstance(raw, bool):
+                raw = str(raw)  # a label id (datasets' ClassLabel): matched or mapped as "1"
+            if raw is None or raw == "":
                 yield Problem(path, lineno, "label is missing (task training data must be labelled)")
+                continue
+            if not isinstance(raw, str):
+                yield Problem(path, lineno, f"label must be a string, not {type(raw).__name__}")
                 continue
             try:
                 label = label_of(raw)

@@ -65,6 +65,8 @@ def _fields(obj: dict[str, Any], where: str) -> dict[str, str]:
 def _label(value: Any, key: str, label_of: r.LabelMap) -> str | None:
     if value is None or value == "":
         return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)  # a label id: matched or mapped (--label-map 0=negative) as "0"
     if not isinstance(value, str):
         raise RowError(f"{key} must be a string or null, not {type(value).__name__}")
     try:

@@ -6,12 +6,13 @@ that says what the file is and what can be imported instead (never one "not vali
 from __future__ import annotations
 
 import codecs
+import json
 from pathlib import Path
 
 import pytest
 
 from projects.models import Example, Project
-from projects.services.imports import data_import
+from projects.services.imports import ImportRefused, data_import
 from projects.services.projects import project_create
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
@@ -24,6 +25,13 @@ def project() -> Project:
     return project_create(name="s", task="sentiment")
 
 
+def refusal(project: Project, path: Path, format: str) -> str:
+    with pytest.raises(ImportRefused) as exc:
+        data_import(project=project, format=format, paths=[str(path)])
+    assert not Example.objects.exists()
+    return " ".join([str(exc.value), *exc.value.problems])
+
+
 @pytest.mark.parametrize("tail", ["\r\n", "\n\n", "\r\n\r\n\r\n"])
 def test_a_csv_with_trailing_empty_lines_imports(project: Project, tmp_path: Path, tail: str) -> None:
     # csv.reader gives [] for an empty line; it used to be "expected 3 columns, found 0"
@@ -32,3 +40,29 @@ def test_a_csv_with_trailing_empty_lines_imports(project: Project, tmp_path: Pat
     report = data_import(project=project, format="csv", paths=[str(f)])
     assert (report.imported_originals, report.problems) == (2, [])
     assert Example.objects.get(external_id="s2").fields["text"] == 'Awful, "awful"\r\nacting'
+
+
+def test_integer_label_ids_are_matched_as_their_names_and_mapped_with_the_label_map(
+    project: Project, tmp_path: Path
+) -> None:
+    # what datasets' ds.to_json writes for a ClassLabel column
+    f = tmp_path / "hf.jsonl"
+    f.write_text('{"text": "great", "label": 1}\n{"text": "awful", "label": 0}\n')
+    msg = refusal(project, f, "labelled-jsonl")
+    assert "hf.jsonl:1: unknown label '1' (expected one of negative, positive)" in msg  # was "label is missing"
+    data_import(project=project, format="labelled-jsonl", paths=[str(f)], label_map={"0": "negative", "1": "positive"})
+    assert dict(Example.objects.values_list("fields__text", "label__name")) == {
+        "great": "positive",
+        "awful": "negative",
+    }
+
+    pairs = tmp_path / "pairs.jsonl"
+    line = {
+        "id": "p1",
+        "original": {"fields": {"text": "a"}, "label": 1},
+        "counterfactual": {"fields": {"text": "b"}, "label": 0},
+    }
+    pairs.write_text(json.dumps(line) + "\n")
+    with pytest.raises(ImportRefused) as exc:
+        data_import(project=project, format="pairs-jsonl", paths=[str(pairs)])
+    assert "original.label: unknown label '1' (expected one of negative, positive)" in exc.value.problems[0]
