@@ -284,6 +284,8 @@ def check_file(path: str, *, max_file_bytes: int | None, max_line_bytes: int | N
     """Refuse a file that is missing, larger than ``max_file_bytes`` or has a line longer
     than ``max_line_bytes`` (raises :class:`FormatError`). Checks the size with ``stat``
     first, so a 2 GB file is refused without being read."""
+    if os.path.isdir(path):
+        raise FormatError(f"{path}: {_folder_message(path)}")
     if not os.path.isfile(path):
         raise FormatError(f"{path}: file not found")
     size = os.path.getsize(path)
@@ -296,8 +298,14 @@ def check_file(path: str, *, max_file_bytes: int | None, max_line_bytes: int | N
         return
     with open(path, "rb") as fh:
         kind = binary_kind(fh.read(SNIFF_BYTES))
+    if kind in UTF16:
+        raise FormatError(
+            f'{path}: this file is {kind} text (Excel\'s "Unicode text" saves it so); save it as UTF-8 '
+            '("CSV UTF-8") and import it again; nothing was imported'
+        )
     if kind is not None:
-        raise FormatError(f"{path}: this is not a text file ({kind}); nothing was imported")
+        more = READABLE if kind in DATA_FILES else ""
+        raise FormatError(f"{path}: this is not a text file ({kind}); nothing was imported{more}")
     for lineno, raw in _raw_lines(path, max_line_bytes):
         if raw is None:
             raise FormatError(
@@ -321,7 +329,29 @@ MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"7z\xbc\xaf\x27\x1c", "7-Zip archive"),
     (b"SQLite format 3\x00", "SQLite database"),
     (b"\xd0\xcf\x11\xe0", "old Office document"),
+    (b"PAR1", "Parquet file"),
+    (b"ARROW1", "Apache Arrow file"),
+    (b"\xff\xff\xff\xff", "Apache Arrow file, as Hugging Face datasets' save_to_disk writes"),
+    (b"\xff\xfe", "UTF-16 (little-endian)"),
+    (b"\xfe\xff", "UTF-16 (big-endian)"),
 )
+UTF16 = ("UTF-16 (little-endian)", "UTF-16 (big-endian)")
+DATA_FILES = ("Parquet file", "Apache Arrow file", "Apache Arrow file, as Hugging Face datasets' save_to_disk writes")
+READABLE = (
+    ". Import reads text files: JSON lines (pairs-jsonl, labelled-jsonl), csv/tsv, and the CAD and "
+    "COCO layouts (docs/data-and-formats.md)"
+)
+
+
+def _folder_message(path: str) -> str:
+    """Why the folder ``path`` cannot be imported as a data file, and what to do instead."""
+    if os.path.isfile(os.path.join(path, "dataset_info.json")) or os.path.isfile(os.path.join(path, "state.json")):
+        return (
+            "this is a Hugging Face datasets folder (save_to_disk); hf-datasets is an export format only. "
+            "Write the data set as JSON lines (ds.to_json(PATH)) and import that as labelled-jsonl or "
+            f"pairs-jsonl; nothing was imported{READABLE}"
+        )
+    return f"this is a folder, not a data file; name the file(s) in it; nothing was imported{READABLE}"
 
 
 def binary_kind(head: bytes) -> str | None:

@@ -42,6 +42,28 @@ def test_a_csv_with_trailing_empty_lines_imports(project: Project, tmp_path: Pat
     assert Example.objects.get(external_id="s2").fields["text"] == 'Awful, "awful"\r\nacting'
 
 
+def test_a_utf16_csv_is_refused_as_utf16_not_as_binary(project: Project, tmp_path: Path) -> None:
+    f = tmp_path / "unicode.csv"
+    f.write_bytes(ROWS.encode("utf-16"))
+    msg = refusal(project, f, "csv")
+    assert "UTF-16 (little-endian) text" in msg and "save it as UTF-8" in msg
+    assert "binary" not in msg
+
+
+def test_a_hugging_face_folder_and_its_files_are_refused_saying_what_is_read(project: Project, tmp_path: Path) -> None:
+    folder = tmp_path / "ds"
+    folder.mkdir()
+    (folder / "dataset_info.json").write_text("{}")
+    (folder / "data-00000-of-00001.arrow").write_bytes(b"\xff\xff\xff\xff" + bytes(200))
+    (tmp_path / "train.parquet").write_bytes(b"PAR1" + bytes(200))
+    msg = refusal(project, folder, "labelled-jsonl")
+    assert "Hugging Face datasets folder" in msg and "file not found" not in msg
+    assert "ds.to_json" in msg
+    assert "Apache Arrow file" in refusal(project, folder / "data-00000-of-00001.arrow", "labelled-jsonl")
+    msg = refusal(project, tmp_path / "train.parquet", "csv")
+    assert "Parquet file" in msg and "JSON lines (pairs-jsonl, labelled-jsonl), csv/tsv" in msg
+
+
 def test_integer_label_ids_are_matched_as_their_names_and_mapped_with_the_label_map(
     project: Project, tmp_path: Path
 ) -> None:
