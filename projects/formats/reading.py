@@ -354,6 +354,24 @@ def _folder_message(path: str) -> str:
     return f"this is a folder, not a data file; name the file(s) in it; nothing was imported{READABLE}"
 
 
+def json_array_problem(path: str) -> str | None:
+    """What is wrong when the JSON-lines file ``path`` is one JSON array (Label Studio's
+    "JSON" export, ``json.dump(list)``) rather than one object a line; ``None`` otherwise."""
+    with open(path, "rb") as fh:
+        head = fh.read(SNIFF_BYTES).decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    first = head.split("\n", 1)[0].strip()
+    # "[" alone (pretty-printed) or an array of objects; any other line that starts with "["
+    # (a list, deep brackets) stays a problem of its row
+    if first != "[" and not first.replace(" ", "").startswith("[{"):
+        return None
+    return (
+        f"{path}: this is one JSON array (as Label Studio's JSON export writes), not JSON lines; this "
+        "format reads one JSON object per line: pairs-jsonl (docs/formats.md §1) or labelled-jsonl (the "
+        "text fields, label, optional id, source, split, meta). Convert it, e.g. jq -c '.[]' FILE; "
+        "nothing was imported"
+    )
+
+
 def binary_kind(head: bytes) -> str | None:
     """What a file that starts with ``head`` is, when it is clearly not text: a known binary
     format by its leading bytes (RIFF…WEBP too), or data of which more than a tenth is control

@@ -50,6 +50,19 @@ def test_a_utf16_csv_is_refused_as_utf16_not_as_binary(project: Project, tmp_pat
     assert "binary" not in msg
 
 
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_label_studio_json_array_is_refused_once_saying_what_is_read(
+    project: Project, tmp_path: Path, indent: int | None
+) -> None:
+    tasks = [{"id": 1, "data": {"text": "great"}, "annotations": [{"result": [{"value": {"choices": ["Positive"]}}]}]}]
+    f = tmp_path / "project-1.json"
+    f.write_text(json.dumps(tasks, indent=indent))
+    for format in ("pairs-jsonl", "labelled-jsonl"):
+        msg = refusal(project, f, format)
+        assert "one JSON array (as Label Studio's JSON export writes), not JSON lines" in msg
+        assert "not valid JSON" not in msg and "labelled-jsonl" in msg
+
+
 def test_a_hugging_face_folder_and_its_files_are_refused_saying_what_is_read(project: Project, tmp_path: Path) -> None:
     folder = tmp_path / "ds"
     folder.mkdir()
