@@ -120,9 +120,10 @@ def read_csv(
             raise r.FormatError(f"{path}: file is empty (expected a header row)")
         if isinstance(first, Problem):
             raise r.FormatError(f"{first} (in the header row)")
-        header = [c.strip() for c in first[1]]
+        written = [c.strip() for c in first[1]]  # as the file spells them, for the messages
+        header = canonical_header(written, text_fields)
         if "id" not in header:
-            raise r.FormatError(f"{path}:1: the header has no id column. {expected_columns(header, text_fields)}")
+            raise r.FormatError(f"{path}:1: the header has no id column. {expected_columns(written, text_fields)}")
         if len(set(header)) != len(header):
             raise r.FormatError(f"{path}:1: the header repeats a column name")
         is_pairs = any(c.startswith("counterfactual.") for c in header)
@@ -135,7 +136,7 @@ def read_csv(
         else:
             found = [c for c in header if c not in ORIGINAL_KEYS]
         if msg := r.check_text_fields(found, text_fields):
-            raise r.FormatError(f"{path}:1: text columns: {msg}. {expected_columns(header, text_fields)}")
+            raise r.FormatError(f"{path}:1: text columns: {msg}. {expected_columns(written, text_fields)}")
         if not found:
             raise r.FormatError(f"{path}:1: the header names no text field column")
         base_dir = image_base or os.path.dirname(os.path.abspath(path))
@@ -176,6 +177,14 @@ def read_csv(
                 yield Problem(path, lineno, str(exc))
                 continue
             yield seen.check(rec, path, lineno) or rec
+
+
+def canonical_header(cells: list[str], text_fields: list[str] | None) -> list[str]:
+    """The header's column names stripped, and those that name a known column in another case
+    (``ID``, ``Text``, ``Original.Label``: Excel users capitalise) spelled as that column."""
+    known = [*ORIGINAL_KEYS, *pair_columns(list(text_fields or [])), *(text_fields or [])]
+    by_fold = {name.casefold(): name for name in known}
+    return [by_fold.get(c.strip().casefold(), c.strip()) for c in cells]
 
 
 _BOOLEANS = {"true": True, "false": False}

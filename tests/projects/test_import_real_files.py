@@ -101,3 +101,16 @@ def test_integer_label_ids_are_matched_as_their_names_and_mapped_with_the_label_
     with pytest.raises(ImportRefused) as exc:
         data_import(project=project, format="pairs-jsonl", paths=[str(pairs)])
     assert "original.label: unknown label '1' (expected one of negative, positive)" in exc.value.problems[0]
+
+
+def test_csv_header_names_match_in_any_case(project: Project, tmp_path: Path) -> None:
+    # Excel users capitalise headers; "ID" used to be "the header has no id column"
+    originals = tmp_path / "originals.csv"
+    originals.write_text("ID, Text ,Label\nh1,hello,Positive\n")
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text(
+        "Id,Original.Text,Original.Label,Counterfactual.Text,Counterfactual.Label\np1,good,positive,bad,NEGATIVE\n"
+    )
+    report = data_import(project=project, format="csv", paths=[str(originals), str(pairs)])
+    assert (report.imported_originals, report.imported_pairs, report.problems) == (2, 1, [])
+    assert Example.objects.get(external_id="h1").fields == {"text": "hello"}
