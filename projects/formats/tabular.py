@@ -1,5 +1,6 @@
-"""``csv``: comma-separated (tab-separated when the file name ends in ``.tsv``), UTF-8, with a
-header row. Two shapes, told apart by the header:
+"""``csv``: comma-separated (tab-separated when the file name ends in ``.tsv``; semicolon-separated
+when the header has semicolons and no comma, as Excel writes CSV in many European locales),
+UTF-8, with a header row. Two shapes, told apart by the header:
 
 **Pairs** (any column starts with ``counterfactual.``) — the columns mirror the JSON keys of
 ``pairs-jsonl`` (see :mod:`projects.formats.pairs`), dotted::
@@ -78,8 +79,14 @@ def pair_columns(text_fields: list[str]) -> list[str]:
     ]
 
 
-def _delimiter(path: str) -> str:
-    return "\t" if path.lower().endswith(".tsv") else ","
+def _delimiter(path: str, max_line_bytes: int) -> str:
+    """Tab for a ``.tsv`` file; else a comma, or a semicolon when the header has semicolons and
+    no comma (Excel's "CSV" in a locale whose decimal mark is a comma)."""
+    if path.lower().endswith(".tsv"):
+        return "\t"
+    with open(path, "rb") as fh:
+        first = fh.readline(max_line_bytes)
+    return ";" if b";" in first and b"," not in first else ","
 
 
 def _json_cell(value: str, column: str) -> Any:
@@ -114,7 +121,7 @@ def read_csv(
     for path in paths:
         if not os.path.isfile(path):
             raise r.FormatError(f"{path}: file not found")
-        rows = csv_rows(path, max_line_bytes=max_line_bytes, delimiter=_delimiter(path))
+        rows = csv_rows(path, max_line_bytes=max_line_bytes, delimiter=_delimiter(path, max_line_bytes))
         first = next(rows, None)
         if first is None:
             raise r.FormatError(f"{path}: file is empty (expected a header row)")

@@ -114,3 +114,12 @@ def test_csv_header_names_match_in_any_case(project: Project, tmp_path: Path) ->
     report = data_import(project=project, format="csv", paths=[str(originals), str(pairs)])
     assert (report.imported_originals, report.imported_pairs, report.problems) == (2, 1, [])
     assert Example.objects.get(external_id="h1").fields == {"text": "hello"}
+
+
+def test_a_semicolon_separated_csv_from_a_european_excel_imports(project: Project, tmp_path: Path) -> None:
+    # used to be "the header has no id column ... found id;text;label"
+    f = tmp_path / "excel-de.csv"
+    f.write_bytes(codecs.BOM_UTF8 + ROWS.replace(",", ";").encode())
+    report = data_import(project=project, format="csv", paths=[str(f)])
+    assert (report.imported_originals, report.problems) == (2, [])
+    assert Example.objects.get(external_id="s2").fields["text"] == 'Awful; "awful"\r\nacting'
