@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from projects.models import Candidate, Label
 from projects.services.exports import ExportError, data_export, export_filters_parse
 from tests.annotate.factories import project_with_candidates
 
@@ -61,3 +62,23 @@ def test_a_directory_export_gets_its_manifest_beside_the_directory(tmp_path: Pat
     doc = json.loads((tmp_path / "ds.manifest.json").read_text())
     assert (doc["format"], doc["rows"], doc["directory"]) == ("hf-datasets", 3, {"name": "ds"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "ds.manifest.json"]
+
+
+def test_a_repeated_list_flag_adds_to_the_list_not_replaces_it(tmp_path: Path):
+    # README's tour exports with "--state human_labeled --state auto_labeled"; argparse kept only
+    # the last flag, so the human-labelled pairs were silently left out
+    project = project_with_candidates(n=4)
+    label = Label.objects.filter(project=project).first()
+    human, auto = ["c0", "c1"], ["c2"]
+    Candidate.objects.filter(project=project, external_id__in=human).update(
+        state="human_labeled", label=label, label_source="human", confidence=1.0
+    )
+    Candidate.objects.filter(project=project, external_id__in=auto).update(
+        state="auto_labeled", label=label, label_source="auto", confidence=0.9
+    )
+    out = tmp_path / "x.jsonl"
+    assert "exported 3 pairs" in export(project, str(out), "--state", "human_labeled", "--state", "auto_labeled")
+    sources = sorted(json.loads(line)["counterfactual"]["label_source"] for line in out.read_text().splitlines())
+    assert sources == ["auto", "human", "human"]
+    assert "exported 3 pairs" in export(project, str(out), "--state", "human_labeled,auto_labeled")
+    assert "exported 2 pairs" in export(project, str(out), "--label-source", "none", "--label-source", "auto")

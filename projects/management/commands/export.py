@@ -3,9 +3,10 @@
 Writes a project's pairs (docs/formats.md §1 for ``pairs-jsonl``; columns in
 ``generation/formats/tabular.py`` for ``csv``). Filters: ``--state``, ``--label-source``
 (human, auto, gold, imported, none), ``--min-confidence``, ``--split``; the list filters take
-comma-separated values. Pairs judged invalid are left out unless ``--include-invalid``. Pairs
-with no label yet are written without a counterfactual label (``UNLABELLED_AS``) unless
-``--labelled-only``; the command says how many there were.
+comma-separated values and may be repeated (``--state human_labeled --state auto_labeled``:
+both). Pairs judged invalid are left out unless ``--include-invalid``. Pairs with no label yet
+are written without a counterfactual label (``UNLABELLED_AS``) unless ``--labelled-only``; the
+command says how many there were.
 """
 
 from __future__ import annotations
@@ -42,10 +43,17 @@ class Command(BaseCommand):
         parser.add_argument(
             "--out", required=True, help="output file ('-' for stdout); a new directory for hf-datasets and coco-cf"
         )
-        parser.add_argument("--state", type=_csv_list, help="e.g. human_labeled,auto_labeled")
-        parser.add_argument("--label-source", type=_csv_list, help="human,auto,gold,imported,none")
+        # action="extend": a repeated flag adds to the list (argparse's default kept only the last one)
+        parser.add_argument(
+            "--state", type=_csv_list, action="extend", help="e.g. human_labeled,auto_labeled (repeatable)"
+        )
+        parser.add_argument(
+            "--label-source", type=_csv_list, action="extend", help="human,auto,gold,imported,none (repeatable)"
+        )
         parser.add_argument("--min-confidence", type=float, help="only pairs with confidence >= this")
-        parser.add_argument("--split", type=_csv_list, help="only pairs whose original is in these splits")
+        parser.add_argument(
+            "--split", type=_csv_list, action="extend", help="only pairs whose original is in these splits (repeatable)"
+        )
         parser.add_argument(
             "--include-invalid",
             action="store_true",
