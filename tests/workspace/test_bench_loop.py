@@ -232,3 +232,13 @@ def test_a_bad_labels_file_is_a_clear_error(tmp_path):
     bad.write_text('{"key": "k", "judgements": {"r1": {"label": "maybe", "valid": true}}}\n')
     with pytest.raises(CommandError, match=r"labels.jsonl:1: reader 'r1'"):
         call_command("bench_loop", "--in-place", "--originals", "cad-nli:x:train", "--labels", str(bad))
+
+
+def test_a_missing_task_model_folder_is_refused_before_anything_runs(tmp_path, monkeypatch):
+    # docs/loop.md's command names var/models/nli-f, absent from a fresh clone: it failed only
+    # after the scratch database, the import and the generation run (about a minute)
+    from workspace.management.commands import bench_loop
+
+    monkeypatch.setattr(bench_loop.Command, "_in_scratch", lambda *a, **k: pytest.fail("started the loop"))
+    with pytest.raises(CommandError, match=r"--task-model: task model directory not found: .*nli-f"):
+        call_command("bench_loop", "--originals", "cad-nli:x:train", "--task-model", str(tmp_path / "nli-f"))

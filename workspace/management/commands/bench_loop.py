@@ -78,6 +78,12 @@ class Command(BaseCommand):
             return self._merge(opts["merge_answers"], labels_path, labels)
         if not opts["originals"]:
             raise CommandError("--originals FORMAT:PATH[:SPLIT] is required")
+        if opts["task_model"] not in ("", "train") and not Path(opts["task_model"]).is_dir():
+            # before the scratch database, the import and the generation run: not minutes later
+            raise CommandError(
+                f"--task-model: task model directory not found: {opts['task_model']} "
+                "(a train_task_model folder; 'train' trains one, none without the flag)"
+            )
         if not opts["in_place"] and not os.environ.get("DATABASE_URL") and not os.environ.get(CHILD_ENV):
             return self._in_scratch(opts)
         brief = ""
