@@ -78,3 +78,10 @@ def test_every_environment_variable_the_settings_read_is_documented():
     )
     missing = sorted(name for name in read if f"`{name}`" not in documented)
     assert not missing, f"read by config/settings, not in docs/configuration.md or docs/security.md: {missing}"
+
+
+def test_every_docs_page_is_linked_from_the_index():
+    index = (REPO / "docs" / "index.md").read_text(encoding="utf-8")
+    linked = set(re.findall(r"\]\(([\w.-]+\.md)(?:#[^)]*)?\)", index))
+    pages = {page.name for page in (REPO / "docs").glob("*.md")} - {"index.md"}
+    assert not pages - linked, f"not linked from docs/index.md: {sorted(pages - linked)}"
