@@ -59,8 +59,13 @@ def _complete(folder: Path) -> bool:
 
 
 def _say(message: str) -> None:
-    logger.info(message)
-    print(message, file=sys.stderr, flush=True)
+    """Once, on stderr: the root logger already writes INFO to stderr (config.settings.base
+    LOGGING), so logging it as well printed every line twice in a command. Without logging
+    configured (a script), it is still said; a Celery worker logs its stderr."""
+    if logging.getLogger().hasHandlers() and logger.isEnabledFor(logging.INFO):
+        logger.info(message)
+    else:
+        print(message, file=sys.stderr, flush=True)
 
 
 def convert(gguf: Path, target: Path, progress: Callable[[str], None] = _say) -> Path:

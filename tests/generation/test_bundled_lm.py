@@ -327,3 +327,13 @@ def test_a_partial_folder_is_replaced_by_the_conversion(monkeypatch, tmp_path) -
     assert bundled_lm.is_converted(tmp_path / "models") and not (target / "theirs").exists()
     assert (target / "tokenizer.json").is_file()
     assert [p.name for p in target.parent.iterdir()] == [target.name]
+
+
+@pytest.mark.parametrize("level", ["INFO", "WARNING"])
+def test_the_conversion_message_is_said_once(level, capsys, caplog):
+    """``generate`` printed "converting the bundled language model …" twice: to stderr and
+    through the root logger, which writes INFO to stderr too. Now once, whichever way."""
+    caplog.set_level(level, logger=bundled_lm.logger.name)
+    bundled_lm._say("converting the bundled language model x.gguf")
+    said = capsys.readouterr().err.count("converting the bundled") + caplog.text.count("converting the bundled")
+    assert said == 1
