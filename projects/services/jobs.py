@@ -54,8 +54,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q
-from django.db.models.functions import Coalesce, Greatest
+from django.db.models import Case, F, Q, When
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from projects.aggregates import project_stats_mark_stale, project_stats_recompute
@@ -450,8 +450,8 @@ def _claim_row(job_id: int, *, take_over: bool) -> str | None:
 
 def _finish(job_id: int, token: str, status: str, *, error: str = "", result: dict[str, Any] | None = None) -> None:
     values: dict[str, Any] = {"status": status, "error": error[:5000], "finished_at": timezone.now()}
-    if status == "succeeded":  # all of it is done: a job counted in steps wrote ``done`` as each began
-        values["done"] = Greatest(F("done"), F("total"))
+    if status == "succeeded":  # a job counted in steps wrote ``done`` as each began: all are done now
+        values["done"] = Case(When(step__has_key="count", then=F("total")), default=F("done"))
     if result is not None:
         values["result"] = result
     if Job.objects.filter(pk=job_id, token=token, status="running").update(**values):

@@ -55,7 +55,7 @@ def test_the_evaluation_reports_encoding_then_fits(monkeypatch, settings, tmp_pa
     fits = [c for c in calls[steps[1] + 1 :] if c[0] == "progress"]
     assert [d for _, d, _ in fits] == list(range(1, len(fits) + 1)) and fits[-1][1] == calls[steps[1]][2]
     assert job.step["index"] == 2 and job.step["done"] == job.step["total"] == fits[-1][1]
-    assert (job.done, job.total) == (1, 2)  # as the handler left them; the box shows every step done:
+    assert (job.done, job.total) == (2, 2)  # a succeeded job reads all done (the API, jobs --json), as the box:
     from projects.selectors import job_progress
 
     p = job_progress(job=job)

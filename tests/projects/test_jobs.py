@@ -194,7 +194,8 @@ def _stepped(job: Job, ctx: svc.JobContext) -> dict:
 
 def test_a_job_counted_in_steps_reads_all_done_once_it_succeeds(project, monkeypatch):
     """``step`` writes ``done`` as each step begins (1 of 2 while the last runs): a succeeded job
-    reads 2 of 2, not 1 of 2; a failed one keeps where it got to."""
+    reads 2 of 2, not 1 of 2; a failed one keeps where it got to, and so does a job counted in
+    units (``progress``), whose count is what it did."""
     monkeypatch.setitem(svc._KINDS, "export", svc.JobKind("export", "default", _stepped))
     ok = svc.job_create(kind="export", project=project, params={})
     bad = svc.job_create(kind="export", project=project, params={"fail": True})
@@ -204,6 +205,10 @@ def test_a_job_counted_in_steps_reads_all_done_once_it_succeeds(project, monkeyp
     bad.refresh_from_db()
     assert (ok.status, ok.done, ok.total) == ("succeeded", 2, 2)
     assert (bad.status, bad.done, bad.total) == ("failed", 1, 2)
+    # a job counted in units keeps its count: a generation run out of originals early read 4 of 5
+    monkeypatch.setitem(svc._KINDS, "export", svc.JobKind("export", "default", lambda job, ctx: ctx.progress(4, 5)))
+    units = svc.job_execute(job_id=svc.job_create(kind="export", project=project, params={}).pk)
+    assert (units.status, units.done, units.total) == ("succeeded", 4, 5)
 
 
 def test_a_handler_failure_is_recorded_not_hidden(project):
