@@ -55,7 +55,7 @@ from projects import states
 from projects.ml.embeddings import Encoder, shared_encoder
 from projects.models import Candidate, Example, Job, Label, Project
 from projects.services.candidates import candidates_transition
-from projects.services.jobs import JobCancelled, JobContext, JobFailed, job_start
+from projects.services.jobs import JobContext, JobFailed, job_start, stop_if_cancelled
 
 TRAIN_SOURCES = ("human", "gold")
 STRATUM_ALPHA = ALPHA  # the strata's one-sided level (the dashboard's checks state it)
@@ -368,7 +368,7 @@ def pairwise_train(
     at = iter(range(1, len(steps) + 1))
 
     def step(total: int = 0, unit: str = "") -> None:
-        _stop_if(should_stop)
+        stop_if_cancelled(should_stop)
         index = next(at)
         report.step(steps[index - 1], index=index, count=len(steps), total=total, unit=unit, plan=steps)
 
@@ -555,11 +555,6 @@ def pairwise_train(
     )
 
 
-def _stop_if(should_stop: Callable[[], bool] | None) -> None:
-    if should_stop is not None and should_stop():
-        raise JobCancelled()
-
-
 def _save_model(
     project: Project, bundle: LabelingModel, should_stop: Callable[[], bool] | None = None, **fields: Any
 ) -> PairwiseModel:
@@ -568,7 +563,7 @@ def _save_model(
     again). A cancel seen under the lock saves nothing."""
     with transaction.atomic():
         Project.objects.select_for_update().filter(pk=project.pk).first()
-        _stop_if(should_stop)
+        stop_if_cancelled(should_stop)
         version = (PairwiseModel.objects.filter(project=project).aggregate(v=Max("version"))["v"] or 0) + 1
         path = model_path(project, version)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -34,7 +34,7 @@ from annotate.selectors import LIVE_STATES, check_items_shortfall, free_gold_can
 from projects import states
 from projects.models import Candidate, Job, Project
 from projects.services.candidates import candidates_transition
-from projects.services.jobs import JobCancelled, JobContext, JobFailed, job_start
+from projects.services.jobs import JobContext, JobFailed, job_start, stop_if_cancelled
 from projects.validators import validate_budget
 
 STRATEGIES = ["random", "stratified", "uncertainty", "active"]
@@ -239,12 +239,6 @@ def no_annotators_warning(project: Project) -> str:
     )
 
 
-def _stop_if(should_stop: Callable[[], bool] | None) -> None:
-    """Inside the routing's transaction: a cancel rolls the whole routing back."""
-    if should_stop is not None and should_stop():
-        raise JobCancelled()
-
-
 def project_route(
     *,
     project: Project,
@@ -284,7 +278,7 @@ def project_route(
         else:
             picked, used = _select_uncertainty(project, requested, rng, messages)
         routed_ids, items, gold_items = _route_ids(project, picked, already, gold_rate, rng, messages)
-        _stop_if(should_stop)
+        stop_if_cancelled(should_stop)  # inside the transaction: a cancel rolls the routing back
     if requested and len(routed_ids) < requested:
         messages.append(f"only {len(routed_ids)} pooled candidates were available for {requested} requested")
     if requested == 0:  # say why nothing moved (issue 32.2): the budget is already routed
@@ -441,7 +435,7 @@ def project_route_target(
             taken.update(chosen)
     with transaction.atomic():
         routed_ids, items, gold_items = _route_ids(project, picked, already, gold_rate, rng, messages, k=k)
-        _stop_if(should_stop)
+        stop_if_cancelled(should_stop)  # inside the transaction: a cancel rolls the routing back
     return RoutingResult(
         strategy=target,
         requested=len(picked),

@@ -73,6 +73,13 @@ class JobCancelled(Exception):
     """Raised inside a handler (by :meth:`JobContext.check_cancelled`) to stop cleanly."""
 
 
+def stop_if_cancelled(should_stop: Callable[[], bool] | None) -> None:
+    """A cancel point inside a service that a job's handler passed its cancel check to
+    (``should_stop=ctx.cancel_requested``): raises :class:`JobCancelled` when it answers true."""
+    if should_stop is not None and should_stop():
+        raise JobCancelled()
+
+
 class JobFailed(Exception):
     """A handler's clear, user-facing failure (no traceback is shown for it)."""
 
@@ -369,8 +376,7 @@ class JobContext:
         return self.cancel_seen
 
     def check_cancelled(self) -> None:
-        if self.cancel_requested():
-            raise JobCancelled()
+        stop_if_cancelled(self.cancel_requested)
 
 
 class _Heartbeat:
@@ -664,5 +670,6 @@ __all__ = [
     "job_wait_seconds",
     "job_waiting_behind",
     "jobs_sweep",
+    "stop_if_cancelled",
     "sweep_after_start_seconds",
 ]

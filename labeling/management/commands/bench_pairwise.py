@@ -19,7 +19,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -39,38 +39,32 @@ from labeling.services import embedder
 from projects.formats import FORMATS, TASK_FIELDS, TASK_LABELS, FormatError, read
 from projects.models import TASKS
 
-
-def _budget(value: str) -> float:
-    """A share strictly between 0 and 1; argparse shows the reason (a ValueError it hides)."""
-    try:
-        b = float(value)
-    except ValueError:
-        b = float("nan")
-    if not 0 < b < 1:
-        raise argparse.ArgumentTypeError(f"{value!r}: a share of the pool between 0 and 1 (exclusive), e.g. 0.1")
-    return b
+N = TypeVar("N", int, float)
 
 
-def _threshold(value: str) -> float:
-    """``--threshold``: a confidence between 0 and 1 (5 made every label abstain, and said nothing)."""
-    try:
-        t = float(value)
-    except ValueError:
-        t = float("nan")
-    if not 0 <= t <= 1:
-        raise argparse.ArgumentTypeError(f"{value!r}: a confidence between 0 and 1, e.g. 0.7")
-    return t
+def _checked(parse: Callable[[str], N], ok: Callable[[N], bool], expected: str) -> Callable[[str], N]:
+    """An argparse ``type`` that says what it takes: argparse hides a ValueError's text ("invalid
+    _budget value"), so a value ``parse`` cannot read or ``ok`` refuses raises an
+    ArgumentTypeError naming ``expected``."""
+
+    def convert(value: str) -> N:
+        try:
+            parsed = parse(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r}: {expected}") from None
+        if not ok(parsed):
+            raise argparse.ArgumentTypeError(f"{value!r}: {expected}")
+        return parsed
+
+    return convert
 
 
-def _limit(value: str) -> int:
-    """``--limit``: about N pairs, 0 for all (a negative N read nothing and said the file was empty)."""
-    try:
-        n = int(value)
-    except ValueError:
-        n = -1
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{value!r}: a number of pairs, 0 for all")
-    return n
+# NaN passes no comparison, so it is refused too
+_budget = _checked(float, lambda b: 0 < b < 1, "a share of the pool between 0 and 1 (exclusive), e.g. 0.1")
+# 5 made every label abstain, and said nothing
+_threshold = _checked(float, lambda t: 0 <= t <= 1, "a confidence between 0 and 1, e.g. 0.7")
+# about N pairs; a negative N read nothing and said the file was empty
+_limit = _checked(int, lambda n: n >= 0, "a number of pairs, 0 for all")
 
 
 def _shares(raw: str, option: str) -> list[float]:
