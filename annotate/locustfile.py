@@ -285,14 +285,20 @@ class BrowserAnnotator(FastHttpUser):
                 if undo is None:
                     return
                 undone = int(undo[1].split("/")[3])
+                # Unknown until the server's answer says otherwise: locust stops its users at the
+                # end of the run in the middle of a request, and an undo cut off there may have
+                # been done by the server (an answer kept in _answered would then read as lost).
+                _answered[:] = [a for a in _answered if a[0] != undone]
+                _unknown.append(undone)
                 outcome = self._post_stage(undo[1], {}, "undo")
-                if outcome is None or (outcome is False and _UNDONE_ALREADY in self.stage):
-                    # no usable answer, or "no answer to undo": an earlier attempt of this undo
-                    # (the client retries a request whose connection broke) may have done it
-                    _unknown.append(undone)
-                    outcome = True
-                if outcome is not False:
-                    _answered[:] = [a for a in _answered if a[0] != undone]
+                if outcome is True:
+                    _unknown.remove(undone)
+                elif outcome is False and _UNDONE_ALREADY not in self.stage:
+                    # refused ("the undo window has passed", "… aggregated"): the answer stays.
+                    # Not so for "no answer to undo": an earlier attempt of this undo (the client
+                    # retries a request whose connection broke) may have done it; it stays unknown
+                    _unknown.remove(undone)
+                    _answered.append([undone, None])
 
 
 def _cookie(name: str, value: str) -> Any:
