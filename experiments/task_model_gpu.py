@@ -37,7 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ML_MODULES = ("__init__", "task_model", "base_classifier", "features", "edits", "runtime", "textkeys")
+ML_MODULES = ("__init__", "task_model", "base_classifier", "features", "edits", "runtime")
+KERNEL_MODULES = ("__init__", "textkeys")  # projects/ml: what task_model imports from the kernel
 TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
 PART = 15 * 1024 * 1024
 WORK = Path(tempfile.gettempdir())  # scratch on the GPU machine: checkpoints, the fp16 copy, the tar
@@ -59,6 +60,10 @@ def prep(args: argparse.Namespace) -> None:
     (dest / "labeling" / "__init__.py").write_text("")
     for m in ML_MODULES:
         shutil.copy(f"labeling/ml/{m}.py", dest / "labeling" / "ml" / f"{m}.py")
+    (dest / "projects" / "ml").mkdir(parents=True, exist_ok=True)
+    (dest / "projects" / "__init__.py").write_text("")
+    for m in KERNEL_MODULES:
+        shutil.copy(f"projects/ml/{m}.py", dest / "projects" / "ml" / f"{m}.py")
     shutil.copy(__file__, dest / "task_model_gpu.py")
     for task in args.task or ["nli"]:
         if task == "nli":

@@ -261,7 +261,7 @@ def _without_held_out(
     normalized text), and how many each lost: such a set would otherwise score the held-out
     fifth under its own name (issue 32.4: "CAD NLI dev" reported the held-out fifth's figures
     on a project imported from it)."""
-    from labeling.ml.textkeys import text_hash
+    from projects.ml.textkeys import text_hash
 
     mine = {text_hash(r, fields) for e in held for r in e.records}
     if not mine:
@@ -429,9 +429,9 @@ def evaluation_job(job: Job, ctx: JobContext) -> dict[str, Any]:
 
 # -- the loop's measurements (``bench_loop``, workspace/loop/) ------------------------------------
 def text_key(record: dict[str, str], fields: list[str]) -> str:
-    """The evaluation's definition of "the same text" (``labeling.ml.textkeys.text_hash``):
+    """The evaluation's definition of "the same text" (``projects.ml.textkeys.text_hash``):
     the key of a candidate in a labels file."""
-    from labeling.ml.textkeys import text_hash
+    from projects.ml.textkeys import text_hash
 
     return text_hash(record, fields)
 

@@ -87,7 +87,7 @@ class TaskTrainingExample(models.Model):
     """A labelled example imported only to train the project's task model f (issue 26). Kept
     apart from the pool: never an Example or a Candidate, so never routed, exported, counted in
     the aggregates or shown in the data browser. ``text_key`` is the normalised text hash of its
-    fields in the project's field order (``labeling.ml.textkeys.text_hash``)."""
+    fields in the project's field order (``projects.ml.textkeys.text_hash``)."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="task_training_examples")
     fields = models.JSONField()

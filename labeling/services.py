@@ -47,12 +47,12 @@ from labeling.ml.siblings import sibling_keys
 from labeling.ml.strata import ALPHA, as_dicts, deciding_stratum, judge_strata, overall, verdict_index
 from labeling.ml.strata import MIN_STRATUM_LABELS as MIN_STRATUM_LABELS  # re-exported: the dashboard's checks
 from labeling.ml.task_inputs import load_task, read_task_meta, task_leak
-from labeling.ml.textkeys import text_hash
 from labeling.ml.validity import MIN_VALID, ValidityPrior
 from labeling.models import MODES, AutolabelRun, PairwiseModel
 from labeling.task_training import task_model_for_h
 from projects import states
 from projects.ml.embeddings import Encoder, shared_encoder
+from projects.ml.textkeys import text_hash
 from projects.models import Candidate, Example, Job, Label, Project
 from projects.services.candidates import candidates_transition
 from projects.services.jobs import JobContext, JobFailed, job_start, stop_if_cancelled

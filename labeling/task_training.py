@@ -6,7 +6,7 @@
   or a Candidate, so never routed, exported, counted or shown in the data browser.
 - :func:`task_training_set`: what f trains on: the project's labelled originals, its
   human-labelled counterfactuals, and the task training data **without** every example whose
-  normalised text (``labeling.ml.textkeys.text_hash``, the evaluation's own check) is one of
+  normalised text (``projects.ml.textkeys.text_hash``, the evaluation's own check) is one of
   the pool's originals or candidates; the message says how many were left out.
 - :func:`task_model_train` (foreground, the command) and :func:`task_model_start` /
   :func:`task_model_job` (job kind ``task_model``) run :func:`labeling.ml.task_model.train_task_model`
@@ -27,9 +27,9 @@ from django.core.exceptions import ValidationError
 from labeling.ml import task_model as TM
 from labeling.ml.task_gate import TaskGate, judge_task_model
 from labeling.ml.task_probe import BUDGET_SECONDS, estimate_seconds, probe_training, propose
-from labeling.ml.textkeys import text_hash
 from labeling.models import TaskModel, TaskTrainingExample
 from projects import formats, states
+from projects.ml.textkeys import text_hash
 from projects.models import JOB_ACTIVE, Candidate, Example, Job, Project
 from projects.services.jobs import JobCancelled, JobContext, JobFailed, job_start
 

@@ -59,7 +59,7 @@ from labeling.ml.metrics import macro_f1
 from labeling.ml.pairs import LabelledPairs
 from labeling.ml.pairwise import PairInputs, PairwiseClassifier
 from labeling.ml.siblings import sibling_keys
-from labeling.ml.textkeys import text_hash
+from projects.ml.textkeys import text_hash
 
 VARIANTS = ("originals", "human", "invariant", "trust", "pc", "capc", "capc-confident", "gold", "random")
 EXPORT = "export"  # the project's actual labelled set ("your export"), when given

@@ -12,7 +12,7 @@ from typing import Protocol, TypeGuard
 import numpy as np
 
 from labeling.ml.features import Pair
-from labeling.ml.textkeys import text_hash
+from projects.ml.textkeys import text_hash
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ def unseen(pairs: Sequence[Pair], seen: set[str], fields: Sequence[str]) -> list
 
 def without_pool(warm: LabelledPairs, pool: LabelledPairs, fields: Sequence[str]) -> tuple[LabelledPairs, int]:
     """The warm-start pairs less those whose original or counterfactual is (by normalized text,
-    :func:`labeling.ml.textkeys.text_hash`) an original or a counterfactual of ``pool``, and
+    :func:`projects.ml.textkeys.text_hash`) an original or a counterfactual of ``pool``, and
     how many were left out: h pre-trained on the very pairs it is scored on (a warm-start file
     that is the pool, or another slice of the same split) would report memorised labels."""
     keep = unseen(

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from labeling.ml.textkeys import text_hash
 from projects.formats import OriginalRecord, PairRecord, read
+from projects.ml.textkeys import text_hash
 
 FIELDS = ("premise", "hypothesis")
 LABELS = ("entailment", "neutral", "contradiction")

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from labeling.ml.base_classifier import HFSequenceClassifier, Proba
-from labeling.ml.textkeys import text_hash
+from projects.ml.textkeys import text_hash
 
 META_FILE = "counterpart_task_model.json"
 

@@ -23,8 +23,8 @@ from labeling.ml.augmentation import (
 )
 from labeling.ml.bench import human_split
 from labeling.ml.pairs import LabelledPairs, mixed_pool, trivial_edit
-from labeling.ml.textkeys import normalize_text, text_hash
 from projects.formats import OriginalRecord, PairRecord, Problem
+from projects.ml.textkeys import normalize_text, text_hash
 from tests.labeling.conftest import FIELDS, LABELS, fake_embed, synthetic_pairs
 
 

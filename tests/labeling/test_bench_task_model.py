@@ -72,7 +72,7 @@ def test_the_command_refuses_a_missing_task_model(tmp_path):
     with pytest.raises(CommandError, match="--skip: unknown method"):
         call_command(*base, "--skip", "pc")
     (tmp_path / "leaky").mkdir()
-    from labeling.ml.textkeys import text_hash
+    from projects.ml.textkeys import text_hash
 
     meta = {"text_hashes": [text_hash(p.counterfactual, ["premise", "hypothesis"]) for p in pairs[:3]]}
     (tmp_path / "leaky" / "counterpart_task_model.json").write_text(json.dumps(meta))

@@ -9,7 +9,7 @@ import pytest
 
 from labeling import task_training as T
 from labeling.ml.edited_pairs import deletions, edited_examples, negate
-from labeling.ml.textkeys import text_hash
+from projects.ml.textkeys import text_hash
 from projects.models import Candidate, Example
 from projects.services.projects import project_create
 

@@ -12,7 +12,7 @@ import pytest
 from labeling.ml.features import FeatureConfig, encode_pairs, pair_matrix, task_block
 from labeling.ml.pairwise import PairInputs, PairwiseClassifier, prepare_inputs, task_proba
 from labeling.ml.task_inputs import load_task, task_leak
-from labeling.ml.textkeys import text_hash
+from projects.ml.textkeys import text_hash
 
 from .conftest import FIELDS, LABELS, fake_embed, synthetic_pairs
 

@@ -4,7 +4,7 @@ routed candidate has none yet. No Django.
 **Labels file** (``labels.jsonl``, docs/formats.md): one JSON object per judged text,
 ``{"key": K, "fields": {…}, "judgements": {"reader1": {"label": L, "valid": true}, …},
 "cad_label": L?}``. ``key`` is the text key of the candidate's fields
-(``labeling.ml.textkeys.text_hash`` over the task's text fields, in the task's order), so a
+(``projects.ml.textkeys.text_hash`` over the task's text fields, in the task's order), so a
 judgement follows the text, not an id of one run. Each reader named in the file answers as one
 annotator.
 

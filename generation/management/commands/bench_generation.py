@@ -46,7 +46,7 @@ import os
 import resource
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -54,6 +54,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from generation.ml.base import GeneratedCandidate, Original, Skip, by_label_in_turn
+from projects.ml.textkeys import text_hash
 
 TASK_FOR_FORMAT = {"cad-nli": "nli", "cad-sentiment": "sentiment"}
 
@@ -112,11 +113,6 @@ def load_pairs(fmt: str, path: str, task: str, split: str) -> list[tuple[dict[st
         for rec in _read(fmt, path, task, split)
         if isinstance(rec, PairRecord)
     ]
-
-
-def _text_key(fields: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """An original's text, whitespace and case aside (which originals the flip judge may train on)."""
-    return tuple(sorted((k, " ".join(str(v).lower().split())) for k, v in fields.items()))
 
 
 def _repeat(originals: list[Original], n: int) -> Iterator[Original]:
@@ -621,8 +617,9 @@ class Command(BaseCommand):
             train = []
         # the judge never sees the originals it judges: a file without splits (pairs-jsonl, csv)
         # gives the same originals for "train", and --split train would overlap too
-        judged = {_text_key(o.fields) for o in originals}
-        train = [o for o in train if o.label and _text_key(o.fields) not in judged]
+        # the flip judge never trains on an original it judges (the same text: projects.ml.textkeys)
+        judged = {text_hash(o.fields, sorted(o.fields)) for o in originals}
+        train = [o for o in train if o.label and text_hash(o.fields, sorted(o.fields)) not in judged]
         if len({o.label for o in train}) < 2:  # a judge of one label cannot be trained (it raised)
             self.stderr.write(f"no flip judge: {len(train)} training originals left, fewer than two labels")
             train = []
