@@ -117,6 +117,13 @@ def run_get(*, run_id: int) -> GenerationRun | None:
     return GenerationRun.objects.select_related("project", "job").filter(pk=run_id).first()
 
 
+def run_notes(*, run: GenerationRun) -> list[str]:
+    """What the generator said about the run as a whole (``metrics["notes"]``): e.g. that no
+    diffusion model is configured, so the image-caption pairs are text only."""
+    notes = (run.metrics or {}).get("notes") or []
+    return [str(n) for n in notes] if isinstance(notes, list) else [str(notes)]
+
+
 def run_skip_summary(*, run: GenerationRun) -> list[tuple[str, int]]:
     """Skip reasons with their counts (over the stored, capped list), most frequent first."""
     from collections import Counter

@@ -19,6 +19,7 @@ from generation.ml import registry
 from generation.models import GenerationRun
 from generation.selectors import (
     run_metrics_rows,
+    run_notes,
     run_progress,
     run_skip_summary,
     runs_of_project,
@@ -235,6 +236,7 @@ def _run_context(run: GenerationRun) -> dict[str, Any]:
         "progress": run_progress(run=run),
         "metrics_rows": run_metrics_rows(run=run),
         "skip_summary": run_skip_summary(run=run),
+        "notes": run_notes(run=run),
     }
 
 

@@ -65,6 +65,26 @@ def test_text_only_run_writes_caption_pairs_and_says_so(project, settings):
     assert any("text-only" in n for n in run.metrics["notes"])
 
 
+def test_text_only_note_is_on_the_run_page_and_in_the_command_output(project, settings, client, researcher):
+    """A researcher who starts a coco-cf run without a diffusion model learns that no image was
+    drawn where they look: the run page and ``generate``'s summary (the note used to live only
+    in the run's metrics, read by the API)."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    settings.COUNTERPART = {**settings.COUNTERPART, "DIFFUSION_PATH": "", "MLM_PATH": "", "PERPLEXITY_LM_PATH": ""}
+    out = StringIO()
+    call_command(
+        "generate", project="coco", generator="coco-cf", filters="similarity,dedup", no_progress=True, stdout=out
+    )
+    assert "note: no diffusion model configured" in out.getvalue()
+    run = project.generation_runs.get()
+    client.force_login(researcher)
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert 'id="run-notes"' in page and "text-only caption pairs, no images generated" in page
+
+
 def test_run_with_a_diffusion_model_stores_images_under_media_root(project, settings, tmp_path):
     need_module("diffusers")
     from tests.generation._tiny_diffusion import save_tiny_pipeline

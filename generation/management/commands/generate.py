@@ -243,6 +243,8 @@ class Command(BaseCommand):
             )
         if run.skipped:
             self.stdout.write(f"skipped: {run.skipped} (see run.skips for reasons)")
+        for note in m.get("notes") or []:
+            self.stdout.write(f"note: {note}")
         if run.status == "failed":
             raise CommandError(f"run {run.pk} failed: {run.error}")
         return None
