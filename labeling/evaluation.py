@@ -34,6 +34,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.db.models import Q
 
 from labeling.ml.augmentation import CLASSIFIERS, EvalSet, FineTuneOptions, eval_sets_from_records
 from labeling.ml.base_classifier import TooFewLabels
@@ -274,6 +275,51 @@ def _without_held_out(
     return kept, own
 
 
+NOT_FOR_CAPTIONS = (
+    "an image-caption project's originals are captions without a class label (its labels are the annotators' "
+    "caption choices), so no classifier (f or f') can be trained on them: the evaluation is for text-classification "
+    "projects (sentiment, NLI, paraphrase, boolean QA)"
+)
+
+
+def not_applicable(*, project: Project) -> str:
+    """Why the evaluation cannot run on ``project`` whatever its labels, or "" (cheap: the task)."""
+    return NOT_FOR_CAPTIONS if project.task == "image-caption" else ""
+
+
+def pool_problem(*, project: Project, pool: LabelledPairs, held_out: bool) -> str:
+    """Why ``pool`` (the project's, without the held-out fifth when ``held_out``) cannot be
+    evaluated, in words, or "": fewer than ``MIN_POOL`` pairs, or originals missing a label (f,
+    which labels the rest for the variants and gives h its inputs, is trained on the pool's
+    originals and needs every label). :func:`evaluation_start` refuses with it, so a job it
+    accepts does not fail on it after encoding every text."""
+    labels = _label_names(project)
+    n = len(pool.pairs)
+    where = " after the held-out fifth of this project's originals is taken out" if held_out else ""
+    if n < MIN_POOL:
+        unlabelled = (
+            Candidate.objects.filter(project=project, example__label__isnull=True)
+            .exclude(state__in=NOT_IN_POOL)
+            .filter(Q(gold_label__isnull=False) | Q(state=states.HUMAN_LABELED, label_source__in=TRAIN_SOURCES))
+            .count()
+        )
+        why = f" ({unlabelled} more have an original without a label)" if unlabelled else ""
+        if project.task == "image-caption":
+            why = ": " + NOT_FOR_CAPTIONS
+        return (
+            f"only {n} candidates with a known label (human or gold) whose original has a label{where}; "
+            f"the evaluation needs {MIN_POOL}{why}"
+        )
+    have = {p.y for p in pool.pairs}
+    if missing := [lab for lab in labels if lab not in have]:
+        return (
+            f"the pool's {len({repr(sorted(p.original.items())) for p in pool.pairs})} originals{where} have no "
+            f"label {', '.join(missing)}: f (trained on them, it labels the rest for the variants and gives h its "
+            "inputs) needs originals of every label; import or label originals of every class"
+        )
+    return ""
+
+
 # -- start and run --------------------------------------------------------------------------
 def evaluation_start(
     *,
@@ -312,11 +358,11 @@ def evaluation_start(
         errors["classifier"] = [f"choose one of {', '.join(CLASSIFIERS)}"]
     if errors:
         raise ValidationError(errors)
-    n = len(_project_pool(project).pairs)
-    if n < MIN_POOL:
-        raise ValidationError(
-            {"project": [f"only {n} candidates with a known label (human or gold); the evaluation needs {MIN_POOL}"]}
-        )
+    pool = _project_pool(project)
+    if PROJECT_EVAL in specs:
+        pool, _held = _split_project(pool)
+    if problem := pool_problem(project=project, pool=pool, held_out=PROJECT_EVAL in specs):
+        raise ValidationError({"project": [problem]})
     return job_start(
         kind="evaluate",
         project=project,
@@ -379,8 +425,8 @@ def evaluation_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     evals, own = _without_held_out(evals, held, fields)
     evals += held
     export = _project_export(project, hold_out=PROJECT_EVAL in p["evals"])
-    if len(pool.pairs) < MIN_POOL:
-        raise JobFailed(f"only {len(pool.pairs)} labelled candidates left in the pool; the evaluation needs {MIN_POOL}")
+    if problem := pool_problem(project=project, pool=pool, held_out=PROJECT_EVAL in p["evals"]):
+        raise JobFailed(problem)  # before any text is encoded: the fits could not run
 
     # Two steps, each with its own progress and a total fixed when it starts (issue 25: the job
     # sat at 0/N until its end; issue 32.6: the encoding total grew during its step):

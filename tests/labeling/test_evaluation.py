@@ -4,6 +4,7 @@ with the stand-in encoder and tiny models (Celery runs eagerly in tests)."""
 from __future__ import annotations
 
 import json
+from html import unescape
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -286,3 +287,47 @@ def test_set_titles_never_show_a_server_path():
     # results stored before sets had titles were named by their spec, path and all
     assert eval_set_title("cad-nli:/srv/shared/data/cad:dev/original") == "cad-nli dev: original sentences"
     assert "/srv" not in eval_set_title("pairs-jsonl:/srv/x/eval.jsonl/counterfactual")
+
+
+def test_start_refuses_a_pool_the_job_would_fail_on(settings):
+    """The start check is the job's: a pool of 20 passed it but lost its held-out fifth in the
+    job ("only 16 labelled candidates left"), and a pool whose originals lack a label passed it
+    and failed after every text was encoded ("the base classifier needs …"). Both are refused
+    at once now, in words, and no job is queued."""
+    from django.core.exceptions import ValidationError
+
+    from projects.models import Example, Label
+
+    small, _ = make_project(n_pairs=20, n_human=4, name="small")
+    with pytest.raises(ValidationError) as exc:
+        evaluation.evaluation_start(project=small, evals=["project"], classifier="tfidf-lr")
+    assert "after the held-out fifth" in exc.value.message_dict["project"][0]
+    one, _ = make_project(n_pairs=40, n_human=4, name="one-class")
+    Example.objects.filter(project=one).update(label=Label.objects.get(project=one, name="entailment"))
+    path = f"{settings.COUNTERPART['SHARED_DATA_DIR']}/eval.jsonl"
+    write_pairs(path, n=10)
+    with pytest.raises(ValidationError) as exc:
+        evaluation.evaluation_start(project=one, evals=[f"pairs-jsonl:{path}"], classifier="tfidf-lr")
+    message = exc.value.message_dict["project"][0]
+    assert "have no label neutral, contradiction" in message and "originals of every label" in message
+    resp = api().post(f"/api/v1/projects/{one.pk}/evaluate/", {"evals": [f"pairs-jsonl:{path}"]}, format="json")
+    assert resp.status_code == 400 and "have no label" in resp.json()["project"][0]
+    assert not Job.objects.filter(kind="evaluate").exists()
+
+
+def test_an_image_caption_project_is_told_the_evaluation_is_not_for_it(client):
+    """Its originals are captions without a class label, so the pool is always empty: the section
+    said nothing and offered a form whose every post came back "only 0 candidates with a known
+    label", as if labelling more would help."""
+    from django.core.exceptions import ValidationError
+
+    from projects.services.projects import project_create
+
+    coco = project_create(name="coco", task="image-caption")
+    with pytest.raises(ValidationError) as exc:
+        evaluation.evaluation_start(project=coco, evals=["project"])
+    assert "captions without a class label" in exc.value.message_dict["project"][0]
+    client.force_login(researcher())
+    html = unescape(client.get(f"/labeling/projects/{coco.pk}/evaluation/").content.decode())
+    assert "Not for this project: an image-caption project's originals are captions" in html
+    assert "<form" not in html and "Evaluate</button>" not in html

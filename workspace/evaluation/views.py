@@ -55,6 +55,7 @@ def _evaluation_fragment(
             what="CAD test sets",
         ),
         "refused": [c.key for c in choices if c.imported],
+        "not_applicable": services_evaluation.not_applicable(project=project),
         "job": latest,
         "progress": job_progress(job=latest) if latest else None,
         "result_job": ev["result_job"],
