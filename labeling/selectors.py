@@ -419,8 +419,17 @@ def gain_chart(variants: dict[str, Any]) -> dict[str, Any]:
         if g is None:
             rows.append({"name": label, "na": "no gain"})
             continue
+        p = m.get("p_vs_originals")
         rows.append(
-            {"name": label, "gain": 100 * g, "lo": 100 * ci[0] if ci else None, "hi": 100 * ci[1] if ci else None}
+            {
+                "name": label,
+                "gain": 100 * g,
+                "lo": 100 * ci[0] if ci else None,
+                "hi": 100 * ci[1] if ci else None,
+                "p": p,
+                # coloured only where it differs from originals only at p < ALPHA; grey is chance
+                "significant": p is not None and p < EVAL_ALPHA and g != 0,
+            }
         )
     nums = [0.0] + [v for r in rows for v in (r.get("gain"), r.get("lo"), r.get("hi")) if v is not None]
     lo, hi = min(nums), max(nums)
@@ -458,6 +467,44 @@ def gain_chart(variants: dict[str, Any]) -> dict[str, Any]:
         "ticks": ticks,
         "left": CHART_LEFT,
     }
+
+
+EVAL_ALPHA = 0.05  # the evaluation section's bar for "differs from originals only"
+
+
+def evaluation_verdict(n: int, variants: dict[str, Any]) -> str:
+    """One evaluation set's answer in words, with its n: what *Your export* did against
+    *Originals only* (paired-bootstrap p), or, when no variant differs at p < ``EVAL_ALPHA``,
+    that the gains are within chance; with few test examples, how many points one is."""
+    if not n:
+        return ""
+    one = f"one test example is {100 / n:.1f} accuracy points"
+    differ = [
+        v
+        for v, m in variants.items()
+        if v != "originals" and (m.get("p_vs_originals") is not None) and m["p_vs_originals"] < EVAL_ALPHA
+    ]
+    parts = []
+    export = variants.get("export") or {}
+    if export.get("gain") is not None and export.get("p_vs_originals") is not None:
+        gain, p = 100 * export["gain"], export["p_vs_originals"]
+        if p < EVAL_ALPHA and gain > 0:
+            what = "helps"
+        elif p < EVAL_ALPHA and gain < 0:
+            what = "hurts"
+        else:
+            what = f"no difference from Originals only at p < {EVAL_ALPHA}"
+        parts.append(f"Your export: {gain:+.1f} points over Originals only (p = {p:.3f}, n = {n}): {what}.")
+    elif "export" in variants:
+        parts.append(f"Your export: n/a ({export.get('error') or 'no gain'}).")
+    if not differ:
+        parts.append(
+            f"No variant differs from Originals only at p < {EVAL_ALPHA} on these {n} test examples ({one}): "
+            "the bars are within chance."
+        )
+    elif n < 100:
+        parts.append(f"Only {n} test examples: {one}.")
+    return " ".join(parts)
 
 
 def evaluation_for(*, project: Project) -> dict[str, Any]:
@@ -503,6 +550,7 @@ def evaluation_for(*, project: Project) -> dict[str, Any]:
                     "excluded": ev.get("excluded"),
                     "excluded_own": ev.get("excluded_own"),
                     "chart": gain_chart(variants) if variants else None,
+                    "verdict": evaluation_verdict(int(ev.get("n") or 0), variants),
                     "table": table,
                 }
             )

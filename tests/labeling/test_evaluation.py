@@ -331,3 +331,62 @@ def test_an_image_caption_project_is_told_the_evaluation_is_not_for_it(client):
     html = unescape(client.get(f"/labeling/projects/{coco.pk}/evaluation/").content.decode())
     assert "Not for this project: an image-caption project's originals are captions" in html
     assert "<form" not in html and "Evaluate</button>" not in html
+
+
+def _six_examples_result():
+    """What the job returned on a 30-pair project scored on a 6-pair test set, one seed: every
+    bar ±16.7 points (one example), none distinguishable from chance."""
+    row = lambda gain, p: {"accuracy": 0.5 + gain, "macro_f1": 0.4, "ci95": None, "gain": gain, "p_vs_originals": p}  # noqa: E731
+    variants = {
+        "originals": {"accuracy": 0.5, "macro_f1": 0.4, "ci95": None},
+        "export": row(-0.1667, 0.6567),
+        "gold": row(-0.1667, 0.6567),
+        "random": row(0.1667, 0.7126),
+        "human": row(0.0, 1.0),
+    }
+    return {
+        "task": "nli",
+        "n_pairs": 24,
+        "budget": 0.1,
+        "seeds": 1,
+        "classifier": "tfidf-lr",
+        "seconds": 1.0,
+        "excluded": 0,
+        "export_pairs": 6,
+        "eval": {"pairs-jsonl eval.jsonl/counterfactual": {"n": 6, "variants": variants, "excluded": 0}},
+    }
+
+
+def test_a_tiny_test_set_says_its_bars_are_chance_and_greys_them(client):
+    """The section asks "does the labelled set make models robust?" and answered with coloured
+    bars only: on 6 test examples "Random labels" showed a blue +16.7 and "Your export" a red
+    −16.7, each one example and p ≈ 0.7, with nothing saying so. Now each set has a sentence
+    with its n (what your export did, at what p; that no variant differs from chance) and a
+    bar that does not differ at p < 0.05 is grey."""
+    from django.utils import timezone
+
+    from labeling.selectors import evaluation_verdict
+
+    project, _ = make_project(n_pairs=30, n_human=6)
+    Job.objects.create(
+        project=project, kind="evaluate", status="succeeded", finished_at=timezone.now(), result=_six_examples_result()
+    )
+    client.force_login(researcher())
+    html = unescape(client.get(f"/labeling/projects/{project.pk}/evaluation/").content.decode())
+    assert "Your export: -16.7 points over Originals only (p = 0.657, n = 6): no difference" in html
+    assert "No variant differs from Originals only at p < 0.05 on these 6 test examples" in html
+    assert "one test example is 16.7 accuracy points" in html
+    assert 'data-significant="yes"' not in html and html.count('data-significant="no"') == 4
+    chart = gain_chart(_six_examples_result()["eval"]["pairs-jsonl eval.jsonl/counterfactual"]["variants"])
+    assert not any(r["significant"] for r in chart["rows"])
+    # a real difference is said so, and coloured
+    helps = {
+        "originals": {},
+        "export": {"gain": 0.08, "p_vs_originals": 0.001},
+        "gold": {"gain": 0.09, "p_vs_originals": 0.001},
+    }
+    verdict = evaluation_verdict(800, helps)
+    assert verdict == "Your export: +8.0 points over Originals only (p = 0.001, n = 800): helps."
+    assert all(r["significant"] for r in gain_chart(helps)["rows"])
+    hurts = evaluation_verdict(50, {"export": {"gain": -0.2, "p_vs_originals": 0.01}})
+    assert hurts.startswith("Your export: -20.0 points") and ": hurts." in hurts and "Only 50 test examples" in hurts
