@@ -340,7 +340,10 @@ def compute_run_metrics(*, run: Any) -> dict[str, Any]:
             originals_with_kept.add(c.example_id)
     n = sum(by_state.values())
     kept = by_state.get(states.POOLED, 0)
-    processed = max(run.done - run.skipped, 0)
+    # per original the run went through, a skipped one (no edit, a missing field) included: it
+    # yielded nothing, as ``originals_with_accepted`` counts it (the dashboard's "yield" used to
+    # divide by the originals that were not skipped: 21 accepted from 20 originals read 1.24)
+    processed = run.done
     out: dict[str, Any] = {
         "originals": run.done,
         "originals_skipped": run.skipped,

@@ -159,6 +159,10 @@ def test_per_original_skips_are_recorded_and_the_run_continues(project):
     assert reasons["ex-003"].startswith("generator error: RuntimeError: generator exploded")
     assert Candidate.objects.filter(job_id=run.job_id).count() == 6 * 3
     assert run.metrics["originals_skipped"] == 4
+    # per original the run went through, the 4 skipped ones (which yielded nothing) included
+    accepted = Candidate.objects.filter(job_id=run.job_id, state="pooled").count()
+    assert run.metrics["candidates_per_original"] == 1.8  # 18 candidates from 10 originals, not 18 / 6
+    assert run.metrics["accepted_per_original"] == round(accepted / 10, 4)
 
 
 def test_skip_list_is_capped_but_counted(project, settings):
