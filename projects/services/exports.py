@@ -420,6 +420,15 @@ def _reporting(
             last = _clock()
 
 
+# what a coco-cf export of caption pairs without images says to do (a coco-cf run without a
+# diffusion model writes text-only pairs; captions imported from coco-captions come without an
+# image file unless their images were found)
+NO_IMAGES_HINT = (
+    "coco-cf is the image-pair layout; a caption pair without images (a coco-cf run without a diffusion model "
+    "writes text-only pairs) is exported as pairs-jsonl, csv or hf-datasets"
+)
+
+
 def _write_directory(*, project: Project, format: str, records: Iterator[PairRecord], out: str) -> int:
     """Write a directory format into a temporary directory beside ``out`` and rename it to
     ``out`` when complete. ``out`` must not exist yet, or be an empty directory."""
@@ -446,7 +455,10 @@ def _write_directory(*, project: Project, format: str, records: Iterator[PairRec
             os.rmdir(target)
         os.replace(built, target)
     except ValueError as exc:
-        raise ExportError(str(exc)) from exc
+        message = str(exc)
+        if format == "coco-cf" and "needs both images" in message:
+            message += f" — {NO_IMAGES_HINT}"
+        raise ExportError(message) from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return n

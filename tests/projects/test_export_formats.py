@@ -221,3 +221,21 @@ def test_the_export_page_runs_directory_formats_as_a_job_and_serves_the_zip(
     r = c.post(f"/projects/{project.pk}/export/", {"format": "coco-cf"})
     assert r.status_code == 400 and b"coco-cf holds image-caption pairs" in r.content
     assert Job.objects.filter(kind="export").count() == 1
+
+
+def test_coco_cf_of_text_only_caption_pairs_says_which_format_takes_them(tmp_path: Path) -> None:
+    """A coco-cf generation run without a diffusion model writes caption pairs without images;
+    their coco-cf export failed with "coco-cf needs both images (image_0 is missing)" and no word
+    of what to do: it now names the formats that take caption pairs."""
+    project = project_create(name="captions", task="image-caption")
+    ex = Example.objects.create(project=project, external_id="1_0", fields={"caption": "A dog on a sofa."})
+    Candidate.objects.create(
+        project=project, example=ex, external_id="c", fields={"caption": "A cat on a sofa."}, state=states.POOLED
+    )
+    with pytest.raises(ExportError) as exc:
+        data_export(project=project, format="coco-cf", out=str(tmp_path / "cf"))
+    assert "needs both images" in str(exc.value) and "exported as pairs-jsonl, csv or hf-datasets" in str(exc.value)
+    out = StringIO()
+    pairs = tmp_path / "p.jsonl"
+    call_command("export", "--project", "captions", "--format", "pairs-jsonl", "--out", str(pairs), stdout=out)
+    assert json.loads(pairs.read_text())["counterfactual"]["fields"] == {"caption": "A cat on a sofa."}
