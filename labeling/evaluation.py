@@ -40,7 +40,15 @@ from labeling.ml.augmentation import CLASSIFIERS, EvalSet, FineTuneOptions, eval
 from labeling.ml.base_classifier import TooFewLabels
 from labeling.ml.features import Pair
 from labeling.ml.pairs import LabelledPairs, parse_warm_spec
-from labeling.services import NOT_IN_POOL, PAIR_VALUES, TRAIN_SOURCES, _label_names, candidate_pair, embedder
+from labeling.services import (
+    CAPTIONS_HAVE_NO_CLASS,
+    NOT_IN_POOL,
+    PAIR_VALUES,
+    TRAIN_SOURCES,
+    _label_names,
+    candidate_pair,
+    embedder,
+)
 from projects import states
 from projects.formats import FORMAT_TASKS, FORMATS, FormatError, read
 from projects.models import Candidate, Example, Job, Project
@@ -276,9 +284,8 @@ def _without_held_out(
 
 
 NOT_FOR_CAPTIONS = (
-    "an image-caption project's originals are captions without a class label (its labels are the annotators' "
-    "caption choices), so no classifier (f or f') can be trained on them: the evaluation is for text-classification "
-    "projects (sentiment, NLI, paraphrase, boolean QA)"
+    f"{CAPTIONS_HAVE_NO_CLASS}, so no classifier (f or f') can be trained on them: the evaluation is for "
+    "text-classification projects (sentiment, NLI, paraphrase, boolean QA)"
 )
 
 

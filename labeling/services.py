@@ -103,6 +103,21 @@ def embedder() -> Encoder:
     return shared_encoder(model_path=cp["MINILM_PATH"] or None, cache_dir=cp["EMBEDDING_CACHE_DIR"])
 
 
+CAPTIONS_HAVE_NO_CLASS = (
+    "an image-caption project's originals are captions without a class label (its labels are the annotators' "
+    "caption choices, per image)"
+)
+H_NOT_FOR_CAPTIONS = (
+    f"{CAPTIONS_HAVE_NO_CLASS}, so there is no original label for h to start from, nor f to train: h and "
+    "auto-labelling are for text-classification projects; the caption pairs are labelled by people"
+)
+
+
+def pairwise_not_applicable(*, project: Project) -> str:
+    """Why h (and auto-labelling) cannot run on ``project`` whatever its labels, or ""."""
+    return H_NOT_FOR_CAPTIONS if project.task == "image-caption" else ""
+
+
 def _label_names(project: Project) -> list[str]:
     return list(project.labels.order_by("position").values_list("name", flat=True))
 
@@ -233,6 +248,8 @@ def pairwise_training_data(*, project: Project, generators: list[str] | None = N
     """The human-labelled pairs h trains on, or ValidationError saying why there are too few
     (cheap: one query, no model), so a page can refuse before it enqueues training.
     ``generators``, when given, gets each pair's generator."""
+    if reason := pairwise_not_applicable(project=project):
+        raise ValidationError(reason)  # not "0 human-labelled pairs, need at least 10": more would not help
     pairs, ys, skipped = _training_pairs(project, generators)
     try:
         check_labels(ys, _label_names(project), minimum=MIN_LABELS)

@@ -50,6 +50,7 @@ def _fragment(
         "warm_starts": warm_start_options(project=project),
         "task_model": task_training.task_model_latest(project=project),
         "errors": errors or {},
+        "not_applicable": services.pairwise_not_applicable(project=project),
     }
     # whether "Train h" reads the newest task model by default, and why not (issue 30)
     context["task_model_for_h"], context["task_model_note"] = task_training.task_model_for_h(project=project)

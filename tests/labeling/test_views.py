@@ -39,6 +39,24 @@ def test_train_with_too_few_labels_is_refused_at_once(client):
     assert not PairwiseModel.objects.exists()
 
 
+def test_an_image_caption_project_is_told_h_is_not_for_it(client):
+    """Its originals are captions without a class label: "Train h" came back "0 human-labelled
+    pairs, need at least 10 … (4 more have an original without a label)" however many caption
+    choices people gave, as if more labels would help. The section now says h is not for such a
+    project instead of offering Train h / Auto-label, and a post is refused with that reason."""
+    from html import unescape
+
+    login(client, permissions.RESEARCHER)
+    project = project_create(name="captions", task="image-caption")
+    html = unescape(client.get(f"/labeling/projects/{project.pk}/flip-rates/").content.decode())
+    assert "No pairwise classifier here: an image-caption project's originals are captions" in html
+    assert "Train h</button>" not in html and "Auto-label the rest</button>" not in html
+    resp = client.post(f"/labeling/projects/{project.pk}/train/", {"mode": "capc"})
+    assert resp.status_code == 400 and "need at least" not in resp.content.decode()
+    assert "h and auto-labelling are for text-classification projects" in unescape(resp.content.decode())
+    assert not PairwiseModel.objects.exists()
+
+
 def test_train_then_autolabel_through_the_page(client, django_capture_on_commit_callbacks):
     login(client, permissions.RESEARCHER)
     project, _ = make_project()
