@@ -350,3 +350,24 @@ def test_low_agreement_needs_enough_items(no_gold):
             i = int(asg.item.candidate.external_id[1:])
             svc.annotation_submit(assignment_id=asg.pk, annotator=u, choice=labels[(i + offset) % 3])
     assert not [w for w in science_warnings(project=project) if w.code == "low-agreement"]  # 8 items: too few
+
+
+def test_an_answered_caption_project_exports_without_an_evaluate_link():
+    """Once its caption choices are in, an image-caption project's next step offered "Export the
+    labelled set or evaluate it", linking to an evaluation that cannot run on captions (their
+    originals carry no class label); the link is left out there."""
+    from projects.aggregates import project_stats_recompute
+    from projects.models import Example, Label
+
+    client = login(researcher())
+    project = project_create(name="answered-captions", task="image-caption")
+    ex = Example.objects.create(project=project, external_id="o", fields={"caption": "a dog"})
+    c = Candidate.objects.create(project=project, example=ex, external_id="c", fields={"caption": "a cat"})
+    candidates_transition(candidates=[c.pk], to=states.POOLED)
+    candidates_transition(candidates=[c.pk], to=states.ROUTED)
+    lab = Label.objects.get(project=project, name="caption_a")
+    candidates_transition(candidates=[c.pk], to=states.HUMAN_LABELED, label=lab, label_source="human")
+    project_stats_recompute(project_id=project.pk)
+    html = client.get(f"/projects/{project.pk}/").content.decode()
+    assert "Export the labelled set" in html
+    assert "or evaluate it" not in html and f"/projects/{project.pk}/evaluation/" in html  # the tab stays

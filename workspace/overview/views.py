@@ -15,6 +15,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from annotate.services.routing import project_route_target_start
+from labeling import evaluation as services_evaluation
 from labeling.task_training import task_data_counts
 from projects.formats import FORMAT_TASKS
 from projects.http import HtmxHttpRequest
@@ -44,6 +45,8 @@ def overview(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         return render(request, "workspace/overview.html#counts", context)
     context["step"] = project_next_step(project=project, counts=counts)
     context["labels"] = list(project.labels.values_list("name", flat=True))
+    # an image-caption project is not offered the evaluation it cannot run
+    context["can_evaluate"] = not services_evaluation.not_applicable(project=project)
     return render(request, "workspace/overview.html", context)
 
 
