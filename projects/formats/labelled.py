@@ -33,7 +33,7 @@ def read_labelled_jsonl(
     for path in paths:
         if not os.path.isfile(path):
             raise r.FormatError(f"{path}: file not found")
-        if msg := r.json_array_problem(path):
+        if msg := r.json_lines_problem(path, "labelled-jsonl"):
             raise r.FormatError(msg)
         stem = os.path.splitext(os.path.basename(path))[0]
         for item in r.iter_json_lines(path, max_line_bytes=max_line_bytes):

@@ -186,7 +186,7 @@ def read_pairs_jsonl(
     for path in paths:
         if not os.path.isfile(path):
             raise r.FormatError(f"{path}: file not found")
-        if msg := r.json_array_problem(path):
+        if msg := r.json_lines_problem(path, "pairs-jsonl"):
             raise r.FormatError(msg)
         base_dir = image_base or os.path.dirname(os.path.abspath(path))
         for row in r.iter_json_lines(path, max_line_bytes=max_line_bytes):

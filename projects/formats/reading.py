@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from projects.formats.encoding import legacy_text, not_utf8_message
 from projects.formats.images import DEFAULT_MAX_IMAGE_PIXELS as DEFAULT_MAX_IMAGE_PIXELS
 from projects.formats.images import image_problem
 from projects.formats.records import Problem
@@ -281,9 +282,10 @@ def check_split(split: str) -> str | None:
 
 
 def check_file(path: str, *, max_file_bytes: int | None, max_line_bytes: int | None) -> None:
-    """Refuse a file that is missing, larger than ``max_file_bytes`` or has a line longer
-    than ``max_line_bytes`` (raises :class:`FormatError`). Checks the size with ``stat``
-    first, so a 2 GB file is refused without being read."""
+    """Refuse a file that is missing, larger than ``max_file_bytes``, has a line longer
+    than ``max_line_bytes`` or is not UTF-8 (raises :class:`FormatError`; the last two in
+    the line scan, which runs when ``max_line_bytes`` is given). Checks the size with
+    ``stat`` first, so a 2 GB file is refused without being read."""
     if os.path.isdir(path):
         raise FormatError(f"{path}: {_folder_message(path)}")
     if not os.path.isfile(path):
@@ -306,12 +308,23 @@ def check_file(path: str, *, max_file_bytes: int | None, max_line_bytes: int | N
     if kind is not None:
         more = READABLE if kind in DATA_FILES else ""
         raise FormatError(f"{path}: this is not a text file ({kind}); nothing was imported{more}")
+    first_bad: tuple[int, bytes, UnicodeDecodeError] | None = None
+    bad_lines = 0
     for lineno, raw in _raw_lines(path, max_line_bytes):
         if raw is None:
             raise FormatError(
                 f"{path}:{lineno}: line is longer than {_human(max_line_bytes)} "
                 "(COUNTERPART_MAX_LINE_BYTES); nothing was imported"
             )
+        if raw.isascii():
+            continue
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:  # the encoding is the file's: refused once, not per line
+            bad_lines += 1
+            first_bad = first_bad or (lineno, raw, exc)
+    if first_bad is not None:
+        raise FormatError(not_utf8_message(path, *first_bad, bad_lines))
 
 
 SNIFF_BYTES = 4096
@@ -354,28 +367,72 @@ def _folder_message(path: str) -> str:
     return f"this is a folder, not a data file; name the file(s) in it; nothing was imported{READABLE}"
 
 
-def json_array_problem(path: str) -> str | None:
-    """What is wrong when the JSON-lines file ``path`` is one JSON array (Label Studio's
-    "JSON" export, ``json.dump(list)``) rather than one object a line; ``None`` otherwise."""
+def json_lines_problem(path: str, format: str) -> str | None:
+    """What is wrong, as a whole, with the JSON-lines file ``path`` read as ``format``, or
+    ``None``: one JSON array (Label Studio's "JSON" export, ``json.dump(list)``) rather than
+    one object a line, or a Prodigy annotation file (:func:`prodigy_keys`). Said once for the
+    file instead of a problem per line."""
     with open(path, "rb") as fh:
         head = fh.read(SNIFF_BYTES).decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+        fh.seek(0)
+        first_line = next((ln for ln in iter(lambda: fh.readline(PRODIGY_LINE_BYTES), b"") if ln.strip()), b"")
     first = head.split("\n", 1)[0].strip()
     # "[" alone (pretty-printed) or an array of objects; any other line that starts with "["
     # (a list, deep brackets) stays a problem of its row
-    if first != "[" and not first.replace(" ", "").startswith("[{"):
+    if first == "[" or first.replace(" ", "").startswith("[{"):
+        return (
+            f"{path}: this is one JSON array (as Label Studio's JSON export writes), not JSON lines; this "
+            "format reads one JSON object per line: pairs-jsonl (docs/formats.md §1) or labelled-jsonl (the "
+            "text fields, label, optional id, source, split, meta). Convert it, e.g. jq -c '.[]' FILE; "
+            "nothing was imported"
+        )
+    try:
+        obj = json_loads(first_line.decode("utf-8").lstrip("\ufeff"))
+    except (ValueError, RecursionError):  # not JSON (or cut): the line's own problem
         return None
+    if keys := prodigy_keys(obj):
+        return prodigy_message(path, format, keys)
+    return None
+
+
+PRODIGY_LINE_BYTES = 1 << 20  # a Prodigy line holds tokens and spans: its first line may be long
+PRODIGY_HASHES = ("_input_hash", "_task_hash", "_view_id", "_annotator_id", "_session_id")
+PRODIGY_ANSWERS = ("accept", "reject", "ignore")
+
+
+def prodigy_keys(obj: Any) -> list[str]:
+    """The keys that make the decoded line ``obj`` a Prodigy annotation (its ``_input_hash`` /
+    ``_task_hash`` …, an ``answer`` of accept/reject/ignore, or a choice's ``accept`` list);
+    ``[]`` for anything else (a pair is never one)."""
+    if not isinstance(obj, dict) or "original" in obj or "counterfactual" in obj:
+        return []
+    keys = [k for k in PRODIGY_HASHES if k in obj]
+    if obj.get("answer") in PRODIGY_ANSWERS:
+        keys.insert(0, "answer")
+    if isinstance(obj.get("accept"), list):
+        keys.insert(0, "accept")
+    return keys
+
+
+def prodigy_message(shown: str, format: str, keys: list[str]) -> str:
+    """The one message for a Prodigy file given as ``format`` (``shown``: its name)."""
+    found = ", ".join(f'"{k}"' for k in keys)
     return (
-        f"{path}: this is one JSON array (as Label Studio's JSON export writes), not JSON lines; this "
-        "format reads one JSON object per line: pairs-jsonl (docs/formats.md §1) or labelled-jsonl (the "
-        "text fields, label, optional id, source, split, meta). Convert it, e.g. jq -c '.[]' FILE; "
-        "nothing was imported"
+        f"{shown}: this is a Prodigy annotation file (JSON lines with {found}), not {format}. Counterpart "
+        "reads labelled texts as labelled-jsonl (the text fields, label, optional id, source, split, meta) and "
+        "counterfactual pairs as pairs-jsonl (docs/formats.md §1). Convert the accepted answers to "
+        "labelled-jsonl, e.g. jq -c 'select(.answer == \"accept\") | {text, label}' FILE > labelled.jsonl "
+        "(a choice answer: {text, label: .accept[0]}; name text after the project's text field(s)), then "
+        "import that as labelled-jsonl; nothing was imported"
     )
 
 
 def binary_kind(head: bytes) -> str | None:
     """What a file that starts with ``head`` is, when it is clearly not text: a known binary
     format by its leading bytes (RIFF…WEBP too), or data of which more than a tenth is control
-    bytes or not UTF-8. ``None`` for text (a stray NUL in a text file stays a per-row problem)."""
+    bytes or not UTF-8 and that is not Windows-1252 text either. ``None`` for text (a stray NUL
+    in a text file stays a per-row problem; text in a legacy encoding is refused by
+    :func:`check_file` as not UTF-8, with a message saying so)."""
     for magic, kind in MAGIC:
         if head.startswith(magic):
             return kind
@@ -387,7 +444,9 @@ def binary_kind(head: bytes) -> str | None:
     if len(head) == SNIFF_BYTES:  # a character cut at the end is not an error
         text = text.rstrip("\ufffd")
     odd = sum(1 for ch in text if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\n\r\f"))
-    return "binary data" if odd > max(1, len(text) // 10) else None
+    if odd <= max(1, len(text) // 10) or legacy_text(head):  # accented text in Windows-1252 is text
+        return None
+    return "binary data"
 
 
 def _human(n: float) -> str:

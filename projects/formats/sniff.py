@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from typing import Any
+
+from projects.formats.reading import prodigy_keys, prodigy_message
 
 SNIFF_BYTES = 64 * 1024
 JSON_LINES = ("pairs-jsonl", "labelled-jsonl")
@@ -34,13 +38,19 @@ def _shape(head: bytes, name: str) -> str:
     return ""
 
 
-def _pairs_or_labelled(head: bytes) -> str:
-    """``pairs-jsonl`` or ``labelled-jsonl`` for a file of JSON lines, by its first object."""
+def _objects(head: bytes) -> Iterator[Any]:
+    """The decoded JSON values of the first few lines of ``head`` (lines that are not JSON,
+    or nest deeper than Python recurses, are passed over)."""
     for line in head.decode("utf-8", errors="replace").splitlines()[:5]:
         try:
-            obj = json.loads(line)
-        except (ValueError, RecursionError):  # not JSON, or nested deeper than Python recurses
+            yield json.loads(line)
+        except (ValueError, RecursionError):
             continue
+
+
+def _pairs_or_labelled(head: bytes) -> str:
+    """``pairs-jsonl`` or ``labelled-jsonl`` for a file of JSON lines, by its first object."""
+    for obj in _objects(head):
         if isinstance(obj, dict):
             if "original" in obj and "counterfactual" in obj:
                 return "pairs-jsonl"
@@ -60,6 +70,8 @@ def format_hint(path: str, name: str, chosen: str) -> str:
     shape = _shape(head, name)
     ext = os.path.splitext(name or "")[1].lower()
     shown = name or "the file"
+    if shape == "json" and (keys := prodigy_keys(next(_objects(head), None))):
+        return prodigy_message(shown, chosen, keys)  # the readers' own message, before the upload is queued
     if chosen in JSON_LINES:
         if shape == "tsv":
             return f"{shown} looks like TSV (tab-separated columns), not JSON lines; choose csv (name the file .tsv)"

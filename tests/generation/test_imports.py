@@ -230,7 +230,6 @@ def test_a_failing_batch_leaves_nothing_half_written(tmp_path: Path, sentiment: 
 BAD_ROWS = {
     "truncated line": (lambda d: [pair(1)[:-9]], "not valid JSON"),
     "unknown label": (lambda d: [pair(1, label="meh", label_source="human")], "unknown label 'meh'"),
-    "bad UTF-8": (lambda d: [b'{"id": "p1", "original": {"fields": {"text": "caf\xe9"}}}'], "not valid UTF-8"),
     "missing image": (lambda d: [pair(1, image="nope.jpg")], "image not found"),
 }
 
