@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from django.conf import settings
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Case, CharField, Count, F, Q, QuerySet, Value, When
 from django.utils import timezone
 
 from projects import formats, states
@@ -263,7 +263,14 @@ def export_manifest(
 ) -> dict[str, Any]:
     """What an export holds and where it came from (the sidecar ``<file>.manifest.json``)."""
     qs = candidates_for_export(project=project, **filters).select_related(None).order_by()
-    by_source = dict(qs.values("label_source").annotate(n=Count("id")).values_list("label_source", "n"))
+    # by the label_source the file carries (_record): a known answer alone is written as "gold"
+    written = Case(
+        When(label__isnull=False, then=F("label_source")),
+        When(gold_label__isnull=False, then=Value("gold")),
+        default=Value(""),
+        output_field=CharField(),
+    )
+    by_source = dict(qs.annotate(written=written).values("written").annotate(n=Count("id")).values_list("written", "n"))
     by_generator = dict(qs.values("generator").annotate(n=Count("id")).values_list("generator", "n"))
     manifest: dict[str, Any] = {
         "manifest_version": 1,

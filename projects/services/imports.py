@@ -26,9 +26,11 @@ Policy
   A pair's original is found by its id and created when missing (the first import of an id
   wins; an existing original is not overwritten).
 
-Labels of imported pairs: ``label_source`` ``gold`` (or none) -> ``Candidate.gold_label``,
-state ``pooled``; ``human`` / ``imported`` -> final label, state ``human_labeled``;
-``auto`` -> final label, state ``auto_labeled``. ``confidence`` is kept as given.
+Labels of imported pairs: ``label_source`` ``gold`` -> ``Candidate.gold_label``, state
+``pooled``; ``human`` / ``imported`` -> final label, state ``human_labeled``; ``auto`` -> final
+label, state ``auto_labeled``. A ``counterfactual.label`` without a ``label_source`` is
+``imported`` (a label the file gives, of unknown provenance: kept and exported, never taken
+for a gold answer nor used to train h). ``confidence`` is kept as given.
 """
 
 from __future__ import annotations
@@ -335,11 +337,13 @@ class _Earlier:
 def _candidate(
     project: Project, rec: PairRecord, example_id: int, label: Callable[[str | None], Any]
 ) -> dict[str, Any]:
-    final_state = FINAL_STATES.get(rec.label_source) if rec.cf_label is not None else None
+    # A label of unknown source is what the file says, not a known (gold) answer: "imported"
+    source_given = rec.label_source or ("imported" if rec.cf_label is not None else "")
+    final_state = FINAL_STATES.get(source_given) if rec.cf_label is not None else None
     if final_state is not None:
         final_label, gold = rec.cf_label, rec.gold_label
-        state, source = final_state, rec.label_source
-    else:  # gold or unknown source: a known answer, not a final label
+        state, source = final_state, source_given
+    else:  # gold: a known answer, not a final label
         final_label, gold = None, rec.cf_label if rec.cf_label is not None else rec.gold_label
         state, source = states.POOLED, ""
     return {

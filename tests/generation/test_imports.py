@@ -124,7 +124,7 @@ def test_label_sources_map_to_states(tmp_path: Path, sentiment: Project) -> None
         tmp_path / "p.jsonl",
         [
             pair(1, label="negative", label_source="gold"),
-            pair(2, label="negative"),  # no source: a known answer, like gold
+            pair(2, label="negative"),  # no source: what the file says, not a gold answer: imported
             pair(3, label="negative", label_source="human", confidence=1.0),
             pair(4, label="positive", label_source="imported"),
             pair(5, label="negative", label_source="auto", confidence=0.8, gold_label="positive"),
@@ -145,7 +145,7 @@ def test_label_sources_map_to_states(tmp_path: Path, sentiment: Project) -> None
     }
     assert got == {
         "p1": (states.POOLED, None, "", None, "negative"),
-        "p2": (states.POOLED, None, "", None, "negative"),
+        "p2": (states.HUMAN_LABELED, "negative", "imported", None, None),
         "p3": (states.HUMAN_LABELED, "negative", "human", 1.0, None),
         "p4": (states.HUMAN_LABELED, "positive", "imported", None, None),
         "p5": (states.AUTO_LABELED, "negative", "auto", 0.8, "positive"),
