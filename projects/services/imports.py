@@ -20,7 +20,8 @@ Policy
   (:mod:`projects.services.import_jobs`). ``on_progress(phase, rows, total)`` is called
   after every batch of both passes (``checking``, then ``writing``); it may raise to stop.
 - **Idempotent.** Ids are unique per project; a record whose id is already in the database
-  is skipped, so importing a file twice adds nothing. Within one input an id repeated with
+  is skipped, so importing a file twice adds nothing (with a warning when the stored record
+  is another one: :func:`_warn_kept`). Within one input an id repeated with
   different content is a problem, an identical repeat a warning and skipped
   (:mod:`projects.formats.ids`).
   A pair's original is found by its id and created when missing (the first import of an id
@@ -284,6 +285,10 @@ def _write_batch(
         )
         existing_pairs = {ext for ext, _, _ in found_pairs}
         resumed_pairs = {ext for ext, pk, job in found_pairs if earlier and earlier.candidate(job, pk)}
+        kept = [k for k in example_ids if k not in created_originals and k not in resumed_originals]
+        _warn_kept(
+            project, {k: originals[k] for k in kept}, {k: pairs[k] for k in existing_pairs - resumed_pairs}, report
+        )
         new_candidates = [
             {**_candidate(project, p, example_ids[p.original.id], label), "job_id": job_id}
             for pid, p in pairs.items()
@@ -308,6 +313,37 @@ def _write_batch(
     report.imported_pairs += len(new_candidates)
     report.skipped += len(existing_pairs) - len(resumed_pairs) + duplicates
     report.batches += 1
+
+
+def _warn_kept(
+    project: Project, originals: dict[str, OriginalRecord], pairs: dict[str, PairRecord], report: ImportReport
+) -> None:
+    """A warning for each record whose id an earlier import gave to something else: the
+    project keeps what it has (the first import of an id wins), and says so instead of
+    skipping the row, or attaching a pair to another original, without a word."""
+    limit = settings.COUNTERPART.get("IMPORT_MAX_PROBLEMS", 10000)
+    stored = Example.objects.filter(project=project, external_id__in=list(originals)).values_list(
+        "external_id", "fields", "label__name", "image"
+    )
+    for ext, fields, label, image in stored:
+        o = originals[ext]
+        if (fields, label, image) != (o.fields, o.label, o.image):
+            report.add_warning(
+                f"original id {ext!r} is in the project already with other text, label or image (from an earlier "
+                "import); the project keeps its own, and this file's pairs naming it are attached to it",
+                limit,
+            )
+    stored_pairs = Candidate.objects.filter(project=project, external_id__in=list(pairs)).values_list(
+        "external_id", "fields", "image", "example__external_id"
+    )
+    for ext, fields, image, original_id in stored_pairs:
+        p = pairs[ext]
+        if (fields, image, original_id) != (p.cf_fields, p.cf_image, p.original.id):
+            report.add_warning(
+                f"pair id {ext!r} is in the project already with another counterfactual or original (from an "
+                "earlier import); skipped, the project keeps its own (an id names one pair)",
+                limit,
+            )
 
 
 @dataclass(frozen=True)

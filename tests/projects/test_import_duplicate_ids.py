@@ -1,6 +1,7 @@
 """An id repeated within one import: different content is a ``file:line`` problem (refused
 unless skip-bad-rows), the same content a warning naming its line; an id already in the
-project from an earlier import is still skipped quietly."""
+project from an earlier import is skipped quietly when it names the same thing, and with a
+warning when it names something else (the project keeps its own)."""
 
 from __future__ import annotations
 
@@ -98,3 +99,25 @@ def test_the_command_refuses_a_conflicting_repeat(project, tmp_path):
             "import_data", "--project", "dup", "--task", "sentiment", "--format", "pairs-jsonl", path, stderr=err
         )
     assert f"{path}:2: id 'd1'" in err.getvalue()
+
+
+def test_an_id_an_earlier_import_gave_to_something_else_is_skipped_with_a_warning(project, tmp_path):
+    first = write(tmp_path, [row("d1", "bad", oid="g1"), row("d2", "worse", oid="g2")], name="a.jsonl")
+    data_import(project=project, format="pairs-jsonl", paths=[first])
+    # a second file reusing the ids: d1 for another counterfactual, g2 for another original
+    second = write(
+        tmp_path,
+        [row("d1", "other text", oid="g1"), row("d3", "fine", orig="a different review", oid="g2")],
+        name="b.jsonl",
+    )
+    report = data_import(project=project, format="pairs-jsonl", paths=[second])
+    assert (report.imported_pairs, report.skipped, report.problem_count, report.warning_count) == (1, 1, 0, 2)
+    assert any("pair id 'd1' is in the project already with another counterfactual" in w for w in report.warnings)
+    assert any("original id 'g2' is in the project already with other text" in w for w in report.warnings)
+    # the project keeps its own
+    assert Candidate.objects.get(external_id="d1").fields == {"text": "bad"}
+    assert Example.objects.get(external_id="g2").fields == {"text": "good"}
+    err, out = StringIO(), StringIO()
+    call_command("import_data", "--project", "dup", "--format", "pairs-jsonl", second, stdout=out, stderr=err)
+    assert "warning: pair id 'd1' is in the project already" in err.getvalue()
+    assert out.getvalue().strip().endswith("skipped 2; problems 0; warnings 2")
