@@ -358,6 +358,12 @@ READABLE = (
 
 def _folder_message(path: str) -> str:
     """Why the folder ``path`` cannot be imported as a data file, and what to do instead."""
+    if _counterpart_hf_export(path):
+        return (
+            "this is a Hugging Face datasets folder as Counterpart's hf-datasets export writes it; hf-datasets is "
+            "an export format only and does not re-import: export the project as pairs-jsonl or csv, which "
+            f"re-import to the same data; nothing was imported{READABLE}"
+        )
     if os.path.isfile(os.path.join(path, "dataset_info.json")) or os.path.isfile(os.path.join(path, "state.json")):
         return (
             "this is a Hugging Face datasets folder (save_to_disk); hf-datasets is an export format only. "
@@ -365,6 +371,18 @@ def _folder_message(path: str) -> str:
             f"pairs-jsonl; nothing was imported{READABLE}"
         )
     return f"this is a folder, not a data file; name the file(s) in it; nothing was imported{READABLE}"
+
+
+def _counterpart_hf_export(path: str) -> bool:
+    """Whether the folder ``path`` is a ``save_to_disk`` folder with the columns of this app's
+    hf-datasets export (``counterfactual_<field>``, ``label_source``): its rows are flat, so
+    ``ds.to_json`` gives neither pairs-jsonl nor labelled-jsonl."""
+    try:
+        with open(os.path.join(path, "dataset_info.json"), encoding="utf-8") as fh:
+            features = json.load(fh).get("features") or {}
+    except (OSError, ValueError, AttributeError):
+        return False
+    return "label_source" in features and any(str(k).startswith("counterfactual_") for k in features)
 
 
 def json_lines_problem(path: str, format: str) -> str | None:

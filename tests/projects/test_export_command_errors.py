@@ -82,3 +82,26 @@ def test_a_repeated_list_flag_adds_to_the_list_not_replaces_it(tmp_path: Path):
     assert sources == ["auto", "human", "human"]
     assert "exported 3 pairs" in export(project, str(out), "--state", "human_labeled,auto_labeled")
     assert "exported 2 pairs" in export(project, str(out), "--label-source", "none", "--label-source", "auto")
+
+
+@pytest.mark.parametrize("fmt", ["pairs-jsonl", "csv", "hf-datasets"])
+def test_an_empty_selection_says_nothing_to_export_as_the_page_and_api_do(tmp_path: Path, fmt: str):
+    project = project_with_candidates(n=2)
+    out, err = StringIO(), StringIO()
+    target = tmp_path / "x"
+    call_command(
+        "export",
+        "--project",
+        project.name,
+        "--format",
+        fmt,
+        "--out",
+        str(target),
+        "--split",
+        "nosuch",
+        stdout=out,
+        stderr=err,
+    )
+    assert err.getvalue().strip() == "Nothing to export: no pair matches these filters."
+    assert f"exported 0 pairs to {target}" in out.getvalue()
+    assert target.exists()  # still written (empty): a script may expect the file

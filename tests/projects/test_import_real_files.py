@@ -77,6 +77,20 @@ def test_a_hugging_face_folder_and_its_files_are_refused_saying_what_is_read(pro
     assert "Parquet file" in msg and "JSON lines (pairs-jsonl, labelled-jsonl), csv/tsv" in msg
 
 
+def test_this_apps_own_hf_datasets_export_is_named_and_pointed_to_a_format_that_re_imports(
+    project: Project, tmp_path: Path
+) -> None:
+    from projects.services.exports import data_export
+    from tests.annotate.factories import project_with_candidates
+
+    assert data_export(project=project_with_candidates(n=1), format="hf-datasets", out=str(tmp_path / "hf")) == 1
+    Example.objects.all().delete()
+    msg = refusal(project, tmp_path / "hf", "pairs-jsonl")
+    # ds.to_json would give flat rows that neither JSON-lines format reads: say what does
+    assert "as Counterpart's hf-datasets export writes it" in msg and "ds.to_json" not in msg
+    assert "export the project as pairs-jsonl or csv, which re-import to the same data" in msg
+
+
 def test_integer_label_ids_are_matched_as_their_names_and_mapped_with_the_label_map(
     project: Project, tmp_path: Path
 ) -> None:

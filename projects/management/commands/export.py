@@ -16,7 +16,13 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from projects.models import Project
-from projects.services.exports import EXPORT_FORMATS, ExportError, data_export, export_unlabelled_count
+from projects.services.exports import (
+    EXPORT_FORMATS,
+    NOTHING_TO_EXPORT,
+    ExportError,
+    data_export,
+    export_unlabelled_count,
+)
 
 # What an unlabelled pair holds in each format (the note after "exported N pairs").
 UNLABELLED_AS = {
@@ -85,6 +91,8 @@ class Command(BaseCommand):
             )
         except ExportError as exc:
             raise CommandError(str(exc)) from None
+        if n == 0:  # as the page and the API say it (the empty file is still written: scripts may expect it)
+            self.stderr.write(NOTHING_TO_EXPORT)
         if opts["out"] != "-":
             self.stdout.write(f"exported {n} pairs to {opts['out']}")
             filters = {k: opts[k] for k in ("state", "label_source", "min_confidence", "split", "include_invalid")}
