@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from projects.formats import parse_label_map
-from projects.formats.reading import LABEL_SOURCES
+from projects.formats.reading import LABEL_SOURCES, upload_limit_message
 from projects.forms import DownloadQuery
 from projects.models import Job, Project
 from projects.permissions import IsResearcher
@@ -126,10 +126,10 @@ class DataImportApi(APIView):
             return Response({"detail": "no such project"}, status=status.HTTP_404_NOT_FOUND)
         limit = settings.COUNTERPART["MAX_UPLOAD_BYTES"]
         if int(request.META.get("CONTENT_LENGTH") or 0) > limit + 64 * 1024:
-            return Response({"detail": f"upload over the {limit}-byte limit"}, status=413)
+            return Response({"detail": upload_limit_message(limit, int(request.META["CONTENT_LENGTH"]))}, status=413)
         data = self.InputSerializer(data=request.data)
         if self._size_handler.exceeded:
-            return Response({"detail": f"upload over the {limit}-byte limit"}, status=413)
+            return Response({"detail": upload_limit_message(limit)}, status=413)
         data.is_valid(raise_exception=True)
         v = data.validated_data
         files = {f: (stored_path(v[f]), v[f].name or "upload") for f in ("file", *CAD_NLI_PARTS) if f in v}

@@ -25,7 +25,7 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 from projects import permissions, states
 from projects.formats import FORMAT_TASKS
 from projects.formats.images import IMAGE_TYPES
-from projects.formats.reading import LABEL_SOURCES, below
+from projects.formats.reading import LABEL_SOURCES, below, upload_limit_message
 from projects.forms import DownloadQuery, ExportForm, ExportJobQuery, ImportForm, ProjectDeleteForm, uploads_parse
 from projects.http import HtmxHttpRequest
 from projects.models import JOB_ACTIVE, TASK_DEFAULTS, TASKS, Job, Project
@@ -257,7 +257,7 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
         return render(request, "projects/project_import.html", {**_import_context(project), "chosen": chosen})
     declared = int(request.META.get("CONTENT_LENGTH") or 0)
     if declared > limit + 64 * 1024:
-        return _import_error(request, project, f"upload refused: {declared} bytes is over the {limit}-byte limit", 413)
+        return _import_error(request, project, upload_limit_message(limit, declared), 413)
     size = MaxSizeUploadHandler(request, limit)
     store = ImportFileUploadHandler(request)
     request.upload_handlers = [size, store]
@@ -271,7 +271,7 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
         form = ImportForm.parse(request.POST)
         chosen = form.shown()  # shown back after any error: the format, split, … stay as chosen
         if size.exceeded:
-            return _import_error(request, project, f"upload refused: over the {limit}-byte limit", 413, chosen)
+            return _import_error(request, project, upload_limit_message(limit), 413, chosen)
         if not form.is_valid():
             return _import_error(request, project, "", 400, chosen, form.field_errors())
         if not files:

@@ -467,6 +467,16 @@ def binary_kind(head: bytes) -> str | None:
     return "binary data"
 
 
+def upload_limit_message(limit: int, size: int | None = None) -> str:
+    """The one message for an upload over ``COUNTERPART_MAX_UPLOAD_BYTES`` (the import page and
+    the API; the command's check of a file on disk says the same limit in :func:`check_file`)."""
+    what = f"{_human(size)} is " if size else ""
+    return (
+        f"upload refused: {what}over the {limit}-byte limit ({_human(limit)}, COUNTERPART_MAX_UPLOAD_BYTES); "
+        "nothing was imported"
+    )
+
+
 def _human(n: float) -> str:
     for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":

@@ -50,3 +50,32 @@ def test_the_chosen_format_and_split_survive_an_error(settings, tmp_path):
     r = c.post(f"/projects/{project.pk}/import/", {"format": "<b>x</b>", "split": "train"})
     page = r.content.decode()
     assert r.status_code == 400 and _selected(page) == [] and 'value="train"' in page and "<b>x</b>" not in page
+
+
+def test_an_oversized_upload_says_the_limit_alike_on_the_page_and_the_api_and_keeps_the_form(settings, tmp_path):
+    from rest_framework.test import APIClient
+
+    from projects.formats import check_inputs
+    from projects.formats.reading import FormatError
+
+    settings.MEDIA_ROOT = str(tmp_path)
+    settings.COUNTERPART = {**settings.COUNTERPART, "MAX_UPLOAD_BYTES": 2000}
+    project = project_create(name="p", task="nli")
+    body = b'{"id": "p1"}\n' * 400  # 5,200 bytes
+    said = "over the 2000-byte limit (2.0 KiB, COUNTERPART_MAX_UPLOAD_BYTES); nothing was imported"
+    r = login(researcher()).post(
+        f"/projects/{project.pk}/import/",
+        {"format": "csv", "split": "dev", "file": SimpleUploadedFile("big.csv", body)},
+    )
+    page = r.content.decode()
+    assert r.status_code == 413 and "upload refused: " + said in page
+    assert _selected(page) == ["csv"] and 'value="dev"' in page  # nothing the user chose is lost
+    api = APIClient()
+    api.force_authenticate(researcher())
+    resp = api.post(f"/api/v1/projects/{project.pk}/import/", {"format": "csv", "file": SimpleUploadedFile("b", body)})
+    assert resp.status_code == 413 and resp.json()["detail"].endswith(said)
+    assert not Job.objects.exists() and not list((tmp_path / "imports").glob("*"))
+    big = tmp_path / "big.csv"
+    big.write_bytes(body)
+    with pytest.raises(FormatError, match=r"larger than the limit of 2.0 KiB \(COUNTERPART_MAX_UPLOAD_BYTES\)"):
+        check_inputs("csv", [str(big)], max_file_bytes=2000, max_line_bytes=None)  # the command's check
