@@ -10,6 +10,9 @@ One row per pair, columns in this order:
   the project's labels (``None`` where there is no label);
 - provenance: ``generator``, ``perturbation``, ``label_source`` (``human`` | ``auto`` |
   ``gold`` | ``imported`` | ``""``), ``confidence`` (float or ``None``);
+- ``valid`` (bool or ``None``: FORMATS §1 ``counterfactual.valid``, the judgement that the
+  counterfactual is fluent, sensible text; ``None`` when not judged), so an export with
+  ``--include-invalid`` still tells the invalid pairs apart;
 - ``original_image``, ``counterfactual_image`` (paths as stored, ``""`` for text tasks);
 - ``meta`` and ``scores``: JSON strings (their keys differ from pair to pair).
 """
@@ -30,7 +33,7 @@ def hf_columns(records: Iterable[PairRecord], *, text_fields: list[str]) -> dict
     """The column lists of the dataset (plain Python values; labels as names)."""
     names = ["id", "group", "split"]
     names += [f"original_{f}" for f in text_fields] + [f"counterfactual_{f}" for f in text_fields]
-    names += [*LABEL_COLUMNS, *PROVENANCE_COLUMNS, "original_image", "counterfactual_image", "meta", "scores"]
+    names += [*LABEL_COLUMNS, *PROVENANCE_COLUMNS, "valid", "original_image", "counterfactual_image", "meta", "scores"]
     cols: dict[str, list[Any]] = {n: [] for n in names}
     for rec in records:
         row: dict[str, Any] = {
@@ -45,6 +48,7 @@ def hf_columns(records: Iterable[PairRecord], *, text_fields: list[str]) -> dict
             "perturbation": rec.perturbation,
             "label_source": rec.label_source,
             "confidence": rec.confidence,
+            "valid": rec.valid,
             "original_image": rec.original.image,
             "counterfactual_image": rec.cf_image,
             "meta": json.dumps(rec.meta or {}, ensure_ascii=False, sort_keys=True),
@@ -78,6 +82,8 @@ def write_hf_datasets(records: Iterable[PairRecord], path: str, *, labels: list[
                 if n in LABEL_COLUMNS
                 else Value("float64")
                 if n == "confidence"
+                else Value("bool")
+                if n == "valid"
                 else Value("string")
             )
             for n in cols

@@ -82,6 +82,26 @@ def test_hf_datasets_round_trip(tmp_path: Path) -> None:
     assert second["label"] is None and second["confidence"] is None and second["label_source"] == ""
 
 
+def test_hf_datasets_carries_the_valid_judgement(tmp_path: Path) -> None:
+    """FORMATS §1 ``counterfactual.valid`` is a column of its own: with ``include_invalid`` an
+    invalid pair must still read as invalid (the other formats write it too)."""
+    from datasets import load_from_disk
+
+    project = nli_project()
+    Candidate.objects.filter(external_id="c1").update(meta={"rule": "x", "valid": True})
+    Candidate.objects.filter(external_id="c2").update(meta={"valid": False})
+    out = tmp_path / "ds"
+    assert data_export(project=project, format="hf-datasets", out=str(out), include_invalid=True) == 2
+    ds = load_from_disk(str(out))
+    assert ds.features["valid"].dtype == "bool"
+    assert {r["id"]: r["valid"] for r in ds} == {"c1": True, "c2": False}
+    assert "valid" not in json.loads(ds[0]["meta"])  # one place for it, as in pairs-jsonl and csv
+    Candidate.objects.filter(external_id="c2").update(meta={})
+    out2 = tmp_path / "ds2"
+    data_export(project=project, format="hf-datasets", out=str(out2))
+    assert {r["id"]: r["valid"] for r in load_from_disk(str(out2))} == {"c1": True, "c2": None}
+
+
 def test_hf_datasets_refuses_an_existing_directory_and_stdout(tmp_path: Path) -> None:
     project = nli_project()
     (tmp_path / "full").mkdir()
