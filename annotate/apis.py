@@ -25,7 +25,12 @@ from projects.validators import budget_validator
 
 
 def _error(exc: svc.AnnotationError) -> Response:
-    return Response({"detail": str(exc)}, status=exc.status)
+    """``{"detail": message}``; bad input also names its field as DRF's validation errors do
+    (``{"choice": [message]}``, shared/CONVENTIONS.md "APIs": 400 with field messages)."""
+    body: dict[str, object] = {"detail": str(exc)}
+    if exc.field:
+        body[exc.field] = [str(exc)]
+    return Response(body, status=exc.status)
 
 
 @extend_schema_serializer(component_name="RouteJob")

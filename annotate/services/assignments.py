@@ -43,9 +43,11 @@ _rng = random.SystemRandom()
 
 
 class AnnotationError(Exception):
-    """Base: something the caller did that the rules refuse (mapped to 4xx)."""
+    """Base: something the caller did that the rules refuse (mapped to 4xx). ``field``: the
+    input field at fault, for a 400 that names it."""
 
     status = 400
+    field: str | None = None
 
 
 class NotFound(AnnotationError):
@@ -60,6 +62,7 @@ class Conflict(AnnotationError):
 
 class InvalidChoice(AnnotationError):
     status = 400
+    field = "choice"
 
 
 class NotAllowed(AnnotationError):

@@ -50,8 +50,10 @@ def test_full_contract_next_submit_repeat_skip_204(project):
     aid = body["assignment"]
     bad = c.post(f"/api/v1/assignments/{aid}/annotation/", {"choice": "maybe", "duration_ms": 5}, format="json")
     assert bad.status_code == 400 and Annotation.objects.count() == 0
+    # bad input names its field, as DRF's own validation errors do (docs/api.md, "Errors")
+    assert bad.json()["choice"] == [bad.json()["detail"]] and "not one of the offered choices" in bad.json()["detail"]
     missing = c.post(f"/api/v1/assignments/{aid}/annotation/", {"duration_ms": 5}, format="json")
-    assert missing.status_code == 400
+    assert missing.status_code == 400 and "choice" in missing.json()
     ok = c.post(f"/api/v1/assignments/{aid}/annotation/", {"choice": "neutral", "duration_ms": 1234}, format="json")
     assert ok.status_code == 201
     again = c.post(f"/api/v1/assignments/{aid}/annotation/", {"choice": "neutral", "duration_ms": 1234}, format="json")
