@@ -42,6 +42,22 @@ def test_signed_in_users_get_schema_and_docs_from_local_static_files(client):
     assert "cdn" not in html.lower() and "https://" not in html
 
 
+def test_a_script_with_a_token_gets_the_docs_page_and_a_bad_token_no_redirect():
+    """/api/docs/ takes the schema's credentials (session or token): a script holding its API
+    token reads the page, not the log-in form; a bad token is a 401 as on the rest of the API."""
+    token = APIClient()
+    token.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=annotator()).key}")
+    docs = token.get("/api/docs/")
+    assert docs.status_code == 200, docs.get("Location")
+    assert "drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js" in docs.content.decode()
+    script = token.get("/api/docs/?script=")
+    assert script.status_code == 200 and "/api/schema/" in script.content.decode()
+    bad = APIClient()
+    bad.credentials(HTTP_AUTHORIZATION=BAD_TOKEN)
+    refused = bad.get("/api/docs/")
+    assert refused.status_code == 401 and refused["WWW-Authenticate"] == "Token"
+
+
 @pytest.mark.parametrize(
     "path", ["/api/v1/projects/", "/api/v1/generation/generators/"]
 )  # default authentication classes
