@@ -120,13 +120,15 @@ def pair_from_json(
             f"counterfactual.fields ({', '.join(c_fields)}) must have the same names as original.fields "
             f"({', '.join(o_fields)})"
         )
-    if "label" not in original:
+    if "label" not in original and "image" not in original:
+        # An image pair may leave it out: §1's image-pair shape is {"fields", "image"}, and a
+        # caption pair's original has no label of the task (COCO-Counterfactuals has none).
         raise RowError("original.label is missing (use null when unknown)")
     orig_id = _str(original, "id", "original.", limit=r.MAX_ID) or group or pair_id
     orig = OriginalRecord(
         id=orig_id,
         fields=o_fields,
-        label=_label(original["label"], "original.label", label_of),
+        label=_label(original.get("label"), "original.label", label_of),
         image=_image(original, "original.", base_dir, image_root, max_image_pixels),
         source=_str(original, "source", "original.", limit=r.MAX_SOURCE),
         split=_str(original, "split", "original.", limit=r.MAX_SPLIT) or split,

@@ -204,3 +204,39 @@ def test_pairs_jsonl_export_writes_image_paths_relative_to_the_root_and_reimport
     with pytest.raises(ImportRefused) as exc:
         data_import(project=again, format="pairs-jsonl", paths=[str(bad)])
     assert "outside the image root" in exc.value.problems[0]
+
+
+def test_an_image_pair_in_the_shape_of_formats_section_1_imports_without_an_original_label(root: Path) -> None:
+    """§1: image pairs carry ``{"fields": {"caption": …}, "image": "relative/path.jpg"}`` on
+    both sides, with no label (a caption pair's original has none); a text pair still needs
+    ``original.label`` (null when unknown)."""
+    project = project_create(name="cap", task="image-caption")
+    src = root / "pairs.jsonl"
+    src.write_text(
+        json.dumps(
+            {
+                "id": "p1",
+                "original": {"fields": {"caption": "a cat"}, "image": "ok.jpg"},
+                "counterfactual": {"fields": {"caption": "a dog"}, "image": "ok.png"},
+            }
+        )
+        + "\n"
+    )
+    report = data_import(project=project, format="pairs-jsonl", paths=[str(src)])
+    assert (report.imported_pairs, report.problem_count) == (1, 0), report.problems
+    pair = Candidate.objects.select_related("example").get()
+    assert pair.example.label is None and pair.example.image.endswith("ok.jpg") and pair.image.endswith("ok.png")
+    text = project_create(name="nli", task="nli")
+    src.write_text(
+        json.dumps(
+            {
+                "id": "t1",
+                "original": {"fields": {"premise": "A.", "hypothesis": "B."}},
+                "counterfactual": {"fields": {"premise": "C.", "hypothesis": "B."}},
+            }
+        )
+        + "\n"
+    )
+    with pytest.raises(ImportRefused) as refused:
+        data_import(project=text, format="pairs-jsonl", paths=[str(src)])
+    assert refused.value.problems == [f"{src}:1: original.label is missing (use null when unknown)"]
