@@ -105,3 +105,27 @@ def test_an_empty_selection_says_nothing_to_export_as_the_page_and_api_do(tmp_pa
     assert err.getvalue().strip() == "Nothing to export: no pair matches these filters."
     assert f"exported 0 pairs to {target}" in out.getvalue()
     assert target.exists()  # still written (empty): a script may expect the file
+
+
+class _ClosedPipe(StringIO):
+    """stdout whose reader went away after ``keep`` writes (``export --out - | head``)."""
+
+    def __init__(self, keep: int) -> None:
+        super().__init__()
+        self.keep = keep
+
+    def write(self, text: str) -> int:
+        if self.keep <= 0:
+            raise BrokenPipeError(32, "Broken pipe")
+        self.keep -= 1
+        return super().write(text)
+
+
+def test_out_dash_into_a_pipe_closed_early_stops_quietly(tmp_path: Path):
+    """``export --out - | head -1`` printed a BrokenPipeError traceback; now the command stops
+    without one (and no "exported …" line in the data)."""
+    project = project_with_candidates(n=3)
+    pipe = _ClosedPipe(keep=1)
+    call_command("export", "--project", project.name, "--format", "pairs-jsonl", "--out", "-", stdout=pipe)
+    assert pipe.getvalue().startswith('{"id"') and "exported" not in pipe.getvalue()
+    call_command("export", "--project", project.name, "--format", "csv", "--out", "-", stdout=_ClosedPipe(keep=0))

@@ -11,6 +11,7 @@ command says how many there were.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -91,6 +92,13 @@ class Command(BaseCommand):
             )
         except ExportError as exc:
             raise CommandError(str(exc)) from None
+        except BrokenPipeError:
+            if opts["out"] != "-":
+                raise
+            # `export --out - | head`: the reader has what it wanted; stop quietly, as cat does
+            # (no traceback, and nothing left to flush into the closed pipe at exit)
+            _silence(getattr(self.stdout, "_out", None))
+            return
         if n == 0:  # as the page and the API say it (the empty file is still written: scripts may expect it)
             self.stderr.write(NOTHING_TO_EXPORT)
         if opts["out"] != "-":
@@ -102,3 +110,14 @@ class Command(BaseCommand):
                     f"{unlabelled} of them have no label yet ({UNLABELLED_AS[opts['data_format']]}); "
                     "--labelled-only leaves them out"
                 )
+
+
+def _silence(stream: Any) -> None:
+    """Point the file descriptor behind ``stream`` at /dev/null (a stream without one: nothing)."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
