@@ -71,3 +71,12 @@ def test_the_readme_names_the_contract_options(name):
     assert name in readme, f"README's command table has no row for {name}"
     missing = _options(CONTRACT[name]) - _options(readme[name])
     assert not missing, f"README's row for {name} lacks {sorted(missing)} (docs/formats.md §2 names them)"
+
+
+def test_jobs_takes_and_names_every_kind_of_section_3():
+    kinds_text = FORMATS_MD.split("`kind` ∈", 1)[1].split(";", 1)[0]
+    kinds = re.findall(r"`([a-z_]+)`", kinds_text)
+    assert "task_model" in kinds  # the pattern still finds the list
+    assert _parser_actions("jobs")["--kind"].choices == kinds
+    command = load_command_class(get_commands()["jobs"], "jobs")
+    assert all(kind in command.help for kind in kinds), command.help  # `jobs --help` lists them all

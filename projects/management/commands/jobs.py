@@ -19,7 +19,7 @@ from projects.services.jobs import BrokerUnavailable, job_queues_declare
 
 
 class Command(BaseCommand):
-    help = "List background jobs (generation, train, autolabel, route, export, evaluate, import) and their progress."
+    help = f"List background jobs ({', '.join(JOB_KINDS)}) and their progress."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--project", help="only this project's jobs")
