@@ -73,9 +73,10 @@ class AnnotationNextOutputSerializer(AnnotationOutputSerializer):
 
 
 class ItemNextApi(APIView):
-    """Lease the next item for the caller (members of the project; researchers may try it).
-    200 with the item and its choices, 204 when nothing is left for the caller; 403 when the
-    caller is not a member, is paused or flagged, or must first qualify on check items."""
+    """Lease the next item for the caller (annotator members of the project). 200 with the item
+    and its choices, 204 when nothing is left for the caller; 403 when the caller is not an
+    annotator member (researchers and admins included), is paused or flagged, or must first
+    qualify on check items."""
 
     authentication_classes = AUTHENTICATION
 
@@ -85,7 +86,7 @@ class ItemNextApi(APIView):
         responses={
             200: LeaseOutputSerializer,
             204: OpenApiResponse(description="nothing left for the caller"),
-            403: OpenApiResponse(description="not a member, paused, flagged, or not qualified yet"),
+            403: OpenApiResponse(description="not an annotator member, paused, flagged, or not qualified yet"),
         },
     )
     def post(self, request: Request, project_id: int) -> Response:

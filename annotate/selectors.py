@@ -28,6 +28,12 @@ from projects.services.imports import image_root
 # What a member who may not annotate is told (the item page and the API say the same).
 PAUSED_MESSAGE = "Your work on this project is paused by the project's researchers. Your answers so far are kept."
 REMOVED_MESSAGE = "You are no longer a member of this project."
+# Only annotator members take items: every answer counts toward an item's overlap k and the
+# agreement figures, so a researcher's or admin's answers would sit among the annotators'.
+NOT_ANNOTATOR_MESSAGE = (
+    "Only the project's annotators take items here: every answer counts toward an item's overlap "
+    "and agreement. To annotate yourself, add your account as an annotator on the project's members page."
+)
 
 
 def _cfg(key: str) -> Any:
@@ -329,7 +335,7 @@ def serving_for(*, project: Project, user: Any, state: MemberState | None = None
     from django.utils import timezone
 
     state = state or member_state(project=project, user=user)
-    if state.locked:
+    if state.locked or state.state == "researcher":
         return state.message
     if Assignment.objects.filter(
         project=project, annotator=user, status="leased", expires_at__gt=timezone.now()
@@ -518,7 +524,8 @@ class CheckFeedback:
 @dataclass(frozen=True)
 class MemberState:
     """Where a member stands on a project: ``state`` is ``ok``, ``qualifying``, ``paused``,
-    ``flagged``, ``removed`` or ``researcher`` (a researcher without membership)."""
+    ``flagged``, ``removed`` or ``researcher`` (a researcher or admin without an annotator
+    membership: served nothing, ``NOT_ANNOTATOR_MESSAGE``)."""
 
     state: str
     message: str
@@ -563,9 +570,9 @@ def member_state(*, project: Project, user: Any) -> MemberState:
     """The member's standing on ``project`` for the annotator's pages (home, item page)."""
     required = qualification_required()
     m = ProjectMembership.objects.filter(project=project, user=user).first()
-    if m is None:
-        if permissions.is_researcher(user):
-            return MemberState("researcher", "", required, 0, 0, [])
+    if m is None or m.role != permissions.ANNOTATOR:
+        if m is not None or permissions.is_researcher(user):
+            return MemberState("researcher", NOT_ANNOTATOR_MESSAGE, required, 0, 0, [])
         return MemberState("removed", REMOVED_MESSAGE, required, 0, 0, [])
     if m.paused:
         return MemberState("paused", PAUSED_MESSAGE, required, 0, 0, [])

@@ -47,7 +47,8 @@ def is_annotator(user: Any) -> bool:
 
 
 def can_annotate(user: Any, project: Any) -> bool:
-    """Members of the project, and researchers/admins (who may try the annotator page)."""
+    """Members of the project, and researchers/admins (who may open the annotator pages; only
+    annotator members are served items: ``annotate.services.assignments.lease_next``)."""
     if not user.is_authenticated:
         return False
     return is_researcher(user) or project.memberships.filter(user=user).exists()

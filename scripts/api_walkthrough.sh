@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The loop from zero through the REST API: create → import → generate → route → annotate →
 # train → autolabel → export (docs/api.md, "Walk-through", embeds this file verbatim).
-# Needs curl and jq. TOKEN: a researcher's API token; BASE: the server; DATA: a pairs-jsonl
-# file with labelled originals; NAME: the new project's name.
+# Needs curl and jq. TOKEN: a researcher's API token; ME: that researcher's username; BASE: the
+# server; DATA: a pairs-jsonl file with labelled originals; NAME: the new project's name.
 set -euo pipefail
 BASE=${BASE:-http://127.0.0.1:8000}
 DATA=${DATA:-projects/fixtures/demo_nli_pairs.jsonl}
 NAME=${NAME:-walkthrough-$(date +%s)}
 : "${TOKEN:?set TOKEN to the API token of a researcher, see docs/api.md}"
+: "${ME:?set ME to the username of that researcher (the account that annotates in step 5)}"
 
 api() { # api METHOD PATH [curl options]: the answer's body; an HTTP error stops the script
   local method=$1 path=$2
@@ -55,6 +56,8 @@ wait_job "$(json POST "/api/v1/projects/$PROJECT/route/" '{"budget": 0.3, "seed"
 
 # 5. Annotate. People do this on /annotate/; here the script answers every routed item
 #    itself, going round the project's labels, until next-item says 204 (nothing left).
+#    Only annotator members answer items, so the researcher first joins as one.
+json POST "/api/v1/projects/$PROJECT/members/add/" "{\"username\": \"$ME\", \"role\": \"annotator\"}" >/dev/null
 LABELS=($(api GET /api/v1/projects/ | jq -r ".[] | select(.id == $PROJECT) | .labels[]"))
 answered=0
 while ITEM=$(api POST "/api/v1/projects/$PROJECT/next-item/") && [ -n "$ITEM" ]; do

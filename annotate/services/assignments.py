@@ -25,6 +25,7 @@ from django.utils import timezone
 from annotate import kinds
 from annotate.models import Annotation, Assignment, Item
 from annotate.selectors import (
+    NOT_ANNOTATOR_MESSAGE,
     PAUSED_MESSAGE,
     REMOVED_MESSAGE,
     WAITING_CHECKS,
@@ -94,33 +95,44 @@ class Access:
     qualified: bool
     flagged: bool
     paused: bool = False
+    role: str = ""  # the membership's role ('' without one)
 
 
 def project_access(*, project_id: int, annotator: Any) -> Access | None:
-    """The project if ``annotator`` may annotate it (member, or researcher/admin), in one query."""
+    """The project if ``annotator`` may open its annotator pages (member, or researcher/admin),
+    in one query. Only an annotator membership is served items (``lease_next``)."""
     row = sql.fetchone_prepared(sql.ACCESS, [annotator.pk, project_id])
     if row is None:
         return None
-    pid, task, text_fields, mid, qualified_at, flagged, reason = row
+    pid, task, text_fields, mid, qualified_at, flagged, reason, role = row
     if mid is None and not permissions.is_researcher(annotator):
         return None
     paused = bool(flagged) and str(reason or "").startswith(PAUSE_REASON_PREFIX)
     return Access(
-        pid, task, list(sql.json_value(text_fields) or []), mid, qualified_at is not None, bool(flagged), paused
+        pid,
+        task,
+        list(sql.json_value(text_fields) or []),
+        mid,
+        qualified_at is not None,
+        bool(flagged),
+        paused,
+        role or "",
     )
 
 
 def _member_refusal(*, project_id: int, annotator: Any) -> NotAllowed | None:
     """Why ``annotator`` may not act on ``project_id`` now (its current membership: removed,
-    paused or flagged), or None. Researchers and admins without a membership may."""
+    paused or flagged; or no annotator membership at all: a researcher or admin), or None."""
     row = (
         ProjectMembership.objects.filter(project_id=project_id, user_id=annotator.pk)
-        .values_list("flagged", "flag_reason")
+        .values_list("flagged", "flag_reason", "role")
         .first()
     )
     if row is None:
-        return None if permissions.is_researcher(annotator) else NotAllowed(REMOVED_MESSAGE)
-    flagged, reason = row
+        return NotAllowed(NOT_ANNOTATOR_MESSAGE if permissions.is_researcher(annotator) else REMOVED_MESSAGE)
+    flagged, reason, role = row
+    if role != permissions.ANNOTATOR:
+        return NotAllowed(NOT_ANNOTATOR_MESSAGE)
     if flagged:
         return NotAllowed(PAUSED_MESSAGE if reason.startswith(PAUSE_REASON_PREFIX) else FLAGGED_MESSAGE)
     return None
@@ -197,11 +209,15 @@ def _expire_now_and_then(now: datetime) -> None:
 def lease_next(*, access: Access, annotator: Any, now: datetime | None = None) -> Lease | None:
     """Lease the next item to ``annotator`` (or renew and return their live lease).
 
-    None when nothing is left for them (the API answers 204). NotAllowed when the annotator is
-    paused, flagged, failed qualification or waits for check items.
+    None when nothing is left for them (the API answers 204). NotAllowed when the caller has no
+    annotator membership (a researcher or admin: only annotators' answers count toward k and
+    agreement), is paused, flagged, failed qualification or waits for check items.
     """
     now = now or timezone.now()
-    if access.membership_id is not None and access.flagged:
+    if access.membership_id is None or access.role != permissions.ANNOTATOR:
+        # a researcher or admin: their answers would count toward k and agreement
+        raise NotAllowed(NOT_ANNOTATOR_MESSAGE)
+    if access.flagged:
         # Checked before the live lease is renewed: a paused or flagged member keeps nothing.
         raise NotAllowed(PAUSED_MESSAGE if access.paused else FLAGGED_MESSAGE)
     expires = now + lease_duration()
@@ -209,7 +225,7 @@ def lease_next(*, access: Access, annotator: Any, now: datetime | None = None) -
     if live is not None:
         return live
     _expire_now_and_then(now)
-    if access.membership_id is not None and not access.qualified and int(_cfg("QUALIFICATION_GOLD")) > 0:
+    if not access.qualified and int(_cfg("QUALIFICATION_GOLD")) > 0:
         got = _claim(access=access, annotator_id=annotator.pk, gold=True, now=now)
         if got is None:  # a check item they skipped comes back (issue 32.5): skips never dead-end
             got = _reclaim_skipped_check(access=access, annotator_id=annotator.pk, now=now)
@@ -554,7 +570,6 @@ class _PostgresPath:
         choice: str,
         duration_ms: int | None,
         now: datetime,
-        member_only: bool = True,
     ) -> SubmitResult | None:
         """Two round trips: read the lease's choice order (to map the choice back), then one
         statement that closes the lease, counts and stores the answer. None: not a live lease."""
@@ -570,7 +585,7 @@ class _PostgresPath:
             "shown": choice,
             "duration": duration_ms,
         }
-        out = sql.fetchone_prepared(sql.SUBMIT_PG if member_only else sql.SUBMIT_PG_ANY, params)
+        out = sql.fetchone_prepared(sql.SUBMIT_PG, params)
         if out is None:
             return None
         ann_id, item_id, done, k, status, is_gold, project_id, gold_choice = out
@@ -636,14 +651,9 @@ class _SqlitePath:
         choice: str,
         duration_ms: int | None,
         now: datetime,
-        member_only: bool = True,
     ) -> SubmitResult | None:
         with transaction.atomic():
-            params = [sql.dt(now), assignment_id, annotator.pk, sql.dt(now)]
-            if member_only:
-                row = sql.fetchone(sql.CLOSE_LEASE, [*params, annotator.pk])
-            else:
-                row = sql.fetchone(sql.CLOSE_LEASE_ANY, params)
+            row = sql.fetchone(sql.CLOSE_LEASE, [sql.dt(now), assignment_id, annotator.pk, sql.dt(now), annotator.pk])
             if row is None:
                 return None  # not a live lease of this annotator
             item_id, project_id, order = row[0], row[1], list(sql.json_value(row[2]))
@@ -703,8 +713,9 @@ def annotation_submit(
     """Record ``annotator``'s answer on their lease. A repeat of the same answer returns the
     stored one (``created=False``); an expired or foreign lease is a Conflict; a choice that
     was not offered is InvalidChoice (and nothing is written); an annotator who is no longer an
-    active member (removed, paused, flagged) is NotAllowed, and the answer does not count (the
-    membership condition is in the statement that closes the lease). Completing an item aggregates
+    active member (removed, paused, flagged), or anyone without an annotator membership (a
+    researcher, an admin), is NotAllowed, and the answer does not count (the membership
+    condition is in the statement that closes the lease). Completing an item aggregates
     it in the same transaction."""
     now = now or timezone.now()
     done = _backend().submit(
@@ -716,18 +727,6 @@ def annotation_submit(
     # annotation). A removed, paused or flagged member is refused, whatever the lease.
     a = _own_assignment(assignment_id, annotator)
     _check_member(project_id=a.project_id, annotator=annotator)
-    if not ProjectMembership.objects.filter(project_id=a.project_id, user_id=annotator.pk).exists():
-        # a researcher without a membership, trying the annotator page
-        done = _backend().submit(
-            assignment_id=assignment_id,
-            annotator=annotator,
-            choice=choice,
-            duration_ms=duration_ms,
-            now=now,
-            member_only=False,
-        )
-        if done is not None:
-            return done
     order = list(a.display_order)
     if kinds.kind_of_order(order).to_canonical(order, choice) is None:
         raise InvalidChoice(f"{_echo(choice)} is not one of the offered choices")

@@ -84,7 +84,7 @@ def execute(sql: str, params: list[Any]) -> int:
 
 
 ACCESS = """
-SELECT p.id, p.task, p.text_fields, m.id, m.qualified_at, m.flagged, m.flag_reason
+SELECT p.id, p.task, p.text_fields, m.id, m.qualified_at, m.flagged, m.flag_reason, m.role
 FROM generation_project p
 LEFT JOIN annotate_projectmembership m ON m.project_id = p.id AND m.user_id = %s
 WHERE p.id = %s
@@ -171,13 +171,13 @@ LEASE_ORDER = "SELECT display_order FROM annotate_assignment WHERE id = %s AND a
 # Submit on PostgreSQL, one statement: close the lease (ours, live, still leased — all in the
 # WHERE clause), count the answer on the item, store it. Nothing happens unless the lease row
 # matched; a concurrent expiry or repeat cannot both match it.
-# The submitting user must (still) be a member of the project, not paused or flagged: removing
-# or pausing a member takes effect on leases they already hold. A researcher without a
-# membership (trying the annotator page) is let through by the ``_ANY`` variants, which
-# ``assignments`` uses only after checking that this is who is asking.
+# The submitting user must (still) be an annotator member of the project, not paused or
+# flagged: removing or pausing a member takes effect on leases they already hold, and nobody
+# else's answer (a researcher's, an admin's) counts toward an item's k.
 _ACTIVE_MEMBER = """ AND EXISTS (
         SELECT 1 FROM annotate_projectmembership m
-        WHERE m.project_id = annotate_assignment.project_id AND m.user_id = {uid} AND NOT m.flagged)"""
+        WHERE m.project_id = annotate_assignment.project_id AND m.user_id = {uid} AND NOT m.flagged
+          AND m.role = 'annotator')"""
 
 _SUBMIT_PG = """
 WITH closed AS (
@@ -206,7 +206,6 @@ SELECT ins.id, counted.id, counted.done, counted.k, counted.status, counted.is_g
 FROM ins, counted, closed
 """
 SUBMIT_PG = _SUBMIT_PG.format(member=_ACTIVE_MEMBER.format(uid="%(uid)s"))
-SUBMIT_PG_ANY = _SUBMIT_PG.format(member="")
 
 # Submit on SQLite: the same three steps as three statements in one (IMMEDIATE) transaction.
 _CLOSE_LEASE = """
@@ -215,7 +214,6 @@ WHERE id = %s AND annotator_id = %s AND status = 'leased' AND expires_at > %s{me
 RETURNING item_id, project_id, display_order
 """
 CLOSE_LEASE = _CLOSE_LEASE.format(member=_ACTIVE_MEMBER.format(uid="%s"))  # params: now, aid, uid, now, uid
-CLOSE_LEASE_ANY = _CLOSE_LEASE.format(member="")  # params: now, aid, uid, now
 
 INSERT_ANNOTATION = """
 INSERT INTO annotate_annotation

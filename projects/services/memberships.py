@@ -40,13 +40,16 @@ class MembershipConflict(Exception):
 def _role_ok(user: Any, role: str) -> bool:
     if role == permissions.RESEARCHER:
         return permissions.is_researcher(user)
-    return permissions.is_annotator(user)
+    # researchers and admins may annotate too, as annotator members (only those answer items)
+    return permissions.is_annotator(user) or permissions.is_researcher(user)
 
 
 def membership_add(*, project: Project, username: str, role: str = "annotator") -> ProjectMembership:
     """Make ``username`` a member of ``project`` as ``role``. The account must hold that role
-    (the ``annotator`` or ``researcher`` group). Raises ``ValidationError`` with field names
-    (``username``, ``role``) and :class:`MembershipConflict` when already a member."""
+    (the ``annotator`` or ``researcher`` group; a researcher or admin may also be added as an
+    annotator — only annotator members answer items — and then starts qualified: check items
+    screen crowd annotators, not the people who wrote them). Raises ``ValidationError`` with
+    field names (``username``, ``role``) and :class:`MembershipConflict` when already a member."""
     if role not in MEMBER_ROLES:
         raise ValidationError({"role": f"choose one of {', '.join(MEMBER_ROLES)}"})
     user = get_user_model().objects.filter(username=username).first()
@@ -58,7 +61,10 @@ def membership_add(*, project: Project, username: str, role: str = "annotator") 
         raise ValidationError({"role": f"{username} does not have the {role} role"})
     try:
         with transaction.atomic():
-            return ProjectMembership.objects.create(project=project, user=user, role=role)
+            trusted = role == permissions.ANNOTATOR and permissions.is_researcher(user)
+            return ProjectMembership.objects.create(
+                project=project, user=user, role=role, qualified_at=timezone.now() if trusted else None
+            )
     except IntegrityError:
         raise MembershipConflict(f"{username} is already a member of {project.name}") from None
 

@@ -120,10 +120,15 @@ def test_the_submit_statement_itself_refuses_a_member_flagged_underneath():
 
 
 @pytest.mark.django_db
-def test_researcher_without_membership_still_annotates():
+def test_researcher_annotates_only_as_an_annotator_member():
+    """Only annotators' answers count toward k and agreement (tests/annotate/test_researcher_answers.py):
+    without an annotator membership next-item refuses; once added as one, every lease action works."""
     project = _routed()
     r = researcher()
     c = token_client(r)
+    assert c.post(f"/api/v1/projects/{project.pk}/next-item/").status_code == 403
+    added = c.post(f"/api/v1/projects/{project.pk}/members/add/", {"username": r.username}, format="json")
+    assert added.status_code == 201, added.content
     aid = c.post(f"/api/v1/projects/{project.pk}/next-item/").json()["assignment"]
     assert c.post(f"/api/v1/assignments/{aid}/heartbeat/").status_code == 200
     assert c.post(f"/api/v1/assignments/{aid}/annotation/", {"choice": "neutral"}, format="json").status_code == 201

@@ -133,7 +133,7 @@ def test_the_walkthrough_runs_the_loop_from_zero_against_a_live_server(tmp_path)
             run = subprocess.run(
                 ["bash", str(SCRIPT)],
                 cwd=tmp_path,
-                env={**env, "TOKEN": token, "BASE": base, "DATA": str(DATA), "NAME": "walk"},
+                env={**env, "TOKEN": token, "ME": "rita", "BASE": base, "DATA": str(DATA), "NAME": "walk"},
                 capture_output=True,
                 text=True,
                 timeout=420,
