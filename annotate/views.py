@@ -4,13 +4,15 @@ annotation-quality and routing pages. Thin: parse, call one service/selector, re
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.html import format_html
@@ -36,12 +38,47 @@ from projects.permissions import researcher_required
 from projects.selectors import job_latest, job_progress
 from projects.services.jobs import BrokerUnavailable
 
+NOT_YOUR_PROJECT = (
+    "This project does not exist, or you are not (or no longer) one of its annotators. "
+    "A researcher adds annotators to projects; your projects are listed on your annotation page."
+)
+NOT_YOUR_ASSIGNMENT = "There is no such item of yours: it may belong to a project you are no longer a member of."
+
+
+class _NotYours(Exception):
+    """An annotator page for a project or lease that is not the caller's: answered with the
+    app's own 404 page (``_not_found``), also under DEBUG, where ``Http404`` shows Django's
+    technical page (URL patterns and all) instead."""
+
+
+def _not_found(request: HttpRequest, explanation: str) -> HttpResponse:
+    return render(
+        request,
+        "_error_page.html",
+        {"heading": "Not found (404)", "explanation": explanation, "detail": ""},
+        status=404,
+    )
+
 
 def _project_for_annotator(request: HttpRequest, project_id: int) -> Project:
     project = selectors.project_annotatable_by(project_id=project_id, user=request.user)
     if project is None:
-        raise Http404("no such project for you")
+        raise _NotYours(NOT_YOUR_PROJECT)
     return project
+
+
+def _not_yours_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """``_NotYours`` raised by the view -> the app's 404 page."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            response: HttpResponse = view(request, *args, **kwargs)
+        except _NotYours as exc:
+            return _not_found(request, str(exc))
+        return response
+
+    return wrapped
 
 
 _NOT_GIVEN: Any = object()
@@ -101,6 +138,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
+@_not_yours_page
 def instructions(request: HttpRequest, project_id: int) -> HttpResponse:
     project = _project_for_annotator(request, project_id)
     kind = kinds.kind_for_task(project.task)
@@ -120,6 +158,7 @@ def instructions(request: HttpRequest, project_id: int) -> HttpResponse:
 @never_cache
 @login_required
 @require_GET
+@_not_yours_page
 def work(request: HttpRequest, project_id: int) -> HttpResponse:
     """The item page. Each item shown gets its own history entry (``?a=<assignment id>``, pushed
     by annotate.js), so browser Back / Forward comes back to an item already answered: it is
@@ -138,12 +177,13 @@ def work(request: HttpRequest, project_id: int) -> HttpResponse:
 def _own_assignment_project(request: HttpRequest, assignment_id: int) -> Project:
     a = Assignment.objects.select_related("project").filter(pk=assignment_id, annotator_id=request.user.pk).first()
     if a is None:
-        raise Http404("no such assignment of yours")
+        raise _NotYours(NOT_YOUR_ASSIGNMENT)
     return a.project
 
 
 @login_required
 @require_POST
+@_not_yours_page
 def answer(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     project = _own_assignment_project(request, assignment_id)
     form = AnswerForm.parse(request.POST)
@@ -166,6 +206,7 @@ def answer(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@_not_yours_page
 def skip(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     project = _own_assignment_project(request, assignment_id)
     form = SkipForm.parse(request.POST)
@@ -181,6 +222,7 @@ def skip(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@_not_yours_page
 def undo(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     project = _own_assignment_project(request, assignment_id)
     error = ""

@@ -1,0 +1,50 @@
+"""An annotator who belongs to no project (or not to this one) and opens a project's annotator
+page — an old bookmark, a link from a colleague, the page after being removed — got Django's
+technical 404 page under DEBUG (the URL patterns of the whole site, "You're seeing this error
+because you have DEBUG = True"), since the views raised ``Http404``. Now the app's own 404 page
+says what happened and links back, with DEBUG on or off."""
+
+from __future__ import annotations
+
+from html import unescape
+
+import pytest
+from django.test import override_settings
+
+from annotate.models import Assignment
+from annotate.services.routing import project_route
+from annotate.views import NOT_YOUR_ASSIGNMENT, NOT_YOUR_PROJECT
+
+from .factories import annotator, login, project_with_candidates
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("debug", [True, False])
+def test_an_annotator_of_no_project_gets_the_apps_404_page(debug):
+    project = project_with_candidates(n=2)
+    lonely = login(annotator())
+    with override_settings(DEBUG=debug):
+        for path in [f"/annotate/projects/{project.pk}/", f"/annotate/projects/{project.pk}/instructions/"]:
+            resp = lonely.get(path)
+            html = unescape(resp.content.decode())
+            assert resp.status_code == 404, path
+            assert "DEBUG = True" not in html and "URLconf" not in html
+            assert NOT_YOUR_PROJECT in html and 'id="way-back"' in html
+        resp = lonely.get("/annotate/projects/999999/")
+        assert resp.status_code == 404 and NOT_YOUR_PROJECT in unescape(resp.content.decode())
+
+
+@pytest.mark.django_db
+@override_settings(DEBUG=True)
+def test_someone_elses_lease_gets_the_apps_404_page_too():
+    project = project_with_candidates(n=2)
+    project_route(project=project, budget=1.0, seed=0)
+    owner = annotator(project, qualified_at="2026-01-01T00:00:00Z")
+    login(owner).get(f"/annotate/projects/{project.pk}/")
+    a = Assignment.objects.get(annotator=owner)
+    other = login(annotator())
+    for action in ["answer", "skip", "undo"]:
+        resp = other.post(f"/annotate/assignments/{a.pk}/{action}/", {"choice": "neutral"})
+        html = unescape(resp.content.decode())
+        assert resp.status_code == 404 and NOT_YOUR_ASSIGNMENT in html and "DEBUG = True" not in html
+    assert Assignment.objects.get(pk=a.pk).status == "leased"
