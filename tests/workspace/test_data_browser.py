@@ -200,3 +200,32 @@ def test_a_long_field_is_clipped_around_its_first_change():
     (edit,) = _field_edits({"text": before}, {"text": before.replace("good", "bad")}, ["text"])
     text = "".join(s["text"] for s in edit["segments"])
     assert text.startswith("…") and "bad" in text and len(text) <= ROW_FIELD_CHARS + 45
+
+
+def test_the_filter_forms_address_leaves_out_empty_fields(project):
+    """The form sends every field: htmx pushed ?state=&generator=&perturbation=negation&label=&…
+    into the address bar and history. Now the pushed address (HX-Push-Url) is the same search
+    without the empty fields, and a plain submit or an old bookmark with them is redirected to
+    it; Back and bookmarks then load the same results."""
+    c = login(researcher())
+    base = f"/projects/{project.pk}/candidates/"
+    raw = f"{base}?generator=&perturbation=negation&label_source=&label=&min_confidence=&gold="
+    frag = c.get(raw, HTTP_HX_REQUEST="true")
+    assert frag.status_code == 200
+    assert frag["HX-Push-Url"] == f"{base}?perturbation=negation"
+    plain = c.get(raw)
+    assert plain.status_code == 302 and plain["Location"] == f"{base}?perturbation=negation"
+    assert c.get(f"{base}?generator=&label=", HTTP_HX_REQUEST="true")["HX-Push-Url"] == base
+    # the clean address shows what the raw one would have
+    page = c.get(plain["Location"])
+    assert page.status_code == 200
+    first = Candidate.objects.filter(project=project, perturbation="negation").order_by("id").first()
+    assert first.external_id in page.content.decode()
+    # several states stay; cursors stay; an invalid value is kept, to be shown with its error
+    multi = c.get(f"{base}?state=pooled&state=routed&generator=&after=5", HTTP_HX_REQUEST="true")
+    assert multi["HX-Push-Url"] == f"{base}?state=pooled&state=routed&after=5"
+    bad = c.get(f"{base}?min_confidence=2&label=", HTTP_HX_REQUEST="true")
+    assert bad.status_code == 400 and bad["HX-Push-Url"] == f"{base}?min_confidence=2"
+    # Back to an address htmx no longer holds in its history cache: it asks for the whole page
+    restore = c.get(f"{base}?perturbation=negation", HTTP_HX_REQUEST="true", HTTP_HX_HISTORY_RESTORE_REQUEST="true")
+    assert restore.status_code == 200 and b'id="filters"' in restore.content

@@ -4,8 +4,10 @@ the browse API share them), the pager's cursor and the override form."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
+from django.http import QueryDict
 
 from projects import states
 from projects.formats.reading import LABEL_SOURCES
@@ -166,3 +168,17 @@ class OverrideForm(InputForm):
         if not self.cleaned_data["label"]:
             raise forms.ValidationError("choose a label")
         return str(self.cleaned_data["label"])
+
+
+class AddressQuery:
+    """A search's query string as the address to keep: the same fields and values in the same
+    order, without the empty ones (the filter form sends every field, so a search read
+    ``?state=&generator=&perturbation=negation&label=&…``). ``had_empty``: some were dropped."""
+
+    def __init__(self, query: QueryDict) -> None:
+        given = [(k, v) for k in query for v in query.getlist(k)]
+        self.kept = [(k, v) for k, v in given if v != ""]
+        self.had_empty = len(self.kept) != len(given)
+
+    def url(self, path: str) -> str:
+        return path + (f"?{urlencode(self.kept)}" if self.kept else "")

@@ -17,7 +17,7 @@ from projects.http import HtmxHttpRequest
 from projects.models import Candidate, Label, Project
 from projects.permissions import researcher_required
 from projects.services.candidates import OverrideRefused, OverrideUnchanged, candidate_override
-from workspace.data.forms import CandidateFiltersForm, OverrideForm, PageQuery
+from workspace.data.forms import AddressQuery, CandidateFiltersForm, OverrideForm, PageQuery
 from workspace.data.selectors import FLIP_CHOICES, GOLD_CHOICES, SOURCE_CHOICES, candidates_browse, pair_view
 
 
@@ -25,6 +25,13 @@ from workspace.data.selectors import FLIP_CHOICES, GOLD_CHOICES, SOURCE_CHOICES,
 @require_GET
 def candidate_list(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     project = get_object_or_404(Project, pk=pk)
+    # The filter form sends every field, so a search read ?state=&generator=&label=&… The
+    # address kept (pushed by htmx, bookmarked, shown) is the same search without the empty
+    # fields; a plain (no-JavaScript) submit or an old bookmark with them is redirected to it.
+    address = AddressQuery(request.GET)
+    clean_url = address.url(request.path)
+    if address.had_empty and not request.htmx:
+        return redirect(clean_url)
     form = CandidateFiltersForm.parse(request.GET, project=project)
     filters, errors = form.filters(), form.field_errors()
     page = None
@@ -47,8 +54,11 @@ def candidate_list(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         "gold_choices": GOLD_CHOICES[1:],
         "source_choices": SOURCE_CHOICES[1:],
     }
-    template = "workspace/candidates.html#results" if request.htmx else "workspace/candidates.html"
-    return render(request, template, ctx, status=400 if errors else 200)
+    if request.htmx and not request.htmx.history_restore_request:  # a restore wants the whole page
+        response = render(request, "workspace/candidates.html#results", ctx, status=400 if errors else 200)
+        response["HX-Push-Url"] = clean_url  # instead of the form's raw query (hx-push-url)
+        return response
+    return render(request, "workspace/candidates.html", ctx, status=400 if errors else 200)
 
 
 @researcher_required
