@@ -9,6 +9,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
+from urllib.parse import unquote
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -140,6 +141,25 @@ def image_url(path: str) -> str:
     return "/" + settings.MEDIA_URL.strip("/") + "/" + path
 
 
+def image_missing(url: str) -> bool:
+    """Whether the image at ``url`` (as ``image_url`` gives it) cannot be shown: no URL (no
+    image, or a path outside the image root), or a file of ours (``/images/…``, ``MEDIA_URL``)
+    that is not there. An http(s) URL is the browser's to load."""
+    if not url:
+        return True
+    if url.startswith(("http://", "https://")):
+        return False
+    images = reverse("image-file", kwargs={"path": "x"})[:-1]
+    media = "/" + settings.MEDIA_URL.strip("/") + "/"
+    if url.startswith(images):
+        root, rel = image_root(), url[len(images) :]
+    elif url.startswith(media):
+        root, rel = str(settings.MEDIA_ROOT), url[len(media) :]
+    else:
+        return False
+    return not os.path.isfile(os.path.join(root, unquote(rel)))
+
+
 @dataclass(frozen=True)
 class ItemView:
     """Everything the annotator page and the API show for one lease (blind: no labels, no
@@ -168,6 +188,10 @@ class ItemView:
     @property
     def image(self) -> str:  # caption items: the image being judged
         return self.body.image
+
+    @property
+    def image_missing(self) -> bool:  # caption items: the page shows a placeholder instead
+        return image_missing(self.body.image)
 
     @property
     def captions(self) -> list[str]:  # caption items: texts in display order
@@ -621,6 +645,28 @@ def _score(s: agreement.AgreementScore) -> dict[str, Any]:
     }
 
 
+SKIP_REASONS_SHOWN = 20
+
+
+def skip_reasons_for(*, project: Project) -> list[dict[str, Any]]:
+    """The reasons annotators gave when they skipped (trimmed, case kept as first written),
+    most frequent first, with how many skips gave each: the first ``SKIP_REASONS_SHOWN``.
+    Skips without a reason are counted in ``skips`` only."""
+    counts: Counter[str] = Counter()
+    first: dict[str, str] = {}
+    for reason in (
+        Assignment.objects.filter(project=project, status="skipped")
+        .exclude(skip_reason="")
+        .values_list("skip_reason", flat=True)
+    ):
+        text = " ".join(reason.split())
+        if text:
+            key = text.casefold()
+            counts[key] += 1
+            first.setdefault(key, text)
+    return [{"reason": first[k], "skips": n} for k, n in counts.most_common(SKIP_REASONS_SHOWN)]
+
+
 def project_quality(*, project: Project) -> dict[str, Any]:
     """Aggregation and agreement figures for the annotation-quality page and its API."""
     labels = list(Label.objects.filter(project=project).order_by("position").values_list("name", flat=True))
@@ -657,6 +703,7 @@ def project_quality(*, project: Project) -> dict[str, Any]:
         "annotations": len(real),
         "gold_annotations": len(gold_rows),
         "skips": Assignment.objects.filter(project=project, status="skipped").count(),
+        "skip_reasons": skip_reasons_for(project=project),
         "expired_leases": Assignment.objects.filter(project=project, status="expired").count(),
         "formulas": {
             "fleiss": agreement.FLEISS_FORMULA,

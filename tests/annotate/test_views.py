@@ -5,7 +5,7 @@ from django.test import Client
 
 from annotate.models import Annotation, Assignment, Item
 from annotate.services.routing import project_route
-from projects.models import ProjectMembership
+from projects.models import Candidate, Example, ProjectMembership
 
 from .factories import annotator, login, project_with_candidates, researcher
 
@@ -135,8 +135,13 @@ def test_dashboard_for_researcher_shows_formulas_and_flags(project):
     assert Item.objects.filter(status="complete").count() == 6
 
 
-def test_caption_item_page_shows_image_and_both_captions():
+def test_caption_item_page_shows_image_and_both_captions(tmp_path, settings):
+    settings.MEDIA_ROOT = str(tmp_path)  # the images are there (a missing one: test_caption_image_and_skips.py)
     p = project_with_candidates(name="coco", task="image-caption", n=2, k=1)
+    images = Example.objects.filter(project=p).values_list("image", flat=True)
+    for path in [*images, *Candidate.objects.filter(project=p).values_list("image", flat=True)]:
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_bytes(b"img")
     project_route(project=p, budget=1.0, seed=0)
     u = annotator(p)
     html = login(u).get(f"/annotate/projects/{p.pk}/").content.decode()
