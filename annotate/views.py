@@ -60,6 +60,20 @@ def _not_found(request: HttpRequest, explanation: str) -> HttpResponse:
     )
 
 
+def _stage_gone(explanation: str) -> HttpResponse:
+    """The item page's stage (an htmx swap target) replaced by ``explanation`` and the way back:
+    an answer, skip or undo on a lease that is gone (the project was deleted meanwhile). htmx
+    swaps no 4xx answer, so a 404 left the page as it was and the key presses did nothing."""
+    return HttpResponse(
+        format_html(
+            '<section id="stage" class="stage" aria-live="polite" data-gone="1"><div class="card error" role="alert">'
+            '<p>{}</p><p><a class="button" href="{}">Back to your projects</a></p></div></section>',
+            explanation,
+            reverse("annotate-home"),
+        )
+    )
+
+
 def _project_for_annotator(request: HttpRequest, project_id: int) -> Project:
     project = selectors.project_annotatable_by(project_id=project_id, user=request.user)
     if project is None:
@@ -75,6 +89,8 @@ def _not_yours_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResp
         try:
             response: HttpResponse = view(request, *args, **kwargs)
         except _NotYours as exc:
+            if getattr(request, "htmx", False):  # htmx swaps no 404: the stage says it instead
+                return _stage_gone(str(exc))
             return _not_found(request, str(exc))
         return response
 

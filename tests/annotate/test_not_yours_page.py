@@ -14,6 +14,7 @@ from django.test import override_settings
 from annotate.models import Assignment
 from annotate.services.routing import project_route
 from annotate.views import NOT_YOUR_ASSIGNMENT, NOT_YOUR_PROJECT
+from projects.services.deletion import project_delete
 
 from .factories import annotator, login, project_with_candidates
 
@@ -48,3 +49,23 @@ def test_someone_elses_lease_gets_the_apps_404_page_too():
         html = unescape(resp.content.decode())
         assert resp.status_code == 404 and NOT_YOUR_ASSIGNMENT in html and "DEBUG = True" not in html
     assert Assignment.objects.get(pk=a.pk).status == "leased"
+
+
+@pytest.mark.django_db
+def test_a_project_deleted_while_its_item_page_is_open_says_so_on_the_next_key_press():
+    """htmx swaps no 404: the answer to a key press on a lease whose project was deleted left
+    the page as it was, and every further press did nothing. The stage now says what happened."""
+    project = project_with_candidates(n=2)
+    project_route(project=project, budget=1.0, seed=0)
+    u = annotator(project, qualified_at="2026-01-01T00:00:00Z")
+    c = login(u)
+    c.get(f"/annotate/projects/{project.pk}/")
+    a = Assignment.objects.get(annotator=u)
+    project_delete(project=project)  # as the researcher's delete page does
+    for action in ["answer", "skip", "undo"]:
+        resp = c.post(f"/annotate/assignments/{a.pk}/{action}/", {"choice": "neutral"}, HTTP_HX_REQUEST="true")
+        html = unescape(resp.content.decode())
+        assert resp.status_code == 200, action  # swapped by htmx
+        assert html.startswith('<section id="stage"') and NOT_YOUR_ASSIGNMENT in html and 'href="/annotate/"' in html
+    # the plain page (reload) is the app's 404 page
+    assert c.get(f"/annotate/projects/{project.pk}/").status_code == 404
