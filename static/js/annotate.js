@@ -70,8 +70,34 @@
     if (evt.detail.elt && evt.detail.elt.id === "stage") { prepare(); }
   });
   document.addEventListener("htmx:afterRequest", function () { busy = false; });
-  document.addEventListener("htmx:responseError", function () { busy = false; });
-  document.addEventListener("htmx:sendError", function () { busy = false; });
+
+  // An answer, skip or undo that did not get through said nothing: the key press seemed lost.
+  // Say so on the stage (a new stage, once one comes, replaces the note).
+  function notSent(evt, text) {
+    var elt = evt.detail.elt;
+    if (!elt || !(elt.id === "answer-form" || elt.id === "skip-form" || elt.classList.contains("undo-bar"))) { return; }
+    var stage = document.getElementById("stage");
+    if (!stage) { return; }
+    var note = document.getElementById("not-sent");
+    if (!note) {
+      note = document.createElement("p");
+      note.id = "not-sent";
+      note.className = "error";
+      note.setAttribute("role", "alert");
+      stage.insertBefore(note, stage.firstChild);
+    }
+    note.textContent = text;
+  }
+  document.addEventListener("htmx:responseError", function (evt) {
+    busy = false;
+    var status = evt.detail.xhr ? evt.detail.xhr.status : 0;
+    notSent(evt, "The server could not take this (HTTP " + status + "). Reload the page to see where you are.");
+  });
+  document.addEventListener("htmx:sendError", function (evt) {
+    busy = false;
+    notSent(evt, "Not sent: the server could not be reached. Press again when you are back online " +
+      "(an answer that did get through is kept once, not twice).");
+  });
 
   function typing(target) {
     var tag = (target && target.tagName) || "";

@@ -89,3 +89,28 @@ def test_keyboard_flow(page, live_server, annotation_settings):
     page.wait_for_selector("text=paused by the project's researchers")
     assert not Annotation.objects.filter(assignment_id=held).exists()
     assert errors == []
+
+
+def test_an_answer_that_cannot_be_sent_says_so_and_a_retry_stores_it_once(page, live_server, annotation_settings):
+    """Network loss: the key press used to do nothing visible (htmx:sendError only unlocked the
+    keys). Now the stage says the answer was not sent; pressing again once back online stores
+    it, once."""
+    project = project_with_candidates(n=4, k=2)
+    project_route(project=project, budget=1.0, seed=0)
+    user = annotator(project, username="net")
+    page.goto(f"{live_server.url}/accounts/login/?next=/annotate/projects/{project.pk}/")
+    page.fill("#id_username", "net")
+    page.fill("#id_password", "pw-123456")
+    page.click("button[type=submit]")
+    page.wait_for_selector("#stage[data-ready] #answer-form")
+    aid = _current_assignment(page)
+    page.route("**/answer/", lambda route: route.abort("internetdisconnected"))
+    page.keyboard.press("1")
+    page.wait_for_selector("#not-sent")
+    assert "Not sent" in page.locator("#not-sent").inner_text()
+    assert not Annotation.objects.filter(annotator=user).exists()
+    page.unroute("**/answer/")
+    page.keyboard.press("1")
+    _wait_for_assignment_change(page, aid)
+    assert page.locator("#not-sent").count() == 0
+    assert list(Annotation.objects.filter(annotator=user).values_list("assignment_id", flat=True)) == [aid]
