@@ -21,6 +21,8 @@ from annotate.services.routing import project_route
 
 from .factories import annotator, login, project_with_candidates, researcher
 
+pytestmark = pytest.mark.postgres_too
+
 
 def _caption_project():
     p = project_with_candidates(name="caps", task="image-caption", n=2, k=1)

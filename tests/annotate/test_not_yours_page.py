@@ -18,6 +18,8 @@ from projects.services.deletion import project_delete
 
 from .factories import annotator, login, project_with_candidates
 
+pytestmark = pytest.mark.postgres_too
+
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("debug", [True, False])
