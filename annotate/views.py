@@ -213,8 +213,9 @@ def answer(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
             choice=form.cleaned_data["choice"],
             duration_ms=form.cleaned_data["duration_ms"],
         )
-        # the answer just given is the last one: undoable while its item is open (no query)
-        last = result.as_annotation() if result.item_open and selectors.undo_window().total_seconds() >= 0 else None
+        # the answer just given is the last one: undoable while its item is open (no query) and
+        # there is an undo window at all (UNDO_SECONDS=0 turns undo off: no Undo to press)
+        last = result.as_annotation() if result.item_open and selectors.undo_window().total_seconds() > 0 else None
     except svc.AnnotationError as exc:
         error, status = str(exc), exc.status
     return _render_stage(request, project, error=error, status=200 if request.htmx else status, last=last)

@@ -245,3 +245,16 @@ def test_the_page_refuses_a_duration_that_is_no_number_and_echoes_a_long_choice_
     html = r.content.decode()
     assert "x" * 80 + "…" in html and "x" * 81 not in html
     assert not Annotation.objects.exists()
+
+
+def test_with_undo_turned_off_the_answer_offers_no_undo(project, settings):
+    """UNDO_SECONDS=0: every undo is refused ("the undo window has passed"), yet the stage
+    that follows an answer showed "Undo u" (the check read ``>= 0``)."""
+    settings.COUNTERPART = {**settings.COUNTERPART, "UNDO_SECONDS": 0}
+    u = annotator(project)
+    c = login(u)
+    c.get(f"/annotate/projects/{project.pk}/")
+    a = Assignment.objects.get(annotator=u)
+    html = c.post(f"/annotate/assignments/{a.pk}/answer/", {"choice": "neutral"}, HTTP_HX_REQUEST="true").content
+    assert Annotation.objects.filter(assignment=a).exists()
+    assert b'id="undo"' not in html and b'class="undo-bar"' not in html
