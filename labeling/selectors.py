@@ -472,6 +472,24 @@ def gain_chart(variants: dict[str, Any]) -> dict[str, Any]:
 EVAL_ALPHA = 0.05  # the evaluation section's bar for "differs from originals only"
 
 
+def _against_random(export: dict[str, Any], rnd: dict[str, Any]) -> str:
+    """Whether *Your export*'s labels matter: its accuracy against *Random labels* (the human
+    answers plus the other counterfactuals with labels at random: the same kind of extra text,
+    no label information), paired-bootstrap p. A gain over originals that random labels match
+    is the extra text, not the labelling."""
+    p = export.get("p_vs_random")
+    if p is None or export.get("accuracy") is None or rnd.get("accuracy") is None:
+        return ""
+    d = 100 * (export["accuracy"] - rnd["accuracy"])
+    if p < EVAL_ALPHA and d > 0:
+        return f"Its labels matter: {d:+.1f} points over Random labels (p = {p:.3f})."
+    return (
+        f"Against Random labels (the same kind of extra text, labelled at random) it is {d:+.1f} points "
+        f"(p = {p:.3f}): no better at p < {EVAL_ALPHA}, so a gain here may come from the extra text rather "
+        "than its labels."
+    )
+
+
 def evaluation_verdict(n: int, variants: dict[str, Any]) -> str:
     """One evaluation set's answer in words, with its n: what *Your export* did against
     *Originals only* (paired-bootstrap p), or, when no variant differs at p < ``EVAL_ALPHA``,
@@ -495,6 +513,9 @@ def evaluation_verdict(n: int, variants: dict[str, Any]) -> str:
         else:
             what = f"no difference from Originals only at p < {EVAL_ALPHA}"
         parts.append(f"Your export: {gain:+.1f} points over Originals only (p = {p:.3f}, n = {n}): {what}.")
+        floor = _against_random(export, variants.get("random") or {})
+        if floor:
+            parts.append(floor)
     elif "export" in variants:
         parts.append(f"Your export: n/a ({export.get('error') or 'no gain'}).")
     if not differ:

@@ -102,6 +102,9 @@ class VariantScores(TypedDict):
     share_of_gold_gain: NotRequired[float | None]
     p_vs_originals: NotRequired[float | None]
     p_vs_gold: NotRequired[float | None]
+    # paired-bootstrap p against the "random" floor (the same texts, labels at random): whether
+    # the labels matter or the gain is the extra text alone
+    p_vs_random: NotRequired[float | None]
 
 
 class EvalScores(TypedDict):
@@ -215,6 +218,8 @@ def summarise(
                 row["share_of_gold_gain"] = _r(gain_share(g, gold_gain))
         if v != "gold" and "gold" in per_ex:
             row["p_vs_gold"] = _r(paired_bootstrap_p(per_ex[v], per_ex["gold"], n_boot=n_boot))
+        if v not in ("random", "originals") and "random" in per_ex:
+            row["p_vs_random"] = _r(paired_bootstrap_p(per_ex[v], per_ex["random"], n_boot=n_boot))
         out[v] = row
     return out
 

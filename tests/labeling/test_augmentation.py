@@ -97,6 +97,24 @@ def test_summarise_gain_share_and_p():
     assert out["invariant"]["p_vs_originals"] == 1.0
     assert out["invariant"]["p_vs_gold"] < 0.01
     assert out["originals"]["ci95"] == [0.6, 0.6]
+    assert "p_vs_random" not in out["capc"]  # no random floor in this comparison
+
+
+def test_summarise_says_whether_the_labels_beat_random_labels():
+    """A gain over originals that random labels match is the extra text, not the labels:
+    every variant but the floor and originals gets a paired p against ``random``."""
+    n = 100
+    right = {k: np.arange(n) < k for k in (60, 75, 76, 90)}
+    correct = {
+        "originals": [right[60]] * 3,
+        "random": [right[75]] * 3,
+        "capc": [right[76]] * 3,  # one example better than random: chance
+        "export": [right[90]] * 3,  # fifteen better: the labels matter
+    }
+    out = summarise(correct, {v: [0.5] * 3 for v in correct}, {v: [10] * 3 for v in correct}, n_boot=500)
+    assert "p_vs_random" not in out["random"] and "p_vs_random" not in out["originals"]
+    assert out["capc"]["p_vs_random"] > 0.5
+    assert out["export"]["p_vs_random"] < 0.01
 
 
 def test_eval_sets_from_records_splits_pair_formats():

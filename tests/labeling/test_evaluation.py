@@ -390,3 +390,24 @@ def test_a_tiny_test_set_says_its_bars_are_chance_and_greys_them(client):
     assert all(r["significant"] for r in gain_chart(helps)["rows"])
     hurts = evaluation_verdict(50, {"export": {"gain": -0.2, "p_vs_originals": 0.01}})
     assert hurts.startswith("Your export: -20.0 points") and ": hurts." in hurts and "Only 50 test examples" in hurts
+
+
+def test_the_verdict_says_when_random_labels_gain_as_much_as_the_export():
+    """A gain over originals is not proof the labels help: random labels on the same kind of
+    extra text can gain too (a QA run on CAD sentiment: random +17 points, p = 0.007). The
+    verdict compares the export with the random floor when the comparison has one."""
+    from labeling.selectors import evaluation_verdict
+
+    base = {"originals": {"accuracy": 0.6}}
+    matched = {
+        **base,
+        "export": {"accuracy": 0.83, "gain": 0.23, "p_vs_originals": 0.001, "p_vs_random": 0.12},
+        "random": {"accuracy": 0.77, "gain": 0.17, "p_vs_originals": 0.007},
+    }
+    v = evaluation_verdict(400, matched)
+    assert ": helps." in v
+    assert "it is +6.0 points (p = 0.120): no better at p < 0.05" in v and "rather than its labels" in v
+    beaten = {**matched, "export": {**matched["export"], "p_vs_random": 0.002}}
+    assert "Its labels matter: +6.0 points over Random labels (p = 0.002)." in evaluation_verdict(400, beaten)
+    # no floor in the comparison (or an older result without p_vs_random): nothing said of it
+    assert "Random" not in evaluation_verdict(400, {**base, "export": matched["export"] | {"p_vs_random": None}})
