@@ -805,7 +805,10 @@ def annotation_undo(*, assignment_id: int, annotator: Any, now: datetime | None 
             from annotate.services import quality
 
             quality.membership_unrecord_gold(
-                project_id=a.project_id, annotator=annotator, correct=bool(annotation.correct)
+                project_id=a.project_id,
+                annotator=annotator,
+                correct=bool(annotation.correct),
+                answered_at=annotation.created_at,
             )
     a.refresh_from_db()
     return a

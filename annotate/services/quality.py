@@ -169,11 +169,17 @@ def membership_record_gold(*, project_id: int, annotator: Any, correct: bool, no
         _flag_if_below(membership)
 
 
-def membership_unrecord_gold(*, project_id: int, annotator: Any, correct: bool) -> None:
-    ProjectMembership.objects.filter(project_id=project_id, user=annotator, gold_answered__gt=0).update(
+def membership_unrecord_gold(*, project_id: int, annotator: Any, correct: bool, answered_at: datetime) -> None:
+    """Take back an undone check answer given at ``answered_at``. A qualification decided at or
+    after that moment may have rested on it: it is undecided again (settled by the next check
+    answer, as before it), so undoing the answer that qualified keeps no qualification. One
+    granted earlier (a researcher added as an annotator, an earlier window) stays."""
+    members = ProjectMembership.objects.filter(project_id=project_id, user=annotator)
+    members.filter(gold_answered__gt=0).update(
         gold_answered=F("gold_answered") - 1,
         gold_correct=Case(When(gold_correct__gt=0, then=F("gold_correct") - (1 if correct else 0)), default=Value(0)),
     )
+    members.filter(qualified_at__gte=answered_at).update(qualified_at=None)
 
 
 def membership_settle_qualification(

@@ -359,3 +359,46 @@ def test_home_page_offers_start_only_when_next_item_would_serve_something(qual):
     ProjectMembership.objects.filter(user=fresh).update(qualified_at=m.created_at)
     assert "Start annotating" in login(fresh).get("/annotate/").content.decode()
     assert svc.assignment_next(project=project, annotator=fresh) is not None
+
+
+def test_undoing_the_check_answer_that_qualified_takes_the_qualification_back(qual):
+    """An annotator could qualify with their fifth check answer, undo it, and keep the
+    qualification on four. Now a qualification decided at or after the undone answer is
+    undecided again, and the next check answer settles it as before."""
+    project = _project()
+    u = annotator(project)
+    for _ in range(4):
+        _answer_check(u, project, correct=True)
+    fifth = svc.assignment_next(project=project, annotator=u)
+    item = Item.objects.get(pk=fifth.item_id)
+    svc.annotation_submit(assignment_id=fifth.pk, annotator=u, choice=item.gold_choice)
+    m = u.memberships.get()
+    assert m.qualified_at is not None and (m.gold_answered, m.gold_correct) == (5, 5)
+    svc.annotation_undo(assignment_id=fifth.pk, annotator=u)
+    m.refresh_from_db()
+    assert m.qualified_at is None and (m.gold_answered, m.gold_correct) == (4, 4)
+    again = svc.assignment_next(project=project, annotator=u)
+    assert again.pk == fifth.pk  # the undone item is the live lease again
+    svc.annotation_submit(assignment_id=again.pk, annotator=u, choice=item.gold_choice)
+    m.refresh_from_db()
+    assert m.qualified_at is not None and not m.flagged
+
+
+def test_undoing_a_check_answer_given_after_qualifying_keeps_the_qualification(qual):
+    qual.COUNTERPART = {**qual.COUNTERPART, "GOLD_RATE": 1.0}  # a check item next, after qualifying
+    project = _project()
+    u = annotator(project)
+    _answer_checks(u, project, correct=True)
+    qualified_at = u.memberships.get().qualified_at
+    assert qualified_at is not None
+    for _ in range(len(Item.objects.filter(project=project))):  # on to a check item given after qualifying
+        later = svc.assignment_next(project=project, annotator=u)
+        item = Item.objects.get(pk=later.item_id)
+        if item.is_gold:
+            break
+        svc.annotation_submit(assignment_id=later.pk, annotator=u, choice=later.display_order[0])
+    assert item.is_gold
+    svc.annotation_submit(assignment_id=later.pk, annotator=u, choice=item.gold_choice)
+    svc.annotation_undo(assignment_id=later.pk, annotator=u)
+    m = u.memberships.get()
+    assert m.qualified_at == qualified_at and m.gold_answered == 5
