@@ -311,8 +311,8 @@ def pool_problem(*, project: Project, pool: LabelledPairs, held_out: bool) -> st
             .count()
         )
         why = f" ({unlabelled} more have an original without a label)" if unlabelled else ""
-        if project.task == "image-caption":
-            why = ": " + NOT_FOR_CAPTIONS
+        if reason := not_applicable(project=project):
+            why = ": " + reason
         return (
             f"only {n} candidates with a known label (human or gold) whose original has a label{where}; "
             f"the evaluation needs {MIN_POOL}{why}"

@@ -252,11 +252,12 @@ def _write_batch(
 
     with stats_write() as stats:
         stats.lock([project.pk])  # the aggregates follow the rows written (projects/aggregates.py)
+        # what each stored row holds comes along, for the warning when an id names something else
         found = Example.objects.filter(project=project, external_id__in=list(originals)).values_list(
-            "external_id", "id", "job_id"
+            "external_id", "id", "job_id", "fields", "label__name", "image"
         )
-        example_ids = {ext: pk for ext, pk, _ in found}
-        resumed_originals = {ext for ext, pk, job in found if earlier and earlier.example(job, pk)}
+        example_ids = {ext: pk for ext, pk, *_ in found}
+        resumed_originals = {ext for ext, pk, job, *_ in found if earlier and earlier.example(job, pk)}
         new_examples = [
             {
                 "project_id": project.pk,
@@ -281,13 +282,16 @@ def _write_batch(
                 )
             )
         found_pairs = Candidate.objects.filter(project=project, external_id__in=list(pairs)).values_list(
-            "external_id", "id", "job_id"
+            "external_id", "id", "job_id", "fields", "image", "example__external_id"
         )
-        existing_pairs = {ext for ext, _, _ in found_pairs}
-        resumed_pairs = {ext for ext, pk, job in found_pairs if earlier and earlier.candidate(job, pk)}
-        kept = [k for k in example_ids if k not in created_originals and k not in resumed_originals]
+        existing_pairs = {ext for ext, *_ in found_pairs}
+        resumed_pairs = {ext for ext, pk, job, *_ in found_pairs if earlier and earlier.candidate(job, pk)}
         _warn_kept(
-            project, {k: originals[k] for k in kept}, {k: pairs[k] for k in existing_pairs - resumed_pairs}, report
+            originals,
+            pairs,
+            [row[:1] + row[3:] for row in found if row[0] not in resumed_originals],
+            [row[:1] + row[3:] for row in found_pairs if row[0] not in resumed_pairs],
+            report,
         )
         new_candidates = [
             {**_candidate(project, p, example_ids[p.original.id], label), "job_id": job_id}
@@ -316,16 +320,20 @@ def _write_batch(
 
 
 def _warn_kept(
-    project: Project, originals: dict[str, OriginalRecord], pairs: dict[str, PairRecord], report: ImportReport
+    originals: dict[str, OriginalRecord],
+    pairs: dict[str, PairRecord],
+    stored_originals: list[tuple[Any, ...]],
+    stored_pairs: list[tuple[Any, ...]],
+    report: ImportReport,
 ) -> None:
     """A warning for each record whose id an earlier import gave to something else: the
     project keeps what it has (the first import of an id wins), and says so instead of
-    skipping the row, or attaching a pair to another original, without a word."""
+    skipping the row, or attaching a pair to another original, without a word.
+    ``stored_originals``: ``(external_id, fields, label name, image)`` of the project's
+    originals under this batch's ids; ``stored_pairs``: ``(external_id, fields, image,
+    original's external_id)`` of its pairs (rows this job wrote itself left out)."""
     limit = settings.COUNTERPART.get("IMPORT_MAX_PROBLEMS", 10000)
-    stored = Example.objects.filter(project=project, external_id__in=list(originals)).values_list(
-        "external_id", "fields", "label__name", "image"
-    )
-    for ext, fields, label, image in stored:
+    for ext, fields, label, image in stored_originals:
         o = originals[ext]
         if (fields, label, image) != (o.fields, o.label, o.image):
             report.add_warning(
@@ -333,9 +341,6 @@ def _warn_kept(
                 "import); the project keeps its own, and this file's pairs naming it are attached to it",
                 limit,
             )
-    stored_pairs = Candidate.objects.filter(project=project, external_id__in=list(pairs)).values_list(
-        "external_id", "fields", "image", "example__external_id"
-    )
     for ext, fields, image, original_id in stored_pairs:
         p = pairs[ext]
         if (fields, image, original_id) != (p.cf_fields, p.cf_image, p.original.id):
