@@ -264,11 +264,17 @@ def heartbeat(request: HttpRequest, assignment_id: int) -> HttpResponse:
             )
         )
     if expiry is None:
-        resp = HttpResponseStopPolling(
+        if not Assignment.objects.filter(pk=assignment_id, annotator_id=request.user.pk).exists():
+            # the lease itself is gone (its project was deleted): say so in place of the item,
+            # as an answer, skip or undo does, rather than "released … reload for a new one"
+            gone = _stage_gone(NOT_YOUR_ASSIGNMENT)
+            resp = HttpResponseStopPolling(gone.content)
+            resp["HX-Retarget"], resp["HX-Reswap"] = "#stage", "outerHTML"
+            return resp
+        return HttpResponseStopPolling(
             '<p class="error" role="alert">This item was released (the page was idle too long). '
             '<a href="">Reload</a> for a new one.</p>'
         )
-        return resp
     return HttpResponse(status=204)
 
 
