@@ -70,6 +70,7 @@ class NotAllowed(AnnotationError):
     status = 403
 
 
+LEASE_EXPIRED = "the lease expired; the item went back to the pool"
 FLAGGED_MESSAGE = "Your answers on the check items were below the project's threshold; a researcher has to review them."
 WAITING_CHECKS_MESSAGE = WAITING_CHECKS  # the home page says the same (annotate.selectors.serving_for)
 
@@ -733,7 +734,7 @@ def annotation_submit(
     if a.status == "submitted":
         return _repeat(a, choice)
     if a.status == "leased":
-        raise Conflict("the lease expired; the item went back to the pool")
+        raise Conflict(LEASE_EXPIRED)
     raise Conflict(f"this lease was {a.status}")
 
 
@@ -758,20 +759,25 @@ def _repeat(a: Assignment, choice: str) -> SubmitResult:
 
 
 def assignment_skip(*, assignment_id: int, annotator: Any, reason: str = "", now: datetime | None = None) -> Assignment:
-    """Release a lease without answering (the annotator will not see the item again)."""
+    """Release a lease without answering (the annotator will not see the item again). A lease
+    whose time is up is a Conflict, as an answer to it is, whether or not the expiry sweep has
+    moved it to ``expired`` yet (its slot goes, or went, back to the pool by expiry, once). A
+    repeat of the same skip returns the skipped lease."""
     now = now or timezone.now()
     a = _own_assignment(assignment_id, annotator)
     _check_member(project_id=a.project_id, annotator=annotator)
     if a.status == "skipped":
         return a
     with transaction.atomic():
-        moved = Assignment.objects.filter(pk=a.pk, status="leased").update(
+        moved = Assignment.objects.filter(pk=a.pk, status="leased", expires_at__gt=now).update(
             status="skipped", finished_at=now, skip_reason=reason[:300]
         )
         if not moved:
             a.refresh_from_db()
             if a.status == "skipped":
                 return a
+            if a.status == "leased":
+                raise Conflict(LEASE_EXPIRED)
             raise Conflict(f"this lease was {a.status}")
         Item.objects.filter(pk=a.item_id).update(taken=F("taken") - 1)
     a.refresh_from_db()

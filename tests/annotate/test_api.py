@@ -5,6 +5,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from annotate.models import Annotation, Assignment, Item
+from annotate.services.assignments import assignments_expire
 from annotate.services.routing import project_route
 
 from .factories import annotator, project_with_candidates, researcher
@@ -89,6 +90,34 @@ def test_expired_lease_409(project, settings):
     aid = c.post(f"/api/v1/projects/{project.pk}/next-item/").json()["assignment"]
     r = c.post(f"/api/v1/assignments/{aid}/annotation/", {"choice": "neutral"}, format="json")
     assert r.status_code == 409 and Annotation.objects.count() == 0
+
+
+def test_skipping_an_expired_lease_is_409_as_answering_it_is(project, settings):
+    """A skip of a lease whose time was up answered 200 and marked it skipped while the expiry
+    sweep had not run yet, and 409 once it had: the same request got either answer. It is now
+    409 with the answer's message either way, and the slot goes back to the pool once."""
+    u = annotator(project)
+    c = token_client(u)
+    settings.COUNTERPART = {**settings.COUNTERPART, "LEASE_SECONDS": -1}
+    first = c.post(f"/api/v1/projects/{project.pk}/next-item/").json()["assignment"]
+    r = c.post(f"/api/v1/assignments/{first}/skip/", {"reason": "too late"}, format="json")
+    assert (
+        r.status_code == 409
+        and r.json()["detail"]
+        == c.post(f"/api/v1/assignments/{first}/annotation/", {"choice": "neutral"}, format="json").json()["detail"]
+    )
+    a = Assignment.objects.get(pk=first)
+    assert a.status == "leased" and a.skip_reason == ""
+    assert assignments_expire() == 1  # the sweep gives the slot back, once
+    assert Item.objects.get(pk=a.item_id).taken == 0
+    assert c.post(f"/api/v1/assignments/{first}/skip/", {}, format="json").status_code == 409
+    assert Assignment.objects.get(pk=first).status == "expired"
+    # a live lease skips as before, and a repeat of the skip is answered with the skipped lease
+    settings.COUNTERPART = {**settings.COUNTERPART, "LEASE_SECONDS": 300}
+    live = c.post(f"/api/v1/projects/{project.pk}/next-item/").json()["assignment"]
+    for _ in range(2):
+        r = c.post(f"/api/v1/assignments/{live}/skip/", {}, format="json")
+        assert r.status_code == 200 and r.json() == {"assignment": live, "status": "skipped"}
 
 
 def test_unauthenticated_and_non_member_refused(project):
