@@ -8,6 +8,7 @@ from typing import Any
 from django import forms
 
 from labeling.selectors import cad_missing_note, warm_start_choices
+from labeling.services import warm_start_refusal
 from projects.inputs import InputForm
 from projects.models import Project
 
@@ -32,6 +33,9 @@ class TrainForm(InputForm):
             choices = ", ".join(known) or f"none for {self.project.task} projects"
             note = cad_missing_note(project=self.project, found=bool(known), what="warm starts")
             raise forms.ValidationError(f"choose one of the listed data sets ({choices}){'. ' + note if note else ''}")
+        refusal = warm_start_refusal(project=self.project, spec=known[key]) if key else ""
+        if refusal:  # the page shows it disabled; a post of it anyway is told why before any job starts
+            raise forms.ValidationError(refusal)
         return str(known.get(key, ""))
 
     def clean_mode(self) -> str:

@@ -308,9 +308,17 @@ def warm_start_cost(*, spec: str) -> str:
     return f"{first}, then seconds (cached)"
 
 
-def warm_start_options(*, project: Project) -> list[tuple[str, str, str]]:
-    """The train form's warm-start select: ``(key, label, expected cost)``."""
-    return [(key, label, warm_start_cost(spec=spec)) for key, label, spec in warm_start_choices(project=project)]
+def warm_start_options(*, project: Project) -> list[tuple[str, str, str, str]]:
+    """The train form's warm-start select: ``(key, label, expected cost, refusal)``; a set whose
+    ``refusal`` is not "" would be refused by the training (``warm_start_refusal``: the project
+    was imported from it) and is shown disabled, with the reason."""
+    from labeling.services import warm_start_refusal
+
+    out = []
+    for key, label, spec in warm_start_choices(project=project):
+        refusal = warm_start_refusal(project=project, spec=spec)
+        out.append((key, label, "" if refusal else warm_start_cost(spec=spec), refusal))
+    return out
 
 
 # -- the dashboard's flip-rate heatmap (annotate's dashboard reads this) -------------------

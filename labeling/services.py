@@ -229,6 +229,25 @@ def strip_warm_overlap(
     return [pairs[i] for i in keep], [ys[i] for i in keep], message
 
 
+def warm_start_refusal(*, project: Project, spec: str) -> str:
+    """Why training would refuse the warm start ``spec`` (``FORMAT:PATH:SPLIT``) for this
+    project, or "" when it would not: every pair of the set is one of the project's own texts
+    (:func:`strip_warm_overlap`), as when the project was imported from that very split. Only
+    a project holding originals imported from that format and split (``Example.source`` /
+    ``split``) is checked pair by pair, so the train form stays cheap for every other project;
+    the training keeps its own check."""
+    fmt, _, split = parse_warm_spec(spec)
+    if not Example.objects.filter(project=project, source=fmt, split=split).exists():
+        return ""
+    labels = list(project.labels.order_by("position").values_list("name", flat=True))
+    try:
+        pairs, ys = _read_warm(spec, project, labels)
+        strip_warm_overlap(spec, pairs, ys, project, list(project.text_fields))
+    except ValidationError as exc:
+        return " ".join(exc.messages)
+    return ""
+
+
 def _validity_judgements(project: Project) -> tuple[list[str], list[bool]]:
     """(control code, valid) for every candidate someone judged: ``meta.valid`` (imported, or
     annotators' "Unclear / invalid"), and a human label without it (a labelled pair was judged
