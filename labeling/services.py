@@ -921,6 +921,11 @@ def pairwise_train_job(job: Job, ctx: JobContext) -> dict[str, Any]:
     except ValidationError as exc:
         raise JobFailed(" ".join(exc.messages)) from exc
     ctx.progress(job.total or 1, job.total or 1)
+    return pairwise_train_summary(model)
+
+
+def pairwise_train_summary(model: PairwiseModel) -> dict[str, Any]:
+    """A ``train`` job's result: what the job box and ``jobs --json`` show of the model."""
     return {
         "model": model.pk,
         "version": model.version,
@@ -959,6 +964,11 @@ def autolabel_job(job: Job, ctx: JobContext) -> dict[str, Any]:
         )
     except ValidationError as exc:
         raise JobFailed(" ".join(exc.messages)) from exc
+    return autolabel_summary(run)
+
+
+def autolabel_summary(run: AutolabelRun) -> dict[str, Any]:
+    """An ``autolabel`` job's result."""
     return {
         "run": run.pk,
         "model_version": run.model.version,

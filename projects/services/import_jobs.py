@@ -41,7 +41,7 @@ from projects import formats
 from projects.aggregates import stats_write
 from projects.models import JOB_ACTIVE, JOB_FINISHED, Candidate, Example, Job, Project
 from projects.services.import_bundles import BundleRefused, remove_uploads, zip_unpack
-from projects.services.imports import ImportRefused, data_import
+from projects.services.imports import ImportRefused, ImportReport, data_import
 from projects.services.jobs import JobContext, JobFailed, job_start
 
 # What the page and the API accept: every format (the CAD layouts as their files or a zip).
@@ -201,6 +201,11 @@ def import_job(job: Job, ctx: JobContext) -> dict[str, Any]:
         ctx.owned().update(result={"problems": problems, "problem_count": len(exc.problems)})
         raise JobFailed(shown(str(exc))) from None
     ctx.check_cancelled()  # the last moment a cancel is honoured (it then removes every row)
+    return import_summary(report, shown)
+
+
+def import_summary(report: ImportReport, shown: Callable[[str], str] = str) -> dict[str, Any]:
+    """An ``import`` job's result (``shown``: how a file is named in it)."""
     return {
         "imported_originals": report.imported_originals,
         "imported_pairs": report.imported_pairs,

@@ -46,6 +46,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -551,6 +552,96 @@ def job_execute_or_wait(*, job_id: int) -> Job:
     return job
 
 
+#: ``params["foreground"]`` of a job run by a command in its own process (:func:`job_run_here`):
+#: no worker can take it over, so the sweep fails it when its command stopped beating.
+FOREGROUND = "foreground"
+FOREGROUND_DIED = (
+    "the command running this job in the foreground stopped before it finished (killed, or its "
+    "machine restarted); nothing resumes it: run the command again"
+)
+
+
+def waiting_message(blocker: int) -> str:
+    """What a command running a job in the foreground says while it waits behind another."""
+    return (
+        f"waiting behind job {blocker} of this project (jobs that change its candidates run one at a time; "
+        "see `manage.py jobs`); Ctrl-C stops waiting"
+    )
+
+
+def job_run_here(
+    *,
+    kind: str,
+    project: Project | None,
+    work: Callable[[JobContext], Any],
+    summary: Callable[[Any], dict[str, Any]],
+    params: dict[str, Any] | None = None,
+    refusals: tuple[type[Exception], ...] = (),
+    on_wait: Callable[[str], None] | None = None,
+) -> Any:
+    """Run ``work(ctx)`` in this process as a job of ``kind``: what a management command does
+    in the foreground (``route``, ``import_data``, ``export``, ``train_pairwise``,
+    ``autolabel``, ``train_task_model``), so ``jobs``, the Jobs page and the API list it as
+    they list a worker's: ``running``, then ``succeeded`` with ``summary(value)`` as its
+    result, ``failed`` with the error, or ``cancelled``; ``done``/``total`` as ``work``
+    reports them through ``ctx.progress`` (a job that reports none reads 1/1 when it
+    succeeds). Returns what ``work`` returned. An exception of ``work`` is raised again here,
+    after the job recorded it, so the command reports it as before: one of ``refusals`` (or a
+    ``ValidationError``) fails the job with its message, Ctrl-C cancels it, a cancel asked for
+    on the Jobs page or the API (``work`` raising ``JobCancelled``) raises ``JobCancelled``
+    with a sentence to show, anything else fails it as an internal error (logged). An
+    exclusive kind waits, as a worker's job does, while another job that changes the project's
+    candidates runs (``on_wait(message)`` once per job it waits behind, e.g. the command's
+    stderr; Ctrl-C while waiting cancels it). A command killed outright leaves its job
+    ``running``; the sweep fails it (:func:`_fail_foreground`), no worker takes it over."""
+    from django.core.exceptions import ValidationError
+
+    job = job_create(kind=kind, project=project, params=_jsonable({**(params or {}), FOREGROUND: True}))
+    raised: list[BaseException] = []
+    returned: list[Any] = []
+    waited: set[int] = set()
+    expected: tuple[type[Exception], ...] = (ValidationError, *refusals)
+
+    def handler(_job: Job, ctx: JobContext) -> dict[str, Any]:
+        try:
+            value = work(ctx)
+        except expected as exc:
+            raised.append(exc)
+            messages = getattr(exc, "messages", None) if isinstance(exc, ValidationError) else None
+            raise JobFailed(" ".join(messages) if messages else str(exc)) from exc
+        except KeyboardInterrupt as exc:
+            raised.append(exc)
+            raise JobCancelled() from exc
+        except JobCancelled as exc:  # asked to stop from the Jobs page or the API
+            raised.append(JobCancelled(f"{kind} job {_job.pk} was cancelled (from the Jobs page or the API)"))
+            raise exc
+        returned.append(value)
+        if not Job.objects.filter(pk=ctx.job_id).exclude(total=0).exists():
+            ctx.progress(1, 1)
+        return summary(value)
+
+    while True:
+        try:
+            job = job_execute(job_id=job.pk, handler=handler)
+        except KeyboardInterrupt:
+            job_cancel(job=job)
+            raise
+        blocker = job_waiting_behind(job)
+        if blocker is None:
+            break
+        if on_wait is not None and blocker not in waited:
+            waited.add(blocker)
+            on_wait(waiting_message(blocker))
+        try:
+            time.sleep(job_wait_seconds())
+        except KeyboardInterrupt:
+            job_cancel(job=job)
+            raise
+    if raised:
+        raise raised[0]
+    return returned[0] if returned else None
+
+
 def _eager() -> bool:
     """Celery runs tasks in the caller (unit tests): a delayed re-send would run at once,
     over and over; the job stays queued and the caller tries again."""
@@ -610,6 +701,18 @@ def _give_up(job_id: int, *, stale: Any, now: Any, max_attempts: int) -> bool:
     return True
 
 
+def _fail_foreground(job_id: int, *, stale: Any, now: Any) -> bool:
+    """Fail a stranded job that a command ran in its own process (:func:`job_run_here`): its
+    handler lives in that command, so no worker may take it over."""
+    n = Job.objects.filter(pk=job_id, status="running", heartbeat_at__lt=stale, params__foreground=True)
+    if not n.exists():
+        return False
+    if n.update(status="failed", error=FOREGROUND_DIED, finished_at=now):
+        logger.error("job %s: the command running it in the foreground stopped beating; failed", job_id)
+        _ended(job_id, "failed")
+    return True
+
+
 def jobs_sweep(*, now: Any = None) -> list[int]:
     """Re-enqueue running jobs whose executor stopped beating (a killed worker). Each stale
     job is re-sent at most once per ``JOB_STALE_SECONDS``; returns the ids re-sent. One that
@@ -624,6 +727,8 @@ def jobs_sweep(*, now: Any = None) -> list[int]:
     sent = []
     max_attempts = int(_cfg("JOB_MAX_ATTEMPTS"))
     for job_id in candidates:
+        if _fail_foreground(job_id, stale=stale, now=now):
+            continue
         if max_attempts and _give_up(job_id, stale=stale, now=now, max_attempts=max_attempts):
             continue
         # One sweeper wins each job (several workers may sweep at once).
@@ -666,6 +771,7 @@ __all__ = [
     "job_execute_or_wait",
     "job_kind",
     "job_kind_register",
+    "job_run_here",
     "job_start",
     "job_wait_seconds",
     "job_waiting_behind",

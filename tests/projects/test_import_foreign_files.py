@@ -180,7 +180,9 @@ def test_the_command_page_and_api_name_prodigy_alike(tmp_path: Path, project: Pr
         {"format": "labelled-jsonl", "file": SimpleUploadedFile("prodigy.jsonl", data)},
     )
     assert resp.status_code == 400 and "this is a Prodigy annotation file" in resp.json()["detail"]
-    assert nothing_written() and not Job.objects.exists()
+    # the page and the API refuse before any job; the command's refused import is its failed job
+    assert nothing_written() and list(Job.objects.values_list("kind", "status")) == [("import", "failed")]
+    assert "this is a Prodigy annotation file" in Job.objects.get().error
 
 
 def test_a_pair_file_with_prodigy_like_meta_is_still_a_pair_file(tmp_path: Path, project: Project) -> None:

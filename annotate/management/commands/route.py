@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from annotate.services.routing import STRATEGIES, project_route
+from annotate.services.routing import STRATEGIES, RoutingResult, project_route
 from projects.models import Project
+from projects.services.jobs import JobCancelled, JobContext, job_run_here
 from projects.validators import validate_budget
 
 
@@ -42,16 +44,21 @@ class Command(BaseCommand):
         project = Project.objects.filter(name=opts["project"]).first()
         if project is None:
             raise CommandError(f"no project called {opts['project']!r}")
-        try:
-            r = project_route(
-                project=project,
-                budget=opts["budget"],
-                strategy=opts["strategy"],
-                gold_rate=opts["gold_rate"],
-                seed=opts["seed"],
+        params = {k: opts[k] for k in ("budget", "strategy", "gold_rate", "seed")}
+
+        def work(ctx: JobContext) -> RoutingResult:
+            result = project_route(project=project, **params, should_stop=ctx.cancel_requested)
+            ctx.progress(result.routed, result.requested)  # as the page's route job reports it
+            return result
+
+        try:  # a route job, listed by `jobs` and the Jobs page as the page's are
+            r = job_run_here(
+                kind="route", project=project, params=params, work=work, summary=asdict, on_wait=self.stderr.write
             )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc
+        except JobCancelled as exc:
+            raise CommandError(str(exc)) from None
         for m in r.messages:
             self.stderr.write(self.style.WARNING(m))
         self.stdout.write(

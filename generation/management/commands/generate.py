@@ -21,7 +21,7 @@ from generation.ml import registry
 from generation.models import GenerationRun
 from generation.services.runs import run_create, run_execute, run_start
 from projects.models import Project
-from projects.services.jobs import BrokerUnavailable
+from projects.services.jobs import BrokerUnavailable, waiting_message
 
 
 def _option_pair(text: str) -> tuple[str, Any]:
@@ -192,10 +192,7 @@ class Command(BaseCommand):
             def waiting(blocker: int) -> None:
                 if blocker not in waited:
                     waited.add(blocker)
-                    self.stderr.write(
-                        f"waiting behind job {blocker} of this project (jobs that change its candidates run "
-                        "one at a time; see `manage.py jobs`); Ctrl-C stops waiting"
-                    )
+                    self.stderr.write(waiting_message(blocker))
 
             def phase(name: str, message: str) -> None:
                 if not opts.get("no_progress"):

@@ -12,8 +12,10 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.services import autolabel
-from projects.models import Project
+from labeling.models import AutolabelRun
+from labeling.services import autolabel, autolabel_summary
+from projects.models import Job, Project
+from projects.services.jobs import JobCancelled, JobContext, job_run_here
 
 
 def _prob(value: str) -> float:
@@ -34,10 +36,29 @@ class Command(BaseCommand):
         project = Project.objects.filter(name=opts["project"]).first()
         if project is None:
             raise CommandError(f"no project called {opts['project']!r}")
-        try:
-            run = autolabel(project=project, min_confidence=opts["min_confidence"])
+
+        def work(ctx: JobContext) -> AutolabelRun:
+            return autolabel(
+                project=project,
+                min_confidence=opts["min_confidence"],
+                progress=ctx.progress,
+                job=Job.objects.get(pk=ctx.job_id),
+                should_stop=ctx.cancel_requested,
+            )
+
+        try:  # an autolabel job, listed by `jobs` and the Jobs page as the page's are
+            run = job_run_here(
+                kind="autolabel",
+                project=project,
+                params={"min_confidence": opts["min_confidence"]},
+                work=work,
+                summary=autolabel_summary,
+                on_wait=self.stderr.write,
+            )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
+        except JobCancelled as exc:
+            raise CommandError(str(exc)) from None
         self.stdout.write(
             f"model v{run.model.version}: considered {run.considered}, auto-labelled {run.auto_labeled}, "
             f"abstained {run.abstained} (below {run.min_confidence:.2f}, or where h did not earn it), "

@@ -12,9 +12,10 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from labeling.models import MODES
-from labeling.services import pairwise_train
+from labeling.models import MODES, PairwiseModel
+from labeling.services import pairwise_train, pairwise_train_summary
 from projects.models import Project
+from projects.services.jobs import JobCancelled, JobContext, job_run_here
 
 
 class Command(BaseCommand):
@@ -61,18 +62,24 @@ class Command(BaseCommand):
         project = Project.objects.filter(name=opts["project"]).first()
         if project is None:
             raise CommandError(f"no project called {opts['project']!r}")
-        try:
-            m = pairwise_train(
+        params = {k: opts[k] for k in ("mode", "warm_start", "base", "threshold", "learner", "task_model")}
+
+        def work(ctx: JobContext) -> PairwiseModel:
+            return pairwise_train(project=project, **params, progress=ctx, should_stop=ctx.cancel_requested)
+
+        try:  # a train job, listed by `jobs` and the Jobs page as the page's are
+            m = job_run_here(
+                kind="train",
                 project=project,
-                mode=opts["mode"],
-                warm_start=opts["warm_start"],
-                base=opts["base"],
-                threshold=opts["threshold"],
-                learner=opts["learner"],
-                task_model=opts["task_model"],
+                params=params,
+                work=work,
+                summary=pairwise_train_summary,
+                on_wait=self.stderr.write,
             )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
+        except JobCancelled as exc:
+            raise CommandError(str(exc)) from None
         warm = f", warm start {m.warm_start} ({m.n_warm} pairs)" if m.warm_start else ""
         self.stdout.write(
             f"trained {m.mode} v{m.version} on {m.n_train} human-labelled pairs{warm}: "

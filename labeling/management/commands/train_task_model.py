@@ -23,8 +23,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.ml.task_model import TaskModelCancelled
-from labeling.task_training import task_model_train
+from labeling.task_training import task_model_as_dict, task_model_train
 from projects.models import Project
+from projects.services.jobs import JobContext, job_run_here
 
 
 class Command(BaseCommand):
@@ -71,29 +72,60 @@ class Command(BaseCommand):
         def on_interrupt(signum: int, frame: Any) -> None:
             stop["asked"] = True  # stop at the next step boundary, after saving a checkpoint
 
+        params = {k: o[k] for k in ("base", "epochs", "max_examples", "edited")} | {
+            "counterfactuals": o["with_counterfactuals"]
+        }
+
+        def work(ctx: JobContext) -> Any:
+            written = [0.0]
+
+            def report(e: dict[str, Any]) -> None:
+                progress(e)
+                if "loss" in e and time.monotonic() - written[0] >= 1.0:  # the job's done/total: examples
+                    written[0] = time.monotonic()
+                    ctx.progress(int(e.get("examples") or 0), int(e.get("examples_total") or 0))
+
+            try:
+                return self._train(project, o, report, lambda: stop["asked"] or ctx.cancel_requested())
+            except TaskModelCancelled as exc:  # Ctrl-C, or a cancel from the Jobs page: the job is cancelled
+                raise KeyboardInterrupt from exc
+
         previous = signal.signal(signal.SIGINT, on_interrupt)
-        try:
-            m = task_model_train(
+        try:  # a task_model job, listed by `jobs` and the Jobs page as the page's are
+            m = job_run_here(
+                kind="task_model",
                 project=project,
-                base=o["base"],
-                epochs=o["epochs"],
-                max_examples=o["max_examples"],
-                counterfactuals=o["with_counterfactuals"],
-                edited=o["edited"],
-                options={
-                    "batch_size": o["batch_size"],
-                    "learning_rate": o["learning_rate"],
-                    "max_length": o["max_length"],
-                },
-                progress=progress,
-                cancel=lambda: stop["asked"],
+                params=params,
+                work=work,
+                summary=lambda model: task_model_as_dict(model=model),
+                on_wait=self.stderr.write,
             )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from None
-        except TaskModelCancelled:
+        except KeyboardInterrupt:
             raise CommandError("interrupted: a checkpoint was saved; the same command resumes from it") from None
         finally:
             signal.signal(signal.SIGINT, previous)
+        self._report(m)
+
+    def _train(self, project: Project, o: dict[str, Any], progress: Any, cancel: Any) -> Any:
+        return task_model_train(
+            project=project,
+            base=o["base"],
+            epochs=o["epochs"],
+            max_examples=o["max_examples"],
+            counterfactuals=o["with_counterfactuals"],
+            edited=o["edited"],
+            options={
+                "batch_size": o["batch_size"],
+                "learning_rate": o["learning_rate"],
+                "max_length": o["max_length"],
+            },
+            progress=progress,
+            cancel=cancel,
+        )
+
+    def _report(self, m: Any) -> None:
         info = m.metrics.get("training_set", {})
         if info.get("message"):
             self.stderr.write(info["message"])

@@ -24,6 +24,7 @@ from projects.services.exports import (
     data_export,
     export_unlabelled_count,
 )
+from projects.services.jobs import JobCancelled, JobContext, job_run_here
 
 # What an unlabelled pair holds in each format (the note after "exported N pairs").
 UNLABELLED_AS = {
@@ -77,20 +78,35 @@ class Command(BaseCommand):
         project = Project.objects.filter(name=opts["project"]).first()
         if project is None:
             raise CommandError(f"no project called {opts['project']!r}")
-        try:
+        keys = ("state", "label_source", "min_confidence", "split", "include_invalid", "labelled_only")
+        filters = {k: opts[k] for k in keys}
+        out = os.path.abspath(opts["out"]) if opts["out"] != "-" else "-"
+
+        def work(ctx: JobContext) -> int:
             n = data_export(
                 project=project,
                 format=opts["data_format"],
                 # "-": the command's own stdout stream (so call_command(stdout=…) captures it)
                 out=getattr(self.stdout, "_out", opts["out"]) if opts["out"] == "-" else opts["out"],
-                state=opts["state"],
-                label_source=opts["label_source"],
-                min_confidence=opts["min_confidence"],
-                split=opts["split"],
-                include_invalid=opts["include_invalid"],
-                labelled_only=opts["labelled_only"],
+                progress=ctx.progress,
+                **filters,
+            )
+            ctx.progress(n, n)  # all written (the export job's box says so too)
+            return n
+
+        try:  # an export job, listed by `jobs` and the Jobs page (its file is --out, not a download)
+            n = job_run_here(
+                kind="export",
+                project=project,
+                params={"format": opts["data_format"], **filters, "out": out},
+                work=work,
+                summary=lambda n: {"pairs": n, "format": opts["data_format"], "out": out},
+                refusals=(ExportError, BrokenPipeError),
+                on_wait=self.stderr.write,
             )
         except ExportError as exc:
+            raise CommandError(str(exc)) from None
+        except JobCancelled as exc:
             raise CommandError(str(exc)) from None
         except BrokenPipeError:
             if opts["out"] != "-":

@@ -15,6 +15,7 @@ never removed. The job checks the whole input first and writes all or nothing.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -22,9 +23,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from projects.formats import FORMAT_TASKS, FORMATS, FormatError, input_files, parse_label_map
 from projects.models import TASKS, Project
-from projects.services.import_jobs import ImportNotStarted, import_start
-from projects.services.imports import ImportRefused, data_import
-from projects.services.jobs import BrokerUnavailable
+from projects.services.import_jobs import ImportNotStarted, import_start, import_summary
+from projects.services.imports import ImportRefused, ImportReport, data_import
+from projects.services.jobs import BrokerUnavailable, JobCancelled, JobContext, job_run_here
 from projects.services.projects import project_get_or_create
 
 SHOW_PROBLEMS = 50
@@ -107,8 +108,15 @@ class Command(BaseCommand):
             if opts["verbosity"] >= 2:
                 self.stderr.write(f"batch {report.batches}: {report.summary()}")
 
-        try:
-            report = data_import(
+        def work(ctx: JobContext) -> ImportReport:
+            last = [0.0]
+
+            def rows(phase: str, n: int, of: int | None) -> None:  # the job's done/total, once a second
+                if of is not None and (n >= of or time.monotonic() - last[0] >= 1.0):
+                    last[0] = time.monotonic()
+                    ctx.progress(min(n, of), of)
+
+            return data_import(
                 project=project,
                 format=fmt,
                 paths=opts["paths"],
@@ -116,8 +124,23 @@ class Command(BaseCommand):
                 strict=not opts["skip_bad_rows"],
                 batch_size=opts["batch_size"],
                 on_batch=progress,
+                on_progress=rows,
                 label_map=label_map,
             )
+
+        params = {"format": fmt, "paths": [os.path.abspath(p) for p in opts["paths"]], "split": opts["split"]}
+        try:  # an import job, listed by `jobs` and the Jobs page as the page's are
+            report = job_run_here(
+                kind="import",
+                project=project,
+                params={**params, "strict": not opts["skip_bad_rows"], "label_map": label_map},
+                work=work,
+                summary=import_summary,
+                refusals=(ImportRefused,),
+                on_wait=self.stderr.write,
+            )
+        except JobCancelled as exc:
+            raise CommandError(str(exc)) from None
         except ImportRefused as exc:
             if created:  # nothing was imported: leave no empty project behind either
                 project.delete()
