@@ -68,6 +68,9 @@ N_BOOTSTRAP = 2000
 # classifiers whose fit does not depend on the seed: ``originals`` and ``gold`` (the same
 # training set every seed) are trained once and reused
 DETERMINISTIC = ("minilm-lr", "tfidf-lr")
+# classifiers f' that read MiniLM embeddings of their texts (tfidf-lr reads words, finetune its
+# own model): only for these are the test sets' and the export's texts worth encoding
+EMBEDDING_CLASSIFIERS = ("minilm-lr",)
 
 
 @dataclass(frozen=True)

@@ -61,3 +61,25 @@ def test_the_evaluation_reports_encoding_then_fits(monkeypatch, settings, tmp_pa
     p = job_progress(job=job)
     assert (p.done, p.total) == (2, 2) and [s["state"] for s in p.steps] == ["done", "done"]
     assert p.summary == "succeeded · all 2 steps done"
+
+
+@pytest.mark.parametrize("classifier", ["tfidf-lr", "finetune"])
+def test_only_minilm_lr_has_the_test_sets_and_the_export_encoded(classifier):
+    """The evaluation's first step encoded the test sets' and the export's texts with MiniLM
+    whatever f' was; with tfidf-lr (or finetune) only f and h read embeddings, of the pool's
+    pairs, so only those are encoded now."""
+    from labeling.ml.augmentation import EvalSet
+    from labeling.ml.features import Pair
+    from labeling.ml.pairs import LabelledPairs
+
+    fields = ["premise", "hypothesis"]
+
+    def pair(tag: str) -> Pair:
+        return Pair({"premise": "p", "hypothesis": f"{tag} o"}, {"premise": "p", "hypothesis": f"{tag} c"}, "neutral")
+
+    pool = LabelledPairs([pair("pool")], ["entailment"])
+    export = LabelledPairs([pair("export")], ["entailment"])
+    evals = [EvalSet("test", [{"premise": "t", "hypothesis": "test h"}], ["neutral"])]
+    assert evaluation._texts(pool, export, evals, fields, classifier) == ["p", "pool o", "pool c"]
+    everything = evaluation._texts(pool, export, evals, fields, "minilm-lr")
+    assert everything == ["p", "pool o", "pool c", "export o", "export c", "t", "test h"]
