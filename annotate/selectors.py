@@ -14,7 +14,7 @@ from urllib.parse import unquote
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import Avg, Count, Exists, F, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models import Avg, Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.urls import reverse
 
 from annotate import kinds, open_for
@@ -863,3 +863,37 @@ __all__ = [
     "project_quality",
     "qualification_feedback",
 ]
+
+
+@dataclass(frozen=True)
+class OutsideAnswers:
+    """A project's stored answers by researchers or admins who hold no annotator membership of
+    it now: answers given before only annotator members could answer (commit 68d4e56)."""
+
+    project: str
+    by_user: dict[str, int]  # username -> answers
+    on_open_items: int  # still counted toward k, waiting for the other answers
+    on_closed_items: int  # already aggregated into a candidate's label
+    candidates: list[int]  # the candidates of the closed items (for label overrides on the pair view)
+
+
+def answers_outside_annotators(*, project: Project) -> OutsideAnswers:
+    """Read-only: who these answers are and where they went (docs/annotation.md, "Answers
+    stored before the rule"). A researcher who was an annotator member once and was removed
+    looks the same (a removed membership leaves no row), so nothing is changed automatically."""
+    members = ProjectMembership.objects.filter(project=project, role="annotator").values("user_id")
+    outside = (
+        Annotation.objects.filter(project=project)
+        .exclude(annotator_id__in=members)
+        .filter(Q(annotator__is_superuser=True) | Q(annotator__groups__name=permissions.RESEARCHER))
+        .distinct()
+    )
+    by_user = Counter(outside.values_list("annotator__username", flat=True))
+    closed = outside.exclude(item__status="open")
+    return OutsideAnswers(
+        project=project.name,
+        by_user=dict(sorted(by_user.items())),
+        on_open_items=outside.filter(item__status="open").count(),
+        on_closed_items=closed.count(),
+        candidates=sorted(set(closed.values_list("item__candidate_id", flat=True))),
+    )

@@ -130,3 +130,35 @@ def test_a_researcher_joins_as_annotator_through_the_api_and_starts_qualified():
     a = annotator()
     resp = c.post(f"/api/v1/projects/{p.pk}/members/add/", {"username": a.username}, format="json")
     assert resp.status_code == 201 and resp.json()["qualified_at"] is None
+
+
+@pytest.mark.django_db
+def test_answers_stored_before_the_rule_are_listed_read_only():
+    """Answers a researcher gave before the rule still count. They cannot be told apart from a
+    removed annotator's (a removed membership leaves no row), so nothing leaves them out
+    automatically; `researcher_answers` lists them, and where they went, without changing anything."""
+    import json
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    p = _routed()
+    res = researcher(username="rita")
+    member = ProjectMembership.objects.create(project=p, user=res, role="annotator", qualified_at=timezone.now())
+    mate = annotator(p, qualified_at=timezone.now())
+    for user in (res, mate):  # both answer the same item: k = 2, so it is aggregated
+        a = svc.assignment_next(project=p, annotator=user)
+        svc.annotation_submit(assignment_id=a.pk, annotator=user, choice=a.display_order[0])
+    member.delete()  # the state before the rule: an answer stored without an annotator membership
+    out = StringIO()
+    call_command("researcher_answers", "--json", stdout=out)
+    (found,) = json.loads(out.getvalue().strip().splitlines()[-1])
+    item = Annotation.objects.get(annotator=res).item
+    closed = Item.objects.get(pk=item.pk).status != "open"
+    assert found["project"] == p.name and found["by_user"] == {"rita": 1}
+    assert closed  # both of its k answers are in: aggregated with the researcher's vote
+    assert (found["on_open_items"], found["on_closed_items"], found["candidates"]) == (0, 1, [item.candidate_id])
+    assert Annotation.objects.filter(annotator=res).count() == 1  # nothing changed
+    out = StringIO()
+    call_command("researcher_answers", "--project", p.name, stdout=out)
+    assert out.getvalue().startswith(f"{p.name}: 1 answers by non-annotators (rita 1); ")
