@@ -18,7 +18,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from projects.formats import parse_label_map
-from projects.formats.reading import LABEL_SOURCES, upload_limit_message
+from projects.formats.reading import LABEL_SOURCES
+from projects.formats.whole_input import upload_limit_message
 from projects.forms import DownloadQuery
 from projects.models import Job, Project
 from projects.permissions import IsResearcher

@@ -25,7 +25,8 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 from projects import permissions, states
 from projects.formats import FORMAT_TASKS
 from projects.formats.images import IMAGE_TYPES
-from projects.formats.reading import LABEL_SOURCES, below, upload_limit_message
+from projects.formats.reading import LABEL_SOURCES, below
+from projects.formats.whole_input import upload_limit_message
 from projects.forms import DownloadQuery, ExportForm, ExportJobQuery, ImportForm, ProjectDeleteForm, uploads_parse
 from projects.http import HtmxHttpRequest
 from projects.models import JOB_ACTIVE, TASK_DEFAULTS, TASKS, Job, Project

@@ -38,12 +38,12 @@ from projects.formats.reading import (
     TASK_FIELDS,
     TASK_LABELS,
     FormatError,
-    check_file,
     check_split,
     parse_label_map,
 )
 from projects.formats.records import OriginalRecord, PairRecord, Problem, Record
 from projects.formats.tabular import write_csv
+from projects.formats.whole_input import check_file
 
 FORMATS = ["cad-nli", "cad-sentiment", "pairs-jsonl", "csv", "coco-captions", "coco-cf", "labelled-jsonl"]
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from projects.formats import reading as r
 from projects.formats.records import OriginalRecord, Problem, Record
+from projects.formats.whole_input import json_lines_problem
 
 RESERVED = ("id", "label", "split", "source", "meta")
 
@@ -33,7 +34,7 @@ def read_labelled_jsonl(
     for path in paths:
         if not os.path.isfile(path):
             raise r.FormatError(f"{path}: file not found")
-        if msg := r.json_lines_problem(path, "labelled-jsonl"):
+        if msg := json_lines_problem(path, "labelled-jsonl"):
             raise r.FormatError(msg)
         stem = os.path.splitext(os.path.basename(path))[0]
         for item in r.iter_json_lines(path, max_line_bytes=max_line_bytes):

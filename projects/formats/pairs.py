@@ -23,6 +23,7 @@ from typing import IO, Any
 from projects.formats import reading as r
 from projects.formats.ids import SeenIds
 from projects.formats.records import OriginalRecord, PairRecord, Problem, Record
+from projects.formats.whole_input import json_lines_problem
 
 
 class RowError(ValueError):
@@ -188,7 +189,7 @@ def read_pairs_jsonl(
     for path in paths:
         if not os.path.isfile(path):
             raise r.FormatError(f"{path}: file not found")
-        if msg := r.json_lines_problem(path, "pairs-jsonl"):
+        if msg := json_lines_problem(path, "pairs-jsonl"):
             raise r.FormatError(msg)
         base_dir = image_base or os.path.dirname(os.path.abspath(path))
         for row in r.iter_json_lines(path, max_line_bytes=max_line_bytes):

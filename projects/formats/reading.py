@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from projects.formats.encoding import legacy_text, not_utf8_message
 from projects.formats.images import DEFAULT_MAX_IMAGE_PIXELS as DEFAULT_MAX_IMAGE_PIXELS
 from projects.formats.images import image_problem
 from projects.formats.records import Problem
@@ -84,7 +83,7 @@ def iter_lines(path: str, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> It
     """Yield ``(line_number, text)`` for each line of ``path`` (1-based, newline kept), or
     ``(line_number, Problem)`` for a line that is not UTF-8 or is longer than
     ``max_line_bytes``. Reads with a bounded buffer: memory stays flat whatever the file."""
-    for lineno, raw in _raw_lines(path, max_line_bytes):
+    for lineno, raw in raw_lines(path, max_line_bytes):
         if raw is None:
             yield lineno, Problem(path, lineno, f"line is longer than {max_line_bytes} bytes")
             continue
@@ -107,7 +106,7 @@ def iter_lines(path: str, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> It
         yield lineno, text
 
 
-def _raw_lines(path: str, max_line_bytes: int) -> Iterator[tuple[int, bytes | None]]:
+def raw_lines(path: str, max_line_bytes: int) -> Iterator[tuple[int, bytes | None]]:
     """``(line number, bytes)`` per line, or ``(line number, None)`` for a line longer than
     ``max_line_bytes`` (its rest is skipped without holding it in memory)."""
     with open(path, "rb") as fh:
@@ -279,210 +278,6 @@ def check_split(split: str) -> str | None:
     if msg := bad_text(split):
         return f"split {msg}"
     return too_long("split", split, MAX_SPLIT)
-
-
-def check_file(path: str, *, max_file_bytes: int | None, max_line_bytes: int | None) -> None:
-    """Refuse a file that is missing, larger than ``max_file_bytes``, has a line longer
-    than ``max_line_bytes`` or is not UTF-8 (raises :class:`FormatError`; the last two in
-    the line scan, which runs when ``max_line_bytes`` is given). Checks the size with
-    ``stat`` first, so a 2 GB file is refused without being read."""
-    if os.path.isdir(path):
-        raise FormatError(f"{path}: {_folder_message(path)}")
-    if not os.path.isfile(path):
-        raise FormatError(f"{path}: file not found")
-    size = os.path.getsize(path)
-    if max_file_bytes is not None and size > max_file_bytes:
-        raise FormatError(
-            f"{path}: file is {_human(size)}, larger than the limit of {_human(max_file_bytes)} "
-            "(COUNTERPART_MAX_UPLOAD_BYTES); nothing was imported"
-        )
-    if max_line_bytes is None:
-        return
-    with open(path, "rb") as fh:
-        kind = binary_kind(fh.read(SNIFF_BYTES))
-    if kind in UTF16:
-        raise FormatError(
-            f'{path}: this file is {kind} text (Excel\'s "Unicode text" saves it so); save it as UTF-8 '
-            '("CSV UTF-8") and import it again; nothing was imported'
-        )
-    if kind is not None:
-        more = READABLE if kind in DATA_FILES else ""
-        raise FormatError(f"{path}: this is not a text file ({kind}); nothing was imported{more}")
-    first_bad: tuple[int, bytes, UnicodeDecodeError] | None = None
-    bad_lines = 0
-    for lineno, raw in _raw_lines(path, max_line_bytes):
-        if raw is None:
-            raise FormatError(
-                f"{path}:{lineno}: line is longer than {_human(max_line_bytes)} "
-                "(COUNTERPART_MAX_LINE_BYTES); nothing was imported"
-            )
-        if raw.isascii():
-            continue
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as exc:  # the encoding is the file's: refused once, not per line
-            bad_lines += 1
-            first_bad = first_bad or (lineno, raw, exc)
-    if first_bad is not None:
-        raise FormatError(not_utf8_message(path, *first_bad, bad_lines))
-
-
-SNIFF_BYTES = 4096
-# Leading bytes of the binary files people upload by mistake, and what to call them.
-MAGIC: tuple[tuple[bytes, str], ...] = (
-    (b"\x89PNG\r\n\x1a\n", "PNG image"),
-    (b"\xff\xd8\xff", "JPEG image"),
-    (b"GIF87a", "GIF image"),
-    (b"GIF89a", "GIF image"),
-    (b"%PDF-", "PDF document"),
-    (b"PK\x03\x04", "ZIP archive, or an Excel/Word file"),
-    (b"\x1f\x8b", "gzip archive"),
-    (b"BZh", "bzip2 archive"),
-    (b"\xfd7zXZ\x00", "xz archive"),
-    (b"7z\xbc\xaf\x27\x1c", "7-Zip archive"),
-    (b"SQLite format 3\x00", "SQLite database"),
-    (b"\xd0\xcf\x11\xe0", "old Office document"),
-    (b"PAR1", "Parquet file"),
-    (b"ARROW1", "Apache Arrow file"),
-    (b"\xff\xff\xff\xff", "Apache Arrow file, as Hugging Face datasets' save_to_disk writes"),
-    (b"\xff\xfe", "UTF-16 (little-endian)"),
-    (b"\xfe\xff", "UTF-16 (big-endian)"),
-)
-UTF16 = ("UTF-16 (little-endian)", "UTF-16 (big-endian)")
-DATA_FILES = ("Parquet file", "Apache Arrow file", "Apache Arrow file, as Hugging Face datasets' save_to_disk writes")
-READABLE = (
-    ". Import reads text files: JSON lines (pairs-jsonl, labelled-jsonl), csv/tsv, and the CAD and "
-    "COCO layouts (docs/data-and-formats.md)"
-)
-
-
-def _folder_message(path: str) -> str:
-    """Why the folder ``path`` cannot be imported as a data file, and what to do instead."""
-    if _counterpart_hf_export(path):
-        return (
-            "this is a Hugging Face datasets folder as Counterpart's hf-datasets export writes it; hf-datasets is "
-            "an export format only and does not re-import: export the project as pairs-jsonl or csv, which "
-            f"re-import to the same data; nothing was imported{READABLE}"
-        )
-    if os.path.isfile(os.path.join(path, "dataset_info.json")) or os.path.isfile(os.path.join(path, "state.json")):
-        return (
-            "this is a Hugging Face datasets folder (save_to_disk); hf-datasets is an export format only. "
-            "Write the data set as JSON lines (ds.to_json(PATH)) and import that as labelled-jsonl or "
-            f"pairs-jsonl; nothing was imported{READABLE}"
-        )
-    return f"this is a folder, not a data file; name the file(s) in it; nothing was imported{READABLE}"
-
-
-def _counterpart_hf_export(path: str) -> bool:
-    """Whether the folder ``path`` is a ``save_to_disk`` folder with the columns of this app's
-    hf-datasets export (``counterfactual_<field>``, ``label_source``): its rows are flat, so
-    ``ds.to_json`` gives neither pairs-jsonl nor labelled-jsonl."""
-    try:
-        with open(os.path.join(path, "dataset_info.json"), encoding="utf-8") as fh:
-            features = json.load(fh).get("features") or {}
-    except (OSError, ValueError, AttributeError):
-        return False
-    return "label_source" in features and any(str(k).startswith("counterfactual_") for k in features)
-
-
-def json_lines_problem(path: str, format: str) -> str | None:
-    """What is wrong, as a whole, with the JSON-lines file ``path`` read as ``format``, or
-    ``None``: one JSON array (Label Studio's "JSON" export, ``json.dump(list)``) rather than
-    one object a line, or a Prodigy annotation file (:func:`prodigy_keys`). Said once for the
-    file instead of a problem per line."""
-    with open(path, "rb") as fh:
-        head = fh.read(SNIFF_BYTES).decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
-        fh.seek(0)
-        first_line = next((ln for ln in iter(lambda: fh.readline(PRODIGY_LINE_BYTES), b"") if ln.strip()), b"")
-    first = head.split("\n", 1)[0].strip()
-    # "[" alone (pretty-printed) or an array of objects; any other line that starts with "["
-    # (a list, deep brackets) stays a problem of its row
-    if first == "[" or first.replace(" ", "").startswith("[{"):
-        return (
-            f"{path}: this is one JSON array (as Label Studio's JSON export writes), not JSON lines; this "
-            "format reads one JSON object per line: pairs-jsonl (docs/formats.md §1) or labelled-jsonl (the "
-            "text fields, label, optional id, source, split, meta). Convert it, e.g. jq -c '.[]' FILE; "
-            "nothing was imported"
-        )
-    try:
-        obj = json_loads(first_line.decode("utf-8").lstrip("\ufeff"))
-    except (ValueError, RecursionError):  # not JSON (or cut): the line's own problem
-        return None
-    if keys := prodigy_keys(obj):
-        return prodigy_message(path, format, keys)
-    return None
-
-
-PRODIGY_LINE_BYTES = 1 << 20  # a Prodigy line holds tokens and spans: its first line may be long
-PRODIGY_HASHES = ("_input_hash", "_task_hash", "_view_id", "_annotator_id", "_session_id")
-PRODIGY_ANSWERS = ("accept", "reject", "ignore")
-
-
-def prodigy_keys(obj: Any) -> list[str]:
-    """The keys that make the decoded line ``obj`` a Prodigy annotation (its ``_input_hash`` /
-    ``_task_hash`` …, an ``answer`` of accept/reject/ignore, or a choice's ``accept`` list);
-    ``[]`` for anything else (a pair is never one)."""
-    if not isinstance(obj, dict) or "original" in obj or "counterfactual" in obj:
-        return []
-    keys = [k for k in PRODIGY_HASHES if k in obj]
-    if obj.get("answer") in PRODIGY_ANSWERS:
-        keys.insert(0, "answer")
-    if isinstance(obj.get("accept"), list):
-        keys.insert(0, "accept")
-    return keys
-
-
-def prodigy_message(shown: str, format: str, keys: list[str]) -> str:
-    """The one message for a Prodigy file given as ``format`` (``shown``: its name)."""
-    found = ", ".join(f'"{k}"' for k in keys)
-    return (
-        f"{shown}: this is a Prodigy annotation file (JSON lines with {found}), not {format}. Counterpart "
-        "reads labelled texts as labelled-jsonl (the text fields, label, optional id, source, split, meta) and "
-        "counterfactual pairs as pairs-jsonl (docs/formats.md §1). Convert the accepted answers to "
-        "labelled-jsonl, e.g. jq -c 'select(.answer == \"accept\") | {text, label}' FILE > labelled.jsonl "
-        "(a choice answer: {text, label: .accept[0]}; name text after the project's text field(s)), then "
-        "import that as labelled-jsonl; nothing was imported"
-    )
-
-
-def binary_kind(head: bytes) -> str | None:
-    """What a file that starts with ``head`` is, when it is clearly not text: a known binary
-    format by its leading bytes (RIFF…WEBP too), or data of which more than a tenth is control
-    bytes or not UTF-8 and that is not Windows-1252 text either. ``None`` for text (a stray NUL
-    in a text file stays a per-row problem; text in a legacy encoding is refused by
-    :func:`check_file` as not UTF-8, with a message saying so)."""
-    for magic, kind in MAGIC:
-        if head.startswith(magic):
-            return kind
-    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
-        return "WebP image"
-    if not head:
-        return None
-    text = head.decode("utf-8", errors="replace")
-    if len(head) == SNIFF_BYTES:  # a character cut at the end is not an error
-        text = text.rstrip("\ufffd")
-    odd = sum(1 for ch in text if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\n\r\f"))
-    if odd <= max(1, len(text) // 10) or legacy_text(head):  # accented text in Windows-1252 is text
-        return None
-    return "binary data"
-
-
-def upload_limit_message(limit: int, size: int | None = None) -> str:
-    """The one message for an upload over ``COUNTERPART_MAX_UPLOAD_BYTES`` (the import page and
-    the API; the command's check of a file on disk says the same limit in :func:`check_file`)."""
-    what = f"{_human(size)} is " if size else ""
-    return (
-        f"upload refused: {what}over the {limit}-byte limit ({_human(limit)}, COUNTERPART_MAX_UPLOAD_BYTES); "
-        "nothing was imported"
-    )
-
-
-def _human(n: float) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
 
 
 def check_text_fields(found: list[str] | set[str], expected: list[str] | None) -> str | None:

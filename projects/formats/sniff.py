@@ -9,7 +9,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from projects.formats.reading import prodigy_keys, prodigy_message
+from projects.formats.whole_input import prodigy_keys, prodigy_message
 
 SNIFF_BYTES = 64 * 1024
 JSON_LINES = ("pairs-jsonl", "labelled-jsonl")

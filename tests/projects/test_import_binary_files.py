@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from projects.formats import FormatError, check_inputs
-from projects.formats.reading import binary_kind
+from projects.formats.whole_input import binary_kind
 from projects.models import Candidate, Example
 from projects.services.projects import project_create
 from tests.annotate.factories import researcher

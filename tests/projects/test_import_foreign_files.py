@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
 from projects.formats import FormatError, check_inputs, read
-from projects.formats.reading import binary_kind
+from projects.formats.whole_input import binary_kind
 from projects.models import Candidate, Example, Job, Project
 from projects.services.imports import ImportRefused, data_import
 from projects.services.projects import project_create
