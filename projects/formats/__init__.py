@@ -14,6 +14,8 @@ Formats (``FORMATS``):
 - ``csv``: pairs or originals with a header. See :mod:`.tabular`.
 - ``coco-captions``: ``<imageid>_<n> \\t caption`` -> ``OriginalRecord``\\ s. See :mod:`.coco`.
 - ``coco-cf``: COCO-Counterfactuals ``metadata.jsonl`` + an image folder -> ``PairRecord``\\ s.
+- ``hf-datasets``: the folder this app's ``hf-datasets`` export writes (``save_to_disk``), one
+  ``PairRecord`` per row. See :mod:`.hf`.
 - ``labelled-jsonl``: flat labelled examples (``{"premise", "hypothesis", "label", …}`` a line)
   -> ``OriginalRecord``\\ s. See :mod:`.labelled`.
 
@@ -28,7 +30,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from projects.formats import cad, coco, labelled, pairs, tabular
+from projects.formats import cad, coco, hf, labelled, pairs, tabular
 from projects.formats.coco import write_cf as write_coco_cf
 from projects.formats.hf import write_hf_datasets
 from projects.formats.images import DEFAULT_MAX_IMAGE_PIXELS
@@ -43,9 +45,20 @@ from projects.formats.reading import (
 )
 from projects.formats.records import OriginalRecord, PairRecord, Problem, Record
 from projects.formats.tabular import write_csv
-from projects.formats.whole_input import check_file
+from projects.formats.whole_input import check_file, check_hf_folder
 
-FORMATS = ["cad-nli", "cad-sentiment", "pairs-jsonl", "csv", "coco-captions", "coco-cf", "labelled-jsonl"]
+FORMATS = [
+    "cad-nli",
+    "cad-sentiment",
+    "pairs-jsonl",
+    "csv",
+    "coco-captions",
+    "coco-cf",
+    "labelled-jsonl",
+    "hf-datasets",
+]
+# Formats read from a folder (not a file): not offered for uploads, which are files.
+FOLDER_FORMATS = ("hf-datasets",)
 
 # The task each data-set-specific format belongs to (generic formats take any task).
 FORMAT_TASKS = {
@@ -56,6 +69,7 @@ FORMAT_TASKS = {
 }
 
 __all__ = [
+    "FOLDER_FORMATS",
     "FORMATS",
     "FORMAT_TASKS",
     "TASK_FIELDS",
@@ -133,7 +147,7 @@ def read(
         "image_base": image_base,
         "label_map": label_map,
     }
-    if format in ("cad-nli", "cad-sentiment", "coco-captions", "coco-cf", "pairs-jsonl", "csv"):
+    if format in ("cad-nli", "cad-sentiment", "coco-captions", "coco-cf", "pairs-jsonl", "csv", "hf-datasets"):
         kwargs["warn"] = warn
     if not format.startswith("cad-"):  # the CAD formats have no images
         kwargs["max_image_pixels"] = max_image_pixels
@@ -145,6 +159,10 @@ def read(
         return pairs.read_pairs_jsonl(paths, **kwargs)
     if format == "csv":
         return tabular.read_csv(paths, **kwargs)
+    if format == "hf-datasets":
+        for path in paths:  # a folder that is not the export's layout says what it is
+            check_hf_folder(path, max_bytes=None)
+        return hf.read_hf_datasets(paths, **kwargs)
     if format == "labelled-jsonl":
         return labelled.read_labelled_jsonl(paths, **kwargs)
     if format == "coco-captions":
@@ -160,6 +178,11 @@ def input_files(format: str, paths: list[str], *, split: str = "") -> list[str]:
     paths = [str(p) for p in paths]
     if format == "coco-cf":
         return coco.cf_split_paths(paths)[0]
+    if format in FOLDER_FORMATS:  # a folder, not data files
+        for path in paths:
+            if not os.path.exists(path):
+                raise FormatError(f"{path}: folder not found")
+        return []
     if format == "coco-captions":  # a directory there is the image folder
         return [p for p in paths if not os.path.isdir(p)]
     out: list[str] = []
@@ -183,7 +206,11 @@ def check_inputs(
 ) -> list[str]:
     """Refuse inputs that cannot be imported at all, before anything is read into the
     database: missing files, files over ``max_file_bytes``, lines over ``max_line_bytes``.
-    Returns the data files; raises :class:`FormatError`."""
+    Returns the data files; raises :class:`FormatError`. A folder format's folder must be the
+    layout it reads, its files within ``max_file_bytes`` together."""
+    if format in FOLDER_FORMATS:
+        for path in paths:
+            check_hf_folder(str(path), max_bytes=max_file_bytes)
     files = input_files(format, paths, split=split)
     for fname in files:
         check_file(fname, max_file_bytes=max_file_bytes, max_line_bytes=None)

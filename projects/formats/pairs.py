@@ -197,20 +197,29 @@ def read_pairs_jsonl(
                 yield row
                 continue
             lineno, obj = row
-            try:
-                rec = pair_from_json(
-                    obj,
-                    split=split,
-                    label_of=label_of,
-                    text_fields=text_fields,
-                    base_dir=base_dir,
-                    image_root=image_root,
-                    max_image_pixels=max_image_pixels,
-                )
-            except RowError as exc:
-                yield Problem(path, lineno, str(exc))
-                continue
-            yield seen.check(rec, path, lineno) or rec
+            yield pair_or_problem(
+                obj,
+                path,
+                lineno,
+                seen=seen,
+                split=split,
+                label_of=label_of,
+                text_fields=text_fields,
+                base_dir=base_dir,
+                image_root=image_root,
+                max_image_pixels=max_image_pixels,
+            )
+
+
+def pair_or_problem(obj: Any, path: str, lineno: int, *, seen: SeenIds, **check: Any) -> Record:
+    """The pair the decoded row ``obj`` (at ``path:lineno``) holds, checked by
+    :func:`pair_from_json` (``check``: its keyword arguments) and by ``seen``; else the row's
+    :class:`Problem`."""
+    try:
+        rec = pair_from_json(obj, **check)
+    except RowError as exc:
+        return Problem(path, lineno, str(exc))
+    return seen.check(rec, path, lineno) or rec
 
 
 def pair_to_json(rec: PairRecord) -> dict[str, Any]:

@@ -85,37 +85,77 @@ UTF16 = ("UTF-16 (little-endian)", "UTF-16 (big-endian)")
 DATA_FILES = ("Parquet file", "Apache Arrow file", "Apache Arrow file, as Hugging Face datasets' save_to_disk writes")
 READABLE = (
     ". Import reads text files: JSON lines (pairs-jsonl, labelled-jsonl), csv/tsv, and the CAD and "
-    "COCO layouts (docs/data-and-formats.md)"
+    "COCO layouts, and the folders the hf-datasets export writes (docs/data-and-formats.md)"
 )
+
+
+# The hf-datasets export's own columns (projects/formats/hf.py) named original_* /
+# counterfactual_* that are not text fields.
+ORIGINAL_COLUMNS = ("original_id", "original_source", "original_meta")
+NOT_FIELDS = {"original_label", "original_image", "counterfactual_image", *ORIGINAL_COLUMNS}
+
+
+def hf_text_fields(features: dict[str, Any]) -> list[str] | None:
+    """The text fields of a directory with ``features`` (a ``dataset_info.json``'s) when it has
+    the columns of this app's hf-datasets export, else ``None``."""
+    if not isinstance(features, dict) or "label_source" not in features or "id" not in features:
+        return None
+    fields = [k[len("counterfactual_") :] for k in features if k.startswith("counterfactual_") and k not in NOT_FIELDS]
+    if not fields or any(f"original_{f}" not in features for f in fields):
+        return None
+    return fields
+
+
+def hf_folder_fields(path: str) -> list[str] | None:
+    """:func:`hf_text_fields` of the ``save_to_disk`` folder ``path`` (``None``: not one)."""
+    try:
+        with open(os.path.join(path, "dataset_info.json"), encoding="utf-8") as fh:
+            features = json.load(fh).get("features")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not os.path.isfile(os.path.join(path, "state.json")):
+        return None
+    return hf_text_fields(features)
 
 
 def folder_message(path: str) -> str:
     """Why the folder ``path`` cannot be imported as a data file, and what to do instead."""
-    if _counterpart_hf_export(path):
+    if hf_folder_fields(path) is not None:
         return (
-            "this is a Hugging Face datasets folder as Counterpart's hf-datasets export writes it; hf-datasets is "
-            "an export format only and does not re-import: export the project as pairs-jsonl or csv, which "
-            f"re-import to the same data; nothing was imported{READABLE}"
+            "this is a Hugging Face datasets folder as Counterpart's hf-datasets export writes it; import it "
+            "with the hf-datasets format (import_data --format hf-datasets PATH); the import page takes one "
+            f"file: export the project as pairs-jsonl or csv for it; nothing was imported{READABLE}"
         )
     if os.path.isfile(os.path.join(path, "dataset_info.json")) or os.path.isfile(os.path.join(path, "state.json")):
         return (
-            "this is a Hugging Face datasets folder (save_to_disk); hf-datasets is an export format only. "
-            "Write the data set as JSON lines (ds.to_json(PATH)) and import that as labelled-jsonl or "
+            "this is a Hugging Face datasets folder (save_to_disk), not one Counterpart's hf-datasets export "
+            "wrote (the hf-datasets format reads only those). Write the data set as JSON lines "
+            "(ds.to_json(PATH)) and import that as labelled-jsonl or "
             f"pairs-jsonl; nothing was imported{READABLE}"
         )
     return f"this is a folder, not a data file; name the file(s) in it; nothing was imported{READABLE}"
 
 
-def _counterpart_hf_export(path: str) -> bool:
-    """Whether the folder ``path`` is a ``save_to_disk`` folder with the columns of this app's
-    hf-datasets export (``counterfactual_<field>``, ``label_source``): its rows are flat, so
-    ``ds.to_json`` gives neither pairs-jsonl nor labelled-jsonl."""
-    try:
-        with open(os.path.join(path, "dataset_info.json"), encoding="utf-8") as fh:
-            features = json.load(fh).get("features") or {}
-    except (OSError, ValueError, AttributeError):
-        return False
-    return "label_source" in features and any(str(k).startswith("counterfactual_") for k in features)
+def check_hf_folder(path: str, *, max_bytes: int | None) -> None:
+    """Refuse (:class:`FormatError`) a ``path`` that is not a folder this app's hf-datasets
+    export wrote (with the message a folder gets from the other formats), or whose files hold
+    more than ``max_bytes`` together."""
+    if not os.path.exists(path):
+        raise FormatError(f"{path}: folder not found")
+    if not os.path.isdir(path):
+        raise FormatError(
+            f"{path}: hf-datasets reads the folder the hf-datasets export writes (datasets' save_to_disk), "
+            "not a file; nothing was imported"
+        )
+    if hf_folder_fields(path) is None:
+        raise FormatError(f"{path}: {folder_message(path)}")
+    if max_bytes is not None:
+        size = sum(e.stat().st_size for e in os.scandir(path) if e.is_file())
+        if size > max_bytes:
+            raise FormatError(
+                f"{path}: the folder's files hold {human_size(size)}, more than the limit of "
+                f"{human_size(max_bytes)} (COUNTERPART_MAX_UPLOAD_BYTES); nothing was imported"
+            )
 
 
 def json_lines_problem(path: str, format: str) -> str | None:

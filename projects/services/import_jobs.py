@@ -44,8 +44,9 @@ from projects.services.import_bundles import BundleRefused, remove_uploads, zip_
 from projects.services.imports import ImportRefused, ImportReport, data_import
 from projects.services.jobs import JobContext, JobFailed, job_start
 
-# What the page and the API accept: every format (the CAD layouts as their files or a zip).
-UPLOAD_FORMATS = list(formats.FORMATS)
+# What the page and the API accept: every format read from files (the CAD layouts as their
+# files or a zip); a folder format (hf-datasets) is imported by the command, from its path.
+UPLOAD_FORMATS = [f for f in formats.FORMATS if f not in formats.FOLDER_FORMATS]
 SHOWN_PROBLEMS = 200  # problems and warnings kept in the job's result
 PROGRESS_SECONDS = 1.0  # at most one progress write (and cancel check) per second
 DISCARD_CHUNK = 5000
@@ -66,7 +67,7 @@ class ImportNotStarted(ValueError):
 # does not know that data's model: the labelling app registers its importer
 # (``labeling.task_training.task_data_import``, the one ``import_task_data`` runs).
 TARGETS = ("pool", "task")
-TASK_DATA_FORMATS = [f for f in formats.FORMATS if not f.startswith("coco")]
+TASK_DATA_FORMATS = [f for f in UPLOAD_FORMATS if not f.startswith("coco")]
 TaskDataImporter = Callable[..., dict[str, Any]]
 _task_data_importers: list[TaskDataImporter] = []
 

@@ -77,7 +77,7 @@ def test_a_hugging_face_folder_and_its_files_are_refused_saying_what_is_read(pro
     assert "Parquet file" in msg and "JSON lines (pairs-jsonl, labelled-jsonl), csv/tsv" in msg
 
 
-def test_this_apps_own_hf_datasets_export_is_named_and_pointed_to_a_format_that_re_imports(
+def test_this_apps_own_hf_datasets_export_given_as_another_format_is_pointed_to_hf_datasets(
     project: Project, tmp_path: Path
 ) -> None:
     from projects.services.exports import data_export
@@ -88,7 +88,7 @@ def test_this_apps_own_hf_datasets_export_is_named_and_pointed_to_a_format_that_
     msg = refusal(project, tmp_path / "hf", "pairs-jsonl")
     # ds.to_json would give flat rows that neither JSON-lines format reads: say what does
     assert "as Counterpart's hf-datasets export writes it" in msg and "ds.to_json" not in msg
-    assert "export the project as pairs-jsonl or csv, which re-import to the same data" in msg
+    assert "import it with the hf-datasets format (import_data --format hf-datasets PATH)" in msg
 
 
 def test_integer_label_ids_are_matched_as_their_names_and_mapped_with_the_label_map(

@@ -36,10 +36,18 @@ def _csv_list(value: str) -> list[str]:
 
 
 class Command(BaseCommand):
-    help = "Import a data file (cad-nli, cad-sentiment, pairs-jsonl, csv, coco-captions, coco-cf) into a project."
+    help = (
+        "Import a data file (cad-nli, cad-sentiment, pairs-jsonl, csv, coco-captions, coco-cf, labelled-jsonl) "
+        "or an hf-datasets export folder into a project."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("paths", nargs="+", metavar="PATH", help="input file(s); for cad-* the cad/ directory")
+        parser.add_argument(
+            "paths",
+            nargs="+",
+            metavar="PATH",
+            help="input file(s); for cad-* the cad/ directory; for hf-datasets the exported folder",
+        )
         parser.add_argument("--project", required=True, help="project name (created if missing)")
         parser.add_argument(
             "--task", choices=TASKS, help="the project's task (default: the project's, or the format's)"
