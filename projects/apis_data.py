@@ -32,8 +32,10 @@ from projects.services.exports import (
     data_export,
     export_count,
     export_download_file,
+    export_download_type,
     export_filters_parse,
     export_start,
+    export_sync_name,
 )
 from projects.services.import_bundles import CAD_NLI_PARTS
 from projects.services.import_jobs import TARGETS, TASK_DATA_FORMATS, UPLOAD_FORMATS, ImportNotStarted
@@ -188,7 +190,8 @@ class DataExportApi(APIView):
         summary="Export a project's pairs",
         request=InputSerializer,
         responses={
-            (200, "application/jsonl"): OpenApiTypes.BINARY,
+            (200, "application/x-ndjson"): OpenApiTypes.BINARY,
+            (200, "text/csv"): OpenApiTypes.BINARY,
             202: OpenApiResponse(description="the queued export job (as /api/v1/jobs/{id}/)"),
             400: OpenApiResponse(description="field errors"),
         },
@@ -229,8 +232,8 @@ class DataExportApi(APIView):
             return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
         finally:
             os.unlink(path)
-        ext = "csv" if fmt == "csv" else "jsonl"
-        return FileResponse(fh, as_attachment=True, filename=f"{project.name}.{ext}")
+        name = export_sync_name(project=project, format=fmt)
+        return FileResponse(fh, as_attachment=True, filename=name, content_type=export_download_type(name))
 
 
 class ExportDownloadApi(APIView):
@@ -243,7 +246,10 @@ class ExportDownloadApi(APIView):
         summary="Download an export job's file",
         parameters=[OpenApiParameter("part", str, enum=["manifest"], description="the manifest instead of the data")],
         responses={
-            (200, "application/octet-stream"): OpenApiTypes.BINARY,
+            (200, "application/x-ndjson"): OpenApiTypes.BINARY,
+            (200, "text/csv"): OpenApiTypes.BINARY,
+            (200, "application/zip"): OpenApiTypes.BINARY,
+            (200, "application/json"): OpenApiTypes.BINARY,
             404: OpenApiResponse(description="no such export job, or its file is gone"),
             409: OpenApiResponse(description="the job has not succeeded (yet)"),
         },
@@ -260,4 +266,6 @@ class ExportDownloadApi(APIView):
         found = export_download_file(job=job, manifest=DownloadQuery(request.query_params).manifest())
         if found is None:
             return Response({"detail": "the export file is gone"}, status=status.HTTP_404_NOT_FOUND)
-        return FileResponse(open(found[0], "rb"), as_attachment=True, filename=found[1])
+        return FileResponse(
+            open(found[0], "rb"), as_attachment=True, filename=found[1], content_type=export_download_type(found[1])
+        )

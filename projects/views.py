@@ -50,9 +50,11 @@ from projects.services.exports import (
     data_export,
     export_count,
     export_download_file,
+    export_download_type,
     export_manifest,
     export_splits,
     export_start,
+    export_sync_name,
 )
 from projects.services.import_bundles import CAD_NLI_PARTS
 from projects.services.import_jobs import TASK_DATA_FORMATS, UPLOAD_FORMATS, ImportNotStarted
@@ -199,8 +201,8 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponse | FileResponse
         return HttpResponseBadRequest(str(exc))
     finally:
         os.unlink(path)  # the open handle keeps the data until the response is sent
-    ext = "csv" if fmt == "csv" else "jsonl"
-    return FileResponse(fh, as_attachment=True, filename=f"{project.name}.{ext}")
+    name = export_sync_name(project=project, format=fmt)
+    return FileResponse(fh, as_attachment=True, filename=name, content_type=export_download_type(name))
 
 
 @researcher_required
@@ -231,7 +233,9 @@ def export_download(request: HttpRequest, job_id: int) -> HttpResponse | FileRes
     found = export_download_file(job=job, manifest=DownloadQuery(request.GET).manifest())
     if found is None:
         raise Http404("the export file is gone")
-    return FileResponse(open(found[0], "rb"), as_attachment=True, filename=found[1])
+    return FileResponse(
+        open(found[0], "rb"), as_attachment=True, filename=found[1], content_type=export_download_type(found[1])
+    )
 
 
 SKIP_HINT = "the “Skip bad rows” box ticked"

@@ -518,12 +518,32 @@ def export_file_for(*, job: Job, manifest: bool = False) -> Path | None:
 
 def export_download_file(*, job: Job, manifest: bool = False) -> tuple[Path, str] | None:
     """The file a succeeded export job wrote and the name to download it as (``<project>-<job>``
-    plus its extension, or ``.manifest.json``); None if it is gone."""
+    plus its extensions, e.g. ``.jsonl``, ``.hf-datasets.zip``, or ``.manifest.json``); None if it is gone."""
     path = export_file_for(job=job, manifest=manifest)
     if path is None:
         return None
     stem = f"{job.project.name if job.project else 'export'}-{job.pk}"
-    return path, f"{stem}.manifest.json" if manifest else f"{stem}{path.suffix}"
+    return path, f"{stem}.manifest.json" if manifest else f"{stem}{''.join(path.suffixes)}"
+
+
+# What a download is served as, by the file's extension (Django guesses nothing for .jsonl, so
+# every JSON-lines export was application/octet-stream).
+DOWNLOAD_TYPES = {
+    ".jsonl": "application/x-ndjson; charset=utf-8",
+    ".csv": "text/csv; charset=utf-8",
+    ".json": "application/json",
+    ".zip": "application/zip",
+}
+
+
+def export_download_type(name: str) -> str:
+    """The Content-Type of a downloaded export file named ``name``."""
+    return DOWNLOAD_TYPES.get(os.path.splitext(name)[1].lower(), "application/octet-stream")
+
+
+def export_sync_name(*, project: Project, format: str) -> str:
+    """The name a file export of ``format`` downloads as at once (the page and the API)."""
+    return f"{project.name}.{'csv' if format == 'csv' else 'jsonl'}"
 
 
 def export_path(*, job_id: int, format: str) -> Path:
