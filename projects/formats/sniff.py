@@ -4,12 +4,11 @@ few KiB only; says nothing when the file fits the chosen format or its shape is 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from typing import Any
 
-from projects.formats.whole_input import prodigy_keys, prodigy_message
+from projects.formats.whole_input import PRODIGY_LINES, json_objects, prodigy_file_keys, prodigy_message
 
 SNIFF_BYTES = 64 * 1024
 JSON_LINES = ("pairs-jsonl", "labelled-jsonl")
@@ -38,14 +37,10 @@ def _shape(head: bytes, name: str) -> str:
     return ""
 
 
-def _objects(head: bytes) -> Iterator[Any]:
-    """The decoded JSON values of the first few lines of ``head`` (lines that are not JSON,
-    or nest deeper than Python recurses, are passed over)."""
-    for line in head.decode("utf-8", errors="replace").splitlines()[:5]:
-        try:
-            yield json.loads(line)
-        except (ValueError, RecursionError):
-            continue
+def _objects(head: bytes, lines: int = 5) -> Iterator[Any]:
+    """The decoded JSON values of the first ``lines`` lines of ``head`` (lines that are not
+    JSON, or nest deeper than Python recurses, are passed over)."""
+    return json_objects(head.decode("utf-8", errors="replace").lstrip("\ufeff").splitlines()[:lines])
 
 
 def _pairs_or_labelled(head: bytes) -> str:
@@ -70,7 +65,7 @@ def format_hint(path: str, name: str, chosen: str) -> str:
     shape = _shape(head, name)
     ext = os.path.splitext(name or "")[1].lower()
     shown = name or "the file"
-    if shape == "json" and (keys := prodigy_keys(next(_objects(head), None))):
+    if shape == "json" and (keys := prodigy_file_keys(_objects(head, PRODIGY_LINES))):
         return prodigy_message(shown, chosen, keys)  # the readers' own message, before the upload is queued
     if chosen in JSON_LINES:
         if shape == "tsv":

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Any
 
 from projects.formats.encoding import legacy_text, not_utf8_message
@@ -166,7 +168,8 @@ def json_lines_problem(path: str, format: str) -> str | None:
     with open(path, "rb") as fh:
         head = fh.read(SNIFF_BYTES).decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
         fh.seek(0)
-        first_line = next((ln for ln in iter(lambda: fh.readline(PRODIGY_LINE_BYTES), b"") if ln.strip()), b"")
+        lines = (ln for ln in iter(lambda: fh.readline(PRODIGY_LINE_BYTES), b"") if ln.strip())
+        first_lines = [ln.decode("utf-8", errors="replace").lstrip("\ufeff") for ln in islice(lines, PRODIGY_LINES)]
     first = head.split("\n", 1)[0].strip()
     # "[" alone (pretty-printed) or an array of objects; any other line that starts with "["
     # (a list, deep brackets) stays a problem of its row
@@ -177,16 +180,36 @@ def json_lines_problem(path: str, format: str) -> str | None:
             "text fields, label, optional id, source, split, meta). Convert it, e.g. jq -c '.[]' FILE; "
             "nothing was imported"
         )
-    try:
-        obj = json_loads(first_line.decode("utf-8").lstrip("\ufeff"))
-    except (ValueError, RecursionError):  # not JSON (or cut): the line's own problem
-        return None
-    if keys := prodigy_keys(obj):
+    if keys := prodigy_file_keys(json_objects(first_lines)):
         return prodigy_message(path, format, keys)
     return None
 
 
+def json_objects(lines: Iterable[str]) -> Iterator[Any]:
+    """The decoded JSON values of ``lines`` (a line that is not JSON, is cut, or nests deeper
+    than Python recurses is passed over: it is its row's own problem)."""
+    for line in lines:
+        try:
+            yield json_loads(line)
+        except (ValueError, RecursionError):
+            continue
+
+
+def prodigy_file_keys(objs: Iterable[Any]) -> list[str]:
+    """The Prodigy keys (:func:`prodigy_keys`) of a file whose first lines decode to ``objs``:
+    ``[]`` unless at least half of its objects are Prodigy-shaped and none is a pair. The first
+    line alone decides nothing: a Prodigy file may start with a task without an answer yet."""
+    dicts = [o for o in objs if isinstance(o, dict)]
+    if not dicts or any("original" in o or "counterfactual" in o for o in dicts):
+        return []
+    shaped = [keys for o in dicts if (keys := prodigy_keys(o))]
+    if 2 * len(shaped) < len(dicts):
+        return []
+    return list(dict.fromkeys(k for keys in shaped for k in keys))
+
+
 PRODIGY_LINE_BYTES = 1 << 20  # a Prodigy line holds tokens and spans: its first line may be long
+PRODIGY_LINES = 20  # non-empty lines looked at
 PRODIGY_HASHES = ("_input_hash", "_task_hash", "_view_id", "_annotator_id", "_session_id")
 PRODIGY_ANSWERS = ("accept", "reject", "ignore")
 

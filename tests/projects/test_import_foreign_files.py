@@ -185,6 +185,35 @@ def test_the_command_page_and_api_name_prodigy_alike(tmp_path: Path, project: Pr
     assert "this is a Prodigy annotation file" in Job.objects.get().error
 
 
+@pytest.mark.parametrize("fmt", ["pairs-jsonl", "labelled-jsonl"])
+def test_a_prodigy_file_whose_first_line_has_no_answer_is_still_named_once(
+    tmp_path: Path, project: Project, client, fmt: str
+) -> None:
+    # a Prodigy file may start with a task not answered yet; only its first line was looked at,
+    # so every later line was a problem of its own ("unexpected field(s) _input_hash, …")
+    rows = [{"text": "Not answered yet.", "label": "positive"}, *(PRODIGY_LINES * 5)]
+    f = tmp_path / "prodigy.jsonl"
+    f.write_bytes(b"\n" + jsonl(rows))
+    with pytest.raises(ImportRefused) as err:
+        data_import(project=project, format=fmt, paths=[str(f)])
+    assert str(err.value).startswith(f'{f}: this is a Prodigy annotation file (JSON lines with "answer", "_input_hash"')
+    assert err.value.problems == []
+    client.force_login(user_with_role("res", "researcher"))
+    page = post_import(client, project, {"format": fmt, "file": SimpleUploadedFile("p.jsonl", f.read_bytes())})
+    assert page.status_code == 400 and "p.jsonl: this is a Prodigy annotation file" in page.html
+    assert nothing_written()
+
+
+def test_a_labelled_file_with_one_prodigy_like_row_is_read_row_by_row(tmp_path: Path, project: Project) -> None:
+    rows = [{"text": f"film {i}", "label": "positive"} for i in range(19)] + [PRODIGY_LINES[0]]
+    f = tmp_path / "l.jsonl"
+    f.write_bytes(jsonl(rows[::-1]))  # the Prodigy-like row first
+    with pytest.raises(ImportRefused) as err:
+        data_import(project=project, format="labelled-jsonl", paths=[str(f)])
+    assert "Prodigy" not in str(err.value) and len(err.value.problems) == 1
+    assert err.value.problems[0].startswith(f"{f}:1: text fields: unexpected field(s)")
+
+
 def test_a_pair_file_with_prodigy_like_meta_is_still_a_pair_file(tmp_path: Path, project: Project) -> None:
     row = {
         "id": "p1",
