@@ -207,7 +207,8 @@ def read_hf_datasets(
             raise r.FormatError(f"{path}: not a folder written by the hf-datasets export; nothing was imported")
         if msg := r.check_text_fields(fields, text_fields):
             raise r.FormatError(
-                f"{path}: its columns hold the text fields {', '.join(fields)}: {msg}; nothing was imported"
+                f"{path}: its columns hold the text fields {', '.join(fields)}: {msg}; nothing was imported."
+                + r.other_task_hint(fields)
             )
         ds = _load(path)
         names = {c: list(ds.features[c].names) for c in LABEL_COLUMNS if hasattr(ds.features.get(c), "names")}

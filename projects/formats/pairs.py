@@ -23,11 +23,19 @@ from typing import IO, Any
 from projects.formats import reading as r
 from projects.formats.ids import SeenIds
 from projects.formats.records import OriginalRecord, PairRecord, Problem, Record
-from projects.formats.whole_input import json_lines_problem
+from projects.formats.whole_input import json_lines_problem, refuse_other_fields
 
 
 class RowError(ValueError):
     pass
+
+
+class FieldsMismatch(RowError):
+    """The row's text fields are not the project's (``found``: the row's)."""
+
+    def __init__(self, message: str, found: list[str]) -> None:
+        super().__init__(message)
+        self.found = tuple(found)
 
 
 def _str(obj: dict[str, Any], key: str, where: str, *, limit: int | None = None) -> str:
@@ -115,7 +123,7 @@ def pair_from_json(
     o_fields = _fields(original, "original.")
     c_fields = _fields(cf, "counterfactual.")
     if msg := r.check_text_fields(list(o_fields), text_fields):
-        raise RowError(f"original.fields: {msg}")
+        raise FieldsMismatch(f"original.fields: {msg}", list(o_fields))
     if set(c_fields) != set(o_fields):
         raise RowError(
             f"counterfactual.fields ({', '.join(c_fields)}) must have the same names as original.fields "
@@ -191,24 +199,19 @@ def read_pairs_jsonl(
             raise r.FormatError(f"{path}: file not found")
         if msg := json_lines_problem(path, "pairs-jsonl"):
             raise r.FormatError(msg)
-        base_dir = image_base or os.path.dirname(os.path.abspath(path))
-        for row in r.iter_json_lines(path, max_line_bytes=max_line_bytes):
-            if isinstance(row, Problem):
-                yield row
-                continue
-            lineno, obj = row
-            yield pair_or_problem(
-                obj,
-                path,
-                lineno,
-                seen=seen,
-                split=split,
-                label_of=label_of,
-                text_fields=text_fields,
-                base_dir=base_dir,
-                image_root=image_root,
-                max_image_pixels=max_image_pixels,
-            )
+        check: dict[str, Any] = {
+            "split": split,
+            "label_of": label_of,
+            "text_fields": text_fields,
+            "base_dir": image_base or os.path.dirname(os.path.abspath(path)),
+            "image_root": image_root,
+            "max_image_pixels": max_image_pixels,
+        }
+        rows = (
+            row if isinstance(row, Problem) else pair_or_problem(row[1], path, row[0], seen=seen, **check)
+            for row in r.iter_json_lines(path, max_line_bytes=max_line_bytes)
+        )
+        yield from refuse_other_fields(path, rows, text_fields)
 
 
 def pair_or_problem(obj: Any, path: str, lineno: int, *, seen: SeenIds, **check: Any) -> Record:
@@ -218,7 +221,7 @@ def pair_or_problem(obj: Any, path: str, lineno: int, *, seen: SeenIds, **check:
     try:
         rec = pair_from_json(obj, **check)
     except RowError as exc:
-        return Problem(path, lineno, str(exc))
+        return Problem(path, lineno, str(exc), getattr(exc, "found", None))
     return seen.check(rec, path, lineno) or rec
 
 

@@ -296,6 +296,17 @@ def check_text_fields(found: list[str] | set[str], expected: list[str] | None) -
     return None
 
 
+def other_task_hint(found: list[str] | tuple[str, ...]) -> str:
+    """'' or a sentence naming the task whose text fields are exactly ``found``."""
+    for task, fields in TASK_FIELDS.items():
+        if sorted(fields) == sorted(found):
+            return (
+                f" These are the text fields of the {task} task: import the file into a project with task "
+                f"{task} (import_data --task {task} --project NEW; on the page, from such a project)."
+            )
+    return ""
+
+
 def too_long(name: str, value: str, limit: int) -> str | None:
     if len(value) > limit:
         return f"{name} is {len(value)} characters long (at most {limit})"

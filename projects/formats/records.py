@@ -52,6 +52,9 @@ class Problem:
     path: str
     line: int
     message: str
+    # the text fields the row has, when what is wrong is that they are not the project's (a
+    # file of another task: said once for the file, :func:`.whole_input.refuse_other_fields`)
+    fields: tuple[str, ...] | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.message}"

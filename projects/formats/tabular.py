@@ -143,7 +143,9 @@ def read_csv(
         else:
             found = [c for c in header if c not in ORIGINAL_KEYS]
         if msg := r.check_text_fields(found, text_fields):
-            raise r.FormatError(f"{path}:1: text columns: {msg}. {expected_columns(written, text_fields)}")
+            raise r.FormatError(
+                f"{path}:1: text columns: {msg}. {expected_columns(written, text_fields)}{r.other_task_hint(found)}"
+            )
         if not found:
             raise r.FormatError(f"{path}:1: the header names no text field column")
         base_dir = image_base or os.path.dirname(os.path.abspath(path))

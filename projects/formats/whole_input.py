@@ -13,7 +13,8 @@ from itertools import islice
 from typing import Any
 
 from projects.formats.encoding import legacy_text, not_utf8_message
-from projects.formats.reading import FormatError, json_loads, raw_lines
+from projects.formats.reading import FormatError, json_loads, other_task_hint, raw_lines
+from projects.formats.records import Problem
 
 
 def check_file(path: str, *, max_file_bytes: int | None, max_line_bytes: int | None) -> None:
@@ -158,6 +159,26 @@ def check_hf_folder(path: str, *, max_bytes: int | None) -> None:
                 f"{path}: the folder's files hold {human_size(size)}, more than the limit of "
                 f"{human_size(max_bytes)} (COUNTERPART_MAX_UPLOAD_BYTES); nothing was imported"
             )
+
+
+FIELDS_ROWS = 20  # the first rows that decide whether a file is another task's
+
+
+def refuse_other_fields(path: str, rows: Iterator[Any], expected: list[str] | None) -> Iterator[Any]:
+    """``rows`` (a reader's records and problems of the file ``path``) as they are, unless the
+    first of them (up to :data:`FIELDS_ROWS`, at least two) are all problems of the same
+    text fields that are not ``expected`` — a file of another task: then :class:`FormatError`
+    once, naming the fields expected and found and the task they belong to, instead of a
+    problem per row. Looks ahead before anything of the file is yielded."""
+    head = list(islice(rows, FIELDS_ROWS))
+    found = {row.fields if isinstance(row, Problem) else None for row in head}
+    if expected is not None and len(head) >= 2 and len(found) == 1 and (fields := found.pop()) is not None:
+        raise FormatError(
+            f"{path}: the first {len(head)} rows all have the text field(s) {', '.join(fields) or 'none'}, "
+            f"not the project's {', '.join(expected)}; nothing was imported.{other_task_hint(fields)}"
+        )
+    yield from head
+    yield from rows
 
 
 def json_lines_problem(path: str, format: str) -> str | None:
