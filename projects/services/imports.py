@@ -20,8 +20,9 @@ Policy
   (:mod:`projects.services.import_jobs`). ``on_progress(phase, rows, total)`` is called
   after every batch of both passes (``checking``, then ``writing``); it may raise to stop.
 - **Idempotent.** Ids are unique per project; a record whose id is already in the database
-  is skipped, so importing a file twice adds nothing (with a warning when the stored record
-  is another one: :func:`_warn_kept`). Within one input an id repeated with
+  is skipped, so importing a file twice adds nothing. When the stored record is another one
+  (:func:`_kept`) a strict import is refused in its checking pass, before anything is written;
+  with ``strict=False`` the row is skipped with a warning (:func:`_warn_kept`). Within one input an id repeated with
   different content is a problem, an identical repeat a warning and skipped
   (:mod:`projects.formats.ids`).
   A pair's original is found by its id and created when missing (the first import of an id
@@ -159,14 +160,22 @@ def data_import(
     read_total: int | None = None
     if strict:
         dry = ImportReport()
+        conflicts: list[tuple[str, str]] = []  # ids an earlier import gave to something else
+        pending: list[OriginalRecord | PairRecord] = []
         rows = 0
         for n, rec in enumerate(records(paths), 1):
             if isinstance(rec, Problem):
                 dry.add_problem(rec, max_problems)
             else:
                 rows += 1
+                pending.append(rec)
+                if len(pending) >= batch_size:
+                    conflicts += _conflicts(project, pending, job_id)
+                    pending = []
             if on_progress and n % batch_size == 0:
                 on_progress("checking", n, None)
+        if pending:
+            conflicts += _conflicts(project, pending, job_id)
         read_total = rows + dry.problem_count
         if on_progress:
             on_progress("checking", read_total, read_total)
@@ -178,6 +187,15 @@ def data_import(
             )
         if rows == 0:
             raise ImportRefused(_NO_ROWS)
+        if conflicts:
+            shown = ", ".join(what for what, _ in conflicts[:CONFLICTS_SHOWN])
+            more = f" and {len(conflicts) - CONFLICTS_SHOWN} more" if len(conflicts) > CONFLICTS_SHOWN else ""
+            raise ImportRefused(
+                f"{len(conflicts)} id(s) of this file name something else in the project (from an earlier import): "
+                f"{shown}{more}; nothing was imported (give them new ids, delete the project's first, or keep the "
+                f"project's and skip these rows with {skip_hint})",
+                [message for _, message in conflicts[:max_problems]],
+            )
 
     report = ImportReport()
     warnings.clear()  # the checks above read the input too; count the writing pass only
@@ -214,6 +232,7 @@ def data_import(
 
 
 _NO_ROWS = "the file has no rows; nothing was imported"
+CONFLICTS_SHOWN = 5  # ids named in the refusal's message (every one is in its problems)
 
 
 def image_root() -> str:
@@ -233,19 +252,7 @@ def _write_batch(
     """Write one batch in one transaction, its rows marked with ``job_id``. A row that is
     there already, marked with the same job and older than this execution (``earlier``) was
     written before a resume: it is not counted as skipped."""
-    originals: dict[str, OriginalRecord] = {}  # every original the batch needs, first one wins
-    explicit: list[str] = []  # ids of originals given as records of their own
-    pairs: dict[str, PairRecord] = {}
-    duplicates = 0
-    for rec in batch:
-        if isinstance(rec, OriginalRecord):
-            explicit.append(rec.id)
-            originals.setdefault(rec.id, rec)
-        elif rec.id in pairs:
-            duplicates += 1
-        else:
-            pairs[rec.id] = rec
-            originals.setdefault(rec.original.id, rec.original)
+    originals, explicit, pairs, duplicates = _by_id(batch)
 
     def label(name: str | None) -> int | None:
         return label_ids[name] if name is not None else None
@@ -319,6 +326,65 @@ def _write_batch(
     report.batches += 1
 
 
+def _by_id(
+    batch: Iterable[OriginalRecord | PairRecord],
+) -> tuple[dict[str, OriginalRecord], list[str], dict[str, PairRecord], int]:
+    """The batch's originals by id (every original it needs, the first one wins), the ids of
+    originals given as records of their own, its pairs by id (the first wins) and how many
+    pairs repeat an id of the batch."""
+    originals: dict[str, OriginalRecord] = {}
+    explicit: list[str] = []
+    pairs: dict[str, PairRecord] = {}
+    duplicates = 0
+    for rec in batch:
+        if isinstance(rec, OriginalRecord):
+            explicit.append(rec.id)
+            originals.setdefault(rec.id, rec)
+        elif rec.id in pairs:
+            duplicates += 1
+        else:
+            pairs[rec.id] = rec
+            originals.setdefault(rec.original.id, rec.original)
+    return originals, explicit, pairs, duplicates
+
+
+def _kept(
+    originals: dict[str, OriginalRecord],
+    pairs: dict[str, PairRecord],
+    stored_originals: Iterable[tuple[Any, ...]],
+    stored_pairs: Iterable[tuple[Any, ...]],
+) -> list[tuple[str, str]]:
+    """What to say about each record whose id an earlier import gave to something else (the
+    project keeps what it has: the first import of an id wins). ``stored_originals``:
+    ``(external_id, fields, label name, image)`` of the project's originals under the batch's
+    ids; ``stored_pairs``: ``(external_id, fields, image, original's external_id)`` of its
+    pairs (rows this job wrote itself left out). An original given without a label (``null``:
+    unknown) names the stored one when its text and image are the same. Returns ``(what,
+    message)`` pairs, ``what`` naming the id (``original 'g2'``, ``pair 'd1'``)."""
+    out = []
+    for ext, fields, label, image in stored_originals:
+        o = originals[ext]
+        if (fields, label if o.label is not None else None, image) != (o.fields, o.label, o.image):
+            out.append(
+                (
+                    f"original {ext!r}",
+                    f"original id {ext!r} is in the project already with other text, label or image (from an earlier "
+                    "import); the project keeps its own, and this file's pairs naming it are attached to it",
+                )
+            )
+    for ext, fields, image, original_id in stored_pairs:
+        p = pairs[ext]
+        if (fields, image, original_id) != (p.cf_fields, p.cf_image, p.original.id):
+            out.append(
+                (
+                    f"pair {ext!r}",
+                    f"pair id {ext!r} is in the project already with another counterfactual or original (from an "
+                    "earlier import); skipped, the project keeps its own (an id names one pair)",
+                )
+            )
+    return out
+
+
 def _warn_kept(
     originals: dict[str, OriginalRecord],
     pairs: dict[str, PairRecord],
@@ -326,29 +392,28 @@ def _warn_kept(
     stored_pairs: list[tuple[Any, ...]],
     report: ImportReport,
 ) -> None:
-    """A warning for each record whose id an earlier import gave to something else: the
-    project keeps what it has (the first import of an id wins), and says so instead of
-    skipping the row, or attaching a pair to another original, without a word.
-    ``stored_originals``: ``(external_id, fields, label name, image)`` of the project's
-    originals under this batch's ids; ``stored_pairs``: ``(external_id, fields, image,
-    original's external_id)`` of its pairs (rows this job wrote itself left out)."""
+    """A warning for each record whose id an earlier import gave to something else
+    (:func:`_kept`; ``--skip-bad-rows``: a strict import refused them before writing), instead
+    of skipping the row, or attaching a pair to another original, without a word."""
     limit = settings.COUNTERPART.get("IMPORT_MAX_PROBLEMS", 10000)
-    for ext, fields, label, image in stored_originals:
-        o = originals[ext]
-        if (fields, label, image) != (o.fields, o.label, o.image):
-            report.add_warning(
-                f"original id {ext!r} is in the project already with other text, label or image (from an earlier "
-                "import); the project keeps its own, and this file's pairs naming it are attached to it",
-                limit,
-            )
-    for ext, fields, image, original_id in stored_pairs:
-        p = pairs[ext]
-        if (fields, image, original_id) != (p.cf_fields, p.cf_image, p.original.id):
-            report.add_warning(
-                f"pair id {ext!r} is in the project already with another counterfactual or original (from an "
-                "earlier import); skipped, the project keeps its own (an id names one pair)",
-                limit,
-            )
+    for _, message in _kept(originals, pairs, stored_originals, stored_pairs):
+        report.add_warning(message, limit)
+
+
+def _conflicts(project: Project, batch: list[OriginalRecord | PairRecord], job_id: int | None) -> list[tuple[str, str]]:
+    """:func:`_kept`'s messages for ``batch`` (read before anything is written: a strict import
+    refuses them). Rows this job wrote in an earlier execution are its own, not conflicts."""
+    originals, _, pairs, _ = _by_id(batch)
+    stored_o = Example.objects.filter(project=project, external_id__in=list(originals))
+    stored_p = Candidate.objects.filter(project=project, external_id__in=list(pairs))
+    if job_id is not None:
+        stored_o, stored_p = stored_o.exclude(job_id=job_id), stored_p.exclude(job_id=job_id)
+    return _kept(
+        originals,
+        pairs,
+        stored_o.values_list("external_id", "fields", "label__name", "image"),
+        stored_p.values_list("external_id", "fields", "image", "example__external_id"),
+    )
 
 
 @dataclass(frozen=True)

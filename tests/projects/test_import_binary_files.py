@@ -93,7 +93,7 @@ def test_a_finished_import_links_the_next_step(client):
     assert done.job is not None and done.job.status == "succeeded", done.html
     assert f'href="/projects/{project.pk}/runs/new/">Generate candidates' in done.html
     pairs = (
-        b'{"id": "p1", "original": {"id": "o1", "fields": {"text": "A film 1."}, "label": "positive"}, '
+        b'{"id": "p1", "original": {"id": "o1", "fields": {"text": "Another film."}, "label": "negative"}, '
         b'"counterfactual": {"fields": {"text": "A film 1, sadly."}}}\n'
     )
     done = upload_page(client, project, pairs)

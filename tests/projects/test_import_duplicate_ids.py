@@ -1,7 +1,9 @@
 """An id repeated within one import: different content is a ``file:line`` problem (refused
 unless skip-bad-rows), the same content a warning naming its line; an id already in the
-project from an earlier import is skipped quietly when it names the same thing, and with a
-warning when it names something else (the project keeps its own)."""
+project from an earlier import is skipped quietly when it names the same thing; when it names
+something else a strict import refuses the file before writing anything (it used to warn only
+while writing, so the default all-or-nothing import left those rows out), and with
+skip-bad-rows it is skipped with a warning (the project keeps its own)."""
 
 from __future__ import annotations
 
@@ -101,7 +103,9 @@ def test_the_command_refuses_a_conflicting_repeat(project, tmp_path):
     assert f"{path}:2: id 'd1'" in err.getvalue()
 
 
-def test_an_id_an_earlier_import_gave_to_something_else_is_skipped_with_a_warning(project, tmp_path):
+def reused_ids(project, tmp_path) -> str:
+    """A first import, then a second file reusing its ids: d1 for another counterfactual, g2 for
+    another original."""
     first = write(tmp_path, [row("d1", "bad", oid="g1"), row("d2", "worse", oid="g2")], name="a.jsonl")
     data_import(project=project, format="pairs-jsonl", paths=[first])
     # a second file reusing the ids: d1 for another counterfactual, g2 for another original
@@ -110,7 +114,41 @@ def test_an_id_an_earlier_import_gave_to_something_else_is_skipped_with_a_warnin
         [row("d1", "other text", oid="g1"), row("d3", "fine", orig="a different review", oid="g2")],
         name="b.jsonl",
     )
-    report = data_import(project=project, format="pairs-jsonl", paths=[second])
+    return second
+
+
+def test_an_id_an_earlier_import_gave_to_something_else_refuses_a_strict_import(project, tmp_path):
+    second = reused_ids(project, tmp_path)
+    before = (Example.objects.count(), Candidate.objects.count())
+    with pytest.raises(ImportRefused) as exc:
+        data_import(project=project, format="pairs-jsonl", paths=[second])
+    assert str(exc.value).startswith(
+        "2 id(s) of this file name something else in the project (from an earlier import): original 'g2', pair 'd1'; "
+        "nothing was imported"
+    )
+    assert "--skip-bad-rows" in str(exc.value)
+    assert len(exc.value.problems) == 2 and "pair id 'd1' is in the project already" in exc.value.problems[1]
+    assert (Example.objects.count(), Candidate.objects.count()) == before  # d3, a good row, not written either
+    err = StringIO()
+    with pytest.raises(CommandError, match="name something else in the project"):
+        call_command(
+            "import_data", "--project", "dup", "--format", "pairs-jsonl", second, stdout=StringIO(), stderr=err
+        )
+    assert "original id 'g2' is in the project already" in err.getvalue()
+
+
+def test_many_reused_ids_are_named_five_and_counted(project, tmp_path):
+    first = write(tmp_path, [row(f"d{i}", "bad") for i in range(8)], name="a.jsonl")
+    data_import(project=project, format="pairs-jsonl", paths=[first])
+    second = write(tmp_path, [row(f"d{i}", "other") for i in range(8)], name="b.jsonl")
+    with pytest.raises(ImportRefused) as exc:
+        data_import(project=project, format="pairs-jsonl", paths=[second], batch_size=3)  # across batches
+    assert "pair 'd0', pair 'd1', pair 'd2', pair 'd3', pair 'd4' and 3 more;" in str(exc.value)
+
+
+def test_with_skip_bad_rows_an_id_an_earlier_import_gave_to_something_else_is_skipped_with_a_warning(project, tmp_path):
+    second = reused_ids(project, tmp_path)
+    report = data_import(project=project, format="pairs-jsonl", paths=[second], strict=False)
     assert (report.imported_pairs, report.skipped, report.problem_count, report.warning_count) == (1, 1, 0, 2)
     assert any("pair id 'd1' is in the project already with another counterfactual" in w for w in report.warnings)
     assert any("original id 'g2' is in the project already with other text" in w for w in report.warnings)
@@ -118,6 +156,19 @@ def test_an_id_an_earlier_import_gave_to_something_else_is_skipped_with_a_warnin
     assert Candidate.objects.get(external_id="d1").fields == {"text": "bad"}
     assert Example.objects.get(external_id="g2").fields == {"text": "good"}
     err, out = StringIO(), StringIO()
-    call_command("import_data", "--project", "dup", "--format", "pairs-jsonl", second, stdout=out, stderr=err)
+    call_command(
+        "import_data", "--project", "dup", "--format", "pairs-jsonl", "--skip-bad-rows", second, stdout=out, stderr=err
+    )
     assert "warning: pair id 'd1' is in the project already" in err.getvalue()
     assert out.getvalue().strip().endswith("skipped 2; problems 0; warnings 2")
+
+
+def test_pairs_naming_a_stored_original_without_its_label_import_quietly(project, tmp_path):
+    # originals first (id, text, label), then pairs that name them with the label unknown
+    originals = tmp_path / "o.csv"
+    originals.write_text("id,text,label\ng1,good,positive\n")
+    data_import(project=project, format="csv", paths=[str(originals)])
+    pairs = write(tmp_path, [row("d1", "bad", oid="g1", label="")])
+    report = data_import(project=project, format="pairs-jsonl", paths=[pairs])
+    assert (report.imported_pairs, report.warning_count) == (1, 0)
+    assert Candidate.objects.get(external_id="d1").example.label.name == "positive"

@@ -70,7 +70,7 @@ def test_a_label_without_source_is_imported_not_gold(tmp_path: Path, project: Pr
     csv = tmp_path / "p.csv"
     csv.write_text(
         "id,original.id,original.text,original.label,counterfactual.text,counterfactual.label,"
-        "counterfactual.label_source\nc1,o1,good,positive,bad,negative,\n",
+        "counterfactual.label_source\nc1,o-csv,good,positive,bad,negative,\n",
         encoding="utf-8",
     )
     data_import(project=project, format="csv", paths=[str(csv)])
