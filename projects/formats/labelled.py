@@ -43,7 +43,7 @@ def _examples(
     path: str, split: str, label_of: r.LabelMap, text_fields: list[str] | None, max_line_bytes: int
 ) -> Iterator[Record]:
     """The examples (and problems) of one file."""
-    stem = os.path.splitext(os.path.basename(path))[0]
+    stem = os.path.splitext(os.path.basename(path).removesuffix(".gz"))[0]
     for item in r.iter_json_lines(path, max_line_bytes=max_line_bytes):
         if isinstance(item, Problem):
             yield item

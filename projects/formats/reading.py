@@ -3,9 +3,12 @@ normalisation, the per-task defaults and the limits the database imposes. Pure P
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import os
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -106,21 +109,47 @@ def iter_lines(path: str, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> It
         yield lineno, text
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+GZIP_ERRORS = (EOFError, OSError, zlib.error)  # a damaged or cut gzip stream (BadGzipFile is an OSError)
+
+
+def is_gzip(path: str) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(2) == GZIP_MAGIC
+
+
+def open_data(path: str) -> io.BufferedIOBase:
+    """``path`` opened for reading bytes; a gzip file (``.jsonl.gz``, ``.csv.gz``: told by its
+    leading bytes, whatever its name) is read uncompressed, transparently."""
+    if is_gzip(path):
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def gzip_damaged(path: str, exc: BaseException) -> FormatError:
+    return FormatError(f"{path}: the gzip file is damaged or cut short ({exc}); nothing was imported")
+
+
 def raw_lines(path: str, max_line_bytes: int) -> Iterator[tuple[int, bytes | None]]:
     """``(line number, bytes)`` per line, or ``(line number, None)`` for a line longer than
-    ``max_line_bytes`` (its rest is skipped without holding it in memory)."""
-    with open(path, "rb") as fh:
+    ``max_line_bytes`` (its rest is skipped without holding it in memory). A gzip file is read
+    uncompressed (:func:`open_data`); a damaged one raises :class:`FormatError`."""
+    with open_data(path) as fh:
         lineno = 0
         while True:
-            raw = fh.readline(max_line_bytes + 1)
+            try:
+                raw = fh.readline(max_line_bytes + 1)
+                if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
+                    while raw and not raw.endswith(b"\n"):
+                        raw = fh.readline(1024 * 1024)
+                    lineno += 1
+                    yield lineno, None
+                    continue
+            except GZIP_ERRORS as exc:
+                raise gzip_damaged(path, exc) from None
             if not raw:
                 return
             lineno += 1
-            if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
-                while raw and not raw.endswith(b"\n"):
-                    raw = fh.readline(1024 * 1024)
-                yield lineno, None
-                continue
             yield lineno, raw
 
 

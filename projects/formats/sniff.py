@@ -5,9 +5,11 @@ few KiB only; says nothing when the file fits the chosen format or its shape is 
 from __future__ import annotations
 
 import os
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
+from projects.formats.reading import open_data
 from projects.formats.whole_input import PRODIGY_LINES, json_objects, prodigy_file_keys, prodigy_message
 
 SNIFF_BYTES = 64 * 1024
@@ -58,12 +60,12 @@ def format_hint(path: str, name: str, chosen: str) -> str:
     """A sentence saying which format ``name`` (stored at ``path``) looks like when that is not
     ``chosen`` ('' when it fits or cannot be told)."""
     try:
-        with open(path, "rb") as fh:
+        with open_data(path) as fh:  # a gzip file: what it holds
             head = fh.read(SNIFF_BYTES)
-    except OSError:
+    except (OSError, EOFError, zlib.error):
         return ""
     shape = _shape(head, name)
-    ext = os.path.splitext(name or "")[1].lower()
+    ext = os.path.splitext((name or "").lower().removesuffix(".gz"))[1]
     shown = name or "the file"
     if shape == "json" and (keys := prodigy_file_keys(_objects(head, PRODIGY_LINES))):
         return prodigy_message(shown, chosen, keys)  # the readers' own message, before the upload is queued

@@ -82,9 +82,9 @@ def pair_columns(text_fields: list[str]) -> list[str]:
 def _delimiter(path: str, max_line_bytes: int) -> str:
     """Tab for a ``.tsv`` file; else a comma, or a semicolon when the header has semicolons and
     no comma (Excel's "CSV" in a locale whose decimal mark is a comma)."""
-    if path.lower().endswith(".tsv"):
+    if path.lower().removesuffix(".gz").endswith(".tsv"):
         return "\t"
-    with open(path, "rb") as fh:
+    with r.open_data(path) as fh:
         first = fh.readline(max_line_bytes)
     return ";" if b";" in first and b"," not in first else ","
 

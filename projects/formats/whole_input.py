@@ -13,7 +13,16 @@ from itertools import islice
 from typing import Any
 
 from projects.formats.encoding import legacy_text, not_utf8_message
-from projects.formats.reading import FormatError, json_loads, other_task_hint, raw_lines
+from projects.formats.reading import (
+    GZIP_ERRORS,
+    FormatError,
+    gzip_damaged,
+    is_gzip,
+    json_loads,
+    open_data,
+    other_task_hint,
+    raw_lines,
+)
 from projects.formats.records import Problem
 
 
@@ -32,10 +41,15 @@ def check_file(path: str, *, max_file_bytes: int | None, max_line_bytes: int | N
             f"{path}: file is {human_size(size)}, larger than the limit of {human_size(max_file_bytes)} "
             "(COUNTERPART_MAX_UPLOAD_BYTES); nothing was imported"
         )
+    if max_file_bytes is not None and is_gzip(path):
+        _check_unpacked_size(path, max_file_bytes)
     if max_line_bytes is None:
         return
-    with open(path, "rb") as fh:
-        kind = binary_kind(fh.read(SNIFF_BYTES))
+    try:
+        with open_data(path) as fh:  # a gzip file: what it holds
+            kind = binary_kind(fh.read(SNIFF_BYTES))
+    except GZIP_ERRORS as exc:
+        raise gzip_damaged(path, exc) from None
     if kind in UTF16:
         raise FormatError(
             f'{path}: this file is {kind} text (Excel\'s "Unicode text" saves it so); save it as UTF-8 '
@@ -121,6 +135,22 @@ def hf_folder_fields(path: str) -> list[str] | None:
     return hf_text_fields(features)
 
 
+def _check_unpacked_size(path: str, max_bytes: int) -> None:
+    """Refuse a gzip file that unpacks to more than ``max_bytes`` (read in blocks, never held)."""
+    total = 0
+    try:
+        with open_data(path) as fh:
+            while block := fh.read(1 << 20):
+                total += len(block)
+                if total > max_bytes:
+                    raise FormatError(
+                        f"{path}: the gzip file unpacks to more than the limit of {human_size(max_bytes)} "
+                        "(COUNTERPART_MAX_UPLOAD_BYTES); nothing was imported"
+                    )
+    except GZIP_ERRORS as exc:
+        raise gzip_damaged(path, exc) from None
+
+
 def folder_message(path: str) -> str:
     """Why the folder ``path`` cannot be imported as a data file, and what to do instead."""
     if hf_folder_fields(path) is not None:
@@ -186,7 +216,7 @@ def json_lines_problem(path: str, format: str) -> str | None:
     ``None``: one JSON array (Label Studio's "JSON" export, ``json.dump(list)``) rather than
     one object a line, or a Prodigy annotation file (:func:`prodigy_keys`). Said once for the
     file instead of a problem per line."""
-    with open(path, "rb") as fh:
+    with open_data(path) as fh:
         head = fh.read(SNIFF_BYTES).decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
         fh.seek(0)
         lines = (ln for ln in iter(lambda: fh.readline(PRODIGY_LINE_BYTES), b"") if ln.strip())

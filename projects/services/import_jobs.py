@@ -30,6 +30,7 @@ import contextlib
 import os
 import time
 import uuid
+import zlib
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +40,7 @@ from django.conf import settings
 
 from projects import formats
 from projects.aggregates import stats_write
+from projects.formats.reading import open_data
 from projects.models import JOB_ACTIVE, JOB_FINISHED, Candidate, Example, Job, Project
 from projects.services.import_bundles import BundleRefused, remove_uploads, zip_unpack
 from projects.services.imports import ImportRefused, ImportReport, data_import
@@ -345,12 +347,12 @@ def _count_lines(format: str, paths: list[str], split: str) -> int:
     n = 0
     for name in files:
         try:
-            with open(name, "rb") as fh:
+            with open_data(name) as fh:
                 chunk = b""
                 while block := fh.read(1 << 20):
                     n += block.count(b"\n")
                     chunk = block
                 n += 1 if chunk and not chunk.endswith(b"\n") else 0
-        except OSError:
+        except (OSError, EOFError, zlib.error):
             continue
     return n
