@@ -4,7 +4,6 @@ few KiB only; says nothing when the file fits the chosen format or its shape is 
 
 from __future__ import annotations
 
-import os
 import zlib
 from collections.abc import Iterator
 from typing import Any
@@ -65,7 +64,6 @@ def format_hint(path: str, name: str, chosen: str) -> str:
     except (OSError, EOFError, zlib.error):
         return ""
     shape = _shape(head, name)
-    ext = os.path.splitext((name or "").lower().removesuffix(".gz"))[1]
     shown = name or "the file"
     if shape == "json" and (keys := prodigy_file_keys(_objects(head, PRODIGY_LINES))):
         return prodigy_message(shown, chosen, keys)  # the readers' own message, before the upload is queued
@@ -85,8 +83,6 @@ def format_hint(path: str, name: str, chosen: str) -> str:
         if shape == "json":
             other = _pairs_or_labelled(head) or "pairs-jsonl or labelled-jsonl"
             return f"{shown} looks like JSON lines, not CSV; choose {other}"
-        if shape == "tsv" and ext != ".tsv":
-            return f"{shown} looks like TSV (tab-separated columns); the csv format reads tabs from a file named .tsv"
         if shape == "zip":
             return f"{shown} is a zip archive, not CSV"
     return ""

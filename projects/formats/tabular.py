@@ -1,5 +1,6 @@
-"""``csv``: comma-separated (tab-separated when the file name ends in ``.tsv``; semicolon-separated
-when the header has semicolons and no comma, as Excel writes CSV in many European locales),
+"""``csv``: comma-separated (tab-separated when the file name ends in ``.tsv`` or the header has
+tabs and no comma or semicolon; semicolon-separated when the header has semicolons and no comma,
+as Excel writes CSV in many European locales),
 UTF-8, with a header row. Two shapes, told apart by the header:
 
 **Pairs** (any column starts with ``counterfactual.``) — the columns mirror the JSON keys of
@@ -80,12 +81,16 @@ def pair_columns(text_fields: list[str]) -> list[str]:
 
 
 def _delimiter(path: str, max_line_bytes: int) -> str:
-    """Tab for a ``.tsv`` file; else a comma, or a semicolon when the header has semicolons and
-    no comma (Excel's "CSV" in a locale whose decimal mark is a comma)."""
+    """Tab for a ``.tsv`` file, or when the header has tabs and neither commas nor semicolons
+    (Excel's "Text (Tab delimited)" saved under another name); else a comma, or a semicolon when
+    the header has semicolons and no comma (Excel's "CSV" in a locale whose decimal mark is a
+    comma)."""
     if path.lower().removesuffix(".gz").endswith(".tsv"):
         return "\t"
     with r.open_data(path) as fh:
         first = fh.readline(max_line_bytes)
+    if b"\t" in first and b"," not in first and b";" not in first:
+        return "\t"
     return ";" if b";" in first and b"," not in first else ","
 
 

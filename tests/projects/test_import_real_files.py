@@ -137,3 +137,23 @@ def test_a_semicolon_separated_csv_from_a_european_excel_imports(project: Projec
     report = data_import(project=project, format="csv", paths=[str(f)])
     assert (report.imported_originals, report.problems) == (2, [])
     assert Example.objects.get(external_id="s2").fields["text"] == 'Awful; "awful"\r\nacting'
+
+
+def test_a_tab_separated_file_named_csv_or_txt_is_read_as_tsv(project: Project, tmp_path: Path, client) -> None:
+    # Excel's "Text (Tab delimited)" saved under another name: it was "the header has no id
+    # column … found id\ttext\tlabel" (the command) or "reads tabs from a file named .tsv" (the page)
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.annotate.factories import researcher
+    from tests.projects.import_uploads import post_import
+
+    data = b"id\ttext\tlabel\r\no1\tnice, really\tpositive\r\no2\tbad\tnegative\r\n"
+    for name in ("excel.csv", "excel.txt"):
+        f = tmp_path / name
+        f.write_bytes(data)
+        report = data_import(project=project, format="csv", paths=[str(f)])
+        assert report.imported_originals + report.skipped == 2 and report.problem_count == 0
+    assert Example.objects.get(external_id="o1").fields == {"text": "nice, really"}
+    client.force_login(researcher())
+    page = post_import(client, project, {"format": "csv", "file": SimpleUploadedFile("x.csv", data)})
+    assert page.job is not None and page.job.status == "succeeded", page.html
