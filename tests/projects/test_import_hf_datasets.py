@@ -187,3 +187,21 @@ def test_uploads_do_not_offer_a_folder_format(client) -> None:
 
     assert "hf-datasets" not in UPLOAD_FORMATS and "hf-datasets" not in TASK_DATA_FORMATS
     assert json.dumps(UPLOAD_FORMATS)  # the page and the API offer these
+
+
+def test_the_command_queues_an_hf_datasets_import_job(tmp_path: Path) -> None:
+    from django.test import TestCase
+
+    from projects.models import Job
+
+    folder = tmp_path / "hf"
+    data_export(project=rich_project(), format="hf-datasets", out=str(folder))
+    out = StringIO()
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        call_command(
+            "import_data", "--project", "copy", "--task", "nli", "--format", "hf-datasets", "--async", str(folder),
+            stdout=out,
+        )  # fmt: skip
+    job = Job.objects.get(kind="import")
+    assert job.status == "succeeded", job.error
+    assert job.result["imported_pairs"] == 3 and folder.is_dir()  # a folder named on the command line stays
