@@ -12,7 +12,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.html import format_html
@@ -32,7 +32,7 @@ from annotate.services.routing import (
     project_route_start,
     scored_pool_count,
 )
-from projects.http import HtmxHttpRequest
+from projects.http import HtmxHttpRequest, bad_request
 from projects.models import Project
 from projects.permissions import researcher_required
 from projects.selectors import job_latest, job_progress
@@ -184,7 +184,7 @@ def work(request: HttpRequest, project_id: int) -> HttpResponse:
     answered = None
     query = ItemHistoryQuery.parse(request.GET)
     if not query.is_valid():
-        return HttpResponseBadRequest(query.error_text())
+        return bad_request(query.error_text())
     if query.cleaned_data["a"] is not None:
         answered = selectors.answered_item(project=project, user=request.user, assignment_id=query.cleaned_data["a"])
     return render(request, "annotate/item.html", _stage_context(request, project, answered=answered))
@@ -204,7 +204,7 @@ def answer(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     project = _own_assignment_project(request, assignment_id)
     form = AnswerForm.parse(request.POST)
     if not form.is_valid():
-        return HttpResponseBadRequest(form.error_text())
+        return bad_request(form.error_text())
     error, status, last = "", 200, _NOT_GIVEN
     try:
         result = svc.annotation_submit(
@@ -228,7 +228,7 @@ def skip(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     project = _own_assignment_project(request, assignment_id)
     form = SkipForm.parse(request.POST)
     if not form.is_valid():
-        return HttpResponseBadRequest(form.error_text())
+        return bad_request(form.error_text())
     error = ""
     try:
         svc.assignment_skip(assignment_id=assignment_id, annotator=request.user, reason=form.cleaned_data["reason"])

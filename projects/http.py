@@ -1,4 +1,4 @@
-"""The request type of views that read ``request.htmx``.
+"""The request type of views that read ``request.htmx``, and the plain-text 400.
 
 django-htmx's middleware (``config/settings/base.py`` ``MIDDLEWARE``) sets ``request.htmx`` on
 every request; ``HttpRequest`` does not declare it, so views that read it take this type
@@ -13,6 +13,14 @@ from django_htmx.middleware import HtmxDetails
 
 class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
+
+
+def bad_request(message: str) -> HttpResponse:
+    """A 400 whose body is ``message`` as plain text. Validation messages may repeat what the
+    request sent ("Select a valid choice. <…> is not one of the available choices."); served
+    as text/html, a link carrying markup in a query parameter put it on the page
+    (docs/security.md, *Input validation*)."""
+    return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
 
 
 def started_elsewhere(request: HttpRequest, url: str) -> HttpResponse | None:

@@ -26,12 +26,13 @@ from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import cache
 from django.core.validators import MaxLengthValidator
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
 from projects.forms import UnlockForm
+from projects.http import bad_request
 from projects.permissions import researcher_required
 
 
@@ -119,7 +120,7 @@ def lockouts(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         form = UnlockForm.parse(request.POST)
         if not form.is_valid():
-            return HttpResponseBadRequest(form.error_text())
+            return bad_request(form.error_text())
         attempt = get_object_or_404(AccessAttempt, pk=form.cleaned_data["attempt"])
         axes_reset(ip=attempt.ip_address, username=attempt.username)
         messages.success(request, f"Unlocked {attempt.username or '(no username)'} from {attempt.ip_address}.")

@@ -14,6 +14,7 @@ from rest_framework.authtoken.models import Token
 
 from projects import permissions
 from projects.forms import TokenForm
+from projects.http import bad_request
 from projects.services.tokens import token_create, token_revoke
 
 
@@ -24,7 +25,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         form = TokenForm.parse(request.POST)
         if not form.is_valid():
-            return HttpResponse(form.error_text(), status=400, content_type="text/plain; charset=utf-8")
+            return bad_request(form.error_text())
         action = form.cleaned_data["action"]
         if action == "create":
             token = token_create(user=request.user)
@@ -39,7 +40,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
                 request, f"Revoked {owner.username}'s token." if existed else "There was no token to revoke."
             )
         else:
-            return HttpResponse("unknown action", status=400)
+            return bad_request("unknown action")
         return redirect("tokens")
     me = int(request.user.pk or 0)
     mine = Token.objects.filter(user_id=me).first()

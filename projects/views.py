@@ -13,7 +13,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -28,7 +28,7 @@ from projects.formats.images import IMAGE_TYPES
 from projects.formats.reading import LABEL_SOURCES, below
 from projects.formats.whole_input import upload_limit_message
 from projects.forms import DownloadQuery, ExportForm, ExportJobQuery, ImportForm, ProjectDeleteForm, uploads_parse
-from projects.http import HtmxHttpRequest
+from projects.http import HtmxHttpRequest, bad_request
 from projects.models import JOB_ACTIVE, TASK_DEFAULTS, TASKS, Job, Project
 from projects.permissions import login_or_token_required, researcher_or_token_required, researcher_required
 from projects.selectors import (
@@ -160,11 +160,11 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponse | FileResponse
     project = get_object_or_404(Project, pk=pk)
     form = ExportForm.parse(request.POST if request.method == "POST" else request.GET)
     if (problem := form.unstorable()) is not None:
-        return HttpResponseBadRequest(problem)
+        return bad_request(problem)
     query = ExportJobQuery.parse(request.GET)
     if request.method == "GET" and "job" in query.data:
         if not query.is_valid():
-            return HttpResponseBadRequest("job: a job id")
+            return bad_request("job: a job id")
         job = get_object_or_404(Job, pk=query.cleaned_data["job"], kind="export", project=project)
         started = {**BLANK_EXPORT, **{k: v for k, v in job.params.items() if k in BLANK_EXPORT}}
         return _export_page(request, project, started, {}, job=job)
@@ -198,7 +198,7 @@ def project_export(request: HttpRequest, pk: int) -> HttpResponse | FileResponse
         data_export(project=project, format=fmt, out=path, manifest=False, **filters)
         fh = open(path, "rb")  # noqa: SIM115 - FileResponse closes it
     except ExportError as exc:
-        return HttpResponseBadRequest(str(exc))
+        return bad_request(str(exc))
     finally:
         os.unlink(path)  # the open handle keeps the data until the response is sent
     name = export_sync_name(project=project, format=fmt)
@@ -254,7 +254,7 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
         query = ExportJobQuery.parse(request.GET)  # ?job=<id>: where the POST redirected (PRG)
         if "job" in query.data:
             if not query.is_valid():
-                return HttpResponseBadRequest("job: a job id")
+                return bad_request("job: a job id")
             job = get_object_or_404(Job, pk=query.cleaned_data["job"], kind="import", project=project)
             return render(request, "projects/project_import.html", {**_import_context(project), **job_context(job)})
         # ?format=…&target=task: the form comes filled in (the task-model page's link)

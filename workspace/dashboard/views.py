@@ -3,10 +3,11 @@ fragment (loaded into the project page). Thin: one selector, one template."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
+from projects.http import bad_request
 from projects.models import Project
 from projects.permissions import researcher_required
 from workspace.dashboard.forms import WarningsQuery
@@ -32,7 +33,7 @@ def warnings(request: HttpRequest, project_id: int) -> HttpResponse:
     project = get_object_or_404(Project, pk=project_id)
     query = WarningsQuery(request.GET)
     if not query.is_valid():
-        return HttpResponseBadRequest(query.error_text())
+        return bad_request(query.error_text())
     found = science_warnings(project=project)
     limit = query.cleaned_data["limit"] or len(found)
     return render(

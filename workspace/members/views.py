@@ -8,13 +8,14 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from annotate import selectors
 from annotate.services.quality import membership_unflag
 from annotate.services.routing import project_add_annotators
+from projects.http import bad_request
 from projects.models import MEMBER_ROLES, Project, ProjectMembership
 from projects.permissions import ANNOTATOR, researcher_required
 from projects.services.memberships import (
@@ -48,7 +49,7 @@ def members(request: HttpRequest, project_id: int) -> HttpResponse:
         return render(request, "workspace/members.html", _members_context(project))
     form = MembersForm.parse(request.POST)
     if not form.is_valid():
-        return HttpResponseBadRequest(form.error_text())
+        return bad_request(form.error_text())
     data = form.cleaned_data
     action, unflag = data["action"], data["unflag"]
     if unflag is not None:

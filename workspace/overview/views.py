@@ -10,7 +10,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -18,7 +18,7 @@ from annotate.services.routing import project_route_target_start
 from labeling import evaluation as services_evaluation
 from labeling.task_training import task_data_counts
 from projects.formats import FORMAT_TASKS
-from projects.http import HtmxHttpRequest
+from projects.http import HtmxHttpRequest, bad_request
 from projects.models import Project
 from projects.permissions import researcher_required
 from projects.selectors import project_counts
@@ -97,7 +97,7 @@ def route_remedy(request: HttpRequest, pk: int) -> HttpResponse:
     project = _project(pk)
     form = RemedyForm(request.POST)
     if not form.is_valid():
-        return HttpResponseBadRequest(form.error_text())
+        return bad_request(form.error_text())
     d = form.cleaned_data
     if d["remedy"] == "abstained":
         n = sum(c.n for c in project_counts(project=project).cells if c.state == "abstained")
