@@ -23,6 +23,13 @@ This is what ``export --format csv`` writes, and it re-imports to the same data.
 meta``; yields :class:`OriginalRecord`\\ s (e.g. to generate counterfactuals for).
 
 Every row must have as many cells as the header; a row that does not is a problem.
+
+**Spreadsheets** (``export --format csv-spreadsheet``): the same columns, with OWASP's
+defence against formula injection: a cell that starts with ``=``, ``+``, ``-``, ``@``, a tab
+or a carriage return (a spreadsheet would run it as a formula: ``=HYPERLINK(…)``,
+``=cmd|' /C calc'!A0``) or with ``'`` gets a leading ``'`` (:func:`spreadsheet_cell`), which
+the spreadsheet shows as text and hides. Plain ``csv`` keeps every cell as stored, so that it
+re-imports to the same data and programs read the text unchanged.
 """
 
 from __future__ import annotations
@@ -296,11 +303,35 @@ def _original(
     )
 
 
-def write_csv(records: Iterable[PairRecord], fh: IO[str], *, text_fields: list[str] | None = None) -> int:
+# What a spreadsheet takes for the start of a formula (OWASP, "CSV Injection"), and the quote
+# that makes a cell text.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+TEXT_QUOTE = "'"
+
+
+def spreadsheet_cell(value: str) -> str:
+    """``value`` with a leading ``'`` when a spreadsheet would read it as a formula; one that
+    already starts with ``'`` gets one too (the spreadsheet hides the first, so it shows the
+    value as stored)."""
+    return TEXT_QUOTE + value if value.startswith((*FORMULA_STARTS, TEXT_QUOTE)) else value
+
+
+def write_csv(
+    records: Iterable[PairRecord],
+    fh: IO[str],
+    *,
+    text_fields: list[str] | None = None,
+    spreadsheet: bool = False,
+) -> int:
     """Write pairs as CSV (the pairs shape above) to the text stream ``fh`` (open it with
     ``newline=""``). ``text_fields`` fixes the field columns; by default, the first
-    record's. Returns how many rows were written."""
+    record's. ``spreadsheet``: every cell through :func:`spreadsheet_cell` (the
+    ``csv-spreadsheet`` export). Returns how many rows were written."""
     writer = csv.writer(fh, lineterminator="\n")
+    # csv quotes a cell that holds "\n" (the line end) but not a lone "\r", which readers and
+    # spreadsheets take for a line break (the row split in two, its second half a row of its
+    # own): a row with one is written with every cell quoted.
+    quote_all = csv.writer(fh, lineterminator="\n", quoting=csv.QUOTE_ALL)
     header: list[str] | None = None
     n = 0
     for rec in records:
@@ -327,7 +358,8 @@ def write_csv(records: Iterable[PairRecord], fh: IO[str], *, text_fields: list[s
                 row.append(repr(value))
             else:
                 row.append(str(value))
-        writer.writerow(row)
+        cells = [spreadsheet_cell(cell) for cell in row] if spreadsheet else row
+        (quote_all if any("\r" in cell for cell in cells) else writer).writerow(cells)
         n += 1
     if header is None and text_fields:
         writer.writerow(pair_columns(list(text_fields)))

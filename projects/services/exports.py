@@ -7,7 +7,8 @@ both, the gold answer goes to the optional ``counterfactual.gold_label``. The ex
 writes the optional keys ``original.id``, ``original.split``, ``original.source``,
 ``original.meta`` and ``counterfactual.scores`` so that an export re-imports to the same
 data (import -> export -> import -> export gives the same bytes). ``csv`` has the same
-content in columns (see :mod:`projects.formats.tabular`). ``hf-datasets`` is a directory written
+content in columns (see :mod:`projects.formats.tabular`); ``csv-spreadsheet`` too, with the cells a
+spreadsheet would run as formulas quoted (for people, not for re-import). ``hf-datasets`` is a directory written
 by Hugging Face ``datasets``' ``save_to_disk`` (:mod:`projects.formats.hf`: ClassLabel label
 columns, provenance columns); ``coco-cf`` (image-caption projects) is the COCO-Counterfactuals
 ``metadata.jsonl`` with the pair images copied beside it (:func:`projects.formats.coco.write_cf`).
@@ -52,7 +53,15 @@ from projects.models import Candidate, Example, Job, Label, Project
 from projects.services.imports import image_root
 from projects.services.jobs import JobCancelled, JobContext, JobFailed, job_start
 
-EXPORT_FORMATS = ["pairs-jsonl", "csv", "hf-datasets", "coco-cf"]
+EXPORT_FORMATS = ["pairs-jsonl", "csv", "csv-spreadsheet", "hf-datasets", "coco-cf"]
+# The name ending of each format's file (the directory formats are downloaded zipped).
+EXPORT_EXTENSIONS = {
+    "pairs-jsonl": "jsonl",
+    "csv": "csv",
+    "csv-spreadsheet": "csv",
+    "hf-datasets": "hf-datasets.zip",
+    "coco-cf": "coco-cf.zip",
+}
 # Formats written as a directory (``out`` is the directory to create), not a single file.
 DIRECTORY_FORMATS = ("hf-datasets", "coco-cf")
 # Left out unless a state filter names them: not part of the data set.
@@ -360,8 +369,9 @@ def data_export(
     records = _relative_images(records)
 
     def write(fh: IO[str]) -> int:
-        if format == "csv":
-            return formats.write_csv(records, fh, text_fields=list(project.text_fields))
+        if format in ("csv", "csv-spreadsheet"):
+            spreadsheet = format == "csv-spreadsheet"  # formula-like cells quoted (docs/security.md)
+            return formats.write_csv(records, fh, text_fields=list(project.text_fields), spreadsheet=spreadsheet)
         return formats.write_pairs_jsonl(records, fh)
 
     if out == "-":
@@ -543,13 +553,13 @@ def export_download_type(name: str) -> str:
 
 def export_sync_name(*, project: Project, format: str) -> str:
     """The name a file export of ``format`` downloads as at once (the page and the API)."""
-    return f"{project.name}.{'csv' if format == 'csv' else 'jsonl'}"
+    return f"{project.name}.{EXPORT_EXTENSIONS[format]}"
 
 
 def export_path(*, job_id: int, format: str) -> Path:
     """Where the export job's result lands: a file, or for the directory formats a zip archive
     of the directory."""
-    ext = {"csv": "csv", "hf-datasets": "hf-datasets.zip", "coco-cf": "coco-cf.zip"}.get(format, "jsonl")
+    ext = EXPORT_EXTENSIONS.get(format, "jsonl")  # a stored params.format is never a path part
     return Path(settings.COUNTERPART["EXPORT_DIR"]) / f"export-{job_id}.{ext}"
 
 

@@ -30,6 +30,7 @@ from projects.services.jobs import JobCancelled, JobContext, job_run_here
 UNLABELLED_AS = {
     "pairs-jsonl": "written without a counterfactual.label key",
     "csv": "written with an empty counterfactual.label cell",
+    "csv-spreadsheet": "written with an empty counterfactual.label cell",
     "hf-datasets": "written with label None",
     "coco-cf": "written without a label",
 }
@@ -41,7 +42,8 @@ def _csv_list(value: str) -> list[str]:
 
 class Command(BaseCommand):
     help = (
-        "Export a project's counterfactual pairs as pairs-jsonl, csv, hf-datasets (a directory) "
+        "Export a project's counterfactual pairs as pairs-jsonl, csv, csv-spreadsheet (csv with formula-like "
+        "cells quoted, to open in a spreadsheet), hf-datasets (a directory) "
         "or coco-cf (a directory)."
     )
 
