@@ -29,6 +29,7 @@ from projects.services.imports import image_root
 # What a member who may not annotate is told (the item page and the API say the same).
 PAUSED_MESSAGE = "Your work on this project is paused by the project's researchers. Your answers so far are kept."
 REMOVED_MESSAGE = "You are no longer a member of this project."
+NO_ROLE_MESSAGE = "Your account no longer has the annotator role; an admin can give it back."
 # Only annotator members take items: every answer counts toward an item's overlap k and the
 # agreement figures, so a researcher's or admin's answers would sit among the annotators'.
 NOT_ANNOTATOR_MESSAGE = (

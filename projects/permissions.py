@@ -8,6 +8,9 @@ Roles are Django groups: ``researcher`` or ``annotator``; a superuser is an admi
 | researcher | every project: create, import/export, generate, route, train, auto-label, jobs  |
 | annotator  | only projects they are a member of, and only the annotation pages and API        |
 
+A membership counts only while its user holds a role (:func:`holds_a_role`): an account taken
+out of the ``annotator`` group keeps its memberships' history but may no longer act on them.
+
 Pages use :func:`researcher_required` (files a script downloads, such as a finished export:
 :func:`researcher_or_token_required`; an item's image: :func:`login_or_token_required`); DRF
 views use :class:`IsResearcher`; reads that list projects use
@@ -46,12 +49,22 @@ def is_annotator(user: Any) -> bool:
     return bool(user.is_authenticated and user.groups.filter(name=ANNOTATOR).exists())
 
 
-def can_annotate(user: Any, project: Any) -> bool:
-    """Members of the project, and researchers/admins (who may open the annotator pages; only
-    annotator members are served items: ``annotate.services.assignments.lease_next``)."""
+def holds_a_role(user: Any) -> bool:
+    """An admin, or a member of the ``researcher`` or ``annotator`` group: whose project
+    memberships count. (The annotation statements check the same in their own SQL,
+    ``ROLE_HELD`` in annotate's hand-written statements.)"""
     if not user.is_authenticated:
         return False
-    return is_researcher(user) or project.memberships.filter(user=user).exists()
+    return is_admin(user) or user.groups.filter(name__in=ROLES).exists()
+
+
+def can_annotate(user: Any, project: Any) -> bool:
+    """Members of the project who hold a role, and researchers/admins (who may open the
+    annotator pages; only annotator members are served items:
+    ``annotate.services.assignments.lease_next``)."""
+    if not user.is_authenticated:
+        return False
+    return is_researcher(user) or (holds_a_role(user) and project.memberships.filter(user=user).exists())
 
 
 class IsResearcher(BasePermission):

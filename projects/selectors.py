@@ -20,9 +20,12 @@ from projects.models import Candidate, CandidateCount, Example, Job, Label, Proj
 
 
 def projects_visible_to(*, user: Any) -> QuerySet[Project]:
-    """Admins and researchers see every project; annotators only those they are members of."""
+    """Admins and researchers see every project; annotators only those they are members of
+    (none once they no longer hold the role)."""
     if permissions.is_researcher(user):
         return Project.objects.all()
+    if not permissions.holds_a_role(user):
+        return Project.objects.none()
     return Project.objects.filter(memberships__user=user)
 
 

@@ -25,6 +25,7 @@ from django.utils import timezone
 from annotate import kinds
 from annotate.models import Annotation, Assignment, Item
 from annotate.selectors import (
+    NO_ROLE_MESSAGE,
     NOT_ANNOTATOR_MESSAGE,
     PAUSED_MESSAGE,
     REMOVED_MESSAGE,
@@ -105,7 +106,9 @@ def project_access(*, project_id: int, annotator: Any) -> Access | None:
     row = sql.fetchone_prepared(sql.ACCESS, [annotator.pk, project_id])
     if row is None:
         return None
-    pid, task, text_fields, mid, qualified_at, flagged, reason, role = row
+    pid, task, text_fields, mid, qualified_at, flagged, reason, role, role_held = row
+    if mid is not None and not role_held:  # a member without a role any more: as no member
+        return None
     if mid is None and not permissions.is_researcher(annotator):
         return None
     paused = bool(flagged) and str(reason or "").startswith(PAUSE_REASON_PREFIX)
@@ -131,6 +134,8 @@ def _member_refusal(*, project_id: int, annotator: Any) -> NotAllowed | None:
     )
     if row is None:
         return NotAllowed(NOT_ANNOTATOR_MESSAGE if permissions.is_researcher(annotator) else REMOVED_MESSAGE)
+    if not permissions.holds_a_role(annotator):
+        return NotAllowed(NO_ROLE_MESSAGE)
     flagged, reason, role = row
     if role != permissions.ANNOTATOR:
         return NotAllowed(NOT_ANNOTATOR_MESSAGE)

@@ -83,8 +83,14 @@ def execute(sql: str, params: list[Any]) -> int:
         return int(cur.rowcount)
 
 
-ACCESS = """
-SELECT p.id, p.task, p.text_fields, m.id, m.qualified_at, m.flagged, m.flag_reason, m.role
+# Whether the member's account still holds a role (projects.permissions.holds_a_role): an
+# admin, or in the researcher or annotator group. Correlated with the membership row ``m``.
+ROLE_HELD = """(EXISTS (SELECT 1 FROM auth_user u WHERE u.id = m.user_id AND u.is_superuser)
+    OR EXISTS (SELECT 1 FROM auth_user_groups ug JOIN auth_group g ON g.id = ug.group_id
+               WHERE ug.user_id = m.user_id AND g.name IN ('researcher', 'annotator')))"""
+
+ACCESS = f"""
+SELECT p.id, p.task, p.text_fields, m.id, m.qualified_at, m.flagged, m.flag_reason, m.role, {ROLE_HELD}
 FROM generation_project p
 LEFT JOIN annotate_projectmembership m ON m.project_id = p.id AND m.user_id = %s
 WHERE p.id = %s
@@ -172,12 +178,17 @@ LEASE_ORDER = "SELECT display_order FROM annotate_assignment WHERE id = %s AND a
 # WHERE clause), count the answer on the item, store it. Nothing happens unless the lease row
 # matched; a concurrent expiry or repeat cannot both match it.
 # The submitting user must (still) be an annotator member of the project, not paused or
-# flagged: removing or pausing a member takes effect on leases they already hold, and nobody
+# flagged, and hold a role: removing or pausing a member, or taking the role away, takes effect on
+# leases they already hold, and nobody
 # else's answer (a researcher's, an admin's) counts toward an item's k.
-_ACTIVE_MEMBER = """ AND EXISTS (
+_ACTIVE_MEMBER = (
+    """ AND EXISTS (
         SELECT 1 FROM annotate_projectmembership m
         WHERE m.project_id = annotate_assignment.project_id AND m.user_id = {uid} AND NOT m.flagged
-          AND m.role = 'annotator')"""
+          AND m.role = 'annotator' AND """
+    + ROLE_HELD.replace("{", "{{").replace("}", "}}")
+    + ")"
+)
 
 _SUBMIT_PG = """
 WITH closed AS (

@@ -42,6 +42,16 @@ def _end(how: str, user, project) -> None:
     assert resp.status_code == 302
 
 
+def lease_actions(*, held: int, answered: int) -> list[tuple[str, dict | None]]:
+    """Every API action on a lease held (``held``) or answered (``answered``), with a body."""
+    return [
+        (f"/api/v1/assignments/{held}/heartbeat/", None),
+        (f"/api/v1/assignments/{held}/annotation/", {"choice": "neutral"}),
+        (f"/api/v1/assignments/{held}/skip/", {"reason": "x"}),
+        (f"/api/v1/assignments/{answered}/undo/", None),
+    ]
+
+
 def _lease_and_answer(c, project):
     """Answer one item (for undo) and hold a lease on a second one. Returns both ids."""
     first = c.post(f"/api/v1/projects/{project.pk}/next-item/").json()["assignment"]
@@ -67,12 +77,7 @@ def test_removed_or_paused_member_is_refused_on_every_api_action(how):
     assert Assignment.objects.get(pk=held).status == "expired"
     assert Item.objects.get(pk=held_item).taken == 0
     answers_before = Annotation.objects.count()
-    for url, body in [
-        (f"/api/v1/assignments/{held}/heartbeat/", None),
-        (f"/api/v1/assignments/{held}/annotation/", {"choice": "neutral"}),
-        (f"/api/v1/assignments/{held}/skip/", {"reason": "x"}),
-        (f"/api/v1/assignments/{answered}/undo/", None),
-    ]:
+    for url, body in lease_actions(held=held, answered=answered):
         r = c.post(url, body, format="json")
         assert r.status_code == 403, (url, r.status_code, r.content)
         expected = PAUSED if how == "pause" else "no longer a member"

@@ -1,0 +1,78 @@
+"""An annotator whose account is taken out of the ``annotator`` group (the admin's way to take
+the role away, docs/security.md) keeps their project memberships as rows, but the memberships no
+longer count: before, next-item served them items, their answers counted, the annotation pages
+opened and the API listed their projects, as if they still held the role."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group
+
+from annotate.models import Annotation
+from annotate.services import assignments as svc
+from annotate.services.routing import project_route
+from projects import permissions
+from projects.services.memberships import membership_add
+
+from .factories import annotator, login, project_with_candidates, researcher
+from .test_membership_actions import lease_actions, token_client
+
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
+
+NO_ROLE = "no longer has the annotator role"
+
+
+def _routed():
+    p = project_with_candidates(n=4, k=2)
+    project_route(project=p, budget=1.0, seed=0)
+    return p
+
+
+def test_without_the_role_a_member_gets_nothing_and_their_answers_do_not_count():
+    project = _routed()
+    u = annotator(project)
+    c = token_client(u)
+    answered = c.post(f"/api/v1/projects/{project.pk}/next-item/").json()["assignment"]
+    assert (
+        c.post(f"/api/v1/assignments/{answered}/annotation/", {"choice": "neutral"}, format="json").status_code == 201
+    )
+    held = c.post(f"/api/v1/projects/{project.pk}/next-item/").json()["assignment"]
+
+    u.groups.remove(Group.objects.get(name=permissions.ANNOTATOR))
+
+    answers = Annotation.objects.count()
+    for url, body in lease_actions(held=held, answered=answered):
+        r = c.post(url, body, format="json")
+        assert r.status_code == 403 and NO_ROLE in r.json()["detail"], (url, r.status_code, r.content)
+    assert Annotation.objects.count() == answers  # nothing counted, nothing undone
+    assert c.post(f"/api/v1/projects/{project.pk}/next-item/").status_code == 403
+    assert c.get("/api/v1/projects/").json() == []
+    page = login(u)
+    assert page.get(f"/annotate/projects/{project.pk}/").status_code == 404  # as any project not theirs
+    assert f"/annotate/projects/{project.pk}/" not in page.get("/annotate/").content.decode()
+
+    u.groups.add(Group.objects.get(name=permissions.ANNOTATOR))  # given back: as before
+    assert c.post(f"/api/v1/projects/{project.pk}/next-item/").status_code == 200
+
+
+def test_the_submit_statement_itself_needs_the_role():
+    """The statement that stores an answer carries the condition too (a role taken away
+    between the check and the statement)."""
+    project = _routed()
+    u = annotator(project)
+    lease = svc.assignment_next(project=project, annotator=u)
+    u.groups.clear()
+    with pytest.raises(svc.AnnotationError):
+        svc.annotation_submit(assignment_id=lease.pk, annotator=u, choice="neutral")
+    assert not Annotation.objects.filter(annotator=u).exists()
+
+
+def test_researchers_and_admins_added_as_annotators_still_answer():
+    project = _routed()
+    admin = researcher(is_superuser=True)
+    admin.groups.clear()  # an admin holds no group
+    for user in (researcher(), admin):
+        membership_add(project=project, username=user.username, role=permissions.ANNOTATOR)
+        lease = svc.assignment_next(project=project, annotator=user)
+        svc.annotation_submit(assignment_id=lease.pk, annotator=user, choice="neutral")
+    assert Annotation.objects.count() == 2
