@@ -18,7 +18,10 @@ from __future__ import annotations
 #      backwards): where someone raced ahead, leaving a trail of items at taken = 1, the
 #      items the next annotators have not had are there;
 #   4. else ANY started item this annotator has not had, with no window (most-taken first).
-# All walk the partial index ``item_next_open`` (project, taken DESC, priority). 1–3 are
+# All walk the partial index ``item_next_open`` (project, taken DESC, priority). 1 and 3 choose
+# inside their window (a subquery) and read only the chosen item by primary key: written as
+# ``i.id IN (window) ORDER BY … LIMIT 1`` PostgreSQL walked every open item in index order when
+# this annotator had had the whole window (docs/annotation.md). 1–3 are
 # bounded (64, 1 and 256 rows), so while fresh items remain the cost does not grow with the
 # pool or with how many items this annotator already did. Probe 4 makes the pick complete
 # (issue 25): before 3 and 4, an annotator whose window was full of items they had already
@@ -38,34 +41,47 @@ OPEN_FOR_ALL = (
     "i.project_id = %(pid)s AND i.status = 'open' AND NOT i.is_gold AND i.taken < i.k AND i.id NOT IN "
     "(SELECT a.item_id FROM annotate_assignment a WHERE a.annotator_id = %(uid)s AND a.project_id = %(pid)s)"
 )
+
+
+def _window_probe(order: str, size: str) -> str:
+    """The best unseen item among the first ``size`` started items in ``order``: chosen inside
+    the window, then read (and locked) by primary key, so the probe reads about ``size`` rows."""
+    return (
+        """
+  (SELECT i.id FROM annotate_item i
+   WHERE i.id = (
+         SELECT w.id FROM (
+               SELECT w.id, w.taken, w.priority FROM annotate_item w
+               WHERE w.project_id = %(pid)s AND w.status = 'open' AND NOT w.is_gold
+                 AND w.taken < w.k AND w.taken > 0
+               ORDER BY """
+        + order
+        + " LIMIT "
+        + size
+        + """) w
+         WHERE NOT EXISTS (SELECT 1 FROM annotate_assignment a WHERE a.item_id = w.id AND a.annotator_id = %(uid)s)
+         ORDER BY """
+        + order
+        + """ LIMIT 1)
+     AND """
+        + OPEN_FOR
+        + " {lock}),"
+    )
+
+
 _PICK = (
     """
-SELECT COALESCE(
-  (SELECT i.id FROM annotate_item i
-   WHERE i.id IN (
-         SELECT w.id FROM annotate_item w
-         WHERE w.project_id = %(pid)s AND w.status = 'open' AND NOT w.is_gold
-           AND w.taken < w.k AND w.taken > 0
-         ORDER BY w.taken DESC, w.priority LIMIT {window})
-     AND """
-    + OPEN_FOR
+SELECT COALESCE("""
+    + _window_probe("w.taken DESC, w.priority", "{window}")
     + """
-   ORDER BY i.taken DESC, i.priority LIMIT 1 {lock}),
   (SELECT i.id FROM annotate_item i
    WHERE """
     + OPEN_FOR
     + """ AND i.taken = 0
    ORDER BY i.priority LIMIT 1 {lock}),
-  (WITH far AS MATERIALIZED (
-         SELECT w.id FROM annotate_item w
-         WHERE w.project_id = %(pid)s AND w.status = 'open' AND NOT w.is_gold
-           AND w.taken < w.k AND w.taken > 0
-         ORDER BY w.taken ASC, w.priority DESC LIMIT {far_window})
-   SELECT i.id FROM annotate_item i
-   WHERE i.id IN (SELECT far.id FROM far) AND """
-    + OPEN_FOR
+"""
+    + _window_probe("w.taken ASC, w.priority DESC", "{far_window}")
     + """
-   ORDER BY i.taken ASC, i.priority DESC LIMIT 1 {lock}),
   (SELECT i.id FROM annotate_item i
    WHERE """
     + OPEN_FOR_ALL
