@@ -14,7 +14,7 @@ from urllib.parse import unquote
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import Avg, Count, Exists, F, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Avg, Count, Exists, F, OuterRef, Q, QuerySet, Value
 from django.urls import reverse
 
 from annotate import kinds, open_for
@@ -428,23 +428,24 @@ def annotators_available_for(*, item_id: int, project_id: int, qualified: bool) 
     return eligible_annotators(project_id=project_id, qualified=qualified).filter(_not_had(item_id)).count()
 
 
-class _CountOf(Subquery):
-    template = "(SELECT COUNT(*) FROM (%(subquery)s) _n)"
-    output_field = IntegerField()
-
-
 def items_waiting_for_annotators(*, project: Project) -> QuerySet[Item]:
     """Open real items that can never get their answers: fewer eligible annotators (active, not
     paused or flagged, qualified or still in qualification) who have not had the item than the
     item still has free slots (``k − taken``). Annotated with ``available``. A derived state:
     it goes away by itself when annotators are added or resumed, or by
-    ``items_settle_waiting`` (the one-click remedy on the annotation-quality page)."""
-    available = eligible_annotators(project_id=OuterRef("project_id"), qualified=False).filter(
-        _not_had(OuterRef(OuterRef("pk")))
-    )
+    ``items_settle_waiting`` (the one-click remedy on the annotation-quality page).
+
+    One grouped join of the open items with the eligible members' assignments (the members are
+    a handful of ids read first): ``available`` = eligible members − those of them who had the
+    item. Not a count per item of the members with a per-member ``NOT EXISTS``, which cost
+    items × members index probes (docs/workspace.md, "Measured: every researcher page")."""
+    eligible = list(eligible_annotators(project_id=project.pk, qualified=False).values_list("user_id", flat=True))
+    had: Any = Value(0)  # nobody eligible: an empty IN () would make Django drop every row
+    if eligible:
+        had = Count("assignments__annotator_id", filter=Q(assignments__annotator_id__in=eligible), distinct=True)
     return (
         Item.objects.filter(project=project, status="open", is_gold=False, taken__lt=F("k"))
-        .annotate(available=_CountOf(available.values("pk")))
+        .annotate(available=Value(len(eligible)) - had)
         .filter(available__lt=F("k") - F("taken"))
         .order_by("id")
     )
