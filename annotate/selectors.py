@@ -733,7 +733,9 @@ def project_quality(*, project: Project) -> dict[str, Any]:
             "fleiss_kappa": _score(agreement.fleiss_kappa(real, labels=allowed)),
             "krippendorff_alpha": _score(agreement.krippendorff_alpha(real, labels=allowed)),
         }
-        pert = dict(Item.objects.filter(project=project, is_gold=False).values_list("id", "candidate__perturbation"))
+        # only the answered items (not every item of the pool: 6,897 rows and a join per request)
+        answered = Annotation.objects.filter(project=project, is_gold=False).values("item_id")
+        pert = dict(Item.objects.filter(pk__in=answered).values_list("id", "candidate__perturbation"))
         key: dict[Hashable, Hashable] = {i: (p or "(none)") for i, p in pert.items()}
         for group, g in sorted(agreement.agreement_by(real, key, labels=allowed).items(), key=lambda kv: str(kv[0])):
             out["by_perturbation"].append(
