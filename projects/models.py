@@ -98,6 +98,10 @@ class Example(models.Model):
         constraints: ClassVar[list[models.BaseConstraint]] = [
             models.UniqueConstraint(fields=["project", "external_id"], name="example_unique_id"),
         ]
+        # the project's splits are read one index probe each (projects.selectors.example_splits)
+        indexes: ClassVar[list[models.Index]] = [
+            models.Index(fields=["project", "split"], name="example_project_split")
+        ]
 
     def __str__(self) -> str:
         return self.external_id

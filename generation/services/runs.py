@@ -81,7 +81,7 @@ from projects.models import (
     Label,
     Project,
 )
-from projects.selectors import job_waiting_behind
+from projects.selectors import example_splits, job_waiting_behind
 from projects.services.candidates import candidates_transition
 from projects.services.jobs import (
     JobCancelled,
@@ -222,7 +222,7 @@ def run_options_clean(*, project: Project, options: dict[str, Any] | None) -> di
             errors[key] = msg
     if clean["split"] and "split" not in errors and not project.examples.filter(split=clean["split"]).exists():
         # else the run loads its models, reads no original and "succeeds" with 0 / 0
-        have = sorted(set(project.examples.exclude(split="").values_list("split", flat=True).distinct()))
+        have = example_splits(project=project)
         where = f"its splits are {', '.join(have)}" if have else "its originals have no split: leave it empty"
         errors["split"] = f"no original of this project has the split {clean['split'][:80]!r}; {where}"
     if errors:

@@ -49,7 +49,8 @@ from django.utils import timezone
 from projects import formats, states
 from projects.formats import OriginalRecord, PairRecord
 from projects.formats.reading import LABEL_SOURCES, below
-from projects.models import Candidate, Example, Job, Label, Project
+from projects.models import Candidate, Job, Label, Project
+from projects.selectors import example_splits
 from projects.services.imports import image_root
 from projects.services.jobs import JobCancelled, JobContext, JobFailed, job_start
 
@@ -491,10 +492,8 @@ EXPORT_FILTERS = ("state", "label_source", "min_confidence", "split", "include_i
 
 
 def export_splits(*, project: Project) -> list[str]:
-    """The project's splits (for the export form), each once: ``order_by()`` drops the model's
-    ``id`` ordering, which would otherwise join the DISTINCT and repeat a split per example."""
-    rows = Example.objects.filter(project=project).order_by().values_list("split", flat=True).distinct()
-    return sorted(s for s in rows if s)
+    """The project's splits (for the export form), each once."""
+    return example_splits(project=project)
 
 
 NOTHING_TO_EXPORT = "Nothing to export: no pair matches these filters."
