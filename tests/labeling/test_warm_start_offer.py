@@ -17,7 +17,7 @@ from projects.services.imports import data_import
 from projects.services.projects import project_create
 from tests.annotate.factories import researcher
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 ROWS = [
     ("Positive", "A fine and moving film."),

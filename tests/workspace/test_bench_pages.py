@@ -13,7 +13,7 @@ from annotate.models import Annotation
 from annotate.services.routing import project_route
 from tests.annotate.factories import project_with_candidates
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def test_bench_pages_times_every_page_and_the_hot_path():

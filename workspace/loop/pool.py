@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 
 from annotate.services.routing import RoutingResult, project_add_annotators, project_route
 from generation.services.runs import run_create, run_execute
-from projects import states
+from projects import permissions, states
 from projects.formats import PairRecord, pair_to_json
 from projects.models import Candidate, Project
 from projects.services.imports import data_import
@@ -90,11 +91,14 @@ def generate(
 
 
 def annotator_accounts(*, project: Project, names: list[str]) -> list[Any]:
-    """One annotator account per reader, members of ``project``."""
+    """One annotator account per reader (in the ``annotator`` group: only members who hold a
+    role are served items and counted), members of ``project``."""
     User = get_user_model()
+    group, _ = Group.objects.get_or_create(name=permissions.ANNOTATOR)
     users = []
     for name in names:
         user, _ = User.objects.get_or_create(username=f"{project.name}-{name}"[:150])
+        user.groups.add(group)
         users.append(user)
     project_add_annotators(project=project, users=users)
     return users
