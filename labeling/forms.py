@@ -28,12 +28,14 @@ class TrainForm(InputForm):
 
     def clean_warm_start(self) -> str:
         key = self.cleaned_data["warm_start"]
-        known = {k: spec for k, _, spec in warm_start_choices(project=self.project)}
+        sets = warm_start_choices(project=self.project)
+        known = {k: spec for k, _, spec in sets}
+        titles = {k: title for k, title, _ in sets}
         if key and key not in known:
             choices = ", ".join(known) or f"none for {self.project.task} projects"
             note = cad_missing_note(project=self.project, found=bool(known), what="warm starts")
             raise forms.ValidationError(f"choose one of the listed data sets ({choices}){'. ' + note if note else ''}")
-        refusal = warm_start_refusal(project=self.project, spec=known[key]) if key else ""
+        refusal = warm_start_refusal(project=self.project, spec=known[key], title=titles[key]) if key else ""
         if refusal:  # the page shows it disabled; a post of it anyway is told why before any job starts
             raise forms.ValidationError(refusal)
         return str(known.get(key, ""))

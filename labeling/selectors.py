@@ -316,7 +316,7 @@ def warm_start_options(*, project: Project) -> list[tuple[str, str, str, str]]:
 
     out = []
     for key, label, spec in warm_start_choices(project=project):
-        refusal = warm_start_refusal(project=project, spec=spec)
+        refusal = warm_start_refusal(project=project, spec=spec, title=label)
         out.append((key, label, "" if refusal else warm_start_cost(spec=spec), refusal))
     return out
 

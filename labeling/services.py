@@ -229,13 +229,14 @@ def strip_warm_overlap(
     return [pairs[i] for i in keep], [ys[i] for i in keep], message
 
 
-def warm_start_refusal(*, project: Project, spec: str) -> str:
+def warm_start_refusal(*, project: Project, spec: str, title: str = "") -> str:
     """Why training would refuse the warm start ``spec`` (``FORMAT:PATH:SPLIT``) for this
     project, or "" when it would not: every pair of the set is one of the project's own texts
     (:func:`strip_warm_overlap`), as when the project was imported from that very split. Only
     a project holding originals imported from that format and split (``Example.source`` /
     ``split``) is checked pair by pair, so the train form stays cheap for every other project;
-    the training keeps its own check."""
+    the training keeps its own check. ``title`` (the set's name on the page) stands for the
+    spec in the message, so a page shows no server path."""
     fmt, _, split = parse_warm_spec(spec)
     if not Example.objects.filter(project=project, source=fmt, split=split).exists():
         return ""
@@ -244,7 +245,8 @@ def warm_start_refusal(*, project: Project, spec: str) -> str:
         pairs, ys = _read_warm(spec, project, labels)
         strip_warm_overlap(spec, pairs, ys, project, list(project.text_fields))
     except ValidationError as exc:
-        return " ".join(exc.messages)
+        message = " ".join(exc.messages)
+        return message.replace(repr(spec), title) if title else message
     return ""
 
 

@@ -54,12 +54,15 @@ def test_the_split_a_project_was_imported_from_is_offered_disabled_with_the_reas
     c.force_login(researcher())
     html = unescape(c.get(f"/labeling/projects/{project.pk}/flip-rates/").content.decode())
     assert '<option value="cad-sentiment:dev" disabled>' in html
-    assert f"is not offered: {refusal}" in html
+    # the page names the set by its title, never by its server path
+    shown = services.warm_start_refusal(project=project, spec=spec, title="CAD sentiment dev (cad-sentiment)")
+    assert shown == refusal.replace(repr(spec), "CAD sentiment dev (cad-sentiment)") and str(shared) not in shown
+    assert f"is not offered: {shown}" in html and str(shared) not in html
     assert '<option value="cad-sentiment:train">' in html  # other data stays on offer
 
     # posted anyway (an old page, a script): the form says why and no job starts
     resp = c.post(f"/labeling/projects/{project.pk}/train/", {"mode": "capc", "warm_start": "cad-sentiment:dev"})
-    assert resp.status_code == 400 and refusal in unescape(resp.content.decode())
+    assert resp.status_code == 400 and shown in unescape(resp.content.decode())
     assert not Job.objects.filter(kind="train").exists()
 
 
