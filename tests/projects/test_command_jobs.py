@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from projects.models import Job
 from projects.services import jobs as job_service
-from tests.annotate.factories import project_with_candidates
+from tests.annotate.factories import project_with_candidates, researcher
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
@@ -33,7 +33,7 @@ def listed() -> list[dict]:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def test_route_export_and_import_from_the_command_line_are_jobs(tmp_path: Path):
+def test_route_export_and_import_from_the_command_line_are_jobs(tmp_path: Path, client):
     project = project_with_candidates(n=10)
     out, _ = run("route", "--project", project.name, "--budget", "0.5", "--seed", "0")
     assert out.startswith("strategy: random; requested 5, routed 5 candidates")  # the printed contract stays
@@ -56,6 +56,10 @@ def test_route_export_and_import_from_the_command_line_are_jobs(tmp_path: Path):
 
     shown = {(j["kind"], j["project"], j["status"]) for j in listed()}
     assert shown == {("route", "p", "succeeded"), ("export", "p", "succeeded"), ("import", "copy", "succeeded")}
+    # the Jobs page lists them, started by the command line (no user started them)
+    client.force_login(researcher())
+    page = client.get("/jobs/").content.decode()
+    assert page.count(">command line</span>") == 3 and ">route<" in page and ">import<" in page
 
 
 def test_a_refused_command_is_a_failed_job_with_its_error(tmp_path: Path):
