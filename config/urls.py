@@ -41,3 +41,5 @@ urlpatterns = [
 # An uncaught exception: the app's error page (JSON under /api/), 503 when the database cannot
 # be reached (projects/error_views.py); Django's default is a bare "Server Error (500)".
 handler500 = "projects.error_views.server_error"
+# An address nothing matches: JSON under /api/ (scripts read it), the app's 404 page elsewhere.
+handler404 = "projects.error_views.page_not_found"

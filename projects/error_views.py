@@ -1,4 +1,6 @@
-"""The server-error handler (``handler500`` in ``config/urls.py``).
+"""The error handlers of ``config/urls.py``: ``handler500`` (server errors) and ``handler404``
+(an address no URL pattern matches: JSON under ``/api/``, as every API view answers its own
+404s, instead of the HTML page a script cannot read).
 
 Django's own answer to an uncaught exception, without a ``500.html``, is a bare "Server Error
 (500)" page, and the same for the API. This one answers with the app's error page (the
@@ -18,6 +20,7 @@ import sys
 from django import db
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
+from django.views import defaults
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +36,20 @@ def database_unavailable(exc: BaseException | None) -> bool:
     """Whether ``exc`` (the exception being handled) says the database cannot be reached or
     dropped the connection, rather than a fault in the code."""
     return isinstance(exc, db.OperationalError | db.InterfaceError)
+
+
+#: DRF's own answer for a missing object (``NotFound``), so a client reads one shape.
+API_NOT_FOUND = "Not found."
+
+
+def page_not_found(request: HttpRequest, exception: Exception | None) -> HttpResponse:
+    """No URL pattern matched (or a page view raised ``Http404``): under ``/api/`` a JSON
+    ``{"detail": …}`` like DRF's 404s, with the address's way in (``/api/docs/``); elsewhere
+    the app's 404 page (``templates/404.html``). Under ``DEBUG`` Django answers an unmatched
+    address with its technical page before this runs."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": API_NOT_FOUND, "docs": "/api/docs/"}, status=404)
+    return defaults.page_not_found(request, exception)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

@@ -71,3 +71,16 @@ def test_a_bug_answers_the_apps_500_page_and_leaks_nothing(token_client, monkeyp
     r = token_client.get("/api/v1/jobs/")
     assert r.status_code == 500 and r["Content-Type"] == "application/json"
     assert "secret detail" not in r.content.decode() and r.json()["detail"]
+
+
+def test_an_api_address_nothing_matches_answers_json_404(token_client):
+    """A script that mistypes an API path (or calls one of a newer version) read an HTML page
+    it could not parse; it gets DRF's shape now. Pages keep the app's 404 page."""
+    r = token_client.get("/api/v1/no-such-endpoint/")
+    assert r.status_code == 404
+    assert r["Content-Type"] == "application/json"
+    assert r.json() == {"detail": "Not found.", "docs": "/api/docs/"}
+    page = token_client.get("/no-such-page/")
+    assert page.status_code == 404
+    assert page["Content-Type"].startswith("text/html")
+    assert "Not found (404)" in page.content.decode()
