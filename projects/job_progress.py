@@ -78,6 +78,14 @@ class JobProgress:
         return f"stalled: no worker has reported for {self.stalled_seconds} s"
 
     @property
+    def rate_shown(self) -> str:
+        """The rate as people read it: whole numbers from 100 up (``2,750``, not
+        ``2749.997``), below that the API's figure (three decimals at most: ``0.286``, ``8.0``)."""
+        if self.rate is None:
+            return ""
+        return f"{self.rate:,.0f}" if abs(self.rate) >= 100 else str(self.rate)
+
+    @property
     def summary(self) -> str:
         """The job's figures in one line, as the page, the API (``summary``) and the ``jobs``
         command show them."""
@@ -93,7 +101,8 @@ class JobProgress:
                 text += f" — {s.get('done', 0)} / {s.get('total')} {s.get('unit') or ''}".rstrip()
             parts.append(text)
         if self.rate is not None and not self.finished:
-            rate = f"{self.rate:g} {self.rate_unit}".rstrip()
+            shown = self.rate_shown if abs(self.rate) >= 100 else f"{self.rate:g}"
+            rate = f"{shown} {self.rate_unit}".rstrip()
             if self.eta_seconds is not None:
                 where = " in this step" if self.step and self.step.get("index", 0) < self.step.get("count", 0) else ""
                 rate += f", about {self.eta_seconds:.0f} s left{where}"

@@ -133,3 +133,21 @@ def test_a_task_model_rate_carries_its_unit_and_the_loading_step_is_listed(proje
     assert "8 examples/s, about 360 s left" in body["summary"]
     assert 'data-role="rate">· 8.0 examples/s, about 360 s left' in html
     assert '<li data-state="done">load the base model and the training data' in html
+
+
+def test_a_fast_rate_reads_as_people_write_it(project, client, researcher):
+    """An import at 2749.997 rows/s showed all three decimals in the job box; the box and the
+    summary now show three significant figures, the API keeps the figure."""
+    job = job_create(kind="import", project=project, total=100_000)
+    job.status, job.started_at, job.heartbeat_at, job.done = "running", NOW - timedelta(seconds=10), NOW, 27_499
+    job.step = {"name": "import", "index": 1, "count": 1, "done": 27_499, "total": 100_000, "unit": "rows"}
+    job.step["started_at"] = job.started_at.isoformat()
+    job.save()
+    progress = figures.job_progress(job=job)
+    assert progress.rate is not None and progress.rate >= 100 and progress.rate != round(progress.rate)
+    html, body, row, line = _three_views(client, researcher, job, f"/jobs/{job.pk}/")
+    shown = f"{progress.rate:,.0f}"
+    assert body["rate"] == row["rate"] == progress.rate  # the API and jobs --json keep the figure
+    assert f"{shown} rows/s" in body["summary"] and f"{shown} rows/s" in line
+    assert f'data-role="rate">· {shown} rows/s' in html
+    assert str(progress.rate) not in html
