@@ -559,6 +559,11 @@ FOREGROUND_DIED = (
     "the command running this job in the foreground stopped before it finished (killed, or its "
     "machine restarted); nothing resumes it: run the command again"
 )
+FOREGROUND_DIED_WAITING = (
+    "the command that was waiting to run this job in the foreground (behind another job of the "
+    "project) stopped before it started (killed, or its machine restarted); nothing starts it: "
+    "run the command again"
+)
 
 
 def waiting_message(blocker: int) -> str:
@@ -632,6 +637,9 @@ def job_run_here(
         if on_wait is not None and blocker not in waited:
             waited.add(blocker)
             on_wait(waiting_message(blocker))
+        # A waiting job keeps no heartbeat: this is the command's sign of life, which the sweep
+        # reads (_fail_foreground_waiting) and the Jobs page too (not "stalled" while it waits).
+        Job.objects.filter(pk=job.pk, status="queued").update(enqueued_at=timezone.now())
         try:
             time.sleep(job_wait_seconds())
         except KeyboardInterrupt:
@@ -713,6 +721,21 @@ def _fail_foreground(job_id: int, *, stale: Any, now: Any) -> bool:
     return True
 
 
+def _fail_foreground_waiting(*, stale: Any, now: Any) -> None:
+    """Fail the queued jobs of commands that died while waiting behind another job (their
+    wait loop stopped touching ``enqueued_at``): a worker must not start them, and nothing
+    else would end them."""
+    stranded = Job.objects.filter(status="queued", params__foreground=True).filter(
+        Q(enqueued_at__lt=stale) | Q(enqueued_at__isnull=True, created_at__lt=stale)
+    )
+    for job_id in list(stranded.values_list("pk", flat=True)):
+        if Job.objects.filter(pk=job_id, status="queued").update(
+            status="failed", error=FOREGROUND_DIED_WAITING, finished_at=now
+        ):
+            logger.error("job %s: the command waiting to run it in the foreground stopped; failed", job_id)
+            _ended(job_id, "failed")
+
+
 def jobs_sweep(*, now: Any = None) -> list[int]:
     """Re-enqueue running jobs whose executor stopped beating (a killed worker). Each stale
     job is re-sent at most once per ``JOB_STALE_SECONDS``; returns the ids re-sent. One that
@@ -743,6 +766,7 @@ def jobs_sweep(*, now: Any = None) -> list[int]:
             except BrokerUnavailable:
                 continue
             sent.append(job_id)
+    _fail_foreground_waiting(stale=stale, now=now)
     # A waiting job whose delayed message was lost (the worker holding it died): send it again.
     waiting = Job.objects.filter(status="queued", result__has_key="waiting_behind", enqueued_at__lt=stale)
     for job_id in list(waiting.values_list("pk", flat=True)):

@@ -88,3 +88,41 @@ def test_the_sweep_fails_a_foreground_job_whose_command_died_instead_of_handing_
     assert job_service.jobs_sweep() == [] and sent == []
     job = Job.objects.get()
     assert job.status == "failed" and job.error == job_service.FOREGROUND_DIED
+
+
+def test_the_sweep_fails_a_command_job_left_waiting_behind_another_when_its_command_died(monkeypatch):
+    """A command killed while it waited behind another job of the project left its job queued
+    for ever: no heartbeat, and no worker may run it. Its wait loop now touches the job, and the
+    sweep fails a waiting foreground job the loop stopped touching; a live one stays queued."""
+    project = project_with_candidates(n=4)
+    fresh, dead = (
+        job_service.job_create(kind="route", project=project, params={job_service.FOREGROUND: True}) for _ in range(2)
+    )
+    now = timezone.now()
+    Job.objects.filter(pk=fresh.pk).update(result={"waiting_behind": 1}, enqueued_at=now)
+    Job.objects.filter(pk=dead.pk).update(result={"waiting_behind": 1}, enqueued_at=now - timedelta(hours=1))
+    sent: list[int] = []
+    monkeypatch.setattr(job_service, "job_enqueue", lambda *, job_id, countdown=None: sent.append(job_id))
+    assert job_service.jobs_sweep() == [] and sent == []
+    dead.refresh_from_db()
+    fresh.refresh_from_db()
+    assert (dead.status, dead.error) == ("failed", job_service.FOREGROUND_DIED_WAITING) and dead.finished_at
+    assert fresh.status == "queued"
+
+
+def test_a_waiting_command_keeps_its_job_alive_while_it_waits(monkeypatch):
+    project = project_with_candidates(n=4)
+    blocker = job_service.job_create(kind="generation", project=project)
+    Job.objects.filter(pk=blocker.pk).update(status="running", heartbeat_at=timezone.now())
+    touched: list[object] = []
+
+    def sleep(_seconds: float) -> None:  # the wait: see what the command left, then let it run
+        waiting = Job.objects.get(kind="route")
+        touched.append(waiting.enqueued_at)
+        Job.objects.filter(pk=blocker.pk).update(status="succeeded", finished_at=timezone.now())
+
+    monkeypatch.setattr(job_service.time, "sleep", sleep)
+    _out, err = run("route", "--project", project.name, "--budget", "0.5")
+    assert touched and touched[0] is not None
+    assert f"waiting behind job {blocker.pk}" in err
+    assert Job.objects.get(kind="route").status == "succeeded"
