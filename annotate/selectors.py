@@ -406,12 +406,17 @@ def annotator_home(*, user: Any) -> list[dict[str, Any]]:
 
 
 def eligible_annotators(*, project_id: Any, qualified: bool) -> QuerySet[ProjectMembership]:
-    """Annotator memberships that can be served items: active account, not paused or flagged;
-    with ``qualified``, also past qualification (or no qualification configured). Without it,
-    members still in qualification count too (they may yet qualify). ``project_id`` may be an
-    ``OuterRef``."""
+    """Annotator memberships that can be served items: active account that still holds a role
+    (``permissions.role_held``: one taken out of the annotator group is served nothing), not
+    paused or flagged; with ``qualified``, also past qualification (or no qualification
+    configured). Without it, members still in qualification count too (they may yet qualify).
+    ``project_id`` may be an ``OuterRef``."""
     qs = ProjectMembership.objects.filter(
-        project_id=project_id, role=permissions.ANNOTATOR, flagged=False, user__is_active=True
+        permissions.role_held(),
+        project_id=project_id,
+        role=permissions.ANNOTATOR,
+        flagged=False,
+        user__is_active=True,
     )
     if qualified and int(settings.COUNTERPART["QUALIFICATION_GOLD"]) > 0:
         qs = qs.filter(qualified_at__isnull=False)

@@ -49,6 +49,18 @@ def is_annotator(user: Any) -> bool:
     return bool(user.is_authenticated and user.groups.filter(name=ANNOTATOR).exists())
 
 
+def role_held(user_field: str = "user") -> Any:
+    """:func:`holds_a_role` as a query condition on the rows whose ``user_field`` is the
+    account (memberships: ``"user"``), for the counts that must agree with who is served."""
+    from django.contrib.auth import get_user_model
+    from django.db.models import Exists, OuterRef, Q
+
+    member_of = get_user_model().groups.through.objects.filter(
+        user_id=OuterRef(f"{user_field}_id"), group__name__in=ROLES
+    )
+    return Q(**{f"{user_field}__is_superuser": True}) | Exists(member_of)
+
+
 def holds_a_role(user: Any) -> bool:
     """An admin, or a member of the ``researcher`` or ``annotator`` group: whose project
     memberships count. (The annotation statements check the same in their own SQL,

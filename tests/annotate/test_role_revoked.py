@@ -76,3 +76,28 @@ def test_researchers_and_admins_added_as_annotators_still_answer():
         lease = svc.assignment_next(project=project, annotator=user)
         svc.annotation_submit(assignment_id=lease.pk, annotator=user, choice="neutral")
     assert Annotation.objects.count() == 2
+
+
+def test_a_member_without_the_role_is_not_counted_as_someone_who_can_still_answer():
+    """The waiting-items figures (quality page, dashboard, warnings) counted a member taken out
+    of the annotator group as able to answer, while next-item serves them nothing: items that
+    can no longer get their answers were not shown as waiting."""
+    from annotate.selectors import eligible_annotators, items_waiting_for_annotators
+
+    project = _routed()  # k = 2
+    first, second = annotator(project), annotator(project)
+    assert eligible_annotators(project_id=project.pk, qualified=False).count() == 2
+    assert not items_waiting_for_annotators(project=project).exists()
+
+    second.groups.remove(Group.objects.get(name=permissions.ANNOTATOR))
+
+    assert list(eligible_annotators(project_id=project.pk, qualified=False).values_list("user_id", flat=True)) == [
+        first.pk
+    ]
+    assert items_waiting_for_annotators(project=project).exists()  # k = 2, one who can answer
+    admin_member = researcher()
+    admin_member.groups.clear()
+    admin_member.is_superuser = True
+    admin_member.save()
+    membership_add(project=project, username=admin_member.username, role=permissions.ANNOTATOR)
+    assert eligible_annotators(project_id=project.pk, qualified=False).count() == 2  # an admin holds a role
