@@ -119,7 +119,9 @@ def _stage_context(
             view = svc.lease_next_view(project=project, annotator=request.user)
         except svc.NotAllowed as exc:
             blocked = str(exc)
-    if last is _NOT_GIVEN:
+    if blocked:  # every lease action, Undo too, is refused for the same reason: none offered
+        last = None
+    elif last is _NOT_GIVEN:
         last = None if answered else selectors.last_undoable(project=project, user=request.user)
     return {
         "project": project,

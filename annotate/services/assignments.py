@@ -294,8 +294,8 @@ def lease_next_view(*, project: Project, annotator: Any) -> ItemView | None:
     """``lease_next`` for the annotator page: the item view of the lease (or None), built from
     what the lease statement read on PostgreSQL (no further query), from the rows on SQLite."""
     access = project_access(project_id=project.pk, annotator=annotator)
-    if access is None:
-        raise NotAllowed("not a project you annotate")
+    if access is None:  # a member whose role was taken away is told so, not taken for a stranger
+        raise _member_refusal(project_id=project.pk, annotator=annotator) or NotAllowed("not a project you annotate")
     lease = lease_next(access=access, annotator=annotator)
     if lease is None:
         return None

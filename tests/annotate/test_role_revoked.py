@@ -101,3 +101,27 @@ def test_a_member_without_the_role_is_not_counted_as_someone_who_can_still_answe
     admin_member.save()
     membership_add(project=project, username=admin_member.username, role=permissions.ANNOTATOR)
     assert eligible_annotators(project_id=project.pk, qualified=False).count() == 2  # an admin holds a role
+
+
+def test_the_open_item_page_says_once_why_and_offers_no_undo_that_would_be_refused(settings):
+    """The annotator's page was open when the role was taken away: the next key press got the
+    stage with the refusal, then "not a project you annotate" below it (the service's word for a
+    stranger) and the Undo of their last answer, which is refused too. Now the refusal is said
+    once, in the card, and no Undo is offered."""
+    settings.COUNTERPART = {**settings.COUNTERPART, "GOLD_RATE": 0.0, "QUALIFICATION_GOLD": 0, "UNDO_SECONDS": 300}
+    project = _routed()
+    u = annotator(project)
+    first = svc.assignment_next(project=project, annotator=u)
+    svc.annotation_submit(assignment_id=first.pk, annotator=u, choice="neutral", duration_ms=900)
+    held = svc.assignment_next(project=project, annotator=u)
+
+    u.groups.remove(Group.objects.get(name=permissions.ANNOTATOR))
+
+    stage = (
+        login(u)
+        .post(f"/annotate/assignments/{held.pk}/answer/", {"choice": "neutral"}, HTTP_HX_REQUEST="true")
+        .content.decode()
+    )
+    assert stage.count(NO_ROLE) == 1, stage
+    assert "not a project you annotate" not in stage
+    assert 'id="undo"' not in stage and "/undo/" not in stage
