@@ -63,14 +63,16 @@ def gold_window_answers(*, membership: ProjectMembership) -> Any:
 
 
 def skipped_checks_for(*, project_id: int, user_id: int) -> QuerySet[Assignment]:
-    """The check items this annotator skipped that may be served to them again while they
-    qualify (issue 32.5: six skips of check items locked an annotator out), oldest skip first,
-    so that skipping again walks through them all. Their expected answer was never shown (a
-    skip gets no feedback), so asking again tests labelling, not memory."""
+    """The check items this annotator skipped, or held until the lease ran out (an idle page;
+    held when paused or when the role was taken away), that may be served to them again while
+    they qualify (issue 32.5: six skips of check items locked an annotator out; one idle check
+    item did on a project with just enough), oldest first, so that skipping again walks through
+    them all. Their expected answer was never shown (a skip or an expiry gets no feedback), so
+    asking again tests labelling, not memory."""
     return Assignment.objects.filter(
         project_id=project_id,
         annotator_id=user_id,
-        status="skipped",
+        status__in=("skipped", "expired"),
         item__is_gold=True,
         item__status="open",
         item__taken__lt=F("item__k"),

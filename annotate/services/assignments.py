@@ -260,7 +260,7 @@ def lease_next(*, access: Access, annotator: Any, now: datetime | None = None) -
 
 
 def _reclaim_skipped_check(*, access: Access, annotator_id: int, now: datetime) -> Lease | None:
-    """Lease again the check item this annotator skipped longest ago (``skipped_checks_for``),
+    """Lease again the check item this annotator skipped (or let expire) longest ago (``skipped_checks_for``),
     on the same assignment row (one per item and annotator) and in the order they saw it; None
     when they skipped none that is still open. Only while they qualify and only once every
     unseen check item was served: never on the hot path of qualified annotators."""
@@ -269,7 +269,7 @@ def _reclaim_skipped_check(*, access: Access, annotator_id: int, now: datetime) 
         with transaction.atomic():
             if not Item.objects.filter(pk=a["item_id"], status="open", taken__lt=F("k")).update(taken=F("taken") + 1):
                 continue
-            if not Assignment.objects.filter(pk=a["id"], status="skipped").update(
+            if not Assignment.objects.filter(pk=a["id"], status__in=("skipped", "expired")).update(
                 status="leased", expires_at=expires, finished_at=None, skip_reason=""
             ):
                 transaction.set_rollback(True)

@@ -402,3 +402,30 @@ def test_undoing_a_check_answer_given_after_qualifying_keeps_the_qualification(q
     svc.annotation_undo(assignment_id=later.pk, annotator=u)
     m = u.memberships.get()
     assert m.qualified_at == qualified_at and m.gold_answered == 5
+
+
+def test_a_check_item_whose_lease_ran_out_comes_back_so_an_idle_page_never_dead_ends(qual):
+    """Found on the demo (5 check items, 5 needed): a check item left open past its lease (an
+    idle page; or held when the annotator was paused or lost the role, which releases it) went
+    back to the pool with the annotator's assignment row marked expired, and was never served to
+    them again, so they read "You have answered every check item there is for you, fewer than
+    the 5 needed" for ever. An expired check item now comes back as a skipped one does."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    project = _project(n=12, gold=5)
+    u = annotator(project)
+    idle = svc.assignment_next(project=project, annotator=u)
+    svc.assignments_expire(now=timezone.now() + timedelta(hours=1))
+    idle.refresh_from_db()
+    assert idle.status == "expired"
+    for _ in range(4):
+        a = svc.assignment_next(project=project, annotator=u)
+        assert a.item_id != idle.item_id
+        svc.annotation_submit(assignment_id=a.pk, annotator=u, choice=Item.objects.get(pk=a.item_id).gold_choice)
+    back = svc.assignment_next(project=project, annotator=u)
+    assert back is not None and back.item_id == idle.item_id and back.status == "leased"
+    svc.annotation_submit(assignment_id=back.pk, annotator=u, choice=Item.objects.get(pk=back.item_id).gold_choice)
+    m = u.memberships.get()
+    assert m.qualified_at is not None and m.gold_answered == 5
