@@ -524,7 +524,11 @@ def job_execute(*, job_id: int, handler: Handler | None = None, take_over: bool 
             ctx.flush()
             _finish(job_id, token, "cancelled")
         except JobFailed as exc:
-            logger.warning("%s job %s failed: %s", job.kind, job_id, exc)
+            # a command running its job in the foreground prints the error itself: logged as a
+            # warning too, the console showed it twice ("export job 45 failed: …", then the
+            # CommandError)
+            log = logger.debug if (job.params or {}).get(FOREGROUND) else logger.warning
+            log("%s job %s failed: %s", job.kind, job_id, exc)
             ctx.flush()
             _finish(job_id, token, "failed", error=str(exc))
         except Exception:

@@ -78,6 +78,29 @@ def test_a_refused_command_is_a_failed_job_with_its_error(tmp_path: Path):
     assert "problem" in jobs["import"].error and all(j.finished_at for j in jobs.values())
 
 
+def test_a_refused_command_prints_its_error_once(tmp_path: Path, caplog):
+    """The command prints its refusal (CommandError); the job's failure is not logged as a
+    warning too, which showed the same error twice on the console."""
+    project = project_with_candidates(n=4)
+    caplog.set_level("INFO")
+    with pytest.raises(CommandError, match="between 0 and 1"):
+        run(
+            "export",
+            "--project",
+            project.name,
+            "--format",
+            "csv",
+            "--out",
+            str(tmp_path / "x.csv"),
+            "--min-confidence",
+            "2",
+        )
+    with pytest.raises(CommandError, match="no pairwise model"):
+        run("autolabel", "--project", project.name)
+    assert Job.objects.filter(status="failed").count() == 2
+    assert [r.getMessage() for r in caplog.records if r.levelno >= 30] == []
+
+
 def test_the_sweep_fails_a_foreground_job_whose_command_died_instead_of_handing_it_to_a_worker(monkeypatch):
     project = project_with_candidates(n=4)
     run("route", "--project", project.name, "--budget", "0.5")
