@@ -353,6 +353,8 @@ def _kept(
     pairs: dict[str, PairRecord],
     stored_originals: Iterable[tuple[Any, ...]],
     stored_pairs: Iterable[tuple[Any, ...]],
+    *,
+    refused: bool = False,
 ) -> list[tuple[str, str]]:
     """What to say about each record whose id an earlier import gave to something else (the
     project keeps what it has: the first import of an id wins). ``stored_originals``:
@@ -360,7 +362,9 @@ def _kept(
     ids; ``stored_pairs``: ``(external_id, fields, image, original's external_id)`` of its
     pairs (rows this job wrote itself left out). An original given without a label (``null``:
     unknown) names the stored one when its text and image are the same. Returns ``(what,
-    message)`` pairs, ``what`` naming the id (``original 'g2'``, ``pair 'd1'``)."""
+    message)`` pairs, ``what`` naming the id (``original 'g2'``, ``pair 'd1'``). ``refused``:
+    the messages of a strict import, which writes nothing, so they say only what is wrong, not
+    what the import did with the row."""
     out = []
     for ext, fields, label, image in stored_originals:
         o = originals[ext]
@@ -369,7 +373,12 @@ def _kept(
                 (
                     f"original {ext!r}",
                     f"original id {ext!r} is in the project already with other text, label or image (from an earlier "
-                    "import); the project keeps its own, and this file's pairs naming it are attached to it",
+                    "import)"
+                    + (
+                        ""
+                        if refused
+                        else "; the project keeps its own, and this file's pairs naming it are attached to it"
+                    ),
                 )
             )
     for ext, fields, image, original_id in stored_pairs:
@@ -379,7 +388,12 @@ def _kept(
                 (
                     f"pair {ext!r}",
                     f"pair id {ext!r} is in the project already with another counterfactual or original (from an "
-                    "earlier import); skipped, the project keeps its own (an id names one pair)",
+                    "earlier import)"
+                    + (
+                        " (an id names one pair)"
+                        if refused
+                        else "; skipped, the project keeps its own (an id names one pair)"
+                    ),
                 )
             )
     return out
@@ -413,6 +427,7 @@ def _conflicts(project: Project, batch: list[OriginalRecord | PairRecord], job_i
         pairs,
         stored_o.values_list("external_id", "fields", "label__name", "image"),
         stored_p.values_list("external_id", "fields", "image", "example__external_id"),
+        refused=True,
     )
 
 

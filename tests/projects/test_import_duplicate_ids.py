@@ -135,6 +135,12 @@ def test_an_id_an_earlier_import_gave_to_something_else_refuses_a_strict_import(
             "import_data", "--project", "dup", "--format", "pairs-jsonl", second, stdout=StringIO(), stderr=err
         )
     assert "original id 'g2' is in the project already" in err.getvalue()
+    # nothing was written, so the problems do not say the row was skipped or its pairs attached
+    assert exc.value.problems == [
+        "original id 'g2' is in the project already with other text, label or image (from an earlier import)",
+        "pair id 'd1' is in the project already with another counterfactual or original (from an earlier import) "
+        "(an id names one pair)",
+    ]
 
 
 def test_many_reused_ids_are_named_five_and_counted(project, tmp_path):
