@@ -34,6 +34,7 @@ from projects.services.exports import (
     export_download_file,
     export_download_type,
     export_filters_parse,
+    export_missing_reason,
     export_start,
     export_sync_name,
 )
@@ -250,7 +251,9 @@ class ExportDownloadApi(APIView):
             (200, "text/csv"): OpenApiTypes.BINARY,
             (200, "application/zip"): OpenApiTypes.BINARY,
             (200, "application/json"): OpenApiTypes.BINARY,
-            404: OpenApiResponse(description="no such export job, or its file is gone"),
+            404: OpenApiResponse(
+                description="no such export job, its file is gone, or the export command wrote it (--out)"
+            ),
             409: OpenApiResponse(description="the job has not succeeded (yet)"),
         },
     )
@@ -265,7 +268,7 @@ class ExportDownloadApi(APIView):
             )
         found = export_download_file(job=job, manifest=DownloadQuery(request.query_params).manifest())
         if found is None:
-            return Response({"detail": "the export file is gone"}, status=status.HTTP_404_NOT_FOUND)
+            return Response({"detail": export_missing_reason(job=job)}, status=status.HTTP_404_NOT_FOUND)
         return FileResponse(
             open(found[0], "rb"), as_attachment=True, filename=found[1], content_type=export_download_type(found[1])
         )

@@ -52,6 +52,7 @@ from projects.services.exports import (
     export_download_file,
     export_download_type,
     export_manifest,
+    export_missing_reason,
     export_splits,
     export_start,
     export_sync_name,
@@ -232,7 +233,7 @@ def export_download(request: HttpRequest, job_id: int) -> HttpResponse | FileRes
         return HttpResponse(f"export job {job.pk} is {job.status}; nothing to download yet", status=409)
     found = export_download_file(job=job, manifest=DownloadQuery(request.GET).manifest())
     if found is None:
-        raise Http404("the export file is gone")
+        raise Http404(export_missing_reason(job=job))
     return FileResponse(
         open(found[0], "rb"), as_attachment=True, filename=found[1], content_type=export_download_type(found[1])
     )

@@ -535,6 +535,19 @@ def export_download_file(*, job: Job, manifest: bool = False) -> tuple[Path, str
     return path, f"{stem}.manifest.json" if manifest else f"{stem}{''.join(path.suffixes)}"
 
 
+def export_missing_reason(*, job: Job) -> str:
+    """Why a succeeded export job has no file to download: one the ``export`` command ran in
+    the foreground wrote its file to the command's ``--out`` only; any other's file is gone."""
+    if (job.params or {}).get("foreground"):
+        out = (job.result or {}).get("out")
+        where = f" ({out})" if out else ""
+        return (
+            f"export job {job.pk} was run by the export command, which wrote its file to its --out{where}; "
+            "it has no download"
+        )
+    return "the export file is gone"
+
+
 # What a download is served as, by the file's extension (Django guesses nothing for .jsonl, so
 # every JSON-lines export was application/octet-stream).
 DOWNLOAD_TYPES = {

@@ -149,3 +149,20 @@ def test_a_waiting_command_keeps_its_job_alive_while_it_waits(monkeypatch):
     assert touched and touched[0] is not None
     assert f"waiting behind job {blocker.pk}" in err
     assert Job.objects.get(kind="route").status == "succeeded"
+
+
+def test_the_export_commands_job_says_where_its_file_is_instead_of_gone(tmp_path: Path, client):
+    """A foreground export job is listed with the others, but its file is the command's --out:
+    asking for its download says so, not that the file is gone."""
+    project = project_with_candidates(n=3)
+    path = tmp_path / "pairs.jsonl"
+    run("export", "--project", project.name, "--format", "pairs-jsonl", "--out", str(path))
+    job = Job.objects.get(kind="export", status="succeeded")
+    client.force_login(researcher())
+    answer = client.get(f"/api/v1/exports/{job.pk}/download/")
+    assert answer.status_code == 404
+    assert answer.json()["detail"] == (
+        f"export job {job.pk} was run by the export command, which wrote its file to its --out ({path}); "
+        "it has no download"
+    )
+    assert client.get(f"/exports/{job.pk}/download/").status_code == 404
