@@ -32,6 +32,7 @@ from annotate.services.routing import (
     project_route_start,
     scored_pool_count,
 )
+from projects import permissions
 from projects.http import HtmxHttpRequest, bad_request
 from projects.models import Project
 from projects.permissions import researcher_required
@@ -151,7 +152,11 @@ def _render_stage(
 @login_required
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "annotate/home.html", {"rows": selectors.annotator_home(user=request.user)})
+    return render(
+        request,
+        "annotate/home.html",
+        {"rows": selectors.annotator_home(user=request.user), "holds_a_role": permissions.holds_a_role(request.user)},
+    )
 
 
 @login_required

@@ -49,7 +49,9 @@ def test_without_the_role_a_member_gets_nothing_and_their_answers_do_not_count()
     assert c.get("/api/v1/projects/").json() == []
     page = login(u)
     assert page.get(f"/annotate/projects/{project.pk}/").status_code == 404  # as any project not theirs
-    assert f"/annotate/projects/{project.pk}/" not in page.get("/annotate/").content.decode()
+    home = page.get("/annotate/").content.decode()
+    assert f"/annotate/projects/{project.pk}/" not in home
+    assert "does not hold the annotator role" in home and "not been added to a project" not in home
 
     u.groups.add(Group.objects.get(name=permissions.ANNOTATOR))  # given back: as before
     assert c.post(f"/api/v1/projects/{project.pk}/next-item/").status_code == 200
