@@ -54,8 +54,10 @@ class EchoGenerator:
 
     def generate(self, originals: Sequence[Original]) -> Iterator[GeneratedCandidate | Skip]:
         self.calls += 1
-        if self.pid_file:
-            Path(self.pid_file).write_text(str(os.getpid()))
+        if self.pid_file:  # written whole (a reader never sees the file empty mid-write)
+            part = Path(f"{self.pid_file}.part")
+            part.write_text(str(os.getpid()))
+            os.replace(part, self.pid_file)
         for o in originals:
             if self.gate_file and self.seen >= self.gate_after:
                 deadline = time.monotonic() + 120
