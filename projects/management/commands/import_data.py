@@ -22,6 +22,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from projects.formats import FORMAT_TASKS, FORMATS, FormatError, input_files, parse_label_map
+from projects.inputs import unstorable
 from projects.models import TASKS, Project
 from projects.services.import_jobs import ImportNotStarted, import_start, import_summary
 from projects.services.imports import ImportRefused, ImportReport, data_import
@@ -81,6 +82,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **opts: Any) -> None:
         fmt = opts["data_format"]
+        if opts["split"] and (problem := unstorable(opts["split"])) is not None:
+            # checked before the job row that records it (PostgreSQL refuses it in JSON too)
+            raise CommandError(f"--split holds {problem}, which cannot be stored; nothing was imported")
         try:
             label_map = parse_label_map(opts["label_map"])
         except ValueError as exc:
