@@ -357,3 +357,26 @@ def test_the_import_page_takes_a_label_map(researcher_client) -> None:
     resp = upload(researcher_client, project, content, label_map="no=false,yes=true")
     assert resp.status_code == 200 and "imported 1 originals, 1 pairs" in resp.html
     assert upload(researcher_client, project, content, label_map="nope").status_code == 400
+
+
+@pytest.mark.parametrize("split", ["tr\x00ain", "a\ud800"])
+def test_an_export_split_the_database_cannot_store_is_refused_clearly(
+    tmp_path: Path, project: Project, split: str
+) -> None:
+    """On PostgreSQL `export --split` with a NUL ended in a DataError traceback (the job's
+    params, then the query); it is refused by name before anything runs."""
+    with pytest.raises(CommandError, match="--split holds"):
+        call_command(
+            "export",
+            "--project",
+            project.name,
+            "--format",
+            "pairs-jsonl",
+            "--out",
+            str(tmp_path / "o.jsonl"),
+            "--split",
+            split,
+            stdout=StringIO(),
+            stderr=StringIO(),
+        )
+    assert not (tmp_path / "o.jsonl").exists()

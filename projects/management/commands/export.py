@@ -16,6 +16,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from projects.inputs import unstorable
 from projects.models import Project
 from projects.services.exports import (
     EXPORT_FORMATS,
@@ -77,6 +78,11 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        for option in ("project", "state", "label_source", "split"):  # PostgreSQL refuses them even in a query
+            values = opts.get(option) or []
+            for value in [values] if isinstance(values, str) else values:
+                if (problem := unstorable(str(value))) is not None:
+                    raise CommandError(f"--{option.replace('_', '-')} holds {problem}; nothing was exported")
         project = Project.objects.filter(name=opts["project"]).first()
         if project is None:
             raise CommandError(f"no project called {opts['project']!r}")
