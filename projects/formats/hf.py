@@ -37,7 +37,7 @@ from typing import Any
 
 from projects.formats import reading as r
 from projects.formats.ids import SeenIds
-from projects.formats.pairs import RowError, pair_or_problem
+from projects.formats.pairs import RowError, json_cell, pair_or_problem
 from projects.formats.records import PairRecord, Problem, Record
 from projects.formats.whole_input import ORIGINAL_COLUMNS, hf_folder_fields
 
@@ -120,13 +120,13 @@ def write_hf_datasets(records: Iterable[PairRecord], path: str, *, labels: list[
 
 
 def _json_text(value: Any, column: str) -> dict[str, Any] | None:
+    """A ``meta`` / ``scores`` column: JSON text (as the exporter writes it) or, from a folder
+    another tool wrote, an object already; empty is ``None``."""
     if value is None or value == "":
         return None
-    try:
-        obj = r.json_loads(value) if isinstance(value, str) else value
-    except (ValueError, RecursionError):
-        raise RowError(f"{column} must be a JSON object") from None
-    if msg := r.unstorable(obj, where=column):
+    if isinstance(value, str):
+        obj = json_cell(value, column)
+    elif msg := r.unstorable(obj := value, where=column):
         raise RowError(msg)
     return obj if obj else None
 

@@ -30,6 +30,23 @@ class RowError(ValueError):
     pass
 
 
+def json_cell(value: str, column: str) -> Any:
+    """The JSON object held as text in a column of a table (a CSV's ``meta``, a Hugging Face
+    folder's ``meta`` / ``scores``), or a :class:`RowError` that names the column and what is
+    wrong: not JSON, ``NaN`` / ``Infinity``, nested too deep, or text the database cannot store."""
+    try:
+        obj = r.json_loads(value)
+    except json.JSONDecodeError as exc:
+        raise RowError(f"{column} must be a JSON object ({exc.msg})") from None
+    except r.NotJSONConstant as exc:
+        raise RowError(f"{column} must be a JSON object ({exc})") from None
+    except RecursionError:
+        raise RowError(f"{column} is nested more than {r.MAX_JSON_DEPTH} levels deep") from None
+    if msg := r.unstorable(obj, where=column):
+        raise RowError(msg)
+    return obj
+
+
 class FieldsMismatch(RowError):
     """The row's text fields are not the project's (``found``: the row's)."""
 

@@ -49,6 +49,7 @@ from projects.formats.pairs import (
     _image,
     _label,
     _str,
+    json_cell,
     pair_from_json,
     pair_to_json,
 )
@@ -99,20 +100,6 @@ def _delimiter(path: str, max_line_bytes: int) -> str:
     if b"\t" in first and b"," not in first and b";" not in first:
         return "\t"
     return ";" if b";" in first and b"," not in first else ","
-
-
-def _json_cell(value: str, column: str) -> Any:
-    try:
-        obj = r.json_loads(value)
-    except json.JSONDecodeError as exc:
-        raise RowError(f"{column} must be a JSON object ({exc.msg})") from None
-    except r.NotJSONConstant as exc:
-        raise RowError(f"{column} must be a JSON object ({exc})") from None
-    except RecursionError:
-        raise RowError(f"{column} is nested more than {r.MAX_JSON_DEPTH} levels deep") from None
-    if msg := r.unstorable(obj, where=column):
-        raise RowError(msg)
-    return obj
 
 
 def read_csv(
@@ -216,7 +203,7 @@ def _nest(values: dict[str, str], fields: list[str]) -> dict[str, Any]:
     obj: dict[str, Any] = {"original": {"fields": {}}, "counterfactual": {"fields": {}}}
     for column, cell in values.items():
         if column in JSON_COLUMNS:
-            value: Any = _json_cell(cell, column) if cell != "" else None
+            value: Any = json_cell(cell, column) if cell != "" else None
         elif column == "counterfactual.valid" and cell.strip() != "":
             value = _BOOLEANS.get(cell.strip().lower())
             if value is None:
@@ -291,7 +278,7 @@ def _original(
         raise RowError(msg)
     obj: dict[str, Any] = {k: values[k] for k in ("image", "split", "source") if values.get(k)}
     if values.get("meta"):
-        obj["meta"] = _json_cell(values["meta"], "meta")
+        obj["meta"] = json_cell(values["meta"], "meta")
     return OriginalRecord(
         id=oid,
         fields={f: values[f] for f in fields},

@@ -177,7 +177,7 @@ def test_a_bad_row_is_a_problem_of_its_row(tmp_path: Path) -> None:
     copy = project_create(name="copy", task="nli")
     with pytest.raises(ImportRefused) as exc:
         data_import(project=copy, format="hf-datasets", paths=[str(bad)])
-    assert exc.value.problems == [f"{bad}:2: meta must be a JSON object"]
+    assert exc.value.problems == [f"{bad}:2: meta must be a JSON object (Expecting ',' delimiter)"]
     report = data_import(project=copy, format="hf-datasets", paths=[str(bad)], strict=False)
     assert (report.imported_pairs, report.problem_count) == (2, 1)
 
