@@ -76,12 +76,19 @@ def finetune_options() -> FineTuneOptions:
 
 
 def read_eval_sets(
-    spec: str, task: str, labels: list[str], fields: list[str] | None = None, *, name: str = ""
+    spec: str,
+    task: str,
+    labels: list[str],
+    fields: list[str] | None = None,
+    *,
+    name: str = "",
+    problems: list[str] | None = None,
 ) -> list[EvalSet]:
     """The evaluation sets of one ``FORMAT:PATH[:SPLIT]`` spec, named ``name`` (default: the
     spec as given), with ``/original`` and ``/counterfactual`` appended for pair formats.
     ValueError with a clear message (naming the set by ``name``) when it cannot be read or
-    holds no labelled record."""
+    holds no labelled record. ``problems`` receives the rows that were skipped (malformed, a
+    label not in ``labels``, other text fields), each as ``file:line: what is wrong``."""
     titled = bool(name) and name != spec  # a titled set: its server path stays out of messages
     name = name or spec
     try:
@@ -93,7 +100,9 @@ def read_eval_sets(
     except (FormatError, ValueError) as exc:
         message = str(exc).replace(path, "…") if titled else str(exc)
         raise ValueError(f"evaluation set {name!r}: {message}") from None
-    sets, _problems = eval_sets_from_records(name, records, labels)
+    sets, skipped = eval_sets_from_records(name, records, labels)
+    if problems is not None:
+        problems.extend(skipped)
     sets = [s for s in sets if s.records]
     if not sets:
         raise ValueError(f"evaluation set {name!r}: no record with a label of this task")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -222,3 +223,86 @@ def test_a_negative_limit_a_budget_or_threshold_out_of_range_says_so(tmp_path, c
         call_command(*args, "--budget", "1.5")
     with pytest.raises(CommandError, match="--threshold: '5': a confidence between 0 and 1"):
         call_command(*args, "--threshold", "5")
+
+
+def _fake_minilm(monkeypatch):
+    """The benches' h and f on the deterministic stand-in for MiniLM (no model download)."""
+    from labeling.management.commands import bench_augmentation, bench_pairwise
+
+    from .conftest import FakeEncoder
+
+    for module in (bench_pairwise, bench_augmentation):
+        monkeypatch.setattr(module, "embedder", FakeEncoder)
+
+
+@pytest.mark.parametrize("command", ["bench_pairwise", "bench_augmentation"])
+def test_a_pair_file_with_another_tasks_text_fields_is_refused_naming_the_file(tmp_path, monkeypatch, command):
+    """A pairs-jsonl file whose fields are sentence1 / sentence2 was read for --task nli with
+    blank premises and hypotheses: a traceback ("empty vocabulary") from the TF-IDF f, figures
+    measured on empty text with MiniLM. The pool, the warm start and the evaluation sets are
+    now read with the task's text fields, and such a file is refused as a whole."""
+    from labeling.ml.features import Pair
+
+    from .conftest import synthetic_pairs
+
+    _fake_minilm(monkeypatch)
+    pairs, ys = synthetic_pairs(40, seed=3)
+    renamed = [
+        Pair(
+            {"sentence1": p.original["premise"], "sentence2": p.original["hypothesis"]},
+            {"sentence1": p.counterfactual["premise"], "sentence2": p.counterfactual["hypothesis"]},
+            p.y,
+            group=p.group,
+        )
+        for p in pairs
+    ]
+    good = _pairs_file(tmp_path / "pool.jsonl", pairs, ys)
+    other = _pairs_file(tmp_path / "other.jsonl", renamed, ys)
+    base = [command, "--task", "nli", "--format", "pairs-jsonl", "--seeds", "1"]
+    base += ["--classifier", "tfidf-lr"] if command == "bench_augmentation" else ["--base", "tfidf"]
+    evals = ["--eval", f"pairs-jsonl:{good}"] if command == "bench_augmentation" else []
+    refused = re.escape(f"{other}: the first 20 rows all have the text field(s) sentence1, sentence2, not ")
+    refused += ".*premise, hypothesis"
+    with pytest.raises(CommandError, match=refused):
+        call_command(*base, str(other), *evals)
+    with pytest.raises(CommandError, match=refused):
+        call_command(*base, str(good), *evals, "--warm-start", f"pairs-jsonl:{other}")
+    if command == "bench_augmentation":
+        with pytest.raises(CommandError, match=re.escape(f"evaluation set 'pairs-jsonl:{other}': ") + refused):
+            call_command(*base, str(good), "--eval", f"pairs-jsonl:{other}")
+
+
+def test_the_benches_say_which_data_they_read_and_which_evaluation_rows_they_skipped(tmp_path, monkeypatch):
+    """Pointed at held-out data, a bench says on stderr which data it read (format, path,
+    split, pairs); an evaluation file's malformed rows and labels outside the task's set were
+    dropped without a word, shrinking ``n``: each is now a ``problem:`` line naming file and
+    line, and the count of rows skipped is said."""
+    import io
+
+    from .conftest import synthetic_pairs
+
+    _fake_minilm(monkeypatch)
+    pairs, ys = synthetic_pairs(60, seed=5)
+    pool = _pairs_file(tmp_path / "pool.jsonl", pairs, ys)
+    held_out = _pairs_file(tmp_path / "held-out.jsonl", *synthetic_pairs(12, seed=6))
+    rows = held_out.read_text().splitlines()
+    bad_label = json.loads(rows[3])
+    bad_label["counterfactual"]["label"] = "maybe"
+    rows[1] = '{"id": "cut", "original": '
+    rows[3] = json.dumps(bad_label)
+    held_out.write_text("\n".join(rows) + "\n")
+    err, out = io.StringIO(), io.StringIO()
+    call_command(
+        "bench_augmentation",
+        *("--task", "nli", "--format", "pairs-jsonl", str(pool), "--eval", f"pairs-jsonl:{held_out}"),
+        *("--seeds", "1", "--classifier", "tfidf-lr", "--budget", "0.2", "--json"),
+        stderr=err,
+        stdout=out,
+    )
+    said = err.getvalue()
+    assert f"read pairs-jsonl {pool}: 60 labelled pairs" in said
+    assert f"problem: {held_out}:2: not valid JSON" in said
+    assert f"problem: {held_out}:4: counterfactual.label: unknown label 'maybe'" in said
+    assert f"read evaluation set pairs-jsonl:{held_out}: 10 original, 10 counterfactual, 2 rows skipped" in said
+    result = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert result["eval"][f"pairs-jsonl:{held_out}/counterfactual"]["n"] == 10

@@ -22,13 +22,21 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from labeling.evaluation import finetune_options, read_eval_sets
-from labeling.management.commands.bench_pairwise import _budget, _limit, _threshold, held_out_warm
+from labeling.management.commands.bench_pairwise import (
+    _budget,
+    _limit,
+    _threshold,
+    data_name,
+    held_out_warm,
+    read_pairs,
+    say_problems,
+)
 from labeling.ml.augmentation import CLASSIFIERS, EvalSet, classifier_factory
 from labeling.ml.augmentation import run_augmentation as run
 from labeling.ml.base_classifier import TooFewLabels
-from labeling.ml.pairs import LabelledPairs, pairs_from_records, parse_warm_spec, sample_by_group
+from labeling.ml.pairs import parse_warm_spec
 from labeling.services import embedder
-from projects.formats import FORMATS, TASK_FIELDS, TASK_LABELS, FormatError, read
+from projects.formats import FORMATS, TASK_FIELDS, TASK_LABELS
 from projects.models import TASKS
 
 
@@ -55,18 +63,6 @@ class Command(BaseCommand):
         )
         parser.add_argument("--json", action="store_true")
 
-    def _pool(self, fmt: str, paths: list[str], task: str, split: str, limit: int) -> LabelledPairs:
-        try:
-            records = list(read(fmt, paths, task=task, split=split))
-        except FormatError as exc:
-            raise CommandError(str(exc)) from None
-        data, problems = pairs_from_records(records, TASK_LABELS[task])
-        for p in problems[:20]:
-            self.stderr.write(f"problem: {p}")
-        if limit and limit < len(data.pairs):
-            data = sample_by_group(data, limit, seed=0)
-        return data
-
     def handle(self, *args: Any, **opts: Any) -> None:
         t0 = time.perf_counter()
         task = opts["task"]
@@ -75,17 +71,25 @@ class Command(BaseCommand):
             raise CommandError("give at least one --eval FORMAT:PATH[:SPLIT]")
         if opts["seeds"] < 1:
             raise CommandError("--seeds must be at least 1")
-        data = self._pool(
-            opts["data_format"], [os.path.expanduser(p) for p in opts["paths"]], task, opts["split"], opts["limit"]
-        )
+        paths = [os.path.expanduser(p) for p in opts["paths"]]
+        data = read_pairs(opts["data_format"], paths, task, opts["split"], self.stderr.write, opts["limit"])
         if len(data.pairs) < 20:
-            raise CommandError(f"only {len(data.pairs)} labelled pairs read; the evaluation needs at least 20")
+            what = data_name(opts["data_format"], paths, opts["split"])
+            raise CommandError(
+                f"only {len(data.pairs)} labelled pairs read from {what}; the evaluation needs at least 20"
+            )
         evals: list[EvalSet] = []
         for spec in opts["evals"]:
+            skipped: list[str] = []
             try:
-                evals += read_eval_sets(spec, task, labels)
+                sets = read_eval_sets(spec, task, labels, fields, problems=skipped)
             except ValueError as exc:
                 raise CommandError(str(exc)) from None
+            say_problems(skipped, self.stderr.write)
+            sizes = ", ".join(f"{len(s.records)} {s.name.removeprefix(spec).lstrip('/') or 'examples'}" for s in sets)
+            skip_note = f", {len(skipped)} rows skipped (problems above)" if skipped else ""
+            self.stderr.write(f"read evaluation set {spec}: {sizes}{skip_note}")
+            evals += sets
         warm, warm_excluded = None, 0
         if opts["warm_start"]:
             try:
@@ -93,7 +97,11 @@ class Command(BaseCommand):
             except ValueError as exc:
                 raise CommandError(str(exc)) from None
             warm, warm_excluded = held_out_warm(
-                self._pool(wfmt, [wpath], task, wsplit, 0), data, fields, opts["warm_start"], self.stderr.write
+                read_pairs(wfmt, [wpath], task, wsplit, self.stderr.write),
+                data,
+                fields,
+                opts["warm_start"],
+                self.stderr.write,
             )
         threshold = opts["threshold"] if opts["threshold"] is not None else settings.COUNTERPART["MIN_CONFIDENCE"]
         embed = embedder().encode

@@ -96,6 +96,40 @@ def held_out_warm(
     return kept, dropped
 
 
+def say_problems(problems: list[str], say: Callable[[str], object], limit: int = 20) -> None:
+    """The first ``limit`` problems, one line each, then how many more there were."""
+    for p in problems[:limit]:
+        say(f"problem: {p}")
+    if len(problems) > limit:
+        say(f"... and {len(problems) - limit} more problems")
+
+
+def data_name(fmt: str, paths: list[str], split: str) -> str:
+    """The data as the command was given it: ``FORMAT PATH… [split S]``."""
+    return f"{fmt} {' '.join(paths)}" + (f" split {split}" if split else "")
+
+
+def read_pairs(
+    fmt: str, paths: list[str], task: str, split: str, say: Callable[[str], object], limit: int = 0
+) -> LabelledPairs:
+    """The labelled pairs of the data, read with the task's text fields (a file of another task
+    is refused as a whole, a row with other fields is a problem: never text left empty), its
+    problems said through ``say``, and what was read: format, paths, split, pairs, rows skipped.
+    ``limit``: about that many pairs, whole groups drawn at random (seed 0)."""
+    try:
+        records = list(read(fmt, paths, task=task, split=split, text_fields=list(TASK_FIELDS[task])))
+    except FormatError as exc:
+        raise CommandError(str(exc)) from None
+    data, problems = pairs_from_records(records, TASK_LABELS[task])
+    say_problems(problems, say)
+    skipped = f", {len(problems)} rows skipped (problems above)" if problems else ""
+    say(f"read {data_name(fmt, paths, split)}: {len(data.pairs)} labelled pairs{skipped}")
+    if limit and limit < len(data.pairs):
+        data = sample_by_group(data, limit, seed=0)
+        say(f"--limit {limit}: {len(data.pairs)} pairs, whole originals drawn at random (seed 0)")
+    return data
+
+
 def _fmt(v: object) -> str:
     return f"{v:.3f}" if isinstance(v, float | int) else "n/a"
 
@@ -157,32 +191,19 @@ class Command(BaseCommand):
         )
         parser.add_argument("--json", action="store_true")
 
-    def _read(self, fmt: str, paths: list[str], task: str, split: str, limit: int = 0) -> LabelledPairs:
-        labels = TASK_LABELS[task]
-        try:
-            records = list(read(fmt, paths, task=task, split=split))
-        except FormatError as exc:
-            raise CommandError(str(exc)) from None
-        data, problems = pairs_from_records(records, labels)
-        for p in problems[:20]:
-            self.stderr.write(f"problem: {p}")
-        if len(problems) > 20:
-            self.stderr.write(f"... and {len(problems) - 20} more problems")
-        if limit and limit < len(data.pairs):
-            data = sample_by_group(data, limit, seed=0)
-        return data
-
     def handle(self, *args: Any, **opts: Any) -> None:
         t0 = time.perf_counter()
         task = opts["task"]
         labels, fields = list(TASK_LABELS[task]), list(TASK_FIELDS[task])
-        data = self._read(
-            opts["data_format"], [os.path.expanduser(p) for p in opts["paths"]], task, opts["split"], opts["limit"]
-        )
+        paths = [os.path.expanduser(p) for p in opts["paths"]]
+        data = read_pairs(opts["data_format"], paths, task, opts["split"], self.stderr.write, opts["limit"])
         if opts["mixed"]:
             data = mixed_pool(data, seed=0)
         if len(data.pairs) < 20:
-            raise CommandError(f"only {len(data.pairs)} labelled pairs read; the benchmark needs at least 20")
+            what = data_name(opts["data_format"], paths, opts["split"])
+            raise CommandError(
+                f"only {len(data.pairs)} labelled pairs read from {what}; the benchmark needs at least 20"
+            )
         warm, warm_excluded = None, 0
         if opts["warm_start"]:
             try:
@@ -190,7 +211,11 @@ class Command(BaseCommand):
             except ValueError as exc:
                 raise CommandError(str(exc)) from None
             warm, warm_excluded = held_out_warm(
-                self._read(wfmt, [wpath], task, wsplit), data, fields, opts["warm_start"], self.stderr.write
+                read_pairs(wfmt, [wpath], task, wsplit, self.stderr.write),
+                data,
+                fields,
+                opts["warm_start"],
+                self.stderr.write,
             )
         if opts["seeds"] < 1:
             raise CommandError("--seeds must be at least 1")
