@@ -8,9 +8,9 @@ Every set is ``(records, labels)`` with records ``{"premise": …, "hypothesis":
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-from projects.formats import OriginalRecord, PairRecord, read
+from projects.formats import OriginalRecord, PairRecord, Problem, read
 from projects.ml.textkeys import text_hash
 
 FIELDS = ("premise", "hypothesis")
@@ -18,11 +18,26 @@ LABELS = ("entailment", "neutral", "contradiction")
 LabelledSet = tuple[list[dict[str, str]], list[str]]
 
 
-def cad_nli(cad_dir: str, split: str) -> tuple[LabelledSet, LabelledSet]:
+def _records(
+    fmt: str, path: str, task: str, split: str = "", problems: list[str] | None = None
+) -> Iterator[OriginalRecord | PairRecord]:
+    """The records of ``path`` read with the task's labels and text fields: a row that is
+    malformed, has a label outside the set or other fields is appended to ``problems`` (as
+    ``file:line: what is wrong``) instead of reaching f's training or scoring."""
+    labels, fields = (SENTIMENT_LABELS, SENTIMENT_FIELDS) if task == "sentiment" else (LABELS, FIELDS)
+    for rec in read(fmt, [path], task=task, split=split, labels=list(labels), text_fields=list(fields)):
+        if isinstance(rec, Problem):
+            if problems is not None:
+                problems.append(str(rec))
+            continue
+        yield rec
+
+
+def cad_nli(cad_dir: str, split: str, problems: list[str] | None = None) -> tuple[LabelledSet, LabelledSet]:
     """(originals, human revisions) of one CAD-NLI split."""
     orig: LabelledSet = ([], [])
     revs: LabelledSet = ([], [])
-    for rec in read("cad-nli", [cad_dir], task="nli", split=split):
+    for rec in _records("cad-nli", cad_dir, "nli", split, problems):
         if isinstance(rec, OriginalRecord) and rec.label:
             orig[0].append({f: rec.fields[f] for f in FIELDS})
             orig[1].append(rec.label)
@@ -32,12 +47,12 @@ def cad_nli(cad_dir: str, split: str) -> tuple[LabelledSet, LabelledSet]:
     return orig, revs
 
 
-def generated_gold(path: str) -> tuple[LabelledSet, LabelledSet]:
+def generated_gold(path: str, problems: list[str] | None = None) -> tuple[LabelledSet, LabelledSet]:
     """(all candidates, valid candidates) of a judged ``pairs-jsonl`` file, each with the edited
     pair's gold label."""
     every: LabelledSet = ([], [])
     valid: LabelledSet = ([], [])
-    for rec in read("pairs-jsonl", [path], task="nli"):
+    for rec in _records("pairs-jsonl", path, "nli", problems=problems):
         if isinstance(rec, PairRecord) and rec.cf_label:
             r = {f: rec.cf_fields[f] for f in FIELDS}
             every[0].append(r)
@@ -48,10 +63,10 @@ def generated_gold(path: str) -> tuple[LabelledSet, LabelledSet]:
     return every, valid
 
 
-def labelled_jsonl(path: str, max_examples: int = 0) -> LabelledSet:
+def labelled_jsonl(path: str, max_examples: int = 0, problems: list[str] | None = None) -> LabelledSet:
     """A ``labelled-jsonl`` file of NLI pairs (``{"premise", "hypothesis", "label", …}`` a line)."""
     out: LabelledSet = ([], [])
-    for rec in read("labelled-jsonl", [path], task="nli"):
+    for rec in _records("labelled-jsonl", path, "nli", problems=problems):
         if isinstance(rec, OriginalRecord) and rec.label:
             out[0].append({f: rec.fields[f] for f in FIELDS})
             out[1].append(rec.label)
@@ -69,13 +84,17 @@ def concat(*sets: LabelledSet) -> LabelledSet:
     return recs, ys
 
 
-def bench_sets(shared_data: str, *, max_public: int = 0) -> tuple[LabelledSet, dict[str, LabelledSet]]:
-    """(training set, evaluation sets) from the shared data folder (``../shared/data``)."""
+def bench_sets(
+    shared_data: str, *, max_public: int = 0, problems: list[str] | None = None
+) -> tuple[LabelledSet, dict[str, LabelledSet]]:
+    """(training set, evaluation sets) from the shared data folder (``../shared/data``); the
+    rows skipped are appended to ``problems``."""
     cad = os.path.join(shared_data, "cad")
-    train_orig, train_revs = cad_nli(cad, "train")
-    dev_orig, dev_revs = cad_nli(cad, "dev")
-    public = labelled_jsonl(os.path.join(shared_data, "nli-public", "train.jsonl"), max_public)
-    gold_all, gold_valid = generated_gold(os.path.join(shared_data, "generated-gold", "cad-nli-dev-rules.jsonl"))
+    train_orig, train_revs = cad_nli(cad, "train", problems)
+    dev_orig, dev_revs = cad_nli(cad, "dev", problems)
+    public = labelled_jsonl(os.path.join(shared_data, "nli-public", "train.jsonl"), max_public, problems)
+    gold_path = os.path.join(shared_data, "generated-gold", "cad-nli-dev-rules.jsonl")
+    gold_all, gold_valid = generated_gold(gold_path, problems)
     evals = {
         "cad_dev_originals": dev_orig,
         "cad_dev_revisions": dev_revs,
@@ -89,11 +108,11 @@ SENTIMENT_FIELDS = ("text",)
 SENTIMENT_LABELS = ("negative", "positive")
 
 
-def cad_sentiment(cad_dir: str, split: str) -> tuple[LabelledSet, LabelledSet]:
+def cad_sentiment(cad_dir: str, split: str, problems: list[str] | None = None) -> tuple[LabelledSet, LabelledSet]:
     """(originals, human revisions) of one CAD sentiment split (issue 31)."""
     orig: LabelledSet = ([], [])
     revs: LabelledSet = ([], [])
-    for rec in read("cad-sentiment", [os.path.join(cad_dir, "sentiment")], task="sentiment", split=split):
+    for rec in _records("cad-sentiment", os.path.join(cad_dir, "sentiment"), "sentiment", split, problems):
         if isinstance(rec, PairRecord):
             if rec.original.label:
                 orig[0].append({"text": rec.original.fields["text"]})
@@ -104,15 +123,18 @@ def cad_sentiment(cad_dir: str, split: str) -> tuple[LabelledSet, LabelledSet]:
     return orig, revs
 
 
-def sentiment_bench_sets(shared_data: str, *, max_public: int = 0) -> tuple[LabelledSet, dict[str, LabelledSet]]:
+def sentiment_bench_sets(
+    shared_data: str, *, max_public: int = 0, problems: list[str] | None = None
+) -> tuple[LabelledSet, dict[str, LabelledSet]]:
     """(training set, evaluation sets) for the sentiment task model (issue 31): sentiment-public
     ``train.jsonl`` plus CAD sentiment **train** originals and revisions; scored on CAD sentiment
     dev originals and dev revisions."""
     cad = os.path.join(shared_data, "cad")
-    train_orig, train_revs = cad_sentiment(cad, "train")
-    dev_orig, dev_revs = cad_sentiment(cad, "dev")
+    train_orig, train_revs = cad_sentiment(cad, "train", problems)
+    dev_orig, dev_revs = cad_sentiment(cad, "dev", problems)
     public: LabelledSet = ([], [])
-    for rec in read("labelled-jsonl", [os.path.join(shared_data, "sentiment-public", "train.jsonl")], task="sentiment"):
+    public_path = os.path.join(shared_data, "sentiment-public", "train.jsonl")
+    for rec in _records("labelled-jsonl", public_path, "sentiment", problems=problems):
         if isinstance(rec, OriginalRecord) and rec.label:
             public[0].append({"text": rec.fields["text"]})
             public[1].append(rec.label)

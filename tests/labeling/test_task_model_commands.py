@@ -119,6 +119,32 @@ def test_bench_task_model_leaves_out_dev_examples_it_trains_on(tmp_path, capsys,
         call_command("bench_task_model", shared=str(shared), model=str(shared), json=True)
 
 
+def test_bench_task_model_skips_and_names_bad_rows_of_a_data_folder(tmp_path, capsys):
+    """A held-out data folder with a label outside the task's set in nli-public stopped the
+    benchmark with a traceback (``ValueError: labels not in the task's label set``); one in the
+    generated-gold file would have failed scoring (``labels.index``), and a malformed line
+    vanished without a word. Each is now skipped and said as ``problem: FILE:LINE: …`` on
+    stderr, with what was read; the rest is trained on and scored."""
+    shared = _mini_shared(tmp_path / "shared")
+    public = shared / "nli-public" / "train.jsonl"
+    rows = public.read_text().splitlines()
+    rows[1] = json.dumps({**json.loads(rows[1]), "label": "maybe"})
+    rows[2] = '{"premise": "cut short'
+    public.write_text("\n".join(rows) + "\n")
+    gold_file = shared / "generated-gold" / "cad-nli-dev-rules.jsonl"
+    gold = json.loads(gold_file.read_text())
+    odd = {**gold, "id": "g2", "counterfactual": {**gold["counterfactual"], "label": "unsure"}}
+    gold_file.write_text(json.dumps(gold) + "\n" + json.dumps(odd) + "\n")
+    call_command("bench_task_model", shared=str(shared), epochs=1, batch_size=8, json=True)
+    captured = capsys.readouterr()
+    out = json.loads(captured.out.strip().splitlines()[-1])
+    assert out["n_train"] == 18 + 2 + 8 and out["eval"]["generated-gold:cad-nli-dev-rules"]["n"] == 1
+    assert f"problem: {public}:2: unknown label 'maybe'" in captured.err
+    assert f"problem: {public}:3: not valid JSON" in captured.err
+    assert f"problem: {gold_file}:2: counterfactual.label: unknown label 'unsure'" in captured.err
+    assert f"read {shared}: 28 training examples" in captured.err and "3 rows skipped" in captured.err
+
+
 def test_cad_dev_figures_leave_out_what_f_trains_on(tmp_path, settings):
     from labeling import task_training as T
 

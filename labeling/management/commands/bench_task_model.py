@@ -30,6 +30,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from labeling.management.commands.bench_pairwise import say_problems
 from labeling.ml import task_bench as B
 from labeling.ml import task_model as TM
 from labeling.ml.metrics import macro_f1
@@ -69,13 +70,18 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **o: Any) -> None:
         t0 = time.monotonic()
         shared = o["shared"] or str(settings.COUNTERPART["SHARED_DATA_DIR"])
+        skipped: list[str] = []
         try:
             if o["task"] == "sentiment":
-                train, evals = B.sentiment_bench_sets(shared, max_public=o["max_public"])
+                train, evals = B.sentiment_bench_sets(shared, max_public=o["max_public"], problems=skipped)
             else:
-                train, evals = B.bench_sets(shared, max_public=o["max_public"])
+                train, evals = B.bench_sets(shared, max_public=o["max_public"], problems=skipped)
         except (OSError, ValueError) as exc:  # a missing or unreadable data file (FormatError is a ValueError)
             raise CommandError(f"cannot read the benchmark data under {shared}: {exc}") from None
+        say_problems(skipped, self.stderr.write)
+        sizes = ", ".join(f"{k} {v}" for k, v in B.sizes(evals).items())
+        skip_note = f"; {len(skipped)} rows skipped (problems above)" if skipped else ""
+        self.stderr.write(f"read {shared}: {len(train[1])} training examples; evaluation {sizes}{skip_note}")
         labels, fields = (B.SENTIMENT_LABELS, B.SENTIMENT_FIELDS) if o["task"] == "sentiment" else (B.LABELS, B.FIELDS)
         cfg = TM.TaskModelConfig(
             labels=labels,
