@@ -84,6 +84,7 @@ __all__ = [
     "input_files",
     "pair_to_json",
     "parse_label_map",
+    "problem_lines",
     "read",
     "write_coco_cf",
     "write_csv",
@@ -168,6 +169,15 @@ def read(
     if format == "coco-captions":
         return coco.read_captions(paths, **kwargs)
     return coco.read_cf(paths, **kwargs)
+
+
+def problem_lines(problems: list[str] | list[Problem], limit: int = 20) -> list[str]:
+    """What a command says about the rows it skipped: ``problem: …`` for the first ``limit``,
+    then how many more there were."""
+    lines = [f"problem: {p}" for p in problems[:limit]]
+    if len(problems) > limit:
+        lines.append(f"... and {len(problems) - limit} more problems")
+    return lines
 
 
 def input_files(format: str, paths: list[str], *, split: str = "") -> list[str]:

@@ -236,3 +236,35 @@ def test_the_flip_judge_never_trains_on_the_originals_it_judges(settings, tmp_pa
     assert sorted(t["text"] for t in seen[0]) == sorted([rows[6][1], rows[4][1]])
     call_command("bench_generation", *args, "--quality-originals", "3", stdout=StringIO())
     assert len(seen) == 1  # one original left, one label: no judge (no flip rate), no error
+
+
+def test_bench_generation_reads_the_data_with_the_tasks_labels_and_fields(tmp_path) -> None:
+    """Pointed at a pair file of another task (``text`` read for --task nli) the benchmark ran
+    the NLI rules on review text, and a file whose labels were not the task's ran on them: both
+    gave figures without a word; a malformed line vanished silently. The file is now read with
+    the task's labels and text fields: the other task's file is refused naming it, every
+    skipped row is a ``problem: FILE:LINE`` line on stderr, and what was read is said."""
+    from generation.management.commands.bench_generation import load_originals
+
+    def pair(i: int, label: str, fields: dict[str, str]) -> str:
+        return json.dumps(
+            {"id": f"p{i}", "original": {"id": f"o{i}", "fields": fields, "label": label},
+             "counterfactual": {"fields": fields, "label": label}}
+        )  # fmt: skip
+
+    reviews = tmp_path / "reviews.jsonl"
+    reviews.write_text("".join(pair(i, "positive", {"text": f"a fine film {i}"}) + "\n" for i in range(3)))
+    with pytest.raises(CommandError, match=f"{reviews}: the first 3 rows all have the text field.s. text, not "):
+        load_originals("pairs-jsonl", str(reviews), "nli", "", 10)
+    nli = {"premise": "A man rides a horse.", "hypothesis": "A person is outside."}
+    mixed = tmp_path / "mixed.jsonl"
+    rows = [pair(0, "entailment", nli), '{"id": "cut", "original": ', pair(2, "yes", {**nli, "premise": "A dog."})]
+    mixed.write_text("\n".join(rows) + "\n")
+    said: list[str] = []
+    got = load_originals("pairs-jsonl", str(mixed), "nli", "", 10, say=said.append)
+    assert [(o.id, o.label) for o in got] == [("o0", "entailment")]
+    assert said[0].startswith(f"problem: {mixed}:2: not valid JSON")
+    assert said[1] == (
+        f"problem: {mixed}:3: original.label: unknown label 'yes' (expected one of entailment, neutral, contradiction)"
+    )
+    assert said[2] == f"read pairs-jsonl {mixed}: 1 records, 2 rows skipped (problems above)"

@@ -46,7 +46,7 @@ import os
 import resource
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -73,18 +73,20 @@ def add_fluency_option(parser: CommandParser, prefix: str = "", suffix: str = ""
     )
 
 
-def load_originals(fmt: str, path: str, task: str, split: str, limit: int) -> list[Original]:
+def load_originals(
+    fmt: str, path: str, task: str, split: str, limit: int, say: Callable[[str], object] | None = None
+) -> list[Original]:
     """``limit`` originals of a data file via ``projects.formats.read`` (pairs give their
     originals), taken in turn from each label, in file order within a label: the CAD files are
     sorted by label, so the first 400 training originals of CAD-sentiment hold 398 negatives,
-    and a judge trained on them calls everything negative."""
+    and a judge trained on them calls everything negative. ``say``: see :func:`_read`."""
     from projects.formats.reading import TASK_LABELS
     from projects.formats.records import OriginalRecord, PairRecord
 
     labels = tuple(TASK_LABELS.get(task, []))
     seen: set[str] = set()
     originals: list[Original] = []
-    for rec in _read(fmt, path, task, split):
+    for rec in _read(fmt, path, task, split, say):
         orig = rec if isinstance(rec, OriginalRecord) else rec.original if isinstance(rec, PairRecord) else None
         if orig is None or orig.id in seen:
             continue
@@ -93,24 +95,46 @@ def load_originals(fmt: str, path: str, task: str, split: str, limit: int) -> li
     return by_label_in_turn(originals)[:limit]
 
 
-def _read(fmt: str, path: str, task: str, split: str) -> list[Any]:
-    """The records of a data file; a file the format cannot read (missing split, unknown task,
-    a format of another task, …) is a CommandError with the reader's message, not a traceback."""
-    from projects.formats import FormatError, read
+def _read(fmt: str, path: str, task: str, split: str, say: Callable[[str], object] | None = None) -> list[Any]:
+    """The records of a data file, read with the task's labels and text fields; a file the
+    format cannot read (missing split, unknown task, a format or the text fields of another
+    task, …) is a CommandError with the reader's message, not a traceback. A row that cannot be
+    read (malformed, a label outside the task's set, other fields) is left out; ``say``
+    receives a ``problem: FILE:LINE: …`` line for each and what was read."""
+    from projects.formats import TASK_FIELDS, TASK_LABELS, FormatError, Problem, problem_lines, read
 
     try:
-        return list(read(fmt, [path], task=task, split=split))
+        rows = list(
+            read(
+                fmt,
+                [path],
+                task=task,
+                split=split,
+                labels=list(TASK_LABELS[task]) if task in TASK_LABELS else None,
+                text_fields=list(TASK_FIELDS[task]) if task in TASK_FIELDS else None,
+            )
+        )
     except FormatError as exc:
         raise CommandError(str(exc)) from None
+    problems = [r for r in rows if isinstance(r, Problem)]
+    records = [r for r in rows if not isinstance(r, Problem)]
+    if say is not None:
+        for line in problem_lines(problems):
+            say(line)
+        skipped = f", {len(problems)} rows skipped (problems above)" if problems else ""
+        say(f"read {fmt} {path}" + (f" split {split}" if split else "") + f": {len(records)} records{skipped}")
+    return records
 
 
-def load_pairs(fmt: str, path: str, task: str, split: str) -> list[tuple[dict[str, str], dict[str, str]]]:
+def load_pairs(
+    fmt: str, path: str, task: str, split: str, say: Callable[[str], object] | None = None
+) -> list[tuple[dict[str, str], dict[str, str]]]:
     """(original fields, revised fields) of the human counterfactual pairs of a data file."""
     from projects.formats.records import PairRecord
 
     return [
         (dict(rec.original.fields), dict(rec.cf_fields))
-        for rec in _read(fmt, path, task, split)
+        for rec in _read(fmt, path, task, split, say)
         if isinstance(rec, PairRecord)
     ]
 
@@ -276,9 +300,11 @@ class Command(BaseCommand):
             band = filters.band_for(task, override)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
-        base = load_originals(fmt, path, task, opts["split"], n)
+        base = load_originals(fmt, path, task, opts["split"], n, say=self.stderr.write)
         if not base:
             raise CommandError(f"no originals read from {path} ({fmt}, split {opts['split']})")
+        if len(base) < n:
+            self.stderr.write(f"--originals {n}: the data holds {len(base)} originals, cycled with new ids")
         if opts["pipeline"]:
             self._pipeline(opts, list(_repeat(base, n)), task, band)
             return

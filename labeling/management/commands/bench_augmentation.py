@@ -29,14 +29,13 @@ from labeling.management.commands.bench_pairwise import (
     data_name,
     held_out_warm,
     read_pairs,
-    say_problems,
 )
 from labeling.ml.augmentation import CLASSIFIERS, EvalSet, classifier_factory
 from labeling.ml.augmentation import run_augmentation as run
 from labeling.ml.base_classifier import TooFewLabels
 from labeling.ml.pairs import parse_warm_spec
 from labeling.services import embedder
-from projects.formats import FORMATS, TASK_FIELDS, TASK_LABELS
+from projects.formats import FORMATS, TASK_FIELDS, TASK_LABELS, problem_lines
 from projects.models import TASKS
 
 
@@ -85,7 +84,8 @@ class Command(BaseCommand):
                 sets = read_eval_sets(spec, task, labels, fields, problems=skipped)
             except ValueError as exc:
                 raise CommandError(str(exc)) from None
-            say_problems(skipped, self.stderr.write)
+            for line in problem_lines(skipped):
+                self.stderr.write(line)
             sizes = ", ".join(f"{len(s.records)} {s.name.removeprefix(spec).lstrip('/') or 'examples'}" for s in sets)
             skip_note = f", {len(skipped)} rows skipped (problems above)" if skipped else ""
             self.stderr.write(f"read evaluation set {spec}: {sizes}{skip_note}")

@@ -36,7 +36,7 @@ from labeling.ml.pairs import (
 )
 from labeling.ml.task_inputs import load_task, read_task_meta, task_leak
 from labeling.services import embedder
-from projects.formats import FORMATS, TASK_FIELDS, TASK_LABELS, FormatError, read
+from projects.formats import FORMATS, TASK_FIELDS, TASK_LABELS, FormatError, problem_lines, read
 from projects.models import TASKS
 
 N = TypeVar("N", int, float)
@@ -96,14 +96,6 @@ def held_out_warm(
     return kept, dropped
 
 
-def say_problems(problems: list[str], say: Callable[[str], object], limit: int = 20) -> None:
-    """The first ``limit`` problems, one line each, then how many more there were."""
-    for p in problems[:limit]:
-        say(f"problem: {p}")
-    if len(problems) > limit:
-        say(f"... and {len(problems) - limit} more problems")
-
-
 def data_name(fmt: str, paths: list[str], split: str) -> str:
     """The data as the command was given it: ``FORMAT PATH… [split S]``."""
     return f"{fmt} {' '.join(paths)}" + (f" split {split}" if split else "")
@@ -121,7 +113,8 @@ def read_pairs(
     except FormatError as exc:
         raise CommandError(str(exc)) from None
     data, problems = pairs_from_records(records, TASK_LABELS[task])
-    say_problems(problems, say)
+    for line in problem_lines(problems):
+        say(line)
     skipped = f", {len(problems)} rows skipped (problems above)" if problems else ""
     say(f"read {data_name(fmt, paths, split)}: {len(data.pairs)} labelled pairs{skipped}")
     if limit and limit < len(data.pairs):
