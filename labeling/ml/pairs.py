@@ -4,7 +4,6 @@ service (warm start) and by the benchmarks."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeGuard
@@ -12,6 +11,7 @@ from typing import Protocol, TypeGuard
 import numpy as np
 
 from labeling.ml.features import Pair
+from projects.formats import parse_spec
 from projects.ml.textkeys import text_hash
 
 
@@ -166,18 +166,10 @@ def without_pool(warm: LabelledPairs, pool: LabelledPairs, fields: Sequence[str]
     return kept, len(warm.pairs) - len(keep)
 
 
-SPLITS = ("train", "dev", "test", "validation", "val")
-
-
 def parse_warm_spec(spec: str) -> tuple[str, str, str]:
-    """``FORMAT:PATH[:SPLIT]`` -> (format, path, split); a ``~`` at the start of PATH is the
-    home folder (the shell leaves ``pairs-jsonl:~/x.jsonl`` as it is)."""
-    parts = spec.split(":")
-    if len(parts) < 2 or not parts[0] or not parts[1]:
-        raise ValueError(f"warm start must be FORMAT:PATH[:SPLIT], got {spec!r}")
-    if len(parts) >= 3 and parts[-1] in SPLITS:
-        return parts[0], os.path.expanduser(":".join(parts[1:-1])), parts[-1]
-    return parts[0], os.path.expanduser(":".join(parts[1:])), ""
+    """``FORMAT:PATH[:SPLIT]`` -> (format, path, split), as :func:`projects.formats.parse_spec`
+    reads every data spec."""
+    return parse_spec(spec, "warm start")
 
 
 _SWAP = {"a": "the", "an": "the", "the": "a", "this": "that", "that": "this"}

@@ -84,6 +84,7 @@ __all__ = [
     "input_files",
     "pair_to_json",
     "parse_label_map",
+    "parse_spec",
     "problem_lines",
     "read",
     "write_coco_cf",
@@ -169,6 +170,24 @@ def read(
     if format == "coco-captions":
         return coco.read_captions(paths, **kwargs)
     return coco.read_cf(paths, **kwargs)
+
+
+# the split names a FORMAT:PATH[:SPLIT] spec may end with (any other last part belongs to PATH,
+# which may hold a colon)
+SPEC_SPLITS = ("train", "dev", "test", "validation", "val")
+
+
+def parse_spec(spec: str, what: str = "a data set") -> tuple[str, str, str]:
+    """``FORMAT:PATH[:SPLIT]`` -> (format, path, split) — the one reading of a data spec for
+    every option that takes one (warm starts, evaluation sets, the loop's originals); a ``~``
+    at the start of PATH is the home folder (the shell leaves ``pairs-jsonl:~/x.jsonl`` as it
+    is). ValueError naming ``what`` when it is not that shape."""
+    parts = spec.split(":")
+    if len(parts) < 2 or not parts[0] or not parts[1]:
+        raise ValueError(f"{what} must be FORMAT:PATH[:SPLIT], got {spec!r}")
+    if len(parts) >= 3 and parts[-1] in SPEC_SPLITS:
+        return parts[0], os.path.expanduser(":".join(parts[1:-1])), parts[-1]
+    return parts[0], os.path.expanduser(":".join(parts[1:])), ""
 
 
 def problem_lines(problems: list[str] | list[Problem], limit: int = 20) -> list[str]:

@@ -242,3 +242,35 @@ def test_a_missing_task_model_folder_is_refused_before_anything_runs(tmp_path, m
     monkeypatch.setattr(bench_loop.Command, "_in_scratch", lambda *a, **k: pytest.fail("started the loop"))
     with pytest.raises(CommandError, match=r"--task-model: task model directory not found: .*nli-f"):
         call_command("bench_loop", "--originals", "cad-nli:x:train", "--task-model", str(tmp_path / "nli-f"))
+
+
+def test_the_loops_originals_read_a_split_as_every_other_data_spec_does(tmp_path, monkeypatch):
+    """``bench_loop --originals cad-nli:DIR:validation`` took ``DIR:validation`` for the path and
+    failed with "this format needs --split", and ``~/cad`` was not the home folder, while
+    ``--warm-start`` and ``--eval`` read both: the loop kept its own, narrower spec parser. Every
+    data spec is now read by ``projects.formats.parse_spec``."""
+    from projects.formats import parse_spec
+    from workspace.loop.data import load
+
+    cad = tmp_path / "cad" / "NLI"
+    header = "sentence1\tsentence2\tgold_label\n"
+    rows = [("A man rides a horse.", "A man is outside.", "entailment"), ("A dog runs.", "A cat sleeps.", "neutral")]
+    for part in ("original", "revised_premise", "revised_hypothesis"):
+        (cad / part).mkdir(parents=True)
+    (cad / "original" / "validation.tsv").write_text(header + "".join(f"{p}\t{h}\t{y}\n" for p, h, y in rows))
+    rp = "".join(f"{p} x\t{h}\tneutral\n{p} y\t{h}\tcontradiction\n" for p, h, _ in rows)
+    rh = "".join(f"{p}\t{h} x\tneutral\n{p}\t{h} y\tcontradiction\n" for p, h, _ in rows)
+    (cad / "revised_premise" / "validation.tsv").write_text(header + rp)
+    (cad / "revised_hypothesis" / "validation.tsv").write_text(header + rh)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    setting = {
+        "task": "nli",
+        "labels": ["entailment", "neutral", "contradiction"],
+        "text_fields": ["premise", "hypothesis"],
+    }
+    for spec in (f"cad-nli:{tmp_path / 'cad'}:validation", "cad-nli:~/cad:validation"):
+        data = load(spec, **setting, limit=0, seed=0, n_controls=0)
+        assert [o.label for o in data.originals] == ["entailment", "neutral"] and len(data.human) == 8, spec
+    assert parse_spec("cad-nli:~/cad:val") == ("cad-nli", str(tmp_path / "cad"), "val")
+    with pytest.raises(ValueError, match="must be FORMAT:PATH"):
+        parse_spec("cad-nli")

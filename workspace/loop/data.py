@@ -13,7 +13,7 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from projects.formats import OriginalRecord, PairRecord, Problem, read
+from projects.formats import OriginalRecord, PairRecord, Problem, parse_spec, read
 
 
 @dataclass(frozen=True)
@@ -28,16 +28,6 @@ class LoopData:
     controls: list[PairRecord]
     available: int
     problems: list[str] = field(default_factory=list)
-
-
-def parse_spec(spec: str) -> tuple[str, str, str]:
-    """``FORMAT:PATH[:SPLIT]`` -> (format, path, split); ValueError with a clear message."""
-    parts = spec.split(":")
-    if len(parts) < 2 or not parts[0] or not parts[1]:
-        raise ValueError(f"expected FORMAT:PATH[:SPLIT], got {spec!r}")
-    if len(parts) >= 3 and parts[-1] in ("train", "dev", "test"):
-        return parts[0], ":".join(parts[1:-1]), parts[-1]
-    return parts[0], ":".join(parts[1:]), ""
 
 
 def load(

@@ -22,12 +22,12 @@ from typing import Any
 from labeling.evaluation import calibration_error, h_predictions, task_model_predict, text_key, variants_evaluate
 from labeling.services import autolabel, pairwise_train
 from projects import states
-from projects.formats import TASK_FIELDS, TASK_LABELS, PairRecord, read
+from projects.formats import TASK_FIELDS, TASK_LABELS, PairRecord, parse_spec, read
 from projects.models import Candidate, Project
 from projects.services.exports import data_export
 from workspace.loop import pool as P
 from workspace.loop.answers import answer_routed, routed_lines
-from workspace.loop.data import LoopData, load, parse_spec
+from workspace.loop.data import LoopData, load
 from workspace.loop.labels import BatchLine, LabelsFile, read_labels, write_batch
 
 DEFAULT_READERS = ("reader1", "reader2")
