@@ -244,6 +244,21 @@ def test_a_missing_task_model_folder_is_refused_before_anything_runs(tmp_path, m
         call_command("bench_loop", "--originals", "cad-nli:x:train", "--task-model", str(tmp_path / "nli-f"))
 
 
+def _cad_split(root: Path, split: str) -> Path:
+    """A two-original CAD-NLI folder holding only ``split``."""
+    cad = root / "NLI"
+    header = "sentence1\tsentence2\tgold_label\n"
+    rows = [("A man rides a horse.", "A man is outside.", "entailment"), ("A dog runs.", "A cat sleeps.", "neutral")]
+    for part in ("original", "revised_premise", "revised_hypothesis"):
+        (cad / part).mkdir(parents=True)
+    (cad / "original" / f"{split}.tsv").write_text(header + "".join(f"{p}\t{h}\t{y}\n" for p, h, y in rows))
+    rp = "".join(f"{p} x\t{h}\tneutral\n{p} y\t{h}\tcontradiction\n" for p, h, _ in rows)
+    rh = "".join(f"{p}\t{h} x\tneutral\n{p}\t{h} y\tcontradiction\n" for p, h, _ in rows)
+    (cad / "revised_premise" / f"{split}.tsv").write_text(header + rp)
+    (cad / "revised_hypothesis" / f"{split}.tsv").write_text(header + rh)
+    return root
+
+
 def test_the_loops_originals_read_a_split_as_every_other_data_spec_does(tmp_path, monkeypatch):
     """``bench_loop --originals cad-nli:DIR:validation`` took ``DIR:validation`` for the path and
     failed with "this format needs --split", and ``~/cad`` was not the home folder, while
@@ -252,16 +267,7 @@ def test_the_loops_originals_read_a_split_as_every_other_data_spec_does(tmp_path
     from projects.formats import parse_spec
     from workspace.loop.data import load
 
-    cad = tmp_path / "cad" / "NLI"
-    header = "sentence1\tsentence2\tgold_label\n"
-    rows = [("A man rides a horse.", "A man is outside.", "entailment"), ("A dog runs.", "A cat sleeps.", "neutral")]
-    for part in ("original", "revised_premise", "revised_hypothesis"):
-        (cad / part).mkdir(parents=True)
-    (cad / "original" / "validation.tsv").write_text(header + "".join(f"{p}\t{h}\t{y}\n" for p, h, y in rows))
-    rp = "".join(f"{p} x\t{h}\tneutral\n{p} y\t{h}\tcontradiction\n" for p, h, _ in rows)
-    rh = "".join(f"{p}\t{h} x\tneutral\n{p}\t{h} y\tcontradiction\n" for p, h, _ in rows)
-    (cad / "revised_premise" / "validation.tsv").write_text(header + rp)
-    (cad / "revised_hypothesis" / "validation.tsv").write_text(header + rh)
+    _cad_split(tmp_path / "cad", "validation")
     monkeypatch.setenv("HOME", str(tmp_path))
     setting = {
         "task": "nli",
@@ -274,3 +280,30 @@ def test_the_loops_originals_read_a_split_as_every_other_data_spec_does(tmp_path
     assert parse_spec("cad-nli:~/cad:val") == ("cad-nli", str(tmp_path / "cad"), "val")
     with pytest.raises(ValueError, match="must be FORMAT:PATH"):
         parse_spec("cad-nli")
+
+
+def test_a_variant_that_could_not_run_and_a_missing_evaluation_file(tmp_path):
+    """A variant that could not run is ``{"accuracy": null, …, "error": …}`` (the export when
+    nothing was exported): the table read its ``n_train`` and the loop ended in a KeyError
+    after everything had run, its JSON never printed; it now prints the error. And an
+    ``--eval`` file that does not exist was found only at the evaluation, after the labelling
+    batch had been written and answered: it is now refused before anything runs."""
+    from workspace.management.commands.bench_loop import Command
+
+    originals, evals, labels, batch = _labelled(tmp_path)
+    _text, result = _loop(tmp_path, originals, evals, labels, batch, "--seeds", "1")
+    name = f"pairs-jsonl:{evals}/counterfactual"
+    nothing = "nothing to export yet: no human- or auto-labelled candidate"
+    result["eval"][name]["variants"]["export"] = {"accuracy": None, "macro_f1": None, "ci95": None, "error": nothing}
+    out = StringIO()
+    Command(stdout=out)._table(result)
+    assert f"error: {nothing}" in out.getvalue()
+    missing = tmp_path / "held-out.jsonl"
+    with pytest.raises(CommandError, match=f"--eval pairs-jsonl:{missing}: {missing}: file not found"):
+        _loop(tmp_path, originals, str(missing), labels, tmp_path / "batch2")
+    assert not (tmp_path / "batch2").exists()
+    # held-out data with no dev split next to it, and no --eval: said before anything runs too
+    held_out = _cad_split(tmp_path / "heldout", "test")
+    no_dev = r"the originals' dev split, cad-nli:.*heldout:dev: .*dev\.tsv: file not found"
+    with pytest.raises(CommandError, match=no_dev):
+        call_command("bench_loop", "--in-place", "--originals", f"cad-nli:{held_out}:test")

@@ -339,7 +339,7 @@ class Loop:
             variants["f-alone"] = [(dict(c.fields), f_pred[c.id][0]) for c in pool]
         variants["human-10"] = [(dict(c.fields), human_label[c.id]) for c in pool if c.id in human_label]
         variants["gold-pool"] = [(dict(c.fields), str(gold[c.id][0])) for c in valid_agreed]
-        evals = list(cfg.evals) or [_dev_spec(cfg.originals)]
+        evals = list(cfg.evals) or [default_eval_spec(cfg.originals)]
         t0 = time.perf_counter()
         evaluation = variants_evaluate(
             task=cfg.task,
@@ -389,7 +389,7 @@ def _per_code(pool: list[P.PoolCandidate], gold: dict[int, tuple[str | None, boo
     return out
 
 
-def _dev_spec(originals: str) -> str:
+def default_eval_spec(originals: str) -> str:
     """The evaluation set by default: the originals' data set, split ``dev``."""
     fmt, path, _split = parse_spec(originals)
     return f"{fmt}:{path}:dev"

@@ -29,9 +29,9 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from projects.formats import TASK_LABELS
+from projects.formats import TASK_LABELS, FormatError, check_inputs, parse_spec
 from workspace.loop.labels import BRIEFS, merge_answers, read_labels, write_labels
-from workspace.loop.run import VARIANT_TITLES, LabelsNeeded, Loop, LoopConfig
+from workspace.loop.run import VARIANT_TITLES, LabelsNeeded, Loop, LoopConfig, default_eval_spec
 
 CHILD_ENV = "COUNTERPART_BENCH_LOOP_CHILD"
 LABELS_DIR = Path(__file__).resolve().parents[2] / "loop" / "labels"
@@ -84,6 +84,7 @@ class Command(BaseCommand):
                 f"--task-model: task model directory not found: {opts['task_model']} "
                 "(a train_task_model folder; 'train' trains one, none without the flag)"
             )
+        _check_inputs(opts, labels_path, labels)
         if not opts["in_place"] and not os.environ.get("DATABASE_URL") and not os.environ.get(CHILD_ENV):
             return self._in_scratch(opts)
         brief = ""
@@ -190,6 +191,9 @@ class Command(BaseCommand):
             )
             w(f"  {'variant':<46} {'train':>6} {'acc':>6} {'gain [95% CI]':>24} {'share':>6}")
             for v, s in ev["variants"].items():
+                if "error" in s:  # a variant that could not run (the export with nothing exported)
+                    w(f"  {VARIANT_TITLES.get(v, v):<46} error: {s['error']}")
+                    continue
                 gain = (
                     "" if "gain" not in s else f"{s['gain']:+.3f} [{s['gain_ci95'][0]:+.3f}, {s['gain_ci95'][1]:+.3f}]"
                 )
@@ -198,6 +202,28 @@ class Command(BaseCommand):
                     f"  {VARIANT_TITLES.get(v, v):<46} {s['n_train']:>6} {s['accuracy']:>6.3f} {gain:>24} "
                     f"{'' if share is None else f'{share:.2f}':>6}"
                 )
+
+
+def _check_inputs(opts: dict[str, Any], labels_path: str, labels: list[str]) -> None:
+    """Refuse a bad labels file, or a data spec whose files are not there, before the scratch
+    database, the import, the generation run and a labelling batch: not at the evaluation,
+    after people answered."""
+    try:
+        if labels_path:
+            read_labels(labels_path, labels=labels)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    evals = [("--eval", e) for e in opts["eval"]] or [
+        ("no --eval: the default evaluation set, the originals' dev split,", default_eval_spec(opts["originals"]))
+    ]
+    specs = [("--originals", opts["originals"]), *evals]
+    specs += [(o, opts[k]) for o, k in (("--warm-start", "warm_start"), ("--task-data", "task_data")) if opts[k]]
+    for option, spec in specs:
+        try:
+            fmt, path, split = parse_spec(spec)
+            check_inputs(fmt, [path], split=split, max_file_bytes=None, max_line_bytes=None)
+        except (ValueError, FormatError) as exc:
+            raise CommandError(f"{option} {spec}: {exc}") from None
 
 
 def _f(v: float | None) -> str:
