@@ -270,3 +270,23 @@ def test_bench_coco_cf_refuses_data_that_gives_no_figures(tmp_path):
     (tmp_path / "metadata.jsonl").write_text("not json\n")
     with pytest.raises(CommandError, match=r"metadata.jsonl:1: not a COCO-Counterfactuals row"):
         call_command("bench_coco_cf", data=str(tmp_path), captions=5, json=True, stdout=StringIO())
+
+
+def test_bench_coco_cf_names_a_file_that_is_not_utf8(tmp_path):
+    """A held-out captions file saved as UTF-16 (Excel's "Unicode text") or a Latin-1 metadata
+    file ended in a UnicodeDecodeError traceback; each is now a one-line CommandError naming the
+    file (and the line and byte for Latin-1), before any model loads."""
+    import json
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    caption = "A man riding a horse in a café."
+    row = {"id": "1_0", "caption_0": caption, "caption_1": "A man riding a cow in a café.", "image_0": "a"}
+    (tmp_path / "captions_val2017.tsv").write_text(f"1_0\t{caption}\n", encoding="utf-16")
+    (tmp_path / "metadata.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="latin-1")
+    with pytest.raises(CommandError, match=r"captions_val2017.tsv: this file is UTF-16"):
+        call_command("bench_coco_cf", data=str(tmp_path), captions=1, json=True, stdout=StringIO())
+    (tmp_path / "captions_val2017.tsv").write_text(f"1_0\t{caption}\n", encoding="utf-8")
+    with pytest.raises(CommandError, match=r"metadata.jsonl:1: this file is not UTF-8"):
+        call_command("bench_coco_cf", data=str(tmp_path), captions=1, json=True, stdout=StringIO())

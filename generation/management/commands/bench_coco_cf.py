@@ -32,6 +32,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from generation.ml.base import GeneratedCandidate, Original
 from generation.ml.rules.tokens import words
+from projects.formats import DEFAULT_MAX_LINE_BYTES, FormatError, check_inputs
 
 
 def published_swap(a: str, b: str) -> tuple[str, str] | None:
@@ -65,6 +66,11 @@ class Command(BaseCommand):
         tsv, meta = folder / "captions_val2017.tsv", folder / "metadata.jsonl"
         if not tsv.is_file() or not meta.is_file():
             raise CommandError(f"need {tsv} and {meta}")
+        try:  # not UTF-8 (a UTF-16 or Latin-1 export), a binary file: one line naming it, not a traceback
+            for fmt, path in (("coco-captions", tsv), ("coco-cf", meta)):
+                check_inputs(fmt, [str(path)], max_file_bytes=None, max_line_bytes=DEFAULT_MAX_LINE_BYTES)
+        except FormatError as exc:
+            raise CommandError(str(exc)) from None
         if opts["captions"] < 1:
             raise CommandError("--captions must be >= 1")
         captions: dict[str, str] = {}
