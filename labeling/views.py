@@ -10,14 +10,14 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from labeling import services, task_training
 from labeling.forms import AutolabelForm, TaskModelForm, TrainForm
 from labeling.selectors import cad_missing_note, flip_rates_for, warm_start_options
-from projects.http import started_elsewhere
+from projects.http import render_section, started_elsewhere
 from projects.models import Project
 from projects.permissions import researcher_required
 from projects.selectors import job_latest, job_progress
@@ -55,7 +55,9 @@ def _fragment(
     # whether "Train h" reads the newest task model by default, and why not (issue 30)
     context["task_model_for_h"], context["task_model_note"] = task_training.task_model_for_h(project=project)
     context["warm_note"] = cad_missing_note(project=project, found=bool(context["warm_starts"]), what="warm starts")
-    return render(request, "labeling/_flip_rates.html", context, status=status)
+    return render_section(
+        request, "labeling/_flip_rates.html", context, title="Label flips", tab="models", status=status
+    )
 
 
 @researcher_required
@@ -135,7 +137,9 @@ def _task_model_fragment(
         "counts": task_training.task_data_counts(project=project),
         "max_epochs": task_training.MAX_EPOCHS,
     }
-    return render(request, "labeling/_task_model.html", context, status=status)
+    return render_section(
+        request, "labeling/_task_model.html", context, title="Task model", tab="models", status=status
+    )
 
 
 @researcher_required

@@ -1,4 +1,5 @@
-"""The request type of views that read ``request.htmx``, and the plain-text 400.
+"""The request type of views that read ``request.htmx``, the plain-text 400, and a section's
+fragment that is a page of its own outside htmx.
 
 django-htmx's middleware (``config/settings/base.py`` ``MIDDLEWARE``) sets ``request.htmx`` on
 every request; ``HttpRequest`` does not declare it, so views that read it take this type
@@ -7,7 +8,10 @@ every request; ``HttpRequest`` does not declare it, so views that read it take t
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
 from django_htmx.middleware import HtmxDetails
 
 
@@ -31,3 +35,17 @@ def started_elsewhere(request: HttpRequest, url: str) -> HttpResponse | None:
     if getattr(request, "htmx", False):
         return None
     return HttpResponseRedirect(url)
+
+
+def render_section(
+    request: HttpRequest, template: str, context: dict[str, Any], *, title: str, tab: str = "", status: int = 200
+) -> HttpResponse:
+    """A section that a page loads with hx-get (and that its forms swap): the fragment for
+    htmx; for any other request — the URL opened directly or in a new tab, followed by a
+    crawler, a form posted without JavaScript — the same section on a page of its own (the
+    site's header, a title, a heading, the project's tabs when ``tab`` names one), never a bare
+    fragment without styles or scripts."""
+    if getattr(request, "htmx", False):
+        return render(request, template, context, status=status)
+    page = {**context, "section_template": template, "section_title": title, "tab": tab}
+    return render(request, "section_page.html", page, status=status)

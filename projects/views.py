@@ -28,7 +28,7 @@ from projects.formats.images import IMAGE_TYPES
 from projects.formats.reading import LABEL_SOURCES, below
 from projects.formats.whole_input import upload_limit_message
 from projects.forms import DownloadQuery, ExportForm, ExportJobQuery, ImportForm, ProjectDeleteForm, uploads_parse
-from projects.http import HtmxHttpRequest, bad_request
+from projects.http import HtmxHttpRequest, bad_request, render_section
 from projects.models import JOB_ACTIVE, TASK_DEFAULTS, TASKS, Job, Project
 from projects.permissions import login_or_token_required, researcher_or_token_required, researcher_required
 from projects.selectors import (
@@ -389,11 +389,6 @@ def job_context(job: Any) -> dict[str, Any]:
     return {"job": job, "progress": job_progress(job=job)}
 
 
-def render_job(request: HttpRequest, job: Any, *, status: int = 200) -> HttpResponse:
-    """The ``_job.html`` fragment of one job (used by every page that starts a job)."""
-    return render(request, "projects/_job.html", job_context(job), status=status)
-
-
 @researcher_required
 @require_GET
 def job_fragment(request: HtmxHttpRequest, pk: int) -> HttpResponse:
@@ -405,7 +400,9 @@ def job_fragment(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if job.finished and request.htmx:
         html = render_to_string("projects/_job.html", job_context(job), request=request)
         return trigger_client_event(HttpResponseStopPolling(html), "job-finished", {"id": job.pk, "kind": job.kind})
-    return render_job(request, job)
+    return render_section(
+        request, "projects/_job.html", {**job_context(job), "project": job.project}, title=f"Job {job.pk}"
+    )
 
 
 @researcher_required

@@ -3,7 +3,9 @@ browser): as an anonymous visitor, an annotator, a researcher and a superuser, o
 project (``manage.py demo`` from its bundled fixture), follow every same-site ``href``, ``src``
 and ``hx-get`` from the home page and the annotation home, breadth first, a few URLs per route.
 No link may answer 4xx or 5xx: a link the role cannot follow (403), a stale id (404) or a GET
-on a POST-only view (405) is a defect of the page that shows it. Form ``action``s are not
+on a POST-only view (405) is a defect of the page that shows it. Every HTML answer is a whole
+page, with a ``<title>`` and an ``<h1>``: an ``hx-get`` URL followed as a plain GET (opened
+directly, in a new tab, by a crawler) must not give a bare fragment. Form ``action``s are not
 followed (they take a POST; tests/config/test_route_fuzz.py posts to every route)."""
 
 from __future__ import annotations
@@ -36,9 +38,18 @@ def _route(path: str) -> str:
         return path
 
 
+SCRIPT_RENDERED = {"api-docs"}  # Swagger UI writes its <h1> in the browser
+
+
+def _whole_page(html: str, route: str) -> bool:
+    head = html[:2000].lower()
+    return "<html" in head and "<title>" in head and ("<h1" in html.lower() or route in SCRIPT_RENDERED)
+
+
 def crawl(client: Client, starts: list[str]) -> tuple[Counter[str], list[tuple[int, str, str]]]:
     """The routes reached (pages answered per route) and every link that answered >= 400, as
-    (status, url, the page that showed it)."""
+    (status, url, the page that showed it) — or answered HTML that is not a whole page (no
+    ``<html>``, ``<title>`` or ``<h1>``: a bare fragment), as (status, url + " (bare fragment)", page)."""
     queue = deque((url, "(start)") for url in starts)
     seen: set[str] = set()
     reached: Counter[str] = Counter()
@@ -62,7 +73,11 @@ def crawl(client: Client, starts: list[str]) -> tuple[Counter[str], list[tuple[i
             continue
         if "html" not in response.get("Content-Type", ""):
             continue
-        for raw in LINK.findall(response.content.decode(errors="replace")):
+        html = response.content.decode(errors="replace")
+        if not _whole_page(html, route):
+            broken.append((response.status_code, f"{url} (bare fragment)", source))
+            continue
+        for raw in LINK.findall(html):
             link = raw.replace("&amp;", "&")
             if link.startswith(("http:", "https:", "//", "mailto:", "#", "javascript:", "data:")):
                 continue
@@ -139,10 +154,17 @@ class _Pages:
         return HttpResponse(body, status=status, content_type="text/html")
 
 
+def _page(body: str) -> str:
+    return f"<!doctype html><html><head><title>t</title></head><body><h1>h</h1>{body}</body></html>"
+
+
 def test_the_crawl_reports_each_broken_link_with_the_page_that_shows_it() -> None:
     pages = {
-        "/": (200, '<a href="/projects/">p</a> <a href="/accounts/logout/">out</a> <a href="https://x.org/">x</a>'),
-        "/projects/": (200, '<a href="/projects/999999/">gone</a> <div hx-get="1/models/"></div>'),
+        "/": (
+            200,
+            _page('<a href="/projects/">p</a> <a href="/accounts/logout/">out</a> <a href="https://x.org/">x</a>'),
+        ),
+        "/projects/": (200, _page('<a href="/projects/999999/">gone</a> <div hx-get="1/models/"></div>')),
         "/projects/1/models/": (403, ""),
     }
     reached, broken = crawl(_Pages(pages), ["/"])  # type: ignore[arg-type]
@@ -151,3 +173,16 @@ def test_the_crawl_reports_each_broken_link_with_the_page_that_shows_it() -> Non
         (404, "/projects/999999/", "/projects/"),
     ]
     assert reached["home"] == 1 and reached["project-list"] == 1  # never the log-out link, nor another site
+
+
+def test_the_crawl_reports_a_bare_fragment_answered_to_a_plain_get() -> None:
+    pages = {
+        "/projects/": (200, _page('<div hx-get="1/flips/"></div> <a href="1/">one</a>')),
+        "/projects/1/flips/": (200, '<section class="card" id="flips"><h2>Label flips</h2></section>'),
+        "/projects/1/": (200, "<!doctype html><html><head><title>t</title></head><body>no heading</body></html>"),
+    }
+    _, broken = crawl(_Pages(pages), ["/projects/"])  # type: ignore[arg-type]
+    assert sorted(broken) == [
+        (200, "/projects/1/ (bare fragment)", "/projects/"),
+        (200, "/projects/1/flips/ (bare fragment)", "/projects/"),
+    ]

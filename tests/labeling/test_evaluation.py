@@ -328,7 +328,7 @@ def test_an_image_caption_project_is_told_the_evaluation_is_not_for_it(client):
         evaluation.evaluation_start(project=coco, evals=["project"])
     assert "captions without a class label" in exc.value.message_dict["project"][0]
     client.force_login(researcher())
-    html = unescape(client.get(f"/labeling/projects/{coco.pk}/evaluation/").content.decode())
+    html = unescape(client.get(f"/labeling/projects/{coco.pk}/evaluation/", HTTP_HX_REQUEST="true").content.decode())
     assert "Not for this project: an image-caption project's originals are captions" in html
     assert "<form" not in html and "Evaluate</button>" not in html
 

@@ -353,6 +353,19 @@ def test_the_fragment_polls_until_the_job_ends_then_stops_and_says_so(project):
     assert c.get("/jobs/99999/").status_code == 404
 
 
+def test_the_fragment_url_opened_without_htmx_is_a_page_not_a_bare_fragment(project):
+    """The job box's polling URL opened directly (a new tab, a crawler) was the bare ``<div>``:
+    no title, no heading, no styles. It is now the box on a page of its own."""
+    job = svc.job_create(kind="export", project=project)
+    c = Client()
+    c.force_login(researcher())
+    html = c.get(f"/jobs/{job.pk}/").content.decode()
+    assert html.startswith("<!doctype html>") and f"<title>Job {job.pk} · {project.name}</title>" in html
+    assert f"<h1>Job {job.pk} · {project.name}" in html and f'id="job-{job.pk}"' in html
+    box = c.get(f"/jobs/{job.pk}/", HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in box and f'id="job-{job.pk}"' in box
+
+
 def test_the_fragment_shows_a_result_with_a_key_called_items(project):
     """Routing's result has an "items" count: the template must not read ``result.items`` as
     that key (it did, and the route page's job fragment answered 500 once routing succeeded)."""

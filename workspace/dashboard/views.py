@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from projects.http import bad_request
+from projects.http import bad_request, render_section
 from projects.models import Project
 from projects.permissions import researcher_required
 from workspace.dashboard.forms import WarningsQuery
@@ -36,7 +36,7 @@ def warnings(request: HttpRequest, project_id: int) -> HttpResponse:
         return bad_request(query.error_text())
     found = science_warnings(project=project)
     limit = query.cleaned_data["limit"] or len(found)
-    return render(
+    return render_section(
         request,
         "workspace/_science_warnings.html",
         {
@@ -46,4 +46,6 @@ def warnings(request: HttpRequest, project_id: int) -> HttpResponse:
             "checks": CHECKS,
             "with_dashboard_link": True,
         },
+        title="Risks",
+        tab="dashboard",
     )

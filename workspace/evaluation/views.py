@@ -9,13 +9,13 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from labeling import evaluation as services_evaluation
 from labeling.selectors import cad_missing_note, evaluation_for
-from projects.http import started_elsewhere
+from projects.http import render_section, started_elsewhere
 from projects.models import Project
 from projects.permissions import researcher_required
 from projects.selectors import job_progress
@@ -62,7 +62,9 @@ def _evaluation_fragment(
         "summary": ev["summary"],
         "sets": ev["sets"],
     }
-    return render(request, "workspace/_evaluation.html", context, status=status)
+    return render_section(
+        request, "workspace/_evaluation.html", context, title="Evaluation", tab="evaluation", status=status
+    )
 
 
 @researcher_required
