@@ -112,7 +112,8 @@ def autolabel_start(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _section_url(project: Project, section: str) -> str:
-    return f"{reverse('project-detail', args=[project.pk])}#{section}"
+    """Where a section lives: the task-model page (``project-models``) holds both."""
+    return f"{reverse('project-models', args=[project.pk])}#{section}"
 
 
 # -- the task model f (issue 26) -----------------------------------------------------------
@@ -185,6 +186,8 @@ def task_model_probe_start(request: HttpRequest, pk: int) -> HttpResponse:
     job = _task_model_queue(request, project, task_training.task_model_probe_start)
     if isinstance(job, HttpResponse):
         return job
+    if (done := started_elsewhere(request, _section_url(project, "task-model"))) is not None:
+        return done
     return _task_model_fragment(
         request, project, message=f"Estimating the training time from a few steps on this machine (job {job.pk})."
     )

@@ -364,7 +364,7 @@ def test_the_form_estimates_the_time_from_a_probe_and_proposes_a_cap(tmp_path, d
     url = f"/labeling/projects/{project.pk}/task-model/"
     assert c.post(url + "probe/", {"epochs": "0"}).status_code == 400
     with django_capture_on_commit_callbacks(execute=True):
-        r = c.post(url + "probe/", {"epochs": "3"})
+        r = c.post(url + "probe/", {"epochs": "3"}, HTTP_HX_REQUEST="true")
     assert r.status_code == 200 and b"Estimating the training time" in r.content
     html = c.get(url).content.decode()
     assert "Measured on cpu (4 training steps of 32 examples" in html and "would take about" in html

@@ -67,7 +67,7 @@ def test_train_then_autolabel_through_the_page(client, django_capture_on_commit_
     with django_capture_on_commit_callbacks(execute=True):
         resp = client.post(f"/labeling/projects/{project.pk}/autolabel/", {"min_confidence": "0.5"})
     # a plain POST (no htmx) is redirected to the page, so a reload starts nothing (issue 32.8)
-    assert resp.status_code == 302 and resp["Location"] == f"/projects/{project.pk}/#flip-rates"
+    assert resp.status_code == 302 and resp["Location"] == f"/projects/{project.pk}/models/#flip-rates"
     assert Candidate.objects.filter(project=project, state=states.AUTO_LABELED).exists()
 
 
@@ -121,3 +121,34 @@ def test_warm_start_is_a_select_of_known_data_sets_checked_by_the_server(client,
     monkeypatch.setattr(services, "pairwise_train_start", fake_start)
     client.post(f"/labeling/projects/{project.pk}/train/", {"mode": "capc", "warm_start": "cad-nli:train"})
     assert seen["warm_start"] == f"cad-nli:{tmp_path / 'cad'}:train"
+
+
+def test_the_sections_forms_post_without_javascript(django_capture_on_commit_callbacks):
+    """The forms of the task-model, h and evaluation sections had only ``hx-post``: without
+    JavaScript they were GET forms that reloaded the page with the fields in its URL and
+    started nothing. Each is now a POST form to the same URL with its CSRF token, and a plain
+    post lands on the page that holds the section (the task-model page, not the overview)."""
+    import re
+
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    login(client, permissions.RESEARCHER)
+    project, _ = make_project()
+    for section in ("flip-rates", "task-model", "evaluation"):
+        html = client.get(f"/labeling/projects/{project.pk}/{section}/").content.decode()
+        forms = re.findall(r"<form\b([^>]*)>(.*?)</form>", html, re.S)
+        hx_forms = [(tag, body) for tag, body in forms if "hx-post" in tag]
+        assert hx_forms, section
+        for tag, body in hx_forms:
+            action = re.search(r'\baction="([^"]+)"', tag)
+            assert 'method="post"' in tag and action, tag
+            assert f'hx-post="{action.group(1)}"' in tag and 'name="csrfmiddlewaretoken"' in body, tag
+    html = client.get(f"/labeling/projects/{project.pk}/flip-rates/").content.decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = client.post(f"/labeling/projects/{project.pk}/train/", {"csrfmiddlewaretoken": token, "mode": "pc"})
+    assert resp.status_code == 302 and resp["Location"] == f"/projects/{project.pk}/models/#flip-rates"
+    assert PairwiseModel.objects.filter(project=project, mode="pc").count() == 1
+    models_page = client.get(resp["Location"]).content.decode()  # its sections' own pages, for no script
+    assert f'href="/labeling/projects/{project.pk}/flip-rates/"' in models_page

@@ -92,7 +92,7 @@ def evaluation_start(request: HttpRequest, pk: int) -> HttpResponse:
         return _evaluation_fragment(request, project, error=" ".join(exc.messages), status=400, form=form)
     except BrokerUnavailable as exc:
         return _evaluation_fragment(request, project, error=str(exc), status=503, form=form)
-    done = started_elsewhere(request, f"{reverse('project-detail', args=[project.pk])}#evaluation")
+    done = started_elsewhere(request, f"{reverse('project-evaluation', args=[project.pk])}#evaluation")
     if done is not None:  # a plain POST: redirect, so a reload does not start another (issue 32.8)
         return done
     return _evaluation_fragment(request, project, message=f"Evaluation queued (job {job.pk}).")
