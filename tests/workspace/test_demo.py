@@ -63,6 +63,14 @@ def test_demo_from_the_fixture_when_shared_data_is_missing(settings, tmp_path: P
     assert not Client().login(username="researcher", password="s3cret-pass")
 
 
+def test_demo_prints_the_address_it_is_given(settings, tmp_path: Path) -> None:
+    """``make run`` with ``PORT=8104`` serves on 8104: the demo's address says so, not 8000."""
+    settings.COUNTERPART = {**settings.COUNTERPART, "SHARED_DATA_DIR": str(tmp_path)}
+    text = run("--no-data", "--url", "http://127.0.0.1:8104")
+    assert "Counterpart: http://127.0.0.1:8104\n" in text
+    assert "8000" not in text
+
+
 def test_demo_no_route(settings, tmp_path: Path) -> None:
     settings.COUNTERPART = {**settings.COUNTERPART, "SHARED_DATA_DIR": str(tmp_path)}
     run("--no-route")

@@ -1,4 +1,4 @@
-"""``python manage.py demo [--password P] [--no-data]``
+"""``python manage.py demo [--password P] [--no-data] [--no-route] [--url URL]``
 
 Creates the ``researcher`` and ``annotator`` groups, a researcher account and three annotator
 accounts (``annotator``, ``annotator2``, ``annotator3``: the project wants 3 answers per item,
@@ -13,6 +13,9 @@ one-noun caption swaps) routed as caption-choice items (see workspace/services/d
 Running it again is harmless: it imports nothing twice, routes nothing more into a project that
 was routed before, and writes a password only when it changed (so the sessions of those
 logged in survive a second ``make run``).
+
+It prints the address to open (``--url``, default http://127.0.0.1:8000; ``make run`` passes the
+one its ``PORT`` serves) and the accounts.
 
 Under the production settings (``settings.PRODUCTION``) it refuses unless given ``--force``:
 it would create accounts with a published password on a real server.
@@ -65,6 +68,9 @@ class Command(BaseCommand):
         parser.add_argument("--no-data", action="store_true", help="only the groups and accounts, no demo project")
         parser.add_argument("--no-route", action="store_true", help="leave every demo candidate in the pool")
         parser.add_argument(
+            "--url", default=URL, help=f"the address printed for the app (default {URL}; make run passes its PORT's)"
+        )
+        parser.add_argument(
             "--force", action="store_true", help="run even under the production settings (creates the demo accounts)"
         )
 
@@ -110,7 +116,7 @@ class Command(BaseCommand):
         if not opts["no_data"]:
             self._caption_demo(researcher, annotators, route=not opts["no_route"])
 
-        self.stdout.write(f"Counterpart: {URL}")
+        self.stdout.write(f"Counterpart: {opts['url']}")
         self.stdout.write(f"  researcher: username {RESEARCHER_USERNAME}  password {password}")
         self.stdout.write(f"  annotator:  username {ANNOTATOR_USERNAME}  password {password}")
         for name in ANNOTATOR_USERNAMES[1:]:
