@@ -8,6 +8,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 BUDGET_ERROR = "the budget must be a number between 0 and 1"
+GOLD_RATE_ERROR = "the gold rate must be a number between 0 and 1 (check items per routed item)"
 
 # The answer every item kind offers besides the project's labels ("Unclear / invalid",
 # ``annotate.kinds.UNCLEAR`` is this name): no label may be called so, in any case.
@@ -15,18 +16,30 @@ UNCLEAR_CHOICE = "unclear"
 RESERVED_CHOICES = frozenset({UNCLEAR_CHOICE})
 
 
+def _share(value: Any, error: str, code: str) -> float:
+    """``value`` as a float in [0, 1]; ValidationError(``error``) otherwise (NaN included)."""
+    try:
+        share = float(value)
+    except (TypeError, ValueError):
+        raise ValidationError(error, code=code) from None
+    if not 0 <= share <= 1:  # NaN fails this too
+        raise ValidationError(error, code=code)
+    return share
+
+
 def validate_budget(value: Any) -> float:
     """A human budget (the share of a project's candidates sent to humans) as a float in
     [0, 1]; ValidationError otherwise. Behind the project form and API (``human_budget``), the
     route form and API, ``manage.py route --budget`` and the services ``project_create``,
     ``project_route_start`` and ``project_route``."""
-    try:
-        budget = float(value)
-    except (TypeError, ValueError):
-        raise ValidationError(BUDGET_ERROR, code="budget") from None
-    if not 0 <= budget <= 1:  # NaN fails this too
-        raise ValidationError(BUDGET_ERROR, code="budget")
-    return budget
+    return _share(value, BUDGET_ERROR, "budget")
+
+
+def validate_gold_rate(value: Any) -> float:
+    """A gold rate (check items per routed item) as a float in [0, 1]; ValidationError
+    otherwise. Behind ``manage.py route --gold-rate`` and ``project_route`` (which also checks
+    ``COUNTERPART_GOLD_RATE`` so)."""
+    return _share(value, GOLD_RATE_ERROR, "gold_rate")
 
 
 def budget_validator(value: float) -> None:

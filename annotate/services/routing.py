@@ -35,7 +35,7 @@ from projects import states
 from projects.models import Candidate, Job, Project
 from projects.services.candidates import candidates_transition
 from projects.services.jobs import JobContext, JobFailed, job_start, stop_if_cancelled
-from projects.validators import validate_budget
+from projects.validators import validate_budget, validate_gold_rate
 
 STRATEGIES = ["random", "stratified", "uncertainty", "active"]
 CHUNK = 5000
@@ -257,7 +257,7 @@ def project_route(
     if strategy not in STRATEGIES:
         raise ValidationError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     budget = validate_budget(project.human_budget if budget is None else budget)
-    gold_rate = float(settings.COUNTERPART["GOLD_RATE"]) if gold_rate is None else float(gold_rate)
+    gold_rate = validate_gold_rate(settings.COUNTERPART["GOLD_RATE"] if gold_rate is None else gold_rate)
     rng = random.Random(seed)
     messages: list[str] = [w for w in [no_annotators_warning(project)] if w]
 

@@ -1,6 +1,7 @@
 from collections import Counter
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
@@ -79,6 +80,22 @@ def test_route_command(capsys):
         call_command("route", "--project", "nope")
     with pytest.raises(CommandError):
         call_command("route", "--project", "cmd", "--budget", "2")
+
+
+@pytest.mark.parametrize("rate", ["2", "-0.1", "nan", "inf", "lots"])
+def test_a_gold_rate_outside_0_to_1_is_refused_and_routes_nothing(settings, rate):
+    """``route --gold-rate 2`` used to make every gold candidate a check item (271 on the
+    demo), and ``nan`` crashed the route job; now both are refused before anything is written."""
+    project = project_with_candidates(name="gold", n=30, gold=30)
+    with pytest.raises(CommandError, match="the gold rate must be a number between 0 and 1"):
+        call_command("route", "--project", "gold", "--gold-rate", rate)
+    with pytest.raises(ValidationError, match="the gold rate must be a number between 0 and 1"):
+        project_route(project=project, budget=0.1, gold_rate=rate)
+    settings.COUNTERPART = {**settings.COUNTERPART, "GOLD_RATE": 3.0}  # COUNTERPART_GOLD_RATE=3
+    with pytest.raises(ValidationError, match="the gold rate"):
+        project_route(project=project, budget=0.1)
+    assert not Item.objects.filter(project=project).exists()
+    assert not Candidate.objects.filter(project=project, state=states.ROUTED).exists()
 
 
 @pytest.mark.parametrize("strategy", ["random", "stratified", "uncertainty"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -12,15 +13,20 @@ from django.core.management.base import BaseCommand, CommandError
 from annotate.services.routing import STRATEGIES, RoutingResult, project_route
 from projects.models import Project
 from projects.services.jobs import JobCancelled, JobContext, job_run_here
-from projects.validators import validate_budget
+from projects.validators import validate_budget, validate_gold_rate
 
 
-def _budget(raw: str) -> float:
-    """``--budget``, checked as the route form and API check it."""
-    try:
-        return validate_budget(raw)
-    except ValidationError as exc:
-        raise argparse.ArgumentTypeError(" ".join(exc.messages)) from exc
+def _checked(validate: Callable[[str], float]) -> Callable[[str], float]:
+    """An argparse type from a validator: ``--budget`` checked as the route form and API check
+    it, ``--gold-rate`` as the service does."""
+
+    def parse(raw: str) -> float:
+        try:
+            return validate(raw)
+        except ValidationError as exc:
+            raise argparse.ArgumentTypeError(" ".join(exc.messages)) from exc
+
+    return parse
 
 
 class Command(BaseCommand):
@@ -30,13 +36,16 @@ class Command(BaseCommand):
         parser.add_argument("--project", required=True, help="project name")
         parser.add_argument(
             "--budget",
-            type=_budget,
+            type=_checked(validate_budget),
             default=None,
             help="fraction of the project's candidates for humans (default: the project's budget)",
         )
         parser.add_argument("--strategy", choices=STRATEGIES, default="random")
         parser.add_argument(
-            "--gold-rate", type=float, default=None, help="gold items per routed item (default COUNTERPART_GOLD_RATE)"
+            "--gold-rate",
+            type=_checked(validate_gold_rate),
+            default=None,
+            help="gold items per routed item, 0 to 1 (default COUNTERPART_GOLD_RATE)",
         )
         parser.add_argument("--seed", type=int, default=None)
 
