@@ -183,6 +183,9 @@ def test_commands_train_and_autolabel(capsys):
     assert "considered 100" in out
     with pytest.raises(CommandError, match="no project"):
         call_command("autolabel", "--project", "nope")
+    for bad in ("7", "-0.5", "abc", "nan"):  # said as such, not argparse's "invalid _prob value"
+        with pytest.raises(CommandError, match="min confidence must be a number between 0 and 1"):
+            call_command("autolabel", "--project", project.name, "--min-confidence", bad)
 
 
 def test_flip_rates_selector_and_view(client):

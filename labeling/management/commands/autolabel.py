@@ -7,6 +7,8 @@ humans). P defaults to the threshold stored with the model.
 
 from __future__ import annotations
 
+import argparse
+import math
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -19,9 +21,14 @@ from projects.services.jobs import JobCancelled, JobContext, job_run_here
 
 
 def _prob(value: str) -> float:
-    p = float(value)
-    if not 0 <= p <= 1:
-        raise ValueError("must be between 0 and 1")
+    """``--min-confidence``: argparse prints this message (a ValueError's it drops for "invalid
+    _prob value")."""
+    try:
+        p = float(value)
+    except ValueError:
+        p = math.nan
+    if not 0 <= p <= 1:  # NaN fails this too
+        raise argparse.ArgumentTypeError("min confidence must be a number between 0 and 1")
     return p
 
 
