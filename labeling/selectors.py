@@ -153,7 +153,7 @@ def active_selection_for(*, project: Project, n: int, seed: int) -> ActiveSelect
         model = latest_model(project)
     except ValidationError:
         return ActiveSelection(
-            None, unavailable="no pairwise model for this project yet (press “Train h” on the project page)"
+            None, unavailable="no pairwise model for this project yet (press “Train h” on the Task model and h page)"
         )
     try:
         bundle = load_model(project, model)

@@ -668,7 +668,8 @@ def latest_model(project: Project) -> PairwiseModel:
     model = PairwiseModel.objects.filter(project=project).order_by("-version").first()
     if model is None:
         raise ValidationError(
-            f"project {project.name!r} has no pairwise model yet: press “Train h” on the project page first"
+            f"project {project.name!r} has no pairwise model yet: train h first (“Train h” on the project's Task model "
+            "and h page, or python manage.py train_pairwise)"
         )
     return model
 

@@ -128,7 +128,7 @@ def _select_uncertainty(project: Project, n: int, rng: random.Random, messages: 
     if not rows:
         messages.append(
             "uncertainty: no classifier confidences on this project's candidates (press “Train h” and "
-            "then “Auto-label the rest” on the project page first); fell back to random"
+            "then “Auto-label the rest” on the project's Task model and h page first); fell back to random"
         )
         return _select_random(project, n, rng), "random"
     picked = sampling.uncertainty_sample([r[0] for r in rows], [r[1] for r in rows], n, seed=rng)

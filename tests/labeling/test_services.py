@@ -153,8 +153,10 @@ def test_too_few_human_labels_is_a_clear_error_and_no_model():
     with pytest.raises(ValidationError, match="need at least 10"):
         services.pairwise_train(project=project)
     assert not PairwiseModel.objects.exists()
-    with pytest.raises(ValidationError, match="no pairwise model yet"):
+    with pytest.raises(ValidationError, match="no pairwise model yet") as refused:
         services.autolabel(project=project)
+    # where h is trained: the Task model and h page's button (not the project page's), or the command
+    assert "“Train h” on the project's Task model and h page, or python manage.py train_pairwise" in str(refused.value)
 
 
 def test_a_label_class_without_human_labels_is_refused():

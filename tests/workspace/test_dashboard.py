@@ -366,3 +366,23 @@ def test_stats_units():
         [(i, a, "x" if (i + a) % 3 else "y") for i in range(20) for a in range(3)], labels=["x", "y"], n_boot=50
     )
     assert ci.n_items == 20 and ci.kappa_ci is not None and ci.kappa_ci[0] <= ci.kappa <= ci.kappa_ci[1]
+
+
+def test_without_h_the_dashboard_names_the_page_whose_button_trains_it():
+    """The h charts and autolabel used to send the researcher to "Train h" on the project page,
+    which has no such button: it is on the Task model and h page."""
+    project = labelled_nli_project()
+    charts, _ = h_charts(project=project)
+    assert all(c.na == "n/a (no pairwise model yet: press “Train h” on the Task model and h page)" for c in charts)
+    client = Client()
+    client.force_login(researcher())
+    models_page = client.get(f"/projects/{project.pk}/models/").content.decode()
+    overview = client.get(f"/projects/{project.pk}/").content.decode()
+    # the button is in the flip-rates section, which the Task model and h page loads (htmx)
+    assert (
+        "<title>Task model and h" in models_page
+        and f'hx-get="/labeling/projects/{project.pk}/flip-rates/"' in models_page
+    )
+    section = client.get(f"/labeling/projects/{project.pk}/flip-rates/").content.decode()
+    assert section.count(">Train h</button>") == 1
+    assert "/flip-rates/" not in overview and ">Train h</button>" not in overview

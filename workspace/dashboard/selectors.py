@@ -130,7 +130,7 @@ def h_charts(*, project: Project) -> tuple[list[Chart], dict[str, Any] | None]:
     )
     if model is None:
         for c in (rel, hist, cov):
-            c.na = "n/a (no pairwise model yet: press “Train h” on the project page)"
+            c.na = "n/a (no pairwise model yet: press “Train h” on the Task model and h page)"
         return [rel, hist, cov], None
     info = {
         "version": model.version,
