@@ -54,6 +54,21 @@ def test_every_kind_is_on_the_documented_queue():
         assert kind.queue == table[name], f"{name}: registered on {kind.queue}, documented on {table[name]}"
 
 
+def test_configuration_md_gives_every_kind_its_registered_queue():
+    """docs/configuration.md used to send train, autolabel, route and evaluate to `ml` and export
+    to `default`; its sentence must say what the registry does."""
+    text = " ".join(read("docs", "configuration.md").split())
+    sentence = text.split("Each job kind's queue is registered by its app", 1)[1].split("(", 2)[2]
+    sentence = sentence.split("([operations.md]", 1)[0].split("):", 1)[1]
+    said = {
+        kind: queue
+        for part in sentence.split(";")
+        for queue in re.findall(r"→ `(\w+)`", part)
+        for kind in re.findall(r"`(\w+)`(?=[^→]*→)", part)
+    }
+    assert said == {name: kind.queue for name, kind in _KINDS.items()}
+
+
 def test_generation_never_shares_a_queue_with_an_interactive_kind():
     generation = _KINDS["generation"].queue
     assert all(_KINDS[k].queue != generation for k in INTERACTIVE if k in _KINDS)
