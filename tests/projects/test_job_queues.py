@@ -69,6 +69,19 @@ def test_configuration_md_gives_every_kind_its_registered_queue():
     assert said == {name: kind.queue for name, kind in _KINDS.items()}
 
 
+def test_every_doc_that_names_a_kinds_queue_names_the_registered_one():
+    """labelling.md put the `evaluate` job "on the `ml` queue" (it is on `interactive`): each
+    "… `kind` … on the `queue` queue" in docs/ must be the registry's."""
+    wrong = []
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        for before, queue in re.findall(r"([^.;:(]{0,60}) on the `(\w+)` queue", text):
+            for kind in set(re.findall(r"`(\w+)`", before)) & set(_KINDS):
+                if _KINDS[kind].queue != queue:
+                    wrong.append(f"{page.name}: {kind} on {queue}, registered on {_KINDS[kind].queue}")
+    assert not wrong
+
+
 def test_generation_never_shares_a_queue_with_an_interactive_kind():
     generation = _KINDS["generation"].queue
     assert all(_KINDS[k].queue != generation for k in INTERACTIVE if k in _KINDS)
