@@ -45,7 +45,7 @@ from labeling.ml.augmentation import (
 )
 from labeling.ml.base_classifier import TooFewLabels
 from labeling.ml.features import Pair
-from labeling.ml.pairs import LabelledPairs, parse_warm_spec
+from labeling.ml.pairs import SPLITS, LabelledPairs, parse_warm_spec
 from labeling.services import (
     CAPTIONS_HAVE_NO_CLASS,
     NOT_IN_POOL,
@@ -352,8 +352,8 @@ def evaluation_start(
     classifier: str = "minilm-lr",
     created_by: Any = None,
 ) -> Job:
-    """Validate (cheap: no model, one count) and queue an ``evaluate`` job on the ``ml``
-    queue. ``evals``: keys of :func:`evaluation_choices` or ``FORMAT:PATH[:SPLIT]`` specs.
+    """Validate (cheap: no model, one count) and queue an ``evaluate`` job on the
+    ``interactive`` queue. ``evals``: keys of :func:`evaluation_choices` or ``FORMAT:PATH[:SPLIT]`` specs.
     ``ValidationError`` with a message per field for bad input."""
     errors: dict[str, list[str]] = {}
     choices = {c.key: c for c in evaluation_choices(project=project)}
@@ -361,11 +361,19 @@ def evaluation_start(
     titles: dict[str, str] = {}
     for value in (s.strip() for s in evals if s and s.strip()):
         choice = choices.get(value)
+        fmt, _, split = value.partition(":")
+        if choice is None and fmt in FORMATS and split in SPLITS:  # a key's shape, but not listed here
+            errors.setdefault("evals", []).append(
+                f"evaluation set {value!r} is not one of this project's sets ({', '.join(choices)}): the shared "
+                f"data directory has no {fmt} {split} split; a file of your own is FORMAT:PATH[:SPLIT], its path "
+                "under the shared data directory"
+            )
+            continue
         spec = choice.spec if choice else value
         if spec not in titles:
             specs.append(spec)
             titles[spec] = choice.title if choice else _title(spec)
-    if not specs:
+    if not specs and not errors:
         errors["evals"] = ["choose at least one evaluation set"]
     for spec in specs:
         try:

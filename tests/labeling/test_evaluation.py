@@ -120,6 +120,20 @@ def test_api_refuses_bad_input(payload, field):
     assert not Job.objects.filter(kind="evaluate").exists()
 
 
+def test_a_listed_keys_shape_for_a_split_the_shared_data_lacks_names_the_sets_there():
+    """labelling.md's example asked for "cad-nli:test", which CAD NLI here lacks: it was refused as
+    "only data under the shared data directory can be used", as if it were a path; now the answer
+    says it is not one of the project's sets and lists them."""
+    project, _ = make_project(n_pairs=30, n_human=10)
+    resp = api().post(f"/api/v1/projects/{project.pk}/evaluate/", {"evals": ["cad-nli:test", "project"]}, format="json")
+    assert resp.status_code == 400, resp.content
+    assert resp.json()["evals"] == [
+        "evaluation set 'cad-nli:test' is not one of this project's sets (project): the shared data directory has "
+        "no cad-nli test split; a file of your own is FORMAT:PATH[:SPLIT], its path under the shared data directory"
+    ]
+    assert not Job.objects.filter(kind="evaluate").exists()
+
+
 def test_api_refuses_a_project_without_labels_and_annotators():
     from projects.services.projects import project_create
 
