@@ -45,7 +45,7 @@ from labeling.ml.augmentation import (
 )
 from labeling.ml.base_classifier import TooFewLabels
 from labeling.ml.features import Pair
-from labeling.ml.pairs import SPLITS, LabelledPairs, parse_warm_spec
+from labeling.ml.pairs import LabelledPairs, parse_warm_spec
 from labeling.services import (
     CAPTIONS_HAVE_NO_CLASS,
     NOT_IN_POOL,
@@ -56,7 +56,7 @@ from labeling.services import (
     embedder,
 )
 from projects import states
-from projects.formats import FORMAT_TASKS, FORMATS, FormatError, read
+from projects.formats import FORMAT_TASKS, FORMATS, SPEC_SPLITS, FormatError, read
 from projects.models import Candidate, Example, Job, Project
 from projects.services.exports import candidates_for_export
 from projects.services.jobs import JobContext, JobFailed, job_start
@@ -362,7 +362,7 @@ def evaluation_start(
     for value in (s.strip() for s in evals if s and s.strip()):
         choice = choices.get(value)
         fmt, _, split = value.partition(":")
-        if choice is None and fmt in FORMATS and split in SPLITS:  # a key's shape, but not listed here
+        if choice is None and fmt in FORMATS and split in SPEC_SPLITS:  # a key's shape, but not listed here
             errors.setdefault("evals", []).append(
                 f"evaluation set {value!r} is not one of this project's sets ({', '.join(choices)}): the shared "
                 f"data directory has no {fmt} {split} split; a file of your own is FORMAT:PATH[:SPLIT], its path "
