@@ -10,6 +10,9 @@ from django.core.management import CommandError, call_command
 
 from labeling.ml.pairs import parse_warm_spec
 
+# the commands read the embedder through labeling.services (the database's cache of embeddings)
+pytestmark = pytest.mark.postgres_too
+
 
 def test_parse_warm_spec():
     assert parse_warm_spec("cad-nli:../shared/data/cad:train") == ("cad-nli", "../shared/data/cad", "train")
