@@ -155,9 +155,12 @@ def demo_was_routed(project: Any) -> bool:
     return Item.objects.filter(project=project).exists()
 
 
-def demo_caption_project(*, researcher: Any, annotators: list[Any], route: bool) -> tuple[str, ImportReport, int]:
+def demo_caption_project(
+    *, researcher: Any, annotators: list[Any], route: bool
+) -> tuple[str, ImportReport, int | None]:
     """Create (or top up) the image-caption demo project; returns (summary line, import report,
-    routed pairs). Every pair is routed (both images of a pair become caption-choice items)."""
+    routed pairs: None when the project was routed before and left as it is). Every pair is
+    routed (both images of a pair become caption-choice items)."""
     project, created = project_get_or_create(
         name=DEMO_CAPTION_PROJECT,
         task="image-caption",
@@ -168,7 +171,7 @@ def demo_caption_project(*, researcher: Any, annotators: list[Any], route: bool)
     report = data_import(project=project, format="pairs-jsonl", paths=[str(demo_caption_file())])
     project_add_annotators(project=project, users=annotators)
     # routed once: a project that has items is left as it is (a second `make run` routes no more)
-    routed = 0
+    routed: int | None = None
     if route and not demo_was_routed(project):
         routed = project_route(project=project, budget=1.0, seed=0).routed
     line = f"demo project {project.name!r} ({'created' if created else 'exists'}): {report.summary()}"

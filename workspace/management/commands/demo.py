@@ -136,7 +136,9 @@ class Command(BaseCommand):
         self.stdout.write(line)
         for problem in report.problems[:10]:
             self.stderr.write(problem)
-        if route:
+        if route and routed is None:  # as the NLI demo says it on a second `make run`
+            self.stdout.write("routed 0 image pairs (the image-caption demo was routed before; left as it is)")
+        elif route:
             self.stdout.write(f"routed {routed} image pairs to annotators (caption choice)")
 
     def _user(self, username: str, password: str, group: Group) -> Any:
