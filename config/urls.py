@@ -1,11 +1,11 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
 from config.api_docs import ApiDocsView
 from config.favicon import favicon
-from projects import lockout, token_views
+from projects import error_views, lockout, token_views
 
 admin.site.login_form = lockout.AdminLoginForm
 
@@ -36,6 +36,8 @@ urlpatterns = [
     path("annotate/", include("workspace.members.urls")),
     path("labeling/", include("labeling.urls")),
     path("labeling/", include("workspace.evaluation.urls")),
+    # Last: any other /api/ address answers the JSON 404, with DEBUG on too (projects/error_views.py).
+    re_path(r"^api/(?P<rest>.*)$", error_views.api_not_found),
 ]
 
 # An uncaught exception: the app's error page (JSON under /api/), 503 when the database cannot

@@ -1,6 +1,6 @@
 """The error handlers of ``config/urls.py``: ``handler500`` (server errors) and ``handler404``
-(an address no URL pattern matches: JSON under ``/api/``, as every API view answers its own
-404s, instead of the HTML page a script cannot read).
+(JSON under ``/api/``, as every API view answers its own 404s, instead of the HTML page a
+script cannot read) and ``api_not_found``, the last pattern under ``/api/``.
 
 Django's own answer to an uncaught exception, without a ``500.html``, is a bare "Server Error
 (500)" page, and the same for the API. This one answers with the app's error page (the
@@ -18,8 +18,10 @@ import logging
 import sys
 
 from django import db
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
 from django.template.loader import render_to_string
+from django.urls import Resolver404, resolve
 from django.views import defaults
 
 logger = logging.getLogger(__name__)
@@ -42,14 +44,33 @@ def database_unavailable(exc: BaseException | None) -> bool:
 API_NOT_FOUND = "Not found."
 
 
+def _api_not_found() -> JsonResponse:
+    return JsonResponse({"detail": API_NOT_FOUND, "docs": "/api/docs/"}, status=404)
+
+
 def page_not_found(request: HttpRequest, exception: Exception | None) -> HttpResponse:
-    """No URL pattern matched (or a page view raised ``Http404``): under ``/api/`` a JSON
-    ``{"detail": …}`` like DRF's 404s, with the address's way in (``/api/docs/``); elsewhere
-    the app's 404 page (``templates/404.html``). Under ``DEBUG`` Django answers an unmatched
-    address with its technical page before this runs."""
+    """A page view raised ``Http404`` (or, with ``DEBUG`` off, nothing matched): under
+    ``/api/`` a JSON ``{"detail": …}`` like DRF's 404s, with the address's way in
+    (``/api/docs/``); elsewhere the app's 404 page (``templates/404.html``)."""
     if request.path.startswith("/api/"):
-        return JsonResponse({"detail": API_NOT_FOUND, "docs": "/api/docs/"}, status=404)
+        return _api_not_found()
     return defaults.page_not_found(request, exception)
+
+
+def api_not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
+    """The last URL pattern under ``/api/``: an API address nothing else matches answers the
+    JSON 404 whatever ``DEBUG`` says (``make run`` has it on, and Django's debug 404 is an HTML
+    page a script cannot read). A GET of an address that exists with a trailing slash is sent
+    there, as ``APPEND_SLASH`` does for every other address."""
+    path = request.path_info
+    if settings.APPEND_SLASH and not path.endswith("/") and request.method in ("GET", "HEAD"):
+        try:
+            match = resolve(f"{path}/")
+        except Resolver404:
+            match = None
+        if match is not None and match.func is not api_not_found:
+            return HttpResponsePermanentRedirect(request.get_full_path(force_append_slash=True))
+    return _api_not_found()
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

@@ -84,3 +84,27 @@ def test_an_api_address_nothing_matches_answers_json_404(token_client):
     assert page.status_code == 404
     assert page["Content-Type"].startswith("text/html")
     assert "Not found (404)" in page.content.decode()
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_the_api_404_is_json_with_debug_on_too(token_client, settings, debug):
+    """`make run` serves with DEBUG on, where Django answered an unmatched /api/ address with
+    its HTML debug page (QA: POST /api/v1/memberships//pause/). The last /api/ pattern answers
+    the JSON 404 either way, and a GET without its trailing slash is still sent to the slash."""
+    settings.DEBUG = debug
+    for method, url in (("post", "/api/v1/memberships//pause/"), ("get", "/api/v1/nothing/here/"), ("get", "/api/")):
+        r = getattr(token_client, method)(url)
+        assert r.status_code == 404, url
+        assert r["Content-Type"] == "application/json", url
+        assert r.json() == {"detail": "Not found.", "docs": "/api/docs/"}
+    moved = token_client.get("/api/v1/projects?x=1")
+    assert moved.status_code == 301
+    assert moved["Location"] == "/api/v1/projects/?x=1"
+    assert token_client.post("/api/v1/projects").status_code == 404  # never a redirect that drops a body
+    assert token_client.get("/api/v1/projects/").status_code == 200
+    # the catch-all comes after every app's API, wherever the app's urls.py mounts it
+    from django.urls import get_resolver
+
+    last = get_resolver().url_patterns[-1]
+    assert last.callback.__name__ == "api_not_found"
+    assert token_client.get("/api/v1/generation/generators/").status_code != 404
