@@ -143,7 +143,8 @@ def _verdict(kind: str, value: str, h: Sequence[int], inv: Sequence[int], min_n:
     what = f"{kind} {value}"
     enough = c.n >= min_n
     if not enough:
-        reason = f"{what}: {c.n} human labels, fewer than the {min_n} needed to tell h from “nothing flips”"
+        labels = f"{c.n} human label{'' if c.n == 1 else 's'}"
+        reason = f"{what}: {labels}, fewer than the {min_n} needed to tell h from “nothing flips”"
     elif c.beats:
         reason = f"{what}: h beats “nothing flips” ({comparison_text(c)} < {alpha})"
     elif c.h_accuracy < c.invariant_accuracy:

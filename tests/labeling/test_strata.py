@@ -165,3 +165,12 @@ def test_without_strata_h_flips_the_generated_candidates():
     proba = bundle.predict_proba([services.candidate_pair(*r) for r in rows])
     flipped = np.mean([LABELS[k] != r[2] for k, r in zip(proba.argmax(1), rows, strict=True)])
     assert flipped > 0.2
+
+
+@pytest.mark.parametrize(("n", "words"), [(1, "1 human label,"), (2, "2 human labels,")])
+def test_too_few_labels_reads_as_english(n, words):
+    from labeling.ml.strata import _verdict
+
+    s = _verdict("source", "rules", [1] * n, [1] * n, min_n=10, alpha=0.1)
+    assert not s.enough
+    assert f"source rules: {words} fewer than the 10 needed" in s.reason
