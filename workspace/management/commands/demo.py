@@ -34,6 +34,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from annotate.services.routing import project_add_annotators, project_route
+from labeling.services import MIN_LABELS
+from projects import states
+from projects.models import Candidate, Project
 from projects.permissions import ANNOTATOR, RESEARCHER
 from projects.services.imports import data_import
 from projects.services.projects import project_get_or_create
@@ -54,6 +57,20 @@ def demo_source() -> tuple[str, list[str], str, str]:
     if os.path.isfile(os.path.join(cad, "NLI", "original", "dev.tsv")):
         return "cad-nli", [cad], "dev", f"CAD NLI dev from {cad}"
     return "pairs-jsonl", [str(FIXTURE)], "", f"the shipped excerpt {FIXTURE.name}"
+
+
+def demo_budget(project: Project) -> tuple[float | None, str]:
+    """The share of the demo project to route, and what to say of it: the project's budget
+    (10 %), or, on a pool so small that the budget gives h fewer items than the human labels it
+    needs (the 40-pair excerpt: 4), enough items for those labels, so the loop can be closed."""
+    pooled = Candidate.objects.filter(project=project, state=states.POOLED).count()
+    if not pooled or pooled * project.human_budget >= MIN_LABELS:
+        return None, ""
+    budget = min(1.0, MIN_LABELS / pooled)
+    return budget, (
+        f"; {budget:.0%} of this small pool, not {project.human_budget:.0%}, so that the {MIN_LABELS} "
+        "human labels h needs can be reached"
+    )
 
 
 class Command(BaseCommand):
@@ -108,9 +125,10 @@ class Command(BaseCommand):
                 if demo_was_routed(project):
                     self.stdout.write("routed 0 candidates (the demo project was routed before; left as it is)")
                 else:
-                    routed = project_route(project=project, seed=0)
+                    budget, why = demo_budget(project)
+                    routed = project_route(project=project, budget=budget, seed=0)
                     self.stdout.write(
-                        f"routed {routed.routed} candidates to annotators ({routed.gold_items} gold checks)"
+                        f"routed {routed.routed} candidates to annotators ({routed.gold_items} gold checks){why}"
                     )
 
         if not opts["no_data"]:
