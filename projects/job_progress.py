@@ -100,7 +100,8 @@ class JobProgress:
             if s.get("total"):
                 text += f" — {s.get('done', 0)} / {s.get('total')} {s.get('unit') or ''}".rstrip()
             parts.append(text)
-        if self.rate is not None and not self.finished:
+        if self.rate is not None and not self.finished and self.stalled_seconds is None:
+            # a stalled job's rate is its last worker's and its ETA runs down to a false "0 s left"
             shown = self.rate_shown if abs(self.rate) >= 100 else f"{self.rate:g}"
             rate = f"{shown} {self.rate_unit}".rstrip()
             if self.eta_seconds is not None:

@@ -65,6 +65,35 @@ def test_a_queued_job_no_worker_picked_up_and_a_running_one_without_heartbeat_ar
     assert c.get(f"/jobs/{alive.pk}/", HTTP_HX_REQUEST="true").content.decode().count("stalled") == 0
 
 
+def test_the_jobs_command_says_stalled_and_no_false_eta(stale_60):
+    """QA: `jobs` said "running … about 0 s left" for a job whose worker had died, and never
+    "stalled"; the ETA of the last batch ran down to 0 while nothing moved."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    project = project_create(name="cmd-jobs", task="nli")
+    now = timezone.now()
+    job = svc.job_create(kind="export", project=project)
+    Job.objects.filter(pk=job.pk).update(
+        status="running",
+        started_at=now - timedelta(seconds=400),
+        heartbeat_at=now - timedelta(seconds=200),
+        done=100,
+        total=1000,
+    )
+    out = StringIO()
+    call_command("jobs", "--project", "cmd-jobs", stdout=out)
+    line = out.getvalue()
+    assert "stalled: no worker has reported for" in line
+    assert "s left" not in line and "/s" not in line
+    assert "100 / 1000" in line
+    Job.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now())  # alive again: its rate is shown
+    out = StringIO()
+    call_command("jobs", "--project", "cmd-jobs", stdout=out)
+    assert "stalled" not in out.getvalue() and "s left" in out.getvalue()
+
+
 def test_the_run_page_says_a_run_is_stalled(stale_60):
     register_test_generators()
     project = make_project(name="stall-run", n=3)

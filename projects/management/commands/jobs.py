@@ -57,6 +57,8 @@ class Command(BaseCommand):
             return
         for j in jobs:  # the figures of projects.job_progress, as the page and the API show them
             line = f"{j['id']:>6}  {j['kind']:<10} {j['project'] or '-'}: {j['summary']}"
+            if j["stalled"]:  # its worker died or hangs, or no worker takes its queue
+                line += f"  {j['stalled']}"
             if j["error"]:
                 line += f"  error: {j['error'][:200]}"
             self.stdout.write(line)
