@@ -10,7 +10,6 @@ from data files: what ``train_validity`` and ``bench_validity`` run. No database
 
 from __future__ import annotations
 
-import json
 import random
 from collections import defaultdict
 from collections.abc import Sequence
@@ -53,20 +52,25 @@ def train_and_held_out(
     return [(a, b) for i, a, b in edits if i not in held], [(a, b) for i, a, b in edits if i in held]
 
 
-def judged_rows(path: str) -> list[tuple[str, str, bool, str]]:
+def judged_rows(path: str, problems: list[str] | None = None) -> list[tuple[str, str, bool, str]]:
     """(original text, candidate text, valid, control code) of a pairs-jsonl file with
-    ``counterfactual.valid``; the texts are what the filters compare (the changed field)."""
+    ``counterfactual.valid``; the texts are what the filters compare (the changed field). The
+    file is read by ``projects.formats`` (a file that cannot be read at all raises its
+    ``FormatError``, a ValueError); a row that cannot be read — not JSON, no counterfactual, a
+    ``valid`` that is not a boolean — is left out and appended to ``problems`` as
+    ``file:line: what is wrong``."""
+    from projects.formats import PairRecord, Problem, read
+
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            cf = row["counterfactual"]
-            if "valid" not in cf:
-                continue
-            a, b = comparison_texts(row["original"]["fields"], cf["fields"])
-            out.append((a, b, bool(cf["valid"]), str(cf.get("perturbation") or "other")))
+    for rec in read("pairs-jsonl", [path], task="nli"):
+        if isinstance(rec, Problem):
+            if problems is not None:
+                problems.append(str(rec))
+            continue
+        if not isinstance(rec, PairRecord) or rec.valid is None:
+            continue
+        a, b = comparison_texts(rec.original.fields, rec.cf_fields)
+        out.append((a, b, rec.valid, rec.perturbation or "other"))
     return out
 
 

@@ -58,9 +58,10 @@ def test_bench_validity_refuses_a_judged_set_it_cannot_score(tmp_path):
     with pytest.raises(CommandError, match=r"missing\.jsonl: cannot read it"):
         bench(tmp_path / "missing.jsonl")
     (tmp_path / "bad.jsonl").write_text("not json\n")
-    with pytest.raises(CommandError, match=r"bad\.jsonl: cannot read it"):
+    with pytest.raises(CommandError, match=r"bad\.jsonl: 0 candidates with counterfactual\.valid"):
         bench(tmp_path / "bad.jsonl")
     row = {
+        "id": "p1",
         "original": {"fields": {"premise": "a man runs", "hypothesis": "a man moves"}, "label": "entailment"},
         "counterfactual": {"fields": {"premise": "a man sleeps", "hypothesis": "a man moves"}, "valid": True},
     }
@@ -70,3 +71,23 @@ def test_bench_validity_refuses_a_judged_set_it_cannot_score(tmp_path):
     (tmp_path / "empty.jsonl").write_text("")
     with pytest.raises(CommandError, match="0 candidates"):
         bench(tmp_path / "empty.jsonl")
+
+
+def test_bench_validity_names_the_rows_of_a_judged_set_it_skips(tmp_path):
+    """One truncated line in a held-out judged set stopped the run with "cannot read it as
+    pairs-jsonl (JSONDecodeError('Expecting value: line 2 column 1 …'))" — a line of the
+    decoder's buffer, not of the file — and ``"valid": "false"`` (a string) counted as valid.
+    Both rows are now skipped and named (``problem: FILE:LINE: …``); the rest is scored."""
+    from generation.services.validity_bench import judged_rows
+
+    def row(premise, valid):
+        original = {"fields": {"premise": "a man runs", "hypothesis": "a man moves"}, "label": "entailment"}
+        cf = {"fields": {"premise": premise, "hypothesis": "a man moves"}, "valid": valid}
+        return json.dumps({"id": premise, "original": original, "counterfactual": cf})
+
+    path = tmp_path / "held-out.jsonl"
+    path.write_text("\n".join([row("a man sleeps", True), '{"original": ', row("a man man", "false"), row("x", False)]))
+    problems: list[str] = []
+    assert [(b, v) for _a, b, v, _c in judged_rows(str(path), problems)] == [("a man sleeps", True), ("x", False)]
+    assert problems[0].startswith(f"{path}:2: not valid JSON")
+    assert problems[1] == f"{path}:3: counterfactual.valid must be true, false or null, not 'false'"

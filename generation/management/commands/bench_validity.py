@@ -18,6 +18,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from projects.formats import problem_lines
+
 
 class Command(BaseCommand):
     help = "Measure the validity filter on the generated-gold dev set and CAD's human edits."
@@ -47,10 +49,15 @@ class Command(BaseCommand):
             call_command("train_validity", out=model, data=data, seed=opts["seed"], stdout=self.stdout)
         if not (Path(model) / "validity.json").is_file():
             raise CommandError(f"no validity model in {model}: run train_validity (or bench_validity --train)")
+        skipped: list[str] = []
         try:  # the judged set first, before any model loads: a file that cannot give the figures is refused
-            rows = validity_bench.judged_rows(judged)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise CommandError(f"judged set {judged}: cannot read it as pairs-jsonl ({exc!r})") from None
+            rows = validity_bench.judged_rows(judged, problems=skipped)
+        except (OSError, ValueError) as exc:  # FormatError is a ValueError: it names the file
+            raise CommandError(f"judged set {judged}: cannot read it as pairs-jsonl: {exc}") from None
+        for line in problem_lines(skipped):
+            self.stderr.write(line)
+        skip_note = f", {len(skipped)} rows skipped (problems above)" if skipped else ""
+        self.stderr.write(f"read judged set {judged}: {len(rows)} candidates with counterfactual.valid{skip_note}")
         if {valid for _, _, valid, _ in rows} != {True, False}:
             raise CommandError(
                 f"judged set {judged}: {len(rows)} candidates with counterfactual.valid, "
