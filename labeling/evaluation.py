@@ -83,12 +83,14 @@ def read_eval_sets(
     *,
     name: str = "",
     problems: list[str] | None = None,
+    warnings: list[str] | None = None,
 ) -> list[EvalSet]:
     """The evaluation sets of one ``FORMAT:PATH[:SPLIT]`` spec, named ``name`` (default: the
     spec as given), with ``/original`` and ``/counterfactual`` appended for pair formats.
     ValueError with a clear message (naming the set by ``name``) when it cannot be read or
     holds no labelled record. ``problems`` receives the rows that were skipped (malformed, a
-    label not in ``labels``, other text fields), each as ``file:line: what is wrong``."""
+    label not in ``labels``, other text fields), each as ``file:line: what is wrong``; ``warnings``
+    the reader's notes (rows read with a note, or left out as CAD's misaligned rows)."""
     titled = bool(name) and name != spec  # a titled set: its server path stays out of messages
     name = name or spec
     try:
@@ -96,7 +98,8 @@ def read_eval_sets(
     except ValueError as exc:
         raise ValueError(f"evaluation set {name!r}: {exc}") from None
     try:
-        records = list(read(fmt, [path], task=task, split=split, labels=labels, text_fields=fields))
+        noted = (lambda p: warnings.append(str(p))) if warnings is not None else None
+        records = list(read(fmt, [path], task=task, split=split, labels=labels, text_fields=fields, warn=noted))
     except (FormatError, ValueError) as exc:
         message = str(exc).replace(path, "…") if titled else str(exc)
         raise ValueError(f"evaluation set {name!r}: {message}") from None

@@ -27,7 +27,7 @@ anything of that file is yielded.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from projects.formats import cad, coco, hf, labelled, pairs, tabular
@@ -85,8 +85,8 @@ __all__ = [
     "pair_to_json",
     "parse_label_map",
     "parse_spec",
-    "problem_lines",
     "read",
+    "read_report",
     "write_coco_cf",
     "write_csv",
     "write_hf_datasets",
@@ -190,13 +190,23 @@ def parse_spec(spec: str, what: str = "a data set") -> tuple[str, str, str]:
     return parts[0], os.path.expanduser(":".join(parts[1:])), ""
 
 
-def problem_lines(problems: list[str] | list[Problem], limit: int = 20) -> list[str]:
-    """What a command says about the rows it skipped: ``problem: …`` for the first ``limit``,
-    then how many more there were."""
-    lines = [f"problem: {p}" for p in problems[:limit]]
-    if len(problems) > limit:
-        lines.append(f"... and {len(problems) - limit} more problems")
+def _lines(kind: str, notes: Sequence[object], limit: int) -> list[str]:
+    lines = [f"{kind}: {n}" for n in notes[:limit]]
+    if len(notes) > limit:
+        lines.append(f"... and {len(notes) - limit} more {kind}s")
     return lines
+
+
+def read_report(
+    name: str, counted: str, problems: Sequence[object], warnings: Sequence[object] = (), limit: int = 20
+) -> list[str]:
+    """What a command says about the data it read: ``problem: …`` for each row it skipped and
+    ``warning: …`` for each row read with a note (the first ``limit`` of each, then how many
+    more), then ``read NAME: COUNTED[, K rows skipped][, W warnings]``."""
+    notes = [f"{len(problems)} rows skipped (problems above)"] if problems else []
+    notes += [f"{len(warnings)} warnings (above)"] if warnings else []
+    summary = f"read {name}: {counted}" + "".join(f", {n}" for n in notes)
+    return [*_lines("problem", problems, limit), *_lines("warning", warnings, limit), summary]
 
 
 def input_files(format: str, paths: list[str], *, split: str = "") -> list[str]:

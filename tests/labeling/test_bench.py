@@ -309,3 +309,34 @@ def test_the_benches_say_which_data_they_read_and_which_evaluation_rows_they_ski
     assert f"read evaluation set pairs-jsonl:{held_out}: 10 original, 10 counterfactual, 2 rows skipped" in said
     result = json.loads(out.getvalue().strip().splitlines()[-1])
     assert result["eval"][f"pairs-jsonl:{held_out}/counterfactual"]["n"] == 10
+
+
+def test_the_benches_say_which_rows_the_reader_left_out_with_a_note(tmp_path):
+    """A held-out CAD-NLI split whose revised row does not align with its original: the reader
+    leaves it out and reports it through ``warn``, which the benches did not pass — the pair
+    vanished without a word. The pool, warm start and evaluation sets now say each such note
+    as a ``warning:`` line and count them."""
+    from labeling.evaluation import read_eval_sets
+    from labeling.management.commands.bench_pairwise import read_pairs
+
+    from .conftest import FIELDS, LABELS
+
+    cad = tmp_path / "cad" / "NLI"
+    header = "sentence1\tsentence2\tgold_label\n"
+    rows = [("A man rides a horse.", "A man is outside.", "entailment"), ("A dog runs.", "A cat sleeps.", "neutral")]
+    for part in ("original", "revised_premise", "revised_hypothesis"):
+        (cad / part).mkdir(parents=True)
+    (cad / "original" / "test.tsv").write_text(header + "".join(f"{p}\t{h}\t{y}\n" for p, h, y in rows))
+    rp = "".join(f"{p} x\t{h}\tneutral\n{p} y\t{h}\tcontradiction\n" for p, h, _ in rows)
+    rp = rp.replace("A cat sleeps.\tcontradiction", "A cat naps.\tcontradiction")  # hypothesis not the original's
+    rh = "".join(f"{p}\t{h} x\tneutral\n{p}\t{h} y\tcontradiction\n" for p, h, _ in rows)
+    (cad / "revised_premise" / "test.tsv").write_text(header + rp)
+    (cad / "revised_hypothesis" / "test.tsv").write_text(header + rh)
+    said: list[str] = []
+    data = read_pairs("cad-nli", [str(tmp_path / "cad")], "nli", "test", said.append)
+    assert len(data.pairs) == 7
+    assert said[0].startswith(f"warning: {cad / 'revised_premise' / 'test.tsv'}:5: misaligned, skipped")
+    assert said[-1] == f"read cad-nli {tmp_path / 'cad'} split test: 7 labelled pairs, 1 warnings (above)"
+    noted: list[str] = []
+    sets = read_eval_sets(f"cad-nli:{tmp_path / 'cad'}:test", "nli", LABELS, FIELDS, warnings=noted)
+    assert [len(s.records) for s in sets] == [2, 7] and "misaligned, skipped" in noted[0]

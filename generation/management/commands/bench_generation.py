@@ -101,8 +101,9 @@ def _read(fmt: str, path: str, task: str, split: str, say: Callable[[str], objec
     task, …) is a CommandError with the reader's message, not a traceback. A row that cannot be
     read (malformed, a label outside the task's set, other fields) is left out; ``say``
     receives a ``problem: FILE:LINE: …`` line for each and what was read."""
-    from projects.formats import TASK_FIELDS, TASK_LABELS, FormatError, Problem, problem_lines, read
+    from projects.formats import TASK_FIELDS, TASK_LABELS, FormatError, Problem, read, read_report
 
+    warnings: list[Problem] = []
     try:
         rows = list(
             read(
@@ -112,6 +113,7 @@ def _read(fmt: str, path: str, task: str, split: str, say: Callable[[str], objec
                 split=split,
                 labels=list(TASK_LABELS[task]) if task in TASK_LABELS else None,
                 text_fields=list(TASK_FIELDS[task]) if task in TASK_FIELDS else None,
+                warn=warnings.append,
             )
         )
     except FormatError as exc:
@@ -119,10 +121,9 @@ def _read(fmt: str, path: str, task: str, split: str, say: Callable[[str], objec
     problems = [r for r in rows if isinstance(r, Problem)]
     records = [r for r in rows if not isinstance(r, Problem)]
     if say is not None:
-        for line in problem_lines(problems):
+        name = f"{fmt} {path}" + (f" split {split}" if split else "")
+        for line in read_report(name, f"{len(records)} records", problems, warnings):
             say(line)
-        skipped = f", {len(problems)} rows skipped (problems above)" if problems else ""
-        say(f"read {fmt} {path}" + (f" split {split}" if split else "") + f": {len(records)} records{skipped}")
     return records
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from projects.formats import problem_lines
+from projects.formats import read_report
 
 
 class Command(BaseCommand):
@@ -54,10 +54,8 @@ class Command(BaseCommand):
             rows = validity_bench.judged_rows(judged, problems=skipped)
         except (OSError, ValueError) as exc:  # FormatError is a ValueError: it names the file
             raise CommandError(f"judged set {judged}: cannot read it as pairs-jsonl: {exc}") from None
-        for line in problem_lines(skipped):
+        for line in read_report(f"judged set {judged}", f"{len(rows)} candidates with counterfactual.valid", skipped):
             self.stderr.write(line)
-        skip_note = f", {len(skipped)} rows skipped (problems above)" if skipped else ""
-        self.stderr.write(f"read judged set {judged}: {len(rows)} candidates with counterfactual.valid{skip_note}")
         if {valid for _, _, valid, _ in rows} != {True, False}:
             raise CommandError(
                 f"judged set {judged}: {len(rows)} candidates with counterfactual.valid, "

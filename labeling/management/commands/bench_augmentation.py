@@ -35,7 +35,7 @@ from labeling.ml.augmentation import run_augmentation as run
 from labeling.ml.base_classifier import TooFewLabels
 from labeling.ml.pairs import parse_warm_spec
 from labeling.services import embedder
-from projects.formats import FORMATS, TASK_FIELDS, TASK_LABELS, problem_lines
+from projects.formats import FORMATS, TASK_FIELDS, TASK_LABELS, read_report
 from projects.models import TASKS
 
 
@@ -80,15 +80,14 @@ class Command(BaseCommand):
         evals: list[EvalSet] = []
         for spec in opts["evals"]:
             skipped: list[str] = []
+            noted: list[str] = []
             try:
-                sets = read_eval_sets(spec, task, labels, fields, problems=skipped)
+                sets = read_eval_sets(spec, task, labels, fields, problems=skipped, warnings=noted)
             except ValueError as exc:
                 raise CommandError(str(exc)) from None
-            for line in problem_lines(skipped):
-                self.stderr.write(line)
             sizes = ", ".join(f"{len(s.records)} {s.name.removeprefix(spec).lstrip('/') or 'examples'}" for s in sets)
-            skip_note = f", {len(skipped)} rows skipped (problems above)" if skipped else ""
-            self.stderr.write(f"read evaluation set {spec}: {sizes}{skip_note}")
+            for line in read_report(f"evaluation set {spec}", sizes, skipped, noted):
+                self.stderr.write(line)
             evals += sets
         warm, warm_excluded = None, 0
         if opts["warm_start"]:

@@ -36,7 +36,7 @@ from labeling.ml.pairs import (
 )
 from labeling.ml.task_inputs import load_task, read_task_meta, task_leak
 from labeling.services import embedder
-from projects.formats import FORMATS, TASK_FIELDS, TASK_LABELS, FormatError, problem_lines, read
+from projects.formats import FORMATS, TASK_FIELDS, TASK_LABELS, FormatError, Problem, read, read_report
 from projects.models import TASKS
 
 N = TypeVar("N", int, float)
@@ -106,17 +106,17 @@ def read_pairs(
 ) -> LabelledPairs:
     """The labelled pairs of the data, read with the task's text fields (a file of another task
     is refused as a whole, a row with other fields is a problem: never text left empty), its
-    problems said through ``say``, and what was read: format, paths, split, pairs, rows skipped.
+    problems and warnings said through ``say``, and what was read (``read_report``).
     ``limit``: about that many pairs, whole groups drawn at random (seed 0)."""
+    warnings: list[Problem] = []  # rows read with a note, or left out by the reader (CAD's misaligned rows)
     try:
-        records = list(read(fmt, paths, task=task, split=split, text_fields=list(TASK_FIELDS[task])))
+        fields = list(TASK_FIELDS[task])
+        records = list(read(fmt, paths, task=task, split=split, text_fields=fields, warn=warnings.append))
     except FormatError as exc:
         raise CommandError(str(exc)) from None
     data, problems = pairs_from_records(records, TASK_LABELS[task])
-    for line in problem_lines(problems):
+    for line in read_report(data_name(fmt, paths, split), f"{len(data.pairs)} labelled pairs", problems, warnings):
         say(line)
-    skipped = f", {len(problems)} rows skipped (problems above)" if problems else ""
-    say(f"read {data_name(fmt, paths, split)}: {len(data.pairs)} labelled pairs{skipped}")
     if limit and limit < len(data.pairs):
         data = sample_by_group(data, limit, seed=0)
         say(f"--limit {limit}: {len(data.pairs)} pairs, whole originals drawn at random (seed 0)")

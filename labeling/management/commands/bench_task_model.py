@@ -34,7 +34,7 @@ from labeling.ml import task_bench as B
 from labeling.ml import task_model as TM
 from labeling.ml.metrics import macro_f1
 from labeling.task_training import resolve_base
-from projects.formats import problem_lines
+from projects.formats import read_report
 
 EVAL_NAMES = {
     "cad_dev_originals": "cad-nli:dev/original",
@@ -78,11 +78,9 @@ class Command(BaseCommand):
                 train, evals = B.bench_sets(shared, max_public=o["max_public"], problems=skipped)
         except (OSError, ValueError) as exc:  # a missing or unreadable data file (FormatError is a ValueError)
             raise CommandError(f"cannot read the benchmark data under {shared}: {exc}") from None
-        for line in problem_lines(skipped):
-            self.stderr.write(line)
         sizes = ", ".join(f"{k} {v}" for k, v in B.sizes(evals).items())
-        skip_note = f"; {len(skipped)} rows skipped (problems above)" if skipped else ""
-        self.stderr.write(f"read {shared}: {len(train[1])} training examples; evaluation {sizes}{skip_note}")
+        for line in read_report(shared, f"{len(train[1])} training examples; evaluation {sizes}", skipped):
+            self.stderr.write(line)
         labels, fields = (B.SENTIMENT_LABELS, B.SENTIMENT_FIELDS) if o["task"] == "sentiment" else (B.LABELS, B.FIELDS)
         cfg = TM.TaskModelConfig(
             labels=labels,
