@@ -178,3 +178,29 @@ def test_tag_pairs_counts_the_rows_the_reader_skips_as_warnings(tmp_path) -> Non
     call_command("tag_pairs", str(root), "--format", "cad-nli", "--task", "nli", "--split", "dev", "--json", stdout=out)
     result = json.loads(out.getvalue().strip().splitlines()[-1])
     assert (result["pairs"], result["problems"], result["warnings"]) == (3, 0, 1)
+
+
+def test_tag_pairs_names_the_rows_it_skips_and_refuses_another_tasks_file(tmp_path) -> None:
+    """A held-out file's bad rows were only counted ("problems: 2") and a sentiment file read with
+    --task nli was tagged as NLI pairs; now each skipped row is a ``problem: FILE:LINE`` line on
+    stderr beside what was read, and the other task's file is refused naming its fields."""
+    import json
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    def pair(i: int, fields: dict[str, str], cf: dict[str, str]) -> str:
+        return json.dumps({"id": f"p{i}", "original": {"fields": fields, "label": "neutral"},
+                           "counterfactual": {"fields": cf}})  # fmt: skip
+
+    nli = {"premise": "A man sleeps.", "hypothesis": "A person rests."}
+    path = tmp_path / "held-out.jsonl"
+    path.write_text(pair(0, nli, {**nli, "hypothesis": "A person runs."}) + "\n" + '{"id": "cut", ' + "\n")
+    err = StringIO()
+    call_command("tag_pairs", str(path), "--format", "pairs-jsonl", "--task", "nli", stdout=StringIO(), stderr=err)
+    assert f"problem: {path}:2: not valid JSON" in err.getvalue()
+    assert f"read pairs-jsonl {path}: 1 pairs, 1 rows skipped (problems above)" in err.getvalue()
+    reviews = tmp_path / "reviews.jsonl"
+    reviews.write_text("\n".join(pair(i, {"text": "A fine film."}, {"text": "A poor film."}) for i in range(3)))
+    with pytest.raises(CommandError, match=f"{reviews}: the first 3 rows all have the text field.s. text, not "):
+        call_command("tag_pairs", str(reviews), "--format", "pairs-jsonl", "--task", "nli", stdout=StringIO())

@@ -27,22 +27,30 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **opts: Any) -> None:
         from generation.ml.tagger import CODES, distribution, tag_pair
-        from projects.formats import read
+        from projects.formats import TASK_FIELDS, read, read_report
         from projects.formats.records import PairRecord, Problem
 
         tags = []
-        problems = 0
+        problems: list[Problem] = []
         examples: dict[str, list[str]] = defaultdict(list)
+        fields = TASK_FIELDS.get(opts["task"])  # a file of another task's fields is refused, not tagged
         try:
             warnings: list[Problem] = []  # e.g. CAD-NLI train's misaligned rows: skipped, reported
             records = list(
-                read(opts["format"], list(opts["paths"]), task=opts["task"], split=opts["split"], warn=warnings.append)
+                read(
+                    opts["format"],
+                    list(opts["paths"]),
+                    task=opts["task"],
+                    split=opts["split"],
+                    text_fields=list(fields) if fields else None,
+                    warn=warnings.append,
+                )
             )
         except Exception as exc:
             raise CommandError(str(exc)) from exc
         for rec in records:
             if isinstance(rec, Problem):
-                problems += 1
+                problems.append(rec)
             elif isinstance(rec, PairRecord):
                 t = tag_pair(rec.original.fields, rec.cf_fields)
                 tags.append(t)
@@ -50,20 +58,23 @@ class Command(BaseCommand):
                     examples[t.code].append(
                         f"{rec.original.fields.get(t.field, '')!r} -> {rec.cf_fields.get(t.field, '')!r} [{t.detail}]"
                     )
+        name = f"{opts['format']} {' '.join(opts['paths'])}" + (f" split {opts['split']}" if opts["split"] else "")
+        for line in read_report(name, f"{len(tags)} pairs", problems, warnings):
+            self.stderr.write(line)
         if not tags:
-            raise CommandError("no pairs read")
+            raise CommandError(f"no pairs read from {name}")
         dist = distribution(tags)
         for code in CODES:
             self.stdout.write(f"{code:12s} {dist[code]:7.1%}")
             for ex in examples.get(code, []):
                 self.stdout.write(f"    {ex[:300]}")
-        self.stdout.write(f"pairs: {len(tags)}; problems: {problems}; warnings: {len(warnings)}")
+        self.stdout.write(f"pairs: {len(tags)}; problems: {len(problems)}; warnings: {len(warnings)}")
         if opts["json"]:
             self.stdout.write(
                 json.dumps(
                     {
                         "pairs": len(tags),
-                        "problems": problems,
+                        "problems": len(problems),
                         "warnings": len(warnings),
                         "distribution": {k: round(v, 4) for k, v in dist.items()},
                     }
