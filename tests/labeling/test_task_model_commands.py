@@ -117,6 +117,15 @@ def test_bench_task_model_leaves_out_dev_examples_it_trains_on(tmp_path, capsys,
         call_command("bench_task_model", shared=str(shared), model=str(tmp_path / "missing"), json=True)
     with pytest.raises(CommandError, match="cannot load the task model"):
         call_command("bench_task_model", shared=str(shared), model=str(shared), json=True)
+    # a model folder whose metadata file is damaged: the same one-line error, not a JSONDecodeError
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "counterpart_task_model.json").write_text('{"data_hash": ')
+    with pytest.raises(CommandError, match=r"cannot load the task model .*damaged: counterpart_task_model\.json: "):
+        call_command("bench_task_model", shared=str(shared), model=str(damaged), json=True)
+    (damaged / "counterpart_task_model.json").write_text("[1, 2]")
+    with pytest.raises(CommandError, match=r"counterpart_task_model\.json is not a JSON object"):
+        call_command("bench_task_model", shared=str(shared), model=str(damaged), json=True)
 
 
 def test_bench_task_model_skips_and_names_bad_rows_of_a_data_folder(tmp_path, capsys):

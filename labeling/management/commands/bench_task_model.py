@@ -98,7 +98,13 @@ class Command(BaseCommand):
         }
         if o["model"]:
             path = Path(o["model"])
-            meta = json.loads((path / TM.META_FILE).read_text()) if (path / TM.META_FILE).is_file() else {}
+            meta_file = path / TM.META_FILE
+            try:
+                meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
+            except (ValueError, OSError) as exc:  # not JSON, not UTF-8, unreadable: the folder is not a model we wrote
+                raise CommandError(f"cannot load the task model {path}: {meta_file.name}: {exc}") from None
+            if not isinstance(meta, dict):
+                raise CommandError(f"cannot load the task model {path}: {meta_file.name} is not a JSON object")
             out.update(
                 model=str(path),
                 cached=True,
