@@ -56,7 +56,7 @@ from labeling.services import (
     embedder,
 )
 from projects import states
-from projects.formats import FORMAT_TASKS, FORMATS, SPEC_SPLITS, FormatError, read
+from projects.formats import FORMAT_TASKS, FORMATS, SPEC_SPLITS, FormatError, parse_spec, read
 from projects.models import Candidate, Example, Job, Project
 from projects.services.exports import candidates_for_export
 from projects.services.jobs import JobContext, JobFailed, job_start
@@ -93,10 +93,7 @@ def read_eval_sets(
     the reader's notes (rows read with a note, or left out as CAD's misaligned rows)."""
     titled = bool(name) and name != spec  # a titled set: its server path stays out of messages
     name = name or spec
-    try:
-        fmt, path, split = parse_warm_spec(spec)
-    except ValueError as exc:
-        raise ValueError(f"evaluation set {name!r}: {exc}") from None
+    fmt, path, split = parse_spec(spec, f"evaluation set {name!r}")  # its ValueError names the set
     try:
         noted = (lambda p: warnings.append(str(p))) if warnings is not None else None
         records = list(read(fmt, [path], task=task, split=split, labels=labels, text_fields=fields, warn=noted))

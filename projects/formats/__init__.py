@@ -187,6 +187,11 @@ def parse_spec(spec: str, what: str = "a data set") -> tuple[str, str, str]:
         raise ValueError(f"{what} must be FORMAT:PATH[:SPLIT], got {spec!r}")
     if len(parts) >= 3 and parts[-1] in SPEC_SPLITS:
         return parts[0], os.path.expanduser(":".join(parts[1:-1])), parts[-1]
+    if parts[0].startswith("cad-"):  # the CAD layouts are read by split: say so here, not "needs --split"
+        raise ValueError(
+            f"{what}: {parts[0]} needs a split as the last part (FORMAT:PATH:SPLIT, "
+            f"SPLIT one of {', '.join(SPEC_SPLITS)}), got {spec!r}"
+        )
     return parts[0], os.path.expanduser(":".join(parts[1:])), ""
 
 

@@ -340,3 +340,23 @@ def test_the_benches_say_which_rows_the_reader_left_out_with_a_note(tmp_path):
     noted: list[str] = []
     sets = read_eval_sets(f"cad-nli:{tmp_path / 'cad'}:test", "nli", LABELS, FIELDS, warnings=noted)
     assert [len(s.records) for s in sets] == [2, 7] and "misaligned, skipped" in noted[0]
+
+
+def test_a_cad_spec_without_a_known_split_says_where_the_split_goes():
+    """``--eval cad-nli:DIR:heldout`` (a split name a spec does not take) or ``cad-nli:DIR`` read
+    ``DIR:heldout`` as the path with no split and said "this format needs --split (train, dev or
+    test)", an option the spec cannot take; the warm start said the same. Now the message says
+    the split is the spec's last part and which names it takes."""
+    from labeling.evaluation import read_eval_sets
+    from projects.formats import parse_spec
+
+    from .conftest import FIELDS, LABELS
+
+    needs = (
+        r"cad-nli needs a split as the last part \(FORMAT:PATH:SPLIT, SPLIT one of train, dev, test, validation, val\)"
+    )
+    with pytest.raises(ValueError, match=rf"^evaluation set 'cad-nli:/d:heldout': {needs}, got 'cad-nli:/d:heldout'$"):
+        read_eval_sets("cad-nli:/d:heldout", "nli", LABELS, FIELDS)
+    with pytest.raises(ValueError, match=rf"^warm start: {needs}"):
+        parse_warm_spec("cad-nli:/d")
+    assert parse_spec("pairs-jsonl:/d/x.jsonl") == ("pairs-jsonl", "/d/x.jsonl", "")  # other formats need none
