@@ -24,3 +24,23 @@ def test_a_percentile_of_no_request_is_null_not_zero_ms():
 def test_bench_annotation_refuses_a_run_of_no_seconds():
     with pytest.raises(CommandError, match="--seconds must be positive"):
         call_command("bench_annotation", "--seconds", "0", "--items", "5", "--annotators", "1", stdout=StringIO())
+
+
+@pytest.mark.django_db
+def test_bench_annotation_against_a_server_that_is_not_there_fails():
+    """``--url`` naming a port nobody listens on printed "client error: ConnectionRefusedError"
+    among the figures and exited 0 with a JSON line of 0 annotations and null latencies: a
+    failed run read as a measurement. It now exits with an error naming the URL (the bench
+    project is removed first)."""
+    from annotate.management.commands.bench_annotation import _free_port
+    from projects.models import Project
+
+    url = f"http://127.0.0.1:{_free_port()}"
+    out = StringIO()
+    with pytest.raises(CommandError, match=rf"no request to {url} succeeded \(client error: ConnectionRefused"):
+        call_command(
+            *("bench_annotation", "--url", url, "--items", "5", "--annotators", "1", "--seconds", "1", "--json"),
+            stdout=out,
+            stderr=StringIO(),
+        )
+    assert "{" not in out.getvalue() and not Project.objects.filter(name__startswith="bench").exists()

@@ -420,6 +420,10 @@ class Command(BaseCommand):
                 out.write(f"removed the bench project in {time.perf_counter() - t1:.1f} s")
             except DatabaseError as exc:
                 self.stderr.write(f"could not remove the bench project {project.name!r}: {exc}")
+        if not both and res["errors"]:  # nothing was measured: a failure, not a run of 0 annotations/s
+            raise CommandError(
+                f"no request to {url} succeeded ({res['errors'][0]}): is the server running there, on this database?"
+            )
         if opts["json"]:
             out.write(json.dumps(result))
 
