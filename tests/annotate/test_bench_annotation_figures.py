@@ -44,3 +44,17 @@ def test_bench_annotation_against_a_server_that_is_not_there_fails():
             stderr=StringIO(),
         )
     assert "{" not in out.getvalue() and not Project.objects.filter(name__startswith="bench").exists()
+
+
+@pytest.mark.django_db
+def test_bench_annotation_load_against_a_server_that_is_not_there_fails():
+    """The Locust load test against a ``--url`` nobody listens on exited 0 with a JSON line of
+    0 answers/s and "errors" counted as ``next-item 0``: every request failed to connect, so
+    nothing was measured. It now exits with an error naming the URL."""
+    from annotate.management.commands.bench_annotation import _free_port
+
+    url = f"http://127.0.0.1:{_free_port()}"
+    args = ["bench_annotation_load", "--url", url, "--annotators", "2", "--items", "10", "--seconds", "3"]
+    args += ["--think-min", "0.2", "--think-max", "0.4", "--json"]
+    with pytest.raises(CommandError, match=rf"no request reached {url} \(\d+ connection failures\)"):
+        call_command(*args, stdout=StringIO(), stderr=StringIO())

@@ -384,6 +384,12 @@ class Command(bench_annotation.Command):
                 self._cleanup(project)
             except DatabaseError as exc:
                 self.stderr.write(f"could not remove the bench project {project.name!r}: {exc}")
+        sent = data["requests"]
+        if sent and all(r[3] == 0 for r in sent):  # Locust's status 0: no HTTP answer at all, nothing measured
+            raise CommandError(
+                f"no request reached {url} ({len(sent)} connection failures): is the server running there, "
+                "on this database?"
+            )
         if opts["json"]:
             out.write(json.dumps(result))
 
