@@ -188,3 +188,20 @@ def test_bench_rules_validity_ceiling_reads_the_fixture_only(
         call_command(
             "bench_rules_validity", *args[:-4], "--fixture", str(tmp_path), "--originals", "2", "--ceiling", "1"
         )
+
+
+def test_bench_rules_validity_refuses_a_fixture_folder_that_is_not_there(tmp_path: Path) -> None:
+    """``--fixture`` naming a folder that does not exist scored the run against no judgement: a
+    JSON object of ``"judged": 0`` and null validity for every code, exit 0. It is now refused
+    before anything is generated."""
+    cad = tmp_path / "cad" / "sentiment" / "combined" / "paired"
+    cad.mkdir(parents=True)
+    (cad / "dev_paired.tsv").write_text(CAD_DEV, encoding="utf-8")
+    missing = tmp_path / "no-such-fixture"
+    args = ["--task", "sentiment", "--data", str(tmp_path / "cad"), "--fixture", str(missing), "--originals", "2"]
+    with pytest.raises(CommandError, match=f"--fixture {missing}: folder not found"):
+        call_command("bench_rules_validity", *args, "--json")
+    # an explicit --gold file that is not there was left out of the figures without a word
+    args[args.index(str(missing))] = str(tmp_path)
+    with pytest.raises(CommandError, match=f"--gold {missing}: file not found"):
+        call_command("bench_rules_validity", *args, "--gold", str(missing), "--json")

@@ -158,6 +158,10 @@ class Command(BaseCommand):
         if opts["ceiling"] is not None:
             return self._ceiling(opts, data, tasks)
         fixture = Path(opts["fixture"])
+        if not fixture.is_dir():  # was: every figure scored against no judgement, null, without a word
+            raise CommandError(f"--fixture {fixture}: folder not found (it holds <task>.jsonl judgements)")
+        if opts["gold"] not in ("", "none") and not Path(opts["gold"]).is_file():  # was: left out without a word
+            raise CommandError(f"--gold {opts['gold']}: file not found (a generated-gold pairs-jsonl file, or none)")
         baseline: dict[str, Any] = {}
         if (fixture / "baseline.json").is_file():
             baseline = json.loads((fixture / "baseline.json").read_text(encoding="utf-8"))
@@ -201,6 +205,8 @@ class Command(BaseCommand):
                 if saved is not None:
                     _save_pool(saved, pooled, n_cands)
             path = fixture / f"{task}.jsonl"
+            if not path.is_file():
+                self.stderr.write(f"no judgements for {task} in {fixture} ({path.name} not found): validity is null")
             judged = validity_fixture.read_fixture(str(path)) if path.is_file() else {}
             r = validity_fixture.score(pooled, judged, n_cands)
             r.update(
