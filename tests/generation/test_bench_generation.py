@@ -57,6 +57,9 @@ def test_bench_generation_json_last_line(tiny_sentiment) -> None:
 def test_bench_generation_bad_arguments(tmp_path) -> None:
     with pytest.raises(CommandError, match="data not found"):
         call_command("bench_generation", "--data", str(tmp_path / "missing"), stdout=StringIO())
+    # a generic format without --data read the shared CAD folder as its file: "…/cad: file not found"
+    with pytest.raises(CommandError, match="--format pairs-jsonl needs --data PATH"):
+        call_command("bench_generation", "--format", "pairs-jsonl", "--task", "nli", stdout=StringIO())
     with pytest.raises(CommandError, match="originals"):
         call_command("bench_generation", "--originals", "0", "--data", str(tmp_path), stdout=StringIO())
 

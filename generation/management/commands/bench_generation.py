@@ -287,6 +287,8 @@ class Command(BaseCommand):
 
         fmt: str = opts["format"]
         task: str = opts["task"] or TASK_FOR_FORMAT.get(fmt, "nli")
+        if not opts["data"] and fmt not in TASK_FOR_FORMAT:  # the default data is the CAD folder
+            raise CommandError(f"--format {fmt} needs --data PATH (the default data is the shared CAD folder)")
         path = opts["data"] or str(Path(settings.COUNTERPART["SHARED_DATA_DIR"]) / "cad")
         if not os.path.exists(path):
             raise CommandError(f"data not found: {path} (give --data PATH)")
