@@ -271,3 +271,18 @@ def test_bench_generation_reads_the_data_with_the_tasks_labels_and_fields(tmp_pa
         f"problem: {mixed}:3: original.label: unknown label 'yes' (expected one of entailment, neutral, contradiction)"
     )
     assert said[2] == f"read pairs-jsonl {mixed}: 1 records, 2 rows skipped (problems above)"
+
+
+def test_bench_generation_says_minilm_was_not_measured_on_texts_too_short(tmp_path) -> None:
+    """QA: on reviews of one or two words no sentence qualifies for the MiniLM yardstick, and the
+    JSON said "minilm_sentences_per_s": 0.0, a rate nobody measured; it is null now, and so is
+    the ratio to it (no division by that 0)."""
+    path = tmp_path / "dev_paired.tsv"
+    rows = [("Positive", "Great!", "1"), ("Negative", "Awful.", "1")]
+    path.write_text("Sentiment\tText\tbatch_id\n" + "".join(f"{a}\t{b}\t{c}\n" for a, b, c in rows))
+    out = StringIO()
+    args = ["bench_generation", "--pipeline", "--json", "--originals", "2", "--format", "cad-sentiment"]
+    call_command(*args, "--data", str(path), "--filters", "dedup", stdout=out)
+    res = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert res["minilm_sentences_per_s"] is None
+    assert res["originals_per_s_over_minilm"] is None

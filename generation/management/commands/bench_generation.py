@@ -191,11 +191,14 @@ def minilm_texts(base: list[Original], n: int, limit: int) -> list[str]:
     )[:limit]
 
 
-def minilm_sentences_per_s(encoder: Any, texts: list[str]) -> float:
+def minilm_sentences_per_s(encoder: Any, texts: list[str]) -> float | None:
     """Sentences/s of a cache-less MiniLM encoder over ``texts``: the yardstick the speed
     targets are ratios to (docs/formats.md §3). The callers pass an ``Encoder(pack=False)``:
     sentence-transformers' own padded ``encode``, what a user of the library gets, not the
-    project's packed rows."""
+    project's packed rows. ``None`` when no text qualifies (data of one- or two-word texts):
+    nothing was measured, which is not a rate of 0."""
+    if not texts:
+        return None
     t0 = time.perf_counter()
     encoder.encode(texts)
     return len(texts) / max(time.perf_counter() - t0, 1e-9)
@@ -393,7 +396,7 @@ class Command(BaseCommand):
         intro = introduced_stats(introduced)
         result: dict[str, Any] = {
             "originals": n,
-            "minilm_sentences_per_s": round(minilm_rate, 2),
+            "minilm_sentences_per_s": round(minilm_rate, 2) if minilm_rate else None,
             "generators": {
                 "rules": {"candidates_per_s": round(rules_rate, 2), "candidates": n_cands, "skips": n_skips},
                 "rules+similarity": {"candidates_per_s": round(e2e_rate, 2), "accepted": accepted, "candidates": total},
@@ -416,7 +419,11 @@ class Command(BaseCommand):
             self._lm_steps(opts, result, base, fmt, path, task, band, fresh_encoder, minilm_rate)
             result["seconds"] = round(time.perf_counter() - t_start, 2)
         w(f"originals: {n} ({task}, {fmt}); similarity band {band}")
-        w(f"MiniLM: {minilm_rate:.1f} sentences/s ({len(texts)} texts)")
+        w(
+            f"MiniLM: {minilm_rate:.1f} sentences/s ({len(texts)} texts)"
+            if minilm_rate
+            else "MiniLM: not measured (no sentence of the data has the words a candidate's sentence needs)"
+        )
         w(f"rules: {rules_rate:.1f} candidates/s ({n_cands} candidates, {n_skips} skips)")
         w(
             f"rules+similarity: {e2e_rate:.1f} candidates/s ({accepted}/{total} accepted; "
@@ -517,10 +524,10 @@ class Command(BaseCommand):
         minilm_rate = minilm_sentences_per_s(
             Encoder(model_path=cfg.get("MINILM_PATH") or None, device=cfg.get("DEVICE", "cpu"), pack=False), texts
         )
-        res["minilm_sentences_per_s"] = round(minilm_rate, 2)
+        res["minilm_sentences_per_s"] = round(minilm_rate, 2) if minilm_rate else None
         res["originals_per_s_over_minilm"] = (
             round(res["originals_per_s_after_loading"] / minilm_rate, 4)
-            if res["originals_per_s_after_loading"]
+            if res["originals_per_s_after_loading"] and minilm_rate
             else None
         )
         res["load_average"] = {"before": load_before, "after": load_average()}
@@ -587,7 +594,7 @@ class Command(BaseCommand):
         task: str,
         band: tuple[float, float],
         fresh_encoder: Any,
-        minilm_rate: float,
+        minilm_rate: float | None,
     ) -> None:
         from generation.ml import filters, hf, registry
         from generation.services import bench_quality
