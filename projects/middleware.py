@@ -20,6 +20,10 @@ What is checked where:
   carry a lone surrogate (Django decodes it with ``errors="replace"``).
 
 Lengths are the forms' and serializers' business (``max_length`` as on the model field).
+
+``SecurityHeadersMiddleware`` sends the CSP and the Permissions-Policy;
+``HtmxLoginRedirectMiddleware`` turns the log-in redirect of an htmx request (its session
+ended) into a full-page one.
 """
 
 from __future__ import annotations
@@ -28,11 +32,14 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
-from django.shortcuts import render
+from django.shortcuts import render, resolve_url
+from django_htmx.http import HttpResponseClientRedirect
 
 from projects.inputs import unstorable
 
@@ -187,3 +194,27 @@ class SecurityHeadersMiddleware:
         if self.permissions:
             response.headers.setdefault("Permissions-Policy", self.permissions)
         return response
+
+
+class HtmxLoginRedirectMiddleware:
+    """An htmx request whose session has ended (logged out in another tab, expired) is answered
+    by the log-in-required views with a redirect to the log-in page, which the browser follows
+    inside the request: htmx swapped the whole log-in page into the fragment's place (a second
+    header in the page, the annotator's item replaced by a log-in form) and its ``next`` was the
+    fragment's or the POST's URL (after logging in: a bare fragment, or a 405). Such a redirect
+    becomes ``HX-Redirect``: the browser goes to the log-in page, whose ``next`` is the page the
+    user was on (``HX-Current-URL``, same origin only)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        htmx = getattr(request, "htmx", None)
+        if not htmx or response.status_code not in (301, 302, 303, 307, 308):
+            return response
+        login = resolve_url(settings.LOGIN_URL)
+        if urlsplit(response["Location"]).path != login:
+            return response
+        here = htmx.current_url_abs_path
+        return HttpResponseClientRedirect(redirect_to_login(here).url if here else login)

@@ -50,6 +50,7 @@ MIDDLEWARE = [
     "projects.middleware.UnstorableInputMiddleware",  # NUL / lone surrogates: 400 (docs/security.md)
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "projects.middleware.HtmxLoginRedirectMiddleware",  # session ended: a full-page log-in, not one swapped in
     "axes.middleware.AxesMiddleware",  # last, as axes asks: turns a lockout into its page
 ]
 
