@@ -23,7 +23,8 @@ Lengths are the forms' and serializers' business (``max_length`` as on the model
 
 ``SecurityHeadersMiddleware`` sends the CSP and the Permissions-Policy;
 ``HtmxLoginRedirectMiddleware`` turns the log-in redirect of an htmx request (its session
-ended) into a full-page one.
+ended) into a full-page one; ``HtmxErrorMiddleware`` answers an htmx request's 404 or 403 with
+the error card alone.
 """
 
 from __future__ import annotations
@@ -36,10 +37,10 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import render, resolve_url
-from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
 from projects.inputs import unstorable
 
@@ -218,3 +219,27 @@ class HtmxLoginRedirectMiddleware:
             return response
         here = htmx.current_url_abs_path
         return HttpResponseClientRedirect(redirect_to_login(here).url if here else login)
+
+
+class HtmxErrorMiddleware:
+    """A page view that raises ``Http404`` or ``PermissionDenied`` during an htmx request — the
+    overview's counts polled after another researcher deleted the project, a section's button
+    pressed after the role was taken away — answered with the whole 404 or 403 page (under
+    ``DEBUG`` Django's technical page, whose inline style the CSP refuses), which htmx swapped
+    into the section. The answer is now the error page's card alone, swapped in its place, with
+    HTTP 286: htmx swaps it without logging an error and stops polling."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not getattr(request, "htmx", False) or request.path.startswith("/api/"):
+            return None
+        if isinstance(exception, Http404):
+            return render(request, "404.html", status=HTMX_STOP_POLLING)
+        if isinstance(exception, PermissionDenied):
+            return render(request, "403.html", {"exception": str(exception)}, status=HTMX_STOP_POLLING)
+        return None

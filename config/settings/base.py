@@ -51,6 +51,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "projects.middleware.HtmxLoginRedirectMiddleware",  # session ended: a full-page log-in, not one swapped in
+    "projects.middleware.HtmxErrorMiddleware",  # an htmx request's 404 / 403: the error card, not a page
     "axes.middleware.AxesMiddleware",  # last, as axes asks: turns a lockout into its page
 ]
 
