@@ -130,3 +130,11 @@ def test_the_api_docs_page_loads_its_script_from_a_url(web):
     js = web.get(script)
     assert js.status_code == 200 and js["Content-Type"].startswith("application/javascript")
     assert "SwaggerUIBundle" in js.content.decode()
+
+
+def test_the_api_docs_page_has_its_heading_language_and_way_back_before_any_script_runs(web):
+    """Swagger UI draws its title only once the schema has loaded: until then (at the page's
+    load event, or without JavaScript) the page had no heading, no language and no way back."""
+    html = web.get("/api/docs/").content.decode()
+    assert '<html lang="en">' in html and "<h1>API reference</h1>" in html
+    assert '<a href="/">Back to Counterpart</a>' in html
