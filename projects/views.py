@@ -395,8 +395,8 @@ def job_fragment(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """A job's progress fragment. Once the job has ended: HTTP 286 (htmx stops polling) and
     a ``job-finished`` event, so the section that shows the job's results reloads them."""
     job = job_get(job_id=pk)
-    if job is None:
-        return HttpResponse("no such job", status=404)
+    if job is None:  # the app's 404 page; for an htmx poll its card, which stops the polling
+        raise Http404("no such job")
     if job.finished and request.htmx:
         html = render_to_string("projects/_job.html", job_context(job), request=request)
         return trigger_client_event(HttpResponseStopPolling(html), "job-finished", {"id": job.pk, "kind": job.kind})

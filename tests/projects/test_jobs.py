@@ -366,6 +366,17 @@ def test_the_fragment_url_opened_without_htmx_is_a_page_not_a_bare_fragment(proj
     assert "<html" not in box and f'id="job-{job.pk}"' in box
 
 
+def test_a_job_that_is_gone_is_the_apps_404_page_and_its_poll_stops(project):
+    """``/jobs/<id>/`` of no job answered the bare text "no such job"; its box's poll (the job
+    deleted with its project) swapped that text in and went on polling."""
+    c = Client()
+    c.force_login(researcher())
+    page = c.get("/jobs/99999/")
+    assert page.status_code == 404 and '<h1 id="error-heading">Not found (404)</h1>' in page.content.decode()
+    poll = c.get("/jobs/99999/", HTTP_HX_REQUEST="true")
+    assert poll.status_code == 286 and "<html" not in poll.content.decode()
+
+
 def test_the_fragment_shows_a_result_with_a_key_called_items(project):
     """Routing's result has an "items" count: the template must not read ``result.items`` as
     that key (it did, and the route page's job fragment answered 500 once routing succeeded)."""
