@@ -87,6 +87,16 @@ def demo(settings, tmp_path) -> None:
     settings.COUNTERPART = {**settings.COUNTERPART, "SHARED_DATA_DIR": str(tmp_path / "no-shared-data")}
     call_command("demo", "--password", PASSWORD, stdout=StringIO(), stderr=StringIO())
     get_user_model().objects.create_superuser("admin", "admin@example.org", PASSWORD)
+    # an annotator of another project only, and one of no project
+    from django.contrib.auth.models import Group
+
+    from projects.services.memberships import membership_add
+    from projects.services.projects import project_create
+
+    for username in ("elsewhere", "lonely"):
+        user = get_user_model().objects.create_user(username, password=PASSWORD)
+        user.groups.add(Group.objects.get(name="annotator"))
+    membership_add(project=project_create(name="another project", task="sentiment"), username="elsewhere")
 
 
 @pytest.mark.parametrize(
@@ -94,6 +104,8 @@ def demo(settings, tmp_path) -> None:
     [
         (None, ["/", "/annotate/"], 1),
         ("annotator", ["/", "/annotate/"], 6),
+        ("elsewhere", ["/", "/annotate/"], 3),
+        ("lonely", ["/", "/annotate/"], 2),
         ("researcher", ["/", "/annotate/"], 25),
         ("admin", ["/", "/annotate/", "/admin/"], 45),
     ],
