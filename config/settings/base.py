@@ -424,14 +424,33 @@ COUNTERPART: CounterpartSettings = {
     "EXPORT_SYNC_MAX": env_int("COUNTERPART_EXPORT_SYNC_MAX", 20000),
 }
 
-# Redis redelivers an unacknowledged message after the visibility timeout. Stranded jobs are
-# recovered by the heartbeat sweep, not by redelivery (a redelivered message finds its job
-# finished or owned and does nothing), so this only needs to outlast the longest job.
-# (Redis only: the SQLAlchemy transport passes its options to create_engine.)
-CELERY_BROKER_TRANSPORT_OPTIONS = (
-    {"visibility_timeout": COUNTERPART["GENERATION_TIME_LIMIT"] + 600}
-    if CELERY_BROKER_URL.startswith(("redis://", "rediss://"))
-    else {}
+
+def broker_transport_options(url: str, *, socket_timeout: float) -> dict[str, float]:
+    """``CELERY_BROKER_TRANSPORT_OPTIONS`` for the broker at ``url`` (Redis only: the
+    SQLAlchemy transport passes its options to ``create_engine``).
+
+    Redis redelivers an unacknowledged message after the visibility timeout. Stranded jobs are
+    recovered by the heartbeat sweep, not by redelivery (a redelivered message finds its job
+    finished or owned and does nothing), so this only needs to outlast the longest job.
+
+    The socket timeouts: redis-py waits for ever by default, so a Redis that takes the
+    connection but never answers (hung, or a host or firewall that drops the packets) held the
+    request that starts a job for ever, and its job stayed ``queued``; with them the send fails
+    after ``socket_timeout`` seconds, the job is failed and the page answers 503 (AMQP's connect
+    timeout, 4 s, already did this)."""
+    if not url.startswith(("redis://", "rediss://")):
+        return {}
+    if not socket_timeout >= 2:  # the workers poll with 1 s BRPOPs, which must fit in it
+        raise ImproperlyConfiguredEnv(f"CELERY_BROKER_SOCKET_TIMEOUT={socket_timeout} must be at least 2 (seconds)")
+    return {
+        "visibility_timeout": COUNTERPART["GENERATION_TIME_LIMIT"] + 600,
+        "socket_connect_timeout": socket_timeout,
+        "socket_timeout": socket_timeout,
+    }
+
+
+CELERY_BROKER_TRANSPORT_OPTIONS = broker_transport_options(
+    CELERY_BROKER_URL, socket_timeout=env_float("CELERY_BROKER_SOCKET_TIMEOUT", 10.0)
 )
 
 LOGGING = {
