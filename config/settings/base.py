@@ -124,6 +124,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+else:
+    # A persistent connection that the server dropped (PostgreSQL restarted or failed over,
+    # pg_terminate_backend, an idle timeout in a proxy) is noticed before a request uses it and
+    # opened again; without the check the first request of every web thread (and worker) after
+    # a restart failed with "terminating connection due to administrator command".
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Django's four standard validators (forms, createsuperuser, changepassword; set_password() as
