@@ -43,7 +43,7 @@ from projects.services.import_jobs import TARGETS, TASK_DATA_FORMATS, UPLOAD_FOR
 from projects.services.import_uploads import import_files_start
 from projects.services.jobs import BrokerUnavailable
 from projects.states import STATES
-from projects.uploads import ImportFileUploadHandler, MaxSizeUploadHandler, stored_path
+from projects.uploads import ImportFileUploadHandler, MaxSizeUploadHandler, stored_path, upload_store_message
 
 
 def _project(project_id: int) -> Project | None:
@@ -121,6 +121,7 @@ class DataImportApi(APIView):
             400: OpenApiResponse(description="field errors"),
             404: OpenApiResponse(description="no such project"),
             413: OpenApiResponse(description="the upload is over the size limit"),
+            507: OpenApiResponse(description="the server could not store the upload (disk full); nothing was imported"),
             503: OpenApiResponse(description="the task broker is unreachable; nothing was queued"),
         },
     )
@@ -134,6 +135,8 @@ class DataImportApi(APIView):
         data = self.InputSerializer(data=request.data)
         if self._size_handler.exceeded:
             return Response({"detail": upload_limit_message(limit)}, status=413)
+        if self._store.failure:
+            return Response({"detail": upload_store_message(self._store.failure)}, status=507)
         data.is_valid(raise_exception=True)
         v = data.validated_data
         files = {f: (stored_path(v[f]), v[f].name or "upload") for f in ("file", *CAD_NLI_PARTS) if f in v}

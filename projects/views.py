@@ -63,7 +63,7 @@ from projects.services.import_uploads import import_files_start
 from projects.services.imports import image_root
 from projects.services.jobs import BrokerUnavailable
 from projects.services.projects import project_create
-from projects.uploads import ImportFileUploadHandler, MaxSizeUploadHandler, stored_path
+from projects.uploads import ImportFileUploadHandler, MaxSizeUploadHandler, stored_path, upload_store_message
 from projects.validators import budget_validator
 
 
@@ -278,6 +278,8 @@ def project_import(request: HttpRequest, pk: int) -> HttpResponse:
         chosen = form.shown()  # shown back after any error: the format, split, … stay as chosen
         if size.exceeded:
             return _import_error(request, project, upload_limit_message(limit), 413, chosen)
+        if store.failure:
+            return _import_error(request, project, upload_store_message(store.failure), 507, chosen)
         if not form.is_valid():
             return _import_error(request, project, "", 400, chosen, form.field_errors())
         if not files:
