@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -598,14 +599,24 @@ def _save_model(
 ) -> PairwiseModel:
     """Record ``bundle`` as the project's next version (file and row in one locked step: a
     worker killed while writing leaves no row, and the next training writes that version
-    again). A cancel seen under the lock saves nothing."""
+    again). A cancel seen under the lock saves nothing. A file that cannot be written (the
+    disk is full, the folder cannot be made) is removed again and refused with the reason
+    (``ValidationError``: the job's error), and the current model stays."""
     with transaction.atomic():
         Project.objects.select_for_update().filter(pk=project.pk).first()
         stop_if_cancelled(should_stop)
         version = (PairwiseModel.objects.filter(project=project).aggregate(v=Max("version"))["v"] or 0) + 1
         path = model_path(project, version)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        bundle.save(str(path))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            bundle.save(str(path))
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
+            raise ValidationError(
+                f"cannot write h's model file {path}: {exc.strerror or type(exc).__name__}; nothing was saved "
+                "and the current h stays (make room under COUNTERPART_MODEL_DIR, then train again)"
+            ) from exc
         return PairwiseModel.objects.create(project=project, version=version, path=str(path), **fields)
 
 
