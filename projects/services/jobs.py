@@ -531,8 +531,22 @@ def job_execute(*, job_id: int, handler: Handler | None = None, take_over: bool 
             log("%s job %s failed: %s", job.kind, job_id, exc)
             ctx.flush()
             _finish(job_id, token, "failed", error=str(exc))
-        except Exception:
+        except Exception as exc:
             ref = f"job-{job_id}-{token[:8]}"
+            if _connection_lost(exc) and not (job.params or {}).get(FOREGROUND):
+                # PostgreSQL restarted or dropped this process's connection: not the job's fault.
+                # It stays ``running``; its heartbeat stops with this execution, and the sweep
+                # resumes it as it resumes a killed worker's (capped by JOB_MAX_ATTEMPTS). A
+                # command's own job fails as before: no worker may take it over.
+                logger.warning(
+                    "%s job %s lost its database connection (reference %s); the sweep resumes it",
+                    job.kind,
+                    job_id,
+                    ref,
+                    exc_info=True,
+                )
+                connection.close()  # what runs next in this process opens a fresh one
+                return job
             logger.exception("%s job %s failed (reference %s)", job.kind, job_id, ref)
             _finish(job_id, token, "failed", error=internal_error_message(ref))
             raise
@@ -543,6 +557,22 @@ def job_execute(*, job_id: int, handler: Handler | None = None, take_over: bool 
             final = "cancelled" if ctx.cancel_seen else "succeeded"
             _finish(job_id, token, final, result=_jsonable(result or {}))
     return Job.objects.get(pk=job_id)
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    """Whether a handler's exception is the PostgreSQL connection dropping under it (a restart or
+    failover, ``pg_terminate_backend``: SQLSTATE class 08 or 57P01-57P03, or no SQLSTATE at all,
+    the client's "server closed the connection unexpectedly"), which says nothing about the job,
+    rather than a database error of the job's own (a deadlock, a cancelled statement, SQLite's
+    "database is locked")."""
+    from django import db
+
+    if not isinstance(exc, db.OperationalError | db.InterfaceError):
+        return False
+    state = getattr(exc.__cause__, "sqlstate", "")  # "": not psycopg's (SQLite's errors have none)
+    if state is None:
+        return True
+    return isinstance(state, str) and (state.startswith("08") or state in {"57P01", "57P02", "57P03"})
 
 
 def job_execute_or_wait(*, job_id: int) -> Job:
