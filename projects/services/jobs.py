@@ -273,13 +273,38 @@ def job_start(
     created_by: Any = None,
     total: int = 0,
 ) -> Job:
-    """Create a job and enqueue it once the surrounding transaction commits."""
+    """Create a job and enqueue it once the surrounding transaction commits. The same start
+    again (kind, project, parameters and user) within :data:`DOUBLE_SUBMIT_SECONDS`, while the
+    first job is still queued or running, is a double submit: it returns that job, and nothing
+    new is created or sent."""
     with transaction.atomic():
+        if project is not None:
+            earlier = _double_submit(kind=kind, project=project, params=params or {}, created_by=created_by)
+            if earlier is not None:
+                return earlier
         job = job_create(kind=kind, project=project, params=params, created_by=created_by, total=total)
         job_id = job.pk
         transaction.on_commit(lambda: job_enqueue(job_id=job_id))
     job.refresh_from_db()
     return job
+
+
+#: A second identical start within this many seconds is a double submit (:func:`job_start`).
+DOUBLE_SUBMIT_SECONDS = 10.0
+
+
+def _double_submit(*, kind: str, project: Project, params: dict[str, Any], created_by: Any) -> Job | None:
+    """The job that an identical start (a double click, a client that sent its request twice)
+    created moments ago and that has not ended, if any. Locks the project's row first (SQLite's
+    ``IMMEDIATE`` transaction serializes there), so two requests at once see each other's job."""
+    list(Project.objects.select_for_update().filter(pk=project.pk).values_list("pk", flat=True))
+    user = created_by if getattr(created_by, "is_authenticated", False) else None
+    since = timezone.now() - timedelta(seconds=DOUBLE_SUBMIT_SECONDS)
+    recent = Job.objects.filter(
+        kind=kind, project=project, created_by=user, status__in=JOB_ACTIVE, created_at__gte=since
+    ).order_by("-pk")
+    wanted = _jsonable(params)
+    return next((job for job in recent if job.params == wanted), None)
 
 
 def job_cancel(*, job: Job) -> Job:

@@ -146,7 +146,7 @@ def test_the_queue_race_on_the_real_embedded_broker_sends_the_job_once(
     with django_capture_on_commit_callbacks(execute=True):
         job = svc.job_start(kind="export", project=project)
     with django_capture_on_commit_callbacks(execute=True):  # the next request's job
-        after = svc.job_start(kind="export", project=project)
+        after = svc.job_start(kind="export", project=project, params={"format": "csv"})  # another export
     assert raced == [svc.job_kind("export").queue]
     assert Job.objects.filter(pk__in=[job.pk, after.pk], status="queued").count() == 2
     with sqlite3.connect(embedded_broker) as db:
