@@ -187,10 +187,11 @@ def _job_task() -> Any:
     return current_app.tasks[JOB_TASK]
 
 
-def job_enqueue(*, job_id: int, countdown: float | None = None) -> None:
+def job_enqueue(*, job_id: int, countdown: float | None = None, fail: bool = True) -> None:
     """Send the job's message now (callers use :func:`job_start`, which does it on commit),
-    or after ``countdown`` seconds. A broker that cannot be reached marks the job failed and
-    raises ``BrokerUnavailable``."""
+    or after ``countdown`` seconds. A broker that cannot be reached marks the job failed
+    (unless not ``fail``: a message sent again, the first may still be queued) and raises
+    ``BrokerUnavailable``."""
     job_execute_task = _job_task()
     job = Job.objects.get(pk=job_id)
     kind = job_kind(job.kind)
@@ -210,7 +211,7 @@ def job_enqueue(*, job_id: int, countdown: float | None = None) -> None:
     except _broker_errors() as exc:
         message = f"could not enqueue the job: the task broker is unreachable ({type(exc).__name__})"
         logger.error("job %s: %s: %s", job_id, message, exc)
-        if Job.objects.filter(pk=job_id, status="queued").update(
+        if fail and Job.objects.filter(pk=job_id, status="queued").update(
             status="failed", error=message, finished_at=timezone.now()
         ):
             _ended(job_id, "failed")
@@ -795,6 +796,45 @@ def _fail_foreground_waiting(*, stale: Any, now: Any) -> None:
             _ended(job_id, "failed")
 
 
+def lost_message_seconds() -> float:
+    """How long a job may stay ``queued`` before the sweep sends its message again (and again
+    at most once per this many seconds): ten times the stale threshold, at least 10 minutes,
+    so a job merely waiting in a busy queue gets few duplicates (each a no-op)."""
+    return max(600.0, 10 * float(_cfg("JOB_STALE_SECONDS")))
+
+
+def _resend_lost(*, now: Any) -> list[int]:
+    """Send again the message of each job ``queued`` for longer than :func:`lost_message_seconds`
+    since its last send: a broker restarted without persistence (Redis) or flushed, or a web
+    process killed between its commit and the send, loses it, and nothing else would ever run
+    the job. If the first message is still in the queue after all, whichever comes second finds
+    the job owned or finished and does nothing. Not a command's own job (it runs in its
+    process), nor one waiting behind another (re-sent below)."""
+    lost = now - timedelta(seconds=lost_message_seconds())
+    queued = (
+        Job.objects.filter(status="queued", cancel_requested=False)
+        .filter(Q(enqueued_at__lt=lost) | Q(enqueued_at__isnull=True, created_at__lt=lost))
+        .exclude(result__has_key="waiting_behind")
+        .values_list("pk", "params")
+    )
+    sent = []
+    for job_id, params in list(queued):
+        if (params or {}).get(FOREGROUND):
+            continue
+        if (
+            Job.objects.filter(pk=job_id, status="queued")
+            .filter(Q(enqueued_at__lt=lost) | Q(enqueued_at__isnull=True))
+            .update(enqueued_at=now)
+        ):
+            logger.warning("job %s: queued since before %s with no worker taking it; sending it again", job_id, lost)
+            try:
+                job_enqueue(job_id=job_id, fail=False)
+            except BrokerUnavailable:
+                continue
+            sent.append(job_id)
+    return sent
+
+
 def jobs_sweep(*, now: Any = None) -> list[int]:
     """Re-enqueue running jobs whose executor stopped beating (a killed worker). Each stale
     job is re-sent at most once per ``JOB_STALE_SECONDS``; returns the ids re-sent. One that
@@ -826,6 +866,7 @@ def jobs_sweep(*, now: Any = None) -> list[int]:
                 continue
             sent.append(job_id)
     _fail_foreground_waiting(stale=stale, now=now)
+    sent += _resend_lost(now=now)
     # A waiting job whose delayed message was lost (the worker holding it died): send it again.
     waiting = Job.objects.filter(status="queued", result__has_key="waiting_behind", enqueued_at__lt=stale)
     for job_id in list(waiting.values_list("pk", flat=True)):

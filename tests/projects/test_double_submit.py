@@ -14,20 +14,16 @@ from django.db import connections
 from django.test import Client
 from rest_framework.test import APIClient
 
-from projects import tasks
 from projects.models import Job
 from tests.annotate.factories import project_with_candidates, researcher
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
-SENT: list[int] = []
-
 
 @pytest.fixture(autouse=True)
-def _broker(monkeypatch):
-    """A broker that takes the messages (no worker runs them: the jobs stay queued)."""
-    SENT.clear()
-    monkeypatch.setattr(tasks.job_execute_task, "apply_async", lambda args, **kw: SENT.append(args[0]))
+def _broker(sent_messages):
+    """No worker runs the jobs: they stay queued."""
+    return sent_messages
 
 
 def _api(user=None) -> APIClient:  # type: ignore[no-untyped-def]
@@ -40,7 +36,7 @@ ROUTE = {"budget": 0.5, "strategy": "random"}
 EXPORT = {"run_as_job": True}
 
 
-def test_the_same_start_twice_gives_one_job(django_capture_on_commit_callbacks):
+def test_the_same_start_twice_gives_one_job(django_capture_on_commit_callbacks, sent_messages):
     project = project_with_candidates(name="twice", n=10)
     api = _api()
     for path, body in (
@@ -52,17 +48,17 @@ def test_the_same_start_twice_gives_one_job(django_capture_on_commit_callbacks):
             second = api.post(path, body, format="json")
         assert first.status_code == second.status_code == 202
         assert first.json()["id"] == second.json()["id"]
-    assert Job.objects.count() == 2 and sorted(SENT) == sorted(Job.objects.values_list("pk", flat=True))
+    assert Job.objects.count() == 2 and sorted(sent_messages) == sorted(Job.objects.values_list("pk", flat=True))
 
 
-def test_the_route_page_double_click_queues_one_job(django_capture_on_commit_callbacks):
+def test_the_route_page_double_click_queues_one_job(django_capture_on_commit_callbacks, sent_messages):
     project = project_with_candidates(name="page", n=10)
     page = Client()
     page.force_login(researcher())
     with django_capture_on_commit_callbacks(execute=True):
         for _ in range(2):
             page.post(f"/annotate/projects/{project.pk}/route/", {"budget": "0.5", "strategy": "random"})
-    assert Job.objects.filter(kind="route").count() == 1 and len(SENT) == 1
+    assert Job.objects.filter(kind="route").count() == 1 and len(sent_messages) == 1
 
 
 def test_other_parameters_another_user_or_an_ended_job_start_a_new_one(django_capture_on_commit_callbacks):
@@ -82,7 +78,7 @@ def test_other_parameters_another_user_or_an_ended_job_start_a_new_one(django_ca
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-def test_two_starts_at_once_on_postgresql_make_one_job(require_postgres):
+def test_two_starts_at_once_on_postgresql_make_one_job(require_postgres, sent_messages):
     """Real concurrent requests: the project's row lock makes the second see the first's job."""
     project = project_with_candidates(name="at-once", n=10)
     user = researcher()
@@ -105,4 +101,4 @@ def test_two_starts_at_once_on_postgresql_make_one_job(require_postgres):
         t.join()
     assert len(answers) == 2 and {status for status, _ in answers} == {202}
     assert len({job for _, job in answers}) == 1
-    assert Job.objects.filter(kind="export").count() == 1 and len(SENT) == 1
+    assert Job.objects.filter(kind="export").count() == 1 and len(sent_messages) == 1
