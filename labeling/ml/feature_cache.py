@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import pickle
 import tempfile
@@ -26,6 +27,7 @@ from typing import Any
 from labeling.ml import edits, features
 from labeling.ml.features import Embed, Pair, PairEncoding, encode_pairs
 
+logger = logging.getLogger(__name__)
 ProgressFn = Callable[[int, int], None]
 CHUNK = 256
 CACHE_VERSION = 1
@@ -180,10 +182,15 @@ class EncodingCache:
             return
         doc = self.index()
         doc[spec] = {"key": key, "pairs": pairs, "seconds": round(seconds, 2)}
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(doc, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(doc, indent=1, sort_keys=True), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError as exc:  # a note for estimates only: a full disk must not fail the training
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            logger.warning("pair-feature cache index %s not written: %s", path, exc)
 
     def cached(self, spec: str) -> bool:
         """Whether ``spec``'s last encoding is still on disk (its file content is checked only
@@ -203,13 +210,20 @@ class EncodingCache:
         path = self.path(key)
         if path is None:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".enc-", dir=path.parent)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".enc-", dir=path.parent)
+        except OSError as exc:
+            logger.warning("pair-feature cache %s not written: %s", path, exc)
+            return
         try:
             with os.fdopen(fd, "wb") as fh:
                 pickle.dump(enc, fh, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
-            raise
+            if not isinstance(exc, OSError):
+                raise
+            # the cache only saves time: a full disk must not fail the training that built it
+            logger.warning("pair-feature cache %s not written: %s", path, exc)

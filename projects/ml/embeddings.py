@@ -12,7 +12,9 @@ hypothesis) from MiniLM's contextual token vectors, cached per pair of texts the
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 
 Vectors = NDArray[np.float32]
 
+logger = logging.getLogger(__name__)
 DIM = 384
 N_ALIGN = 7
 # word pieces left out of the alignment (function words carry no content to align)
@@ -146,12 +149,20 @@ class Encoder:
         directory = directory or self.cache_dir
         if directory is None or not keys:
             return
-        directory.mkdir(parents=True, exist_ok=True)
         name = hashlib.sha1("".join(keys).encode()).hexdigest()[:16]
         tmp_vec = directory / f".{name}.tmp.npy"
-        np.save(tmp_vec, vecs.astype(np.float32))
-        tmp_vec.replace(directory / f"{name}.npy")
-        (directory / f"{name}.keys").write_text("\n".join(keys))
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            np.save(tmp_vec, vecs.astype(np.float32))
+            tmp_vec.replace(directory / f"{name}.npy")
+            (directory / f"{name}.keys").write_text("\n".join(keys))
+        except OSError as exc:
+            # The cache only saves time: a full disk (or a folder that cannot be made) must not
+            # fail the training or auto-labelling that asked for the vectors, which are in memory.
+            for path in (tmp_vec, directory / f"{name}.npy", directory / f"{name}.keys"):
+                with contextlib.suppress(OSError):
+                    path.unlink(missing_ok=True)
+            logger.warning("embedding cache %s not written (%s); the vectors are used without it", directory, exc)
 
     # -- API -------------------------------------------------------------------
     def encode(self, texts: Sequence[str]) -> Vectors:
