@@ -442,8 +442,8 @@ def broker_transport_options(url: str, *, socket_timeout: float) -> dict[str, fl
     The socket timeouts: redis-py waits for ever by default, so a Redis that takes the
     connection but never answers (hung, or a host or firewall that drops the packets) held the
     request that starts a job for ever, and its job stayed ``queued``; with them the send fails
-    after ``socket_timeout`` seconds, the job is failed and the page answers 503 (AMQP's connect
-    timeout, 4 s, already did this)."""
+    within about twice ``socket_timeout`` seconds (it is tried twice), the job is failed and the
+    page answers 503 (AMQP's connect timeout, 4 s, already did this)."""
     if not url.startswith(("redis://", "rediss://")):
         return {}
     if not socket_timeout >= 2:  # the workers poll with 1 s BRPOPs, which must fit in it
