@@ -195,3 +195,38 @@ def test_bench_task_model_sentiment_trains_on_public_and_cad_train_and_scores_ca
         "cad-sentiment:dev/original": 2,
         "cad-sentiment:dev/counterfactual": 2,
     }
+
+
+def test_bench_task_model_scores_held_out_sets_given_by_eval(tmp_path, capsys):
+    """QA (held-out benchmarks): f could only be scored on the shared folder's dev split. --eval
+    FORMAT:PATH[:SPLIT] scores it on any held-out set too (a CAD folder's test split, a pair
+    file), named as bench_augmentation names its sets; a bad spec is refused before training."""
+    shared = _mini_shared(tmp_path / "shared")
+    held = tmp_path / "held"
+    for part in ("original", "revised_premise", "revised_hypothesis"):
+        (held / "NLI" / part).mkdir(parents=True)
+        src = shared / "cad" / "NLI" / part / "dev.tsv"
+        (held / "NLI" / part / "test.tsv").write_text(src.read_text())
+    labelled = tmp_path / "labelled.jsonl"
+    labelled.write_text(
+        "".join(json.dumps({"premise": p, "hypothesis": h, "label": y}) + "\n" for p, h, y in TEXTS[:2])
+        + '{"premise": "x", "hypothesis": "y", "label": "maybe"}\n'
+    )
+    with pytest.raises(CommandError, match="evaluation set"):
+        call_command("bench_task_model", shared=str(shared), evals=[f"cad-nli:{tmp_path / 'nowhere'}:test"], json=True)
+    spec = f"cad-nli:{held}:test"
+    call_command(
+        "bench_task_model",
+        shared=str(shared),
+        epochs=1,
+        batch_size=8,
+        evals=[spec, f"labelled-jsonl:{labelled}"],
+        json=True,
+    )
+    cap = capsys.readouterr()
+    out = json.loads(cap.out.strip().splitlines()[-1])
+    assert out["eval"][f"{spec}/original"]["n"] == 2
+    assert out["eval"][f"{spec}/counterfactual"]["n"] == 8
+    assert out["eval"][f"labelled-jsonl:{labelled}"]["n"] == 2  # the row labelled "maybe" is skipped …
+    assert "maybe" in cap.err  # … and named
+    assert "cad-nli:dev/original" in out["eval"]  # the default sets are still scored

@@ -1,5 +1,5 @@
 """``python manage.py bench_task_model [--task nli|sentiment] [--base minilm|mpnet|PATH] [--epochs N]
-[--max-public N] [--model PATH] [--probe-steps N] [--json]``
+[--max-public N] [--model PATH] [--probe-steps N] [--eval FORMAT:PATH[:SPLIT] …] [--json]``
 
 The task model f (issue 26) measured where it matters: trained (or found in the cache,
 ``COUNTERPART_TASK_MODEL_DIR``) on nli-public ``train.jsonl`` plus CAD-NLI **train** originals and
@@ -11,6 +11,11 @@ and says whether its recorded data hash is this benchmark's training set. ``--pr
 trains N steps only and extrapolates the full training time (a CPU estimate). An evaluation
 example whose text is in the training set is left out and counted (``excluded``): a data folder
 whose dev files repeat training rows is scored on the rest only.
+
+``--eval FORMAT:PATH[:SPLIT]`` (repeatable) scores f on held-out data of your own too, read with
+the task's labels and text fields and named as ``bench_augmentation`` names its sets: the spec
+as given, ``/original`` and ``/counterfactual`` appended for pair formats (a CAD folder's
+``test`` split: ``--eval cad-nli:DIR:test``).
 
 ``--task sentiment`` (issue 31): the same on ``sentiment-public/train.jsonl`` plus CAD sentiment
 **train** originals and revisions, scored on CAD sentiment dev originals and dev revisions.
@@ -30,6 +35,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from labeling.evaluation import read_eval_sets
 from labeling.ml import task_bench as B
 from labeling.ml import task_model as TM
 from labeling.ml.metrics import macro_f1
@@ -65,6 +71,14 @@ class Command(BaseCommand):
         parser.add_argument("--max-public", type=int, default=0, help="first N nli-public pairs (0: all)")
         parser.add_argument("--model", default="", help="score this trained folder instead of training")
         parser.add_argument("--probe-steps", type=int, default=0, help="train N steps only; extrapolate the time")
+        parser.add_argument(
+            "--eval",
+            action="append",
+            default=[],
+            metavar="FORMAT:PATH[:SPLIT]",
+            dest="evals",
+            help="also score f on this held-out set (repeatable; pair formats give /original and /counterfactual)",
+        )
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, **o: Any) -> None:
@@ -82,6 +96,23 @@ class Command(BaseCommand):
         for line in read_report(shared, f"{len(train[1])} training examples; evaluation {sizes}", skipped):
             self.stderr.write(line)
         labels, fields = (B.SENTIMENT_LABELS, B.SENTIMENT_FIELDS) if o["task"] == "sentiment" else (B.LABELS, B.FIELDS)
+        names = {key: EVAL_NAMES[f"{o['task']}:{key}" if o["task"] != "nli" else key] for key in evals}
+        for spec in o["evals"]:  # read before any training: a bad spec is refused in a second, not an hour
+            problems: list[str] = []
+            noted: list[str] = []
+            try:
+                sets = read_eval_sets(spec, o["task"], list(labels), list(fields), problems=problems, warnings=noted)
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+            for line in read_report(
+                f"evaluation set {spec}", ", ".join(f"{len(e.records)} {e.name}" for e in sets), problems, noted
+            ):
+                self.stderr.write(line)
+            for e in sets:
+                if e.name in names.values():
+                    raise CommandError(f"--eval {spec}: the set {e.name!r} is given twice")
+                evals[e.name] = (list(e.records), list(e.y))
+                names[e.name] = e.name
         cfg = TM.TaskModelConfig(
             labels=labels,
             fields=fields,
@@ -162,7 +193,7 @@ class Command(BaseCommand):
         evals, excluded = B.without_training(evals, train[0], fields)
         scores: dict[str, Any] = {}
         for key, (recs, ys) in evals.items():
-            name = EVAL_NAMES[f"{o['task']}:{key}" if o["task"] != "nli" else key]
+            name = names[key]
             if not ys:
                 scores[name] = {"n": 0, "accuracy": None, "macro_f1": None, "excluded": excluded[key]}
                 continue
