@@ -7,15 +7,13 @@ start after the first job ended make a new job as before."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
-from django.db import connections
 from django.test import Client
 from rest_framework.test import APIClient
 
 from projects.models import Job
 from tests.annotate.factories import project_with_candidates, researcher
+from tests.concurrency import at_once
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
@@ -82,23 +80,12 @@ def test_two_starts_at_once_on_postgresql_make_one_job(require_postgres, sent_me
     """Real concurrent requests: the project's row lock makes the second see the first's job."""
     project = project_with_candidates(name="at-once", n=10)
     user = researcher()
-    barrier = threading.Barrier(2)
-    answers: list[tuple[int, int]] = []
 
-    def post() -> None:
-        try:
-            api = _api(user)
-            barrier.wait(timeout=30)
-            r = api.post(f"/api/v1/projects/{project.pk}/export/", EXPORT, format="json")
-            answers.append((r.status_code, r.json()["id"]))
-        finally:
-            connections.close_all()
+    def post() -> tuple[int, int]:
+        r = _api(user).post(f"/api/v1/projects/{project.pk}/export/", EXPORT, format="json")
+        return r.status_code, r.json()["id"]
 
-    threads = [threading.Thread(target=post) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    answers = at_once(post)
     assert len(answers) == 2 and {status for status, _ in answers} == {202}
     assert len({job for _, job in answers}) == 1
     assert Job.objects.filter(kind="export").count() == 1 and len(sent_messages) == 1
