@@ -35,6 +35,7 @@ from projects.services.exports import (
     export_download_type,
     export_filters_parse,
     export_missing_reason,
+    export_not_downloadable,
     export_start,
     export_sync_name,
 )
@@ -266,7 +267,7 @@ class ExportDownloadApi(APIView):
             return Response({"detail": "no such export job"}, status=status.HTTP_404_NOT_FOUND)
         if job.status != "succeeded":
             return Response(
-                {"detail": f"export job {job.pk} is {job.status}; nothing to download yet"},
+                {"detail": export_not_downloadable(job)},
                 status=status.HTTP_409_CONFLICT,
             )
         found = export_download_file(job=job, manifest=DownloadQuery(request.query_params).manifest())

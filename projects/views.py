@@ -26,7 +26,7 @@ from projects import permissions, states
 from projects.formats import FORMAT_TASKS
 from projects.formats.images import IMAGE_TYPES
 from projects.formats.reading import LABEL_SOURCES, below
-from projects.formats.whole_input import upload_limit_message
+from projects.formats.whole_input import human_size, upload_limit_message
 from projects.forms import DownloadQuery, ExportForm, ExportJobQuery, ImportForm, ProjectDeleteForm, uploads_parse
 from projects.http import HtmxHttpRequest, bad_request, render_section
 from projects.models import JOB_ACTIVE, TASK_DEFAULTS, TASKS, Job, Project
@@ -53,6 +53,7 @@ from projects.services.exports import (
     export_download_type,
     export_manifest,
     export_missing_reason,
+    export_not_downloadable,
     export_splits,
     export_start,
     export_sync_name,
@@ -230,7 +231,7 @@ def export_download(request: HttpRequest, job_id: int) -> HttpResponse | FileRes
     (``Authorization: Token …``) instead of logging in."""
     job = get_object_or_404(Job, pk=job_id, kind="export")
     if job.status != "succeeded":
-        return HttpResponse(f"export job {job.pk} is {job.status}; nothing to download yet", status=409)
+        return HttpResponse(export_not_downloadable(job), status=409)
     found = export_download_file(job=job, manifest=DownloadQuery(request.GET).manifest())
     if found is None:
         raise Http404(export_missing_reason(job=job))
@@ -318,6 +319,8 @@ def _import_context(project: Project) -> dict[str, Any]:
         "project": project,
         "formats": shown,
         "limit": settings.COUNTERPART["MAX_UPLOAD_BYTES"],
+        # in the units of the refusal's message ("976.6 KiB"), not filesizeformat's "976.6 KB"
+        "limit_shown": human_size(settings.COUNTERPART["MAX_UPLOAD_BYTES"]),
         "cad_nli_parts": CAD_NLI_PARTS,
         "task_formats": [f for f in shown if f in TASK_DATA_FORMATS],
         "chosen": {},

@@ -49,7 +49,7 @@ from django.utils import timezone
 from projects import formats, states
 from projects.formats import OriginalRecord, PairRecord
 from projects.formats.reading import LABEL_SOURCES, below
-from projects.models import Candidate, Job, Label, Project
+from projects.models import JOB_ACTIVE, Candidate, Job, Label, Project
 from projects.selectors import example_splits
 from projects.services.imports import image_root
 from projects.services.jobs import JobCancelled, JobContext, JobFailed, job_start
@@ -523,6 +523,14 @@ def export_file_for(*, job: Job, manifest: bool = False) -> Path | None:
     if root not in path.parents or not path.is_file():
         return None
     return path
+
+
+def export_not_downloadable(job: Job) -> str:
+    """Why an export job's file cannot be downloaded (the 409's text, page and API): not yet
+    (queued, running), or never (failed, cancelled: it wrote no file)."""
+    if job.status in JOB_ACTIVE:
+        return f"export job {job.pk} is {job.status}; nothing to download yet"
+    return f"export job {job.pk} {job.status}; it wrote no file to download (start the export again)"
 
 
 def export_download_file(*, job: Job, manifest: bool = False) -> tuple[Path, str] | None:

@@ -70,6 +70,8 @@ def test_an_oversized_upload_says_the_limit_alike_on_the_page_and_the_api_and_ke
     page = r.content.decode()
     assert r.status_code == 413 and "upload refused: " + said in page
     assert _selected(page) == ["csv"] and 'value="dev"' in page  # nothing the user chose is lost
+    # the form states the limit in the refusal's units (it said "2.0 KB" beside "2.0 KiB")
+    assert "Data file (at most 2.0 KiB)" in page and " KB" not in page
     api = APIClient()
     api.force_authenticate(researcher())
     resp = api.post(f"/api/v1/projects/{project.pk}/import/", {"format": "csv", "file": SimpleUploadedFile("b", body)})
