@@ -11,12 +11,15 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
+from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
@@ -44,6 +47,14 @@ NOT_YOUR_PROJECT = (
     "A researcher adds annotators to projects; your projects are listed on your annotation page."
 )
 NOT_YOUR_ASSIGNMENT = "There is no such item of yours: it may belong to a project you are no longer a member of."
+FORM_EXPIRED = (
+    "Not saved: this page's form had expired (you logged out and in again, perhaps in another tab), "
+    "so nothing was recorded. The item is shown again with a fresh form: give your answer again."
+)
+PAGE_REFRESHED = (
+    "This page's form had expired (you logged out and in again, perhaps in another tab): "
+    "the item has been shown again with a fresh form. Nothing was lost."
+)
 
 
 class _NotYours(Exception):
@@ -204,6 +215,44 @@ def _own_assignment_project(request: HttpRequest, assignment_id: int) -> Project
     return a.project
 
 
+def _form_expired_shows_the_item_again(message: str) -> Callable[[Callable[..., HttpResponse]], Any]:
+    """An answer, skip, undo or heartbeat sent with a CSRF token the session no longer has (the
+    annotator logged out and in again in another tab, which gives the session a new token) was
+    refused with Django's "Form expired (403)" card, swapped over the item: the answer was lost
+    without a word and the page offered no way on. The check is the same (Django's own, nothing
+    is done on a refused token); a refusal now answers the stage itself: the same item, a form
+    with the session's current token and ``message`` saying nothing was recorded. Without
+    JavaScript: the message and a redirect to the item page. Logged out: the log-in page."""
+
+    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        check = CsrfViewMiddleware(lambda request: HttpResponse())
+
+        @_not_yours_page
+        def refused(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
+            project = _own_assignment_project(request, assignment_id)
+            if not request.htmx:
+                messages.error(request, message)
+                return redirect("annotate-work", project_id=project.pk)
+            response = _render_stage(request, project, error=message)
+            # the heartbeat's own target is a small div inside the item: the whole stage is new
+            response["HX-Retarget"], response["HX-Reswap"] = "#stage", "outerHTML"
+            return response
+
+        @csrf_exempt
+        @wraps(view)
+        def wrapped(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
+            if check.process_view(request, view, (), {"assignment_id": assignment_id}) is None:
+                return view(request, assignment_id=assignment_id)
+            if not request.user.is_authenticated:
+                return redirect_to_login(request.get_full_path())
+            return refused(request, assignment_id)
+
+        return wrapped
+
+    return decorate
+
+
+@_form_expired_shows_the_item_again(FORM_EXPIRED)
 @login_required
 @require_POST
 @_not_yours_page
@@ -228,6 +277,7 @@ def answer(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     return _render_stage(request, project, error=error, status=200 if request.htmx else status, last=last)
 
 
+@_form_expired_shows_the_item_again(FORM_EXPIRED)
 @login_required
 @require_POST
 @_not_yours_page
@@ -244,6 +294,7 @@ def skip(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     return _render_stage(request, project, error=error)
 
 
+@_form_expired_shows_the_item_again(FORM_EXPIRED)
 @login_required
 @require_POST
 @_not_yours_page
@@ -257,6 +308,7 @@ def undo(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     return _render_stage(request, project, error=error)
 
 
+@_form_expired_shows_the_item_again(PAGE_REFRESHED)
 @login_required
 @require_POST
 def heartbeat(request: HttpRequest, assignment_id: int) -> HttpResponse:
