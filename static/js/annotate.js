@@ -1,6 +1,7 @@
 /* Keyboard-first annotation (progressive: every action is also a plain form button).
  *
  * 1-9 choose · s skip (optional reason, Enter confirms, Esc cancels) · u undo · o original.
+ * One press is one action: a held key's auto-repeat is ignored.
  * Active time per item: the clock runs while the tab is visible and pauses when it is hidden;
  * the total goes out with the answer as duration_ms.
  *
@@ -111,6 +112,8 @@
       if (e.key === "Escape" && skipDetails) { skipDetails.open = false; focusStage(); e.preventDefault(); }
       return; // Enter in the reason field submits the skip form natively (htmx intercepts it)
     }
+    // A held key repeats: one press is one action, never a second answer on the next item.
+    if (e.repeat) { e.preventDefault(); return; }
     if (busy) { return; }
     if (/^[1-9]$/.test(e.key)) {
       var btn = document.querySelector('#answer-form button[data-key="' + e.key + '"]');

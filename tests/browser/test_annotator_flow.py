@@ -12,6 +12,7 @@ from annotate.services.routing import project_route
 from projects.models import ProjectMembership
 from projects.services.memberships import membership_pause
 from tests.annotate.factories import annotator, project_with_candidates
+from tests.browser.conftest import log_in
 
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
 
@@ -114,3 +115,25 @@ def test_an_answer_that_cannot_be_sent_says_so_and_a_retry_stores_it_once(page, 
     _wait_for_assignment_change(page, aid)
     assert page.locator("#not-sent").count() == 0
     assert list(Annotation.objects.filter(annotator=user).values_list("assignment_id", flat=True)) == [aid]
+
+
+def test_a_held_number_key_answers_one_item_only(page, live_server, annotation_settings):
+    """A number key held down (auto-repeat) answered the item and then, as the next item arrived
+    with the key still down, that one too: one press, two answers. Repeats are now ignored."""
+    project = project_with_candidates(n=4, k=1)
+    project_route(project=project, budget=1.0, seed=0)
+    annotator(project, username="held")
+    log_in(page, live_server, "held", next_path=f"/annotate/projects/{project.pk}/")
+    page.wait_for_selector("#stage[data-ready] #answer-form")
+    first = _current_assignment(page)
+    page.keyboard.down("1")  # pressed …
+    _wait_for_assignment_change(page, first)
+    second = _current_assignment(page)
+    for _ in range(3):  # … and held: the keyboard repeats it on the next item
+        page.keyboard.down("1")
+    page.keyboard.up("1")
+    page.wait_for_timeout(500)
+    assert Annotation.objects.count() == 1 and _current_assignment(page) == second
+    page.keyboard.press("1")  # a new press answers the next item as usual
+    _wait_for_assignment_change(page, second)
+    assert Annotation.objects.count() == 2
