@@ -40,8 +40,42 @@
     if (h) { h.focus({ preventScroll: true }); }
   }
 
+  // An image that the browser cannot show (the file is there but broken, a network error, a
+  // server that refuses it) was a broken-image icon and a generic alt text, with nothing to
+  // say what to do: the annotator guessed from the captions. Say so in its place, as for a file
+  // missing on the server, and fill in the skip reason the researchers see.
+  var IMAGE_FAILED = "image did not load";
+  function imageFailed(img) {
+    var figure = img.closest("figure");
+    if (!figure || figure.querySelector(".image-failed")) { return; }
+    img.hidden = true;
+    figure.classList.add("image-missing");
+    var note = document.createElement("p");
+    note.className = "image-failed";
+    note.setAttribute("role", "alert");
+    note.setAttribute("data-testid", "image-failed");
+    var strong = document.createElement("strong");
+    strong.textContent = "The image did not load in your browser";
+    note.appendChild(strong);
+    note.appendChild(document.createTextNode(
+      ": do not guess from the captions. Reload the page to try again, or skip the item (press s) " +
+      "with the reason \u201c" + IMAGE_FAILED + "\u201d, which the project's researchers see."));
+    figure.appendChild(note);
+    var reason = document.getElementById("skip-reason");
+    if (reason && !reason.value) { reason.value = IMAGE_FAILED; }
+  }
+  function watchImages() {
+    var imgs = document.querySelectorAll("#stage .item-image img");
+    Array.prototype.forEach.call(imgs, function (img) {
+      // the error may have come before this script ran (a deferred script, a swapped stage)
+      if (img.complete && img.naturalWidth === 0) { imageFailed(img); return; }
+      img.addEventListener("error", function () { imageFailed(img); });
+    });
+  }
+
   function prepare() {
     startClock();
+    watchImages();
     syncHistory();
     var stage = document.getElementById("stage");
     if (stage) { stage.dataset.ready = "1"; }
