@@ -765,7 +765,9 @@ def project_quality(*, project: Project) -> dict[str, Any]:
                 ds_input, labels=allowed, gold={i: c for i, c in gold_items.items() if c in allowed}, engine="numpy"
             )
             ds_labels = {i: lab for i, lab in ds.label_of.items() if i not in gold_items}
-            differ = sum(1 for i, lab in ds_labels.items() if mv.get(i) and mv[i].label != lab)
+            # only where the majority vote has a label: a tie has nothing to disagree with (it
+            # is counted in majority_ties; counting it here too doubled every tie as a disagreement)
+            differ = sum(1 for i, lab in ds_labels.items() if mv.get(i) and mv[i].label not in (None, lab))
             out["aggregation"] = {
                 "items": len(mv),
                 "majority_ties": sum(1 for a in mv.values() if a.label is None),

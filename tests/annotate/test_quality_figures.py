@@ -1,0 +1,34 @@
+"""Figures of the annotation-quality page checked against small cases whose right values are
+known by hand (the QA recount of a CAD NLI project, 3 annotators, k = 3)."""
+
+from __future__ import annotations
+
+import pytest
+
+from annotate import selectors
+from annotate.services import assignments as svc
+from annotate.services.routing import project_route
+from .factories import annotator, project_with_candidates
+
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
+
+
+def _answer(project, user, choices):
+    for choice in choices:
+        a = svc.assignment_next(project=project, annotator=user)
+        svc.annotation_submit(assignment_id=a.pk, annotator=user, choice=choice)
+
+
+def test_dawid_skene_disagreements_do_not_count_majority_ties():
+    # two items at k = 2: both annotators agree on the first, split on the second (a tie).
+    # Dawid–Skene labels both; on the tied one the majority vote has no label to disagree with.
+    project = project_with_candidates(n=2, k=2)
+    project_route(project=project, budget=1.0, seed=0, gold_rate=0.0)
+    first, second = annotator(project), annotator(project)
+    _answer(project, first, ["neutral", "entailment"])
+    _answer(project, second, ["neutral", "contradiction"])
+    q = selectors.project_quality(project=project)
+    assert q["aggregation"]["items"] == 2
+    assert q["aggregation"]["majority_ties"] == 1
+    assert q["aggregation"]["dawid_skene_differs"] == 0  # was 1: the tie counted as a disagreement
+
