@@ -730,7 +730,11 @@ def project_quality(*, project: Project) -> dict[str, Any]:
     }
     User = get_user_model()
     members = {m.user_id: m for m in ProjectMembership.objects.filter(project=project)}
-    annotator_ids = {a for _, a, _ in real} | {a for a, _ in gold_rows} | set(members)
+    # the annotators: annotator members, and anyone who answered (a researcher member who
+    # annotates nothing is not an annotator "in qualification")
+    annotator_ids = (
+        {a for _, a, _ in real} | {a for a, _ in gold_rows} | {u for u, m in members.items() if m.role == "annotator"}
+    )
     names = dict(User.objects.filter(pk__in=annotator_ids).values_list("id", "username"))
 
     mv: dict[Any, agreement.Aggregate] = {}
@@ -811,6 +815,7 @@ def project_quality(*, project: Project) -> dict[str, Any]:
                 "flagged": bool(m and m.flagged),
                 "flag_reason": m.flag_reason if m else "",
                 "member": m is not None,
+                "role": m.role if m else "",
                 "membership_id": m.pk if m else None,
             }
         )

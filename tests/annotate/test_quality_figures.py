@@ -8,7 +8,9 @@ import pytest
 from annotate import selectors
 from annotate.services import assignments as svc
 from annotate.services.routing import project_route
-from .factories import annotator, project_with_candidates
+from projects.models import ProjectMembership
+
+from .factories import annotator, login, project_with_candidates, researcher
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
@@ -32,3 +34,15 @@ def test_dawid_skene_disagreements_do_not_count_majority_ties():
     assert q["aggregation"]["majority_ties"] == 1
     assert q["aggregation"]["dawid_skene_differs"] == 0  # was 1: the tie counted as a disagreement
 
+
+def test_a_researcher_member_is_not_listed_as_an_annotator_in_qualification():
+    project = project_with_candidates(n=2, k=1)
+    boss = researcher(username="boss")
+    ProjectMembership.objects.create(project=project, user=boss, role="researcher")
+    annotator(project, username="idle")
+    q = selectors.project_quality(project=project)
+    assert [a["username"] for a in q["annotators"]] == ["idle"]
+    page = login(boss).get(f"/annotate/projects/{project.pk}/dashboard/").content.decode()
+    row = page.split("<td>idle<", 1)[1].split("</tr>", 1)[0]
+    assert "n/a (no answers)" in row
+    assert "<td>boss</td>" not in page and "<td>idle</td>" in page
