@@ -599,13 +599,17 @@ def science_warnings(*, project: Project) -> list[Warning]:
         if not directions:  # no label directions known: spread over the perturbation types
             perts = tuple(_stratum_group("perturbation", v) for v in sorted(pool["perturbation"]))
             spread = {"groups": perts, "route_label": _strata_label(len(perts), project)}
-        if label_task and len(human_labels) == 1:
+        if not spread["groups"]:  # nothing left in the pool to route: no button routing "0 strata"
+            spread = {"route": "", "route_label": ""}
+        n_human = sum(human_labels.values())
+        if label_task and len(human_labels) == 1 and n_human >= 2:  # one label is not "every label"
             only = next(iter(human_labels))
             out.append(
                 replace(
                     reroute,
                     code="one-class",
-                    message=f"Every human label is {only!r}: h cannot learn to tell the labels apart.",
+                    message=f"Every human label is {only!r} ({n_human} labels): h cannot learn to tell the labels "
+                    "apart.",
                     **spread,  # type: ignore[arg-type]
                 )
             )

@@ -1,0 +1,41 @@
+"""Dashboard figures on small projects whose right values are known by hand: a warning never
+rests on one label nor offers to route nothing; every figure agrees with the one shown beside it."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from annotate.services import assignments as svc
+from annotate.services.routing import project_route
+from tests.annotate.factories import annotator, project_with_candidates, researcher
+from workspace.dashboard.selectors import science_warnings
+
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
+
+
+def _answer_all(project, choice):
+    user = annotator(project)
+    while (a := svc.assignment_next(project=project, annotator=user)) is not None:
+        svc.annotation_submit(assignment_id=a.pk, annotator=user, choice=choice)
+
+
+def test_one_human_label_is_not_every_label_of_one_class():
+    project = project_with_candidates(n=1, k=1)
+    project_route(project=project, budget=1.0, seed=0, gold_rate=0.0)
+    _answer_all(project, "neutral")
+    codes = {w.code for w in science_warnings(project=project)}
+    assert "few-human-labels" in codes and "one-class" not in codes
+
+
+def test_one_class_with_an_empty_pool_offers_no_button_that_routes_nothing():
+    project = project_with_candidates(n=2, k=1)
+    project_route(project=project, budget=1.0, seed=0, gold_rate=0.0)  # the whole pool routed
+    _answer_all(project, "neutral")
+    one = next(w for w in science_warnings(project=project) if w.code == "one-class")
+    assert "(2 labels)" in one.message
+    assert one.route == "" and one.route_label == ""  # was "… each of these 0 strata … 0 answers"
+    c = Client()
+    c.force_login(researcher())
+    html = c.get(f"/projects/{project.pk}/dashboard/").content.decode()
+    assert 'data-code="one-class"' in html and "0 strata" not in html and "0 answers" not in html
