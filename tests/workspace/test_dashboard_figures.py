@@ -8,7 +8,9 @@ from django.test import Client
 
 from annotate.services import assignments as svc
 from annotate.services.routing import project_route
+from labeling.models import PairwiseModel
 from tests.annotate.factories import annotator, project_with_candidates, researcher
+from tests.workspace.test_science_warnings import add_model
 from workspace.dashboard.selectors import science_warnings
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
@@ -39,3 +41,14 @@ def test_one_class_with_an_empty_pool_offers_no_button_that_routes_nothing():
     c.force_login(researcher())
     html = c.get(f"/projects/{project.pk}/dashboard/").content.decode()
     assert 'data-code="one-class"' in html and "0 strata" not in html and "0 answers" not in html
+
+
+def test_the_reliability_note_shows_the_ece_as_the_header_does():
+    project = project_with_candidates(n=2, k=1)
+    model = add_model(project, cv_accuracy=0.75, oof_correct=[1, 0, 1, 1], n=4)
+    PairwiseModel.objects.filter(pk=model.pk).update(cv_ece=0.0775)  # stored with 4 decimals: 0.07749999… in binary
+    c = Client()
+    c.force_login(researcher())
+    html = c.get(f"/projects/{project.pk}/dashboard/").content.decode()
+    assert "ECE 0.078 on 4 human labels" in html  # the header (floatformat)
+    assert "4 out-of-fold predictions; ECE 0.078 (10 equal-width bins)" in html  # was 0.077

@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count, Max, Q
+from django.template.defaultfilters import floatformat
 from django.urls import reverse
 
 from annotate import kinds
@@ -151,7 +152,9 @@ def h_charts(*, project: Project) -> tuple[list[Chart], dict[str, Any] | None]:
     rel.rows = [[f"{b.lo:.1f}–{b.hi:.1f}", b.n, _num(b.mean_confidence), _num(b.accuracy)] for b in bins]
     # the ECE stored with h (its report shows the same figure), not one recomputed from the
     # stored, rounded confidences: those can fall into another bin (issue 30: 0.057 against 0.063)
-    rel.note = f"{len(conf)} out-of-fold predictions; ECE {_num(model.cv_ece)} (10 equal-width bins)."
+    # rounded as the page's header and h's report round it (Django's floatformat, half up on the
+    # decimal value): f"{0.0775:.3f}" gives 0.077 where they show 0.078
+    rel.note = f"{len(conf)} out-of-fold predictions; ECE {floatformat(model.cv_ece, 3)} (10 equal-width bins)."
     rel.svg = charts.reliability([(b.lo, b.hi, b.accuracy, b.n) for b in bins], title=rel.title)
     hbins = stats.confidence_histogram(conf)
     hist.rows = [[f"{lo:.1f}–{hi:.1f}", n] for lo, hi, n in hbins]
