@@ -809,7 +809,11 @@ def project_quality(*, project: Project) -> dict[str, Any]:
                 if acc is None
                 else {"accuracy": acc.accuracy, "ci_low": acc.ci_low, "ci_high": acc.ci_high, "n": acc.n},
                 "agreement_majority": None if a not in mv_agree else mv_agree[a].rate,
+                # the rates' n: this annotator's answers on items shared with others that the
+                # aggregate labels (ties and items answered alone left out), not their answers
+                "agreement_majority_n": mv_agree[a].n if a in mv_agree else 0,
                 "agreement_dawid_skene": None if a not in ds_agree else ds_agree[a].rate,
+                "agreement_dawid_skene_n": ds_agree[a].n if a in ds_agree else 0,
                 "median_ms": ds_[len(ds_) // 2] if ds_ else None,
                 "qualified": bool(m and (m.qualified_at or int(settings.COUNTERPART["QUALIFICATION_GOLD"]) == 0)),
                 "flagged": bool(m and m.flagged),

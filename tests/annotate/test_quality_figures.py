@@ -46,3 +46,20 @@ def test_a_researcher_member_is_not_listed_as_an_annotator_in_qualification():
     row = page.split("<td>idle<", 1)[1].split("</tr>", 1)[0]
     assert "n/a (no answers)" in row
     assert "<td>boss</td>" not in page and "<td>idle</td>" in page
+
+
+def test_agreement_with_the_majority_is_shown_with_its_n():
+    # three items at k = 3: all agree on the first; the third annotator dissents on the second;
+    # the third item is a three-way tie (no majority label: left out of every rate's n)
+    project = project_with_candidates(n=3, k=3)
+    project_route(project=project, budget=1.0, seed=0, gold_rate=0.0)
+    users = [annotator(project, username=f"a{i}") for i in range(3)]
+    _answer(project, users[0], ["neutral", "neutral", "neutral"])
+    _answer(project, users[1], ["neutral", "neutral", "entailment"])
+    _answer(project, users[2], ["neutral", "contradiction", "contradiction"])
+    rows = {a["username"]: a for a in selectors.project_quality(project=project)["annotators"]}
+    assert rows["a2"]["answers"] == 3 and rows["a2"]["agreement_majority_n"] == 2
+    assert rows["a2"]["agreement_majority"] == 0.5 and rows["a0"]["agreement_majority"] == 1.0
+    page = login(researcher()).get(f"/annotate/projects/{project.pk}/dashboard/").content.decode()
+    row = page.split("<td>a2<", 1)[1].split("</tr>", 1)[0]
+    assert "0.50 <span" in row and "(n = 2)" in row
