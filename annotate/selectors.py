@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
@@ -798,7 +799,7 @@ def project_quality(*, project: Project) -> dict[str, Any]:
     for a in sorted(annotator_ids, key=lambda x: names.get(x, "")):
         m = members.get(a)
         acc = gold_acc.get(a)
-        ds_ = sorted(durations.get(a, []))
+        ds_ = durations.get(a, [])
         out["annotators"].append(
             {
                 "id": a,
@@ -814,7 +815,9 @@ def project_quality(*, project: Project) -> dict[str, Any]:
                 "agreement_majority_n": mv_agree[a].n if a in mv_agree else 0,
                 "agreement_dawid_skene": None if a not in ds_agree else ds_agree[a].rate,
                 "agreement_dawid_skene_n": ds_agree[a].n if a in ds_agree else 0,
-                "median_ms": ds_[len(ds_) // 2] if ds_ else None,
+                # the median (the mean of the two middle values of an even count, rounded to
+                # the ms), not the upper middle value: [1000, 3000] is 2000 ms, not 3000
+                "median_ms": round(statistics.median(ds_)) if ds_ else None,
                 "qualified": bool(m and (m.qualified_at or int(settings.COUNTERPART["QUALIFICATION_GOLD"]) == 0)),
                 "flagged": bool(m and m.flagged),
                 "flag_reason": m.flag_reason if m else "",

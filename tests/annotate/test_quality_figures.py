@@ -63,3 +63,14 @@ def test_agreement_with_the_majority_is_shown_with_its_n():
     page = login(researcher()).get(f"/annotate/projects/{project.pk}/dashboard/").content.decode()
     row = page.split("<td>a2<", 1)[1].split("</tr>", 1)[0]
     assert "0.50 <span" in row and "(n = 2)" in row
+
+
+def test_median_active_time_is_the_median_of_an_even_count():
+    project = project_with_candidates(n=2, k=1)
+    project_route(project=project, budget=1.0, seed=0, gold_rate=0.0)
+    user = annotator(project, username="timed")
+    for ms in (1000, 3000):
+        a = svc.assignment_next(project=project, annotator=user)
+        svc.annotation_submit(assignment_id=a.pk, annotator=user, choice="neutral", duration_ms=ms)
+    row = next(a for a in selectors.project_quality(project=project)["annotators"] if a["username"] == "timed")
+    assert row["median_ms"] == 2000  # was 3000, the upper of the two middle values
