@@ -35,6 +35,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, cast
 
@@ -84,6 +85,7 @@ from projects.models import (
 from projects.selectors import example_splits, job_waiting_behind
 from projects.services.candidates import candidates_transition
 from projects.services.jobs import (
+    DOUBLE_SUBMIT_SECONDS,
     JobCancelled,
     JobContext,
     JobFailed,
@@ -287,15 +289,45 @@ def run_start(
     *, project: Project, generator: str, options: dict[str, Any] | None = None, created_by: Any = None
 ) -> GenerationRun:
     """Create a run and enqueue its job once the run is committed (a broker that cannot be
-    reached fails the run and raises ``BrokerUnavailable``)."""
+    reached fails the run and raises ``BrokerUnavailable``). The same start again (generator,
+    options and user) within ``DOUBLE_SUBMIT_SECONDS``, while the first run is queued or
+    running, is a double submit (a double click, a client that sent its request twice): it
+    returns that run, and nothing new is created or sent."""
     from projects.services.jobs import job_enqueue
 
     with transaction.atomic():
+        earlier = _double_submit(project=project, generator=generator, options=options, created_by=created_by)
+        if earlier is not None:
+            return earlier
         run = run_create(project=project, generator=generator, options=options, created_by=created_by)
         job_id = run.job_id
         transaction.on_commit(lambda: job_enqueue(job_id=job_id))
     run.job.refresh_from_db()
     return run
+
+
+def _double_submit(
+    *, project: Project, generator: str, options: dict[str, Any] | None, created_by: Any
+) -> GenerationRun | None:
+    """The run that an identical start created moments ago and that has not ended, if any.
+    Locks the project's row first (SQLite's ``IMMEDIATE`` transaction serializes there), so two
+    requests at once see each other's run. Options that do not clean are left to
+    :func:`run_create`, which refuses them."""
+    try:
+        wanted = json.loads(json.dumps(run_options_clean(project=project, options=options), default=str))
+    except ValidationError:
+        return None
+    list(Project.objects.select_for_update().filter(pk=project.pk).values_list("pk", flat=True))
+    user = created_by if getattr(created_by, "is_authenticated", False) else None
+    since = timezone.now() - timedelta(seconds=DOUBLE_SUBMIT_SECONDS)
+    recent = GenerationRun.objects.select_related("job").filter(
+        project=project,
+        generator=generator,
+        job__created_by=user,
+        job__status__in=JOB_ACTIVE,
+        job__created_at__gte=since,
+    )
+    return next((run for run in recent.order_by("-pk") if run.options == wanted), None)
 
 
 def run_cancel(*, run: GenerationRun) -> GenerationRun:

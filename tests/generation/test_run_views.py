@@ -246,3 +246,28 @@ def test_start_page_limit_samples_across_labels(rclient, db, django_capture_on_c
     assert run.metrics["sample_labels"] == {"entailment": 2, "neutral": 2, "contradiction": 2}
     page = rclient.get(f"/runs/{run.pk}/").content.decode()
     assert "originals sampled (stratified by label, seeded)" in page
+
+
+def test_a_start_sent_twice_at_once_is_one_run(rclient, project, monkeypatch, django_capture_on_commit_callbacks):
+    """Before: a double click on "Start run" (or a client that sent its request twice) created
+    two runs, which generated the same candidates twice (the second all filtered out as dups)."""
+    from projects.services import jobs
+
+    sent = []
+    monkeypatch.setattr(jobs, "job_enqueue", lambda *, job_id: sent.append(job_id))
+    data = {"generator": "test-echo", "limit": "3", "seed": "1", "filters": ["dedup"]}
+    with django_capture_on_commit_callbacks(execute=True):
+        first = rclient.post(f"/projects/{project.pk}/runs/new/", data)
+        second = rclient.post(f"/projects/{project.pk}/runs/new/", data)
+    run = GenerationRun.objects.get()
+    assert first.status_code == second.status_code == 302
+    assert first["Location"] == second["Location"] == f"/runs/{run.pk}/"
+    assert len(sent) == 1
+    # other options, or the same once the first run has ended, are a new run
+    with django_capture_on_commit_callbacks(execute=True):
+        rclient.post(f"/projects/{project.pk}/runs/new/", {**data, "seed": "2"})
+    assert GenerationRun.objects.count() == 2
+    run_execute(run_id=run.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        rclient.post(f"/projects/{project.pk}/runs/new/", data)
+    assert GenerationRun.objects.count() == 3 and len(sent) == 3
