@@ -427,28 +427,58 @@ def cancel_probe(ctx: JobContext, *, every: float = 1.0) -> StopHook:
     return should_stop
 
 
+def batch_reporter(run: GenerationRun, ctx: JobContext, *, every: float = 2.0) -> Callable[[str], None]:
+    """What the batch in progress is doing (``generating original 3 of 16 of this batch``,
+    ``filtering …``), in the ``generating`` step's message, written at most once every ``every``
+    seconds: a slow generator (a language model on a CPU, many seconds an original) otherwise
+    shows the same 0/N for a whole batch. The next batch's write clears it (``_advance_step``)."""
+    last = [-every]
+
+    def report(message: str) -> None:
+        now = time.monotonic()
+        step = run.job.step
+        if now - last[0] < every or not isinstance(step, dict) or step.get("name") != "generating":
+            return
+        last[0] = now
+        step = {**step, "message": message}
+        if ctx.owned().update(step=step, heartbeat_at=timezone.now()):
+            run.job.step = step
+
+    return report
+
+
 def _between_originals(
-    items: Iterable[GeneratedCandidate | Skip], should_stop: StopHook | None
+    items: Iterable[GeneratedCandidate | Skip],
+    should_stop: StopHook | None,
+    on_original: Callable[[int], None] | None = None,
 ) -> Iterator[GeneratedCandidate | Skip]:
     """The generator's output, checking ``should_stop`` whenever it moves to another
-    original (for generators that have no stop points of their own)."""
+    original (for generators that have no stop points of their own), and telling
+    ``on_original`` how many originals it has finished."""
     current: str | None = None
+    finished = -1
     for item in items:
         if item.original_id != current:
             current = item.original_id
+            finished += 1
             if should_stop is not None and should_stop():
                 raise StopRequested()
+            if on_original is not None and finished:
+                on_original(finished)
         yield item
 
 
 def _generate(
-    generator: Any, originals: Sequence[Original], should_stop: StopHook | None = None
+    generator: Any,
+    originals: Sequence[Original],
+    should_stop: StopHook | None = None,
+    on_original: Callable[[int], None] | None = None,
 ) -> Iterable[GeneratedCandidate | Skip]:
     """The generator's output for a batch; if the batch raises, each original is retried
     alone so one bad original becomes a skip instead of failing the run. A cancel
     (:class:`StopRequested`) stops at once."""
     try:
-        return list(_between_originals(generator.generate(originals), should_stop))
+        return list(_between_originals(generator.generate(originals), should_stop, on_original))
     except (StopRequested, BackendUnavailable):
         raise
     except Exception:
@@ -512,6 +542,7 @@ def _process_batch(
     teacher: Any = None,
     should_stop: StopHook | None = None,
     clock: StageClock | None = None,
+    report: Callable[[str], None] | None = None,
 ) -> _BatchOutcome:
     clock = clock if clock is not None else StageClock()
     outcome = _BatchOutcome()
@@ -528,7 +559,11 @@ def _process_batch(
     skipped: dict[str, str] = {}
     if originals:
         with clock("generation"):
-            items = _generate(generator, originals, should_stop)
+            on_original = None
+            if report is not None:
+                n = len(originals)
+                on_original = lambda k: report(f"generating: {k} of this batch's {n} originals done")  # noqa: E731
+            items = _generate(generator, originals, should_stop, on_original)
         for item in items:
             if isinstance(item, Skip):
                 if item.original_id in per_original:
@@ -544,6 +579,8 @@ def _process_batch(
     pairs = [(o, c) for o in originals for c in per_original[o.id]]
     if should_stop is not None and should_stop():  # cancelled while generating: no filtering
         raise StopRequested()
+    if report is not None and pairs:
+        report(f"filtering and scoring this batch's {len(pairs)} candidates")
     existing: dict[int, set[str]] = {}
     if "dedup" in run.options["filters"] and pairs:
         for ex_id, fields in (
@@ -971,7 +1008,7 @@ def _advance_step(step: Any, n_originals: int) -> dict[str, Any] | None:
     done = int(step.get("done") or 0) + n_originals
     recent = [p for p in (step.get("recent") or []) if isinstance(p, list) and len(p) == 2]
     recent = [*recent, [timezone.now().isoformat(), done]][-(RECENT_BATCHES + 1) :]
-    return {**step, "done": done, "recent": recent}
+    return {**step, "done": done, "recent": recent, "message": ""}
 
 
 def _execute(
@@ -1009,6 +1046,7 @@ def _execute(
     if callable(warm_up):
         warm_up()
     should_stop = cancel_probe(ctx)
+    report = batch_reporter(run, ctx)
     with contextlib.suppress(AttributeError):  # stop points inside the generator, where it has them
         cast(Any, generator).should_stop = should_stop
     scorer = None
@@ -1089,6 +1127,7 @@ def _execute(
                 teacher=teacher,
                 should_stop=should_stop,
                 clock=clock,
+                report=report,
             )
             _note_usage(run, generator, usage_before)
             _write_batch(

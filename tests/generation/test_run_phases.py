@@ -163,3 +163,39 @@ def test_a_cancel_during_a_batch_keeps_nothing_of_that_batch(project):
     first_two = list(project.examples.order_by("pk").values_list("external_id", flat=True))[:2]
     assert written == set(first_two)
     assert run.metrics.get("cursor") == project.examples.order_by("pk")[1].pk
+
+
+class _Watched(EchoGenerator):
+    """Reads the run page between the originals of its one batch."""
+
+    client = None
+    pages: list[str] = []  # noqa: RUF012
+
+    def generate(self, originals):  # type: ignore[no-untyped-def]
+        run = GenerationRun.objects.get()
+        for o in originals:
+            self.pages.append(self.client.get(f"/runs/{run.pk}/", HTTP_HX_REQUEST="true").content.decode())
+            yield from super().generate([o])
+
+
+def test_a_slow_batch_shows_its_originals_moving(project, client, researcher, monkeypatch):
+    """Before: a slow generator (a language model on a CPU, seconds an original) showed 0/6 and
+    "generating" with nothing moving until its whole batch of 16 was written (minutes); now the
+    run page says how many originals of the batch are done, and the batch's write clears it."""
+    from generation.services import runs
+
+    monkeypatch.setattr(runs.time, "monotonic", iter(range(0, 10_000, 5)).__next__)  # 5 s an original
+    client.force_login(researcher)
+    _Watched.client, _Watched.pages = client, []
+    registry.register("test-watched", factory=_Watched)
+    try:
+        run = run_create(project=project, generator="test-watched", options={"filters": ["dedup"]})
+        run = run_execute(run_id=run.pk)
+    finally:
+        registry.unregister("test-watched")
+    assert run.status == "succeeded" and run.done == 6
+    assert "of this batch" not in _Watched.pages[0] + _Watched.pages[1]
+    for k in range(1, 5):  # read once originals 0..k have yielded: k of them seen finished
+        assert f"Step 2 of 2: generating: {k} of this batch&#x27;s 6 originals done" in _Watched.pages[k + 1]
+        assert "0 / 6" in _Watched.pages[k + 1]
+    assert run.job.step["message"] == ""  # cleared by the batch's write
