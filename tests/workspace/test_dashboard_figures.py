@@ -11,7 +11,7 @@ from annotate.services.routing import project_route
 from labeling.models import PairwiseModel
 from tests.annotate.factories import annotator, project_with_candidates, researcher
 from tests.workspace.test_science_warnings import add_model
-from workspace.dashboard.selectors import science_warnings
+from workspace.dashboard.selectors import agreement_chart, science_warnings
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
@@ -52,3 +52,12 @@ def test_the_reliability_note_shows_the_ece_as_the_header_does():
     html = c.get(f"/projects/{project.pk}/dashboard/").content.decode()
     assert "ECE 0.078 on 4 human labels" in html  # the header (floatformat)
     assert "4 out-of-fold predictions; ECE 0.078 (10 equal-width bins)" in html  # was 0.077
+
+
+def test_an_undefined_agreement_claims_no_bootstrap():
+    project = project_with_candidates(n=2, k=1)
+    project_route(project=project, budget=1.0, seed=0, gold_rate=0.0)
+    _answer_all(project, "neutral")  # one annotator: κ undefined
+    chart = agreement_chart(project=project)
+    assert chart.na == "n/a (one annotator)"
+    assert chart.note == ""  # was "Bootstrap: 200 resamples of the items." though nothing was resampled

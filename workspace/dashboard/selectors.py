@@ -218,6 +218,7 @@ def agreement_chart(*, project: Project, n_boot: int = 200) -> Chart:
         )
     if all(r.kappa is None for _, r in results):
         chart.na = results[0][1].reason or "n/a (agreement undefined)"
+        chart.note = ""  # nothing was resampled: no "Bootstrap: 200 resamples" beside an n/a
         return chart
     chart.svg = charts.intervals(
         [
