@@ -74,3 +74,12 @@ def test_median_active_time_is_the_median_of_an_even_count():
         svc.annotation_submit(assignment_id=a.pk, annotator=user, choice="neutral", duration_ms=ms)
     row = next(a for a in selectors.project_quality(project=project)["annotators"] if a["username"] == "timed")
     assert row["median_ms"] == 2000  # was 3000, the upper of the two middle values
+
+
+def test_one_answer_reads_in_the_singular():
+    project = project_with_candidates(n=1, k=1)
+    project_route(project=project, budget=1.0, seed=0, gold_rate=0.0)
+    _answer(project, annotator(project), ["neutral"])
+    page = " ".join(login(researcher()).get(f"/annotate/projects/{project.pk}/dashboard/").content.decode().split())
+    assert "1 answer on real items" in page and "Over 1 item it disagrees" in page  # was "1 answers", "1 items"
+    assert "0 majority ties" in page and "1 answers" not in page and "1 items" not in page
