@@ -83,3 +83,18 @@ def test_one_answer_reads_in_the_singular():
     page = " ".join(login(researcher()).get(f"/annotate/projects/{project.pk}/dashboard/").content.decode().split())
     assert "1 answer on real items" in page and "Over 1 item it disagrees" in page  # was "1 answers", "1 items"
     assert "0 majority ties" in page and "1 answers" not in page and "1 items" not in page
+
+
+def test_a_tie_with_no_annotator_left_is_contested_below_k_max(settings):
+    # k = 2, two annotators split: nobody is left to ask, so the item closes contested at k = 2,
+    # far below the maximum the page used to name as the reason
+    settings.COUNTERPART = {**settings.COUNTERPART, "MAX_ANNOTATORS_PER_ITEM": 5}
+    project = project_with_candidates(n=1, k=2)
+    project_route(project=project, budget=1.0, seed=0, gold_rate=0.0)
+    _answer(project, annotator(project), ["neutral"])
+    _answer(project, annotator(project), ["entailment"])
+    q = selectors.project_quality(project=project)
+    assert q["items"]["contested"] == 1 and q["items"]["extended"] == 0
+    page = " ".join(login(researcher()).get(f"/annotate/projects/{project.pk}/dashboard/").content.decode().split())
+    assert "no majority at k max" not in page
+    assert "contested (no majority with every answer it could get: at most 5 annotators, or none left to ask)" in page
