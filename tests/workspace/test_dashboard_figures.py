@@ -61,3 +61,14 @@ def test_an_undefined_agreement_claims_no_bootstrap():
     chart = agreement_chart(project=project)
     assert chart.na == "n/a (one annotator)"
     assert chart.note == ""  # was "Bootstrap: 200 resamples of the items." though nothing was resampled
+
+
+def test_the_agreement_table_says_its_answers_are_those_on_the_items_with_two():
+    # two answers, on two items answered once each: 0 items with two answers and 0 answers on
+    # them — the column read "answers 0" beside 2 answers given
+    project = project_with_candidates(n=2, k=1)
+    project_route(project=project, budget=1.0, seed=0, gold_rate=0.0)
+    _answer_all(project, "neutral")
+    chart = agreement_chart(project=project)
+    assert chart.headers[1:3] == ["items (≥2 answers)", "answers on those items"]
+    assert chart.rows[0][:3] == ["all", 0, 0]

@@ -197,7 +197,16 @@ def agreement_chart(*, project: Project, n_boot: int = 200) -> Chart:
     chart = Chart(
         "agreement",
         "Agreement by perturbation type (Fleiss' κ, 95% bootstrap CI over items)",
-        headers=["perturbation", "items (≥2 answers)", "answers", "κ", "κ 95% CI", "α", "α 95% CI", "note"],
+        headers=[
+            "perturbation",
+            "items (≥2 answers)",
+            "answers on those items",  # the answers κ and α are computed from, not every answer
+            "κ",
+            "κ 95% CI",
+            "α",
+            "α 95% CI",
+            "note",
+        ],
     )
     if not answers:
         chart.na = "n/a (no answers yet)"
