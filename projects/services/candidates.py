@@ -65,7 +65,9 @@ def candidate_override(*, candidate: Candidate, label: str, by: Any, note: str =
     annotators' answers then no longer change its label. ``filtered_out`` and ``generated``
     candidates are refused (they are not part of the data set). Relabelling a pair with the
     human label it already has changes nothing and records nothing (:class:`OverrideUnchanged`);
-    confirming an auto label does change its source, and is recorded."""
+    confirming an auto label does change its source, and is recorded. A pair judged invalid
+    (``meta.valid`` false) is valid once a researcher labels it (``meta.valid_source``
+    ``"override"``), so that it is exported as it is counted."""
     from projects.models import Label, LabelOverride
 
     target = Label.objects.filter(project_id=candidate.project_id, name=label).first()
@@ -94,9 +96,14 @@ def candidate_override(*, candidate: Candidate, label: str, by: Any, note: str =
         # human_labeled is terminal in the state machine; a researcher's override of an
         # already human-labelled pair changes the label only.
         w.before([locked.pk])
-        Candidate.objects.filter(pk=locked.pk).update(
-            state=states.HUMAN_LABELED, label=target, label_source="human", confidence=1.0
-        )
+        values: dict[str, Any] = {"state": states.HUMAN_LABELED, "label": target, "label_source": "human"}
+        meta = locked.meta if isinstance(locked.meta, dict) else {}
+        if meta.get("valid") is False:
+            # A label from a researcher says the pair is a real one: judged invalid before
+            # (annotators' "Unclear / invalid", an import), it would be counted as a human label
+            # on every page yet left out of every export. ``valid_source`` says who decided.
+            values["meta"] = {**meta, "valid": True, "valid_source": "override"}
+        Candidate.objects.filter(pk=locked.pk).update(confidence=1.0, **values)
         w.after([locked.pk])
     candidate.refresh_from_db()
     return candidate

@@ -172,3 +172,24 @@ def test_schema_lists_the_workspace_endpoints():
         "/api/v1/tokens/revoke/",
     ):
         assert p in paths, p
+
+
+def test_a_relabelled_invalid_pair_is_exported_as_it_is_counted(project, tmp_path):
+    """QA (researcher's figures): annotators judged a pair "Unclear / invalid"; a researcher then
+    gave it a label. Every page counted it as a human label, but the export (invalid pairs left
+    out by default) did not write it. A researcher's label now makes the pair valid."""
+    from projects.services.candidates import candidate_judge_validity, candidate_override
+    from projects.services.exports import data_export
+
+    cand = Candidate.objects.filter(project=project).order_by("pk").first()
+    candidate_judge_validity(candidate_id=cand.pk, valid=False)
+    out = tmp_path / "before.jsonl"
+    data_export(project=project, format="pairs-jsonl", out=str(out), label_source=["human"])
+    assert out.read_text() == ""
+    candidate_override(candidate=cand, label="neutral", by=researcher())
+    cand.refresh_from_db()
+    assert cand.meta["valid"] is True and cand.meta["valid_source"] == "override"
+    data_export(project=project, format="pairs-jsonl", out=str(out), label_source=["human"])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == [cand.external_id]
+    assert rows[0]["counterfactual"]["label"] == "neutral"
