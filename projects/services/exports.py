@@ -186,7 +186,9 @@ def candidates_for_export(
     if msg := export_min_confidence_check(min_confidence):
         raise ExportError(f"min_confidence must be {msg}, not {min_confidence}")
     if min_confidence is not None:
-        qs = qs.filter(confidence__gte=min_confidence)
+        # the confidence of the label a row carries: a pair with no label carries none, however
+        # sure h was of the label it held back
+        qs = qs.filter(Q(label__isnull=False) | Q(gold_label__isnull=False), confidence__gte=min_confidence)
     if split:
         qs = qs.filter(example__split__in=split)
     if not include_invalid:

@@ -193,3 +193,25 @@ def test_a_relabelled_invalid_pair_is_exported_as_it_is_counted(project, tmp_pat
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == [cand.external_id]
     assert rows[0]["counterfactual"]["label"] == "neutral"
+
+
+def test_min_confidence_keeps_labelled_pairs_only(project, tmp_path):
+    """QA (researcher's figures): --min-confidence 0.9 also wrote pairs with no label at all, those
+    h held back (abstained) although its score was high. The filter is on the confidence of the
+    label a row carries: a pair without one is left out; a known answer (gold) is kept."""
+    from projects import states
+    from projects.models import Label
+    from projects.services.exports import candidates_for_export
+
+    neutral = Label.objects.get(project=project, name="neutral")
+    a, b, c, d = Candidate.objects.filter(project=project).order_by("pk")[:4]
+    Candidate.objects.filter(pk=a.pk).update(
+        state=states.AUTO_LABELED, label=neutral, label_source="auto", confidence=0.95
+    )
+    Candidate.objects.filter(pk=b.pk).update(state=states.ABSTAINED, confidence=0.95)  # no label
+    Candidate.objects.filter(pk=c.pk).update(state=states.ABSTAINED, gold_label=neutral, confidence=0.95)
+    Candidate.objects.filter(pk=d.pk).update(
+        state=states.AUTO_LABELED, label=neutral, label_source="auto", confidence=0.5
+    )
+    kept = set(candidates_for_export(project=project, min_confidence=0.9).values_list("pk", flat=True))
+    assert kept == {a.pk, c.pk}
