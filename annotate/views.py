@@ -208,6 +208,24 @@ def work(request: HttpRequest, project_id: int) -> HttpResponse:
     return render(request, "annotate/item.html", _stage_context(request, project, answered=answered))
 
 
+def _not_done(what: str, exc: svc.AnnotationError) -> str:
+    """The stage's message for an answer or skip the rules refused: first that it was NOT
+    recorded (a bare "the lease expired; …" left the annotator guessing whether the answer
+    counted), then why, an expired lease in the annotator's words. A refusal of the annotator
+    (removed, paused, role taken away) is said as it is: the stage's card says it once."""
+    reason = str(exc)
+    if isinstance(exc, svc.NotAllowed):
+        return reason
+    if reason in (svc.LEASE_EXPIRED, "this lease was expired"):
+        held = svc.lease_duration().total_seconds()
+        span = f"{held / 60:g} minutes" if held >= 120 else f"{held:g} seconds"
+        reason = (
+            f"the item is held for you for {span} while this page is open, and that time ran out "
+            "(the computer slept or the connection was lost), so it went back to the pool"
+        )
+    return f"{what}: {reason.rstrip('.')}."
+
+
 def _own_assignment_project(request: HttpRequest, assignment_id: int) -> Project:
     a = Assignment.objects.select_related("project").filter(pk=assignment_id, annotator_id=request.user.pk).first()
     if a is None:
@@ -273,7 +291,7 @@ def answer(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
         # there is an undo window at all (UNDO_SECONDS=0 turns undo off: no Undo to press)
         last = result.as_annotation() if result.item_open and selectors.undo_window().total_seconds() > 0 else None
     except svc.AnnotationError as exc:
-        error, status = str(exc), exc.status
+        error, status = _not_done("Your answer was NOT saved", exc), exc.status
     return _render_stage(request, project, error=error, status=200 if request.htmx else status, last=last)
 
 
@@ -290,7 +308,7 @@ def skip(request: HtmxHttpRequest, assignment_id: int) -> HttpResponse:
     try:
         svc.assignment_skip(assignment_id=assignment_id, annotator=request.user, reason=form.cleaned_data["reason"])
     except svc.AnnotationError as exc:
-        error = str(exc)
+        error = _not_done("The item was NOT skipped", exc)
     return _render_stage(request, project, error=error)
 
 

@@ -1,7 +1,11 @@
 """Annotator pages (htmx fragments), the dashboard, and every role refusal."""
 
+from datetime import timedelta
+from html import unescape
+
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from annotate.models import Annotation, Assignment, Item
 from annotate.services.routing import project_route
@@ -258,3 +262,22 @@ def test_with_undo_turned_off_the_answer_offers_no_undo(project, settings):
     html = c.post(f"/annotate/assignments/{a.pk}/answer/", {"choice": "neutral"}, HTTP_HX_REQUEST="true").content
     assert Annotation.objects.filter(assignment=a).exists()
     assert b'id="undo"' not in html and b'class="undo-bar"' not in html
+
+
+def test_an_answer_or_skip_on_an_expired_lease_says_it_was_not_saved_and_why(project, settings):
+    """It said only "the lease expired; the item went back to the pool": was the answer counted?
+    Now it says first that it was NOT saved, and why in the annotator's words; the next item
+    comes with it."""
+    settings.COUNTERPART = {**settings.COUNTERPART, "LEASE_SECONDS": 300}
+    u = annotator(project)
+    c = login(u)
+    c.get(f"/annotate/projects/{project.pk}/")
+    a = Assignment.objects.get(annotator=u)
+    for action, said in (("answer", "Your answer was NOT saved"), ("skip", "The item was NOT skipped")):
+        Assignment.objects.filter(pk=a.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+        r = c.post(f"/annotate/assignments/{a.pk}/{action}/", {"choice": "neutral"}, HTTP_HX_REQUEST="true")
+        html = unescape(r.content.decode())
+        assert f"{said}: the item is held for you for 5 minutes while this page is open" in html
+        assert "went back to the pool." in html
+        assert Annotation.objects.count() == 0
+        assert 'id="answer-form"' in html and f'data-assignment="{a.pk}"' not in html  # the next item
