@@ -96,7 +96,7 @@
   });
   document.addEventListener("htmx:beforeRequest", function (evt) {
     var elt = evt.detail.elt;
-    if (elt && (elt.id === "answer-form" || elt.id === "skip-form" || elt.classList.contains("undo-bar"))) {
+    if (stageAction(elt)) {
       busy = true;
       lastAction = elt.id || "undo";
     }
@@ -109,8 +109,7 @@
   // An answer, skip or undo that did not get through said nothing: the key press seemed lost.
   // Say so on the stage (a new stage, once one comes, replaces the note).
   function notSent(evt, text) {
-    var elt = evt.detail.elt;
-    if (!elt || !(elt.id === "answer-form" || elt.id === "skip-form" || elt.classList.contains("undo-bar"))) { return; }
+    if (!stageAction(evt.detail.elt)) { return; }
     var stage = document.getElementById("stage");
     if (!stage) { return; }
     var note = document.getElementById("not-sent");
@@ -123,9 +122,25 @@
     }
     note.textContent = text;
   }
+  function stageAction(elt) {
+    return !!elt && (elt.id === "answer-form" || elt.id === "skip-form" || elt.classList.contains("undo-bar"));
+  }
+  // A server error (500, 503) to an answer, skip or undo was swapped over the whole stage: the
+  // item and its keys were gone. The item stays; the note above says it was not saved.
+  document.addEventListener("htmx:beforeSwap", function (evt) {
+    var status = evt.detail.xhr ? evt.detail.xhr.status : 0;
+    if (status >= 500 && stageAction(evt.detail.requestConfig && evt.detail.requestConfig.elt)) {
+      evt.detail.shouldSwap = false;
+    }
+  });
   document.addEventListener("htmx:responseError", function (evt) {
     busy = false;
     var status = evt.detail.xhr ? evt.detail.xhr.status : 0;
+    if (status >= 500) {
+      notSent(evt, "NOT saved: the server failed (HTTP " + status + "). Press again to retry " +
+        "(an answer that did get through is kept once, not twice), or reload the page.");
+      return;
+    }
     notSent(evt, "The server could not take this (HTTP " + status + "). Reload the page to see where you are.");
   });
   document.addEventListener("htmx:sendError", function (evt) {

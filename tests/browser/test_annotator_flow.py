@@ -137,3 +137,30 @@ def test_a_held_number_key_answers_one_item_only(page, live_server, annotation_s
     page.keyboard.press("1")  # a new press answers the next item as usual
     _wait_for_assignment_change(page, second)
     assert Annotation.objects.count() == 2
+
+
+def test_a_server_error_on_an_answer_keeps_the_item_and_a_retry_stores_it_once(page, live_server, annotation_settings):
+    """A 500 / 503 answer to an answer swapped the error card over the whole stage: the item and
+    its keys were gone, the annotator could only go back to the project list. The item now
+    stays, the stage says the answer was not saved, and pressing again stores it once."""
+    project = project_with_candidates(n=4, k=2)
+    project_route(project=project, budget=1.0, seed=0)
+    user = annotator(project, username="err")
+    log_in(page, live_server, "err", next_path=f"/annotate/projects/{project.pk}/")
+    page.wait_for_selector("#stage[data-ready] #answer-form")
+    aid = _current_assignment(page)
+    page.route(
+        "**/answer/",
+        lambda route: route.fulfill(
+            status=503, content_type="text/html", body="<section><h2>Unavailable</h2></section>"
+        ),
+    )
+    page.keyboard.press("2")
+    page.wait_for_selector("#not-sent")
+    assert "NOT saved" in page.locator("#not-sent").inner_text() and "503" in page.locator("#not-sent").inner_text()
+    assert _current_assignment(page) == aid and page.locator("#answer-form").count() == 1
+    assert page.get_by_text("Unavailable").count() == 0
+    page.unroute("**/answer/")
+    page.keyboard.press("2")
+    _wait_for_assignment_change(page, aid)
+    assert list(Annotation.objects.filter(annotator=user).values_list("assignment_id", flat=True)) == [aid]
