@@ -19,6 +19,7 @@ from django.db.models import Avg, Count, Exists, F, OuterRef, Q, QuerySet, Value
 from django.urls import reverse
 
 from annotate import kinds, open_for
+from annotate.kinds.changes import changed_segments
 from annotate.ml import agreement
 from annotate.models import Annotation, Assignment, Item
 from projects import permissions, states
@@ -164,6 +165,16 @@ def image_missing(url: str) -> bool:
     return not os.path.isfile(os.path.join(root, unquote(rel)))
 
 
+def _marked(fields: list[tuple[str, Any]], others: list[tuple[str, Any]]) -> list[tuple[str, list[tuple[str, bool]]]]:
+    """Each field of ``fields`` as ``changed_segments`` against the same field of ``others``
+    (a field the other side lacks is not marked: nothing to compare it with)."""
+    other = dict(others)
+    return [
+        (name, changed_segments(str(value), str(other[name])) if name in other else [(str(value), False)])
+        for name, value in fields
+    ]
+
+
 @dataclass(frozen=True)
 class ItemView:
     """Everything the annotator page and the API show for one lease (blind: no labels, no
@@ -188,6 +199,17 @@ class ItemView:
     @property
     def original_fields(self) -> list[tuple[str, Any]]:
         return self.body.original_fields
+
+    @property
+    def marked_fields(self) -> list[tuple[str, list[tuple[str, bool]]]]:
+        """The counterfactual's fields as runs, its words the original lacks flagged (marked on
+        the page while the original is shown)."""
+        return _marked(self.body.fields, self.body.original_fields)
+
+    @property
+    def marked_original_fields(self) -> list[tuple[str, list[tuple[str, bool]]]]:
+        """The original's fields as runs, its words the counterfactual dropped or replaced flagged."""
+        return _marked(self.body.original_fields, self.body.fields)
 
     @property
     def image(self) -> str:  # caption items: the image being judged
