@@ -251,10 +251,7 @@ def _form_expired_shows_the_item_again(message: str) -> Callable[[Callable[..., 
             if not request.htmx:
                 messages.error(request, message)
                 return redirect("annotate-work", project_id=project.pk)
-            response = _render_stage(request, project, error=message)
-            # the heartbeat's own target is a small div inside the item: the whole stage is new
-            response["HX-Retarget"], response["HX-Reswap"] = "#stage", "outerHTML"
-            return response
+            return _render_stage(request, project, error=message)
 
         @csrf_exempt
         @wraps(view)
@@ -263,7 +260,10 @@ def _form_expired_shows_the_item_again(message: str) -> Callable[[Callable[..., 
                 return view(request, assignment_id=assignment_id)
             if not request.user.is_authenticated:
                 return redirect_to_login(request.get_full_path())
-            return refused(request, assignment_id)
+            response = refused(request, assignment_id)
+            if request.htmx:  # the stage, or why it is gone; the heartbeat's own target is a div in the item
+                response["HX-Retarget"], response["HX-Reswap"] = "#stage", "outerHTML"
+            return response
 
         return wrapped
 

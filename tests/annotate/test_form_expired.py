@@ -86,10 +86,12 @@ def test_a_stale_token_on_someone_elses_lease_says_not_yours(leased) -> None:
     client, aid, stale = leased
     other = annotator(None, username="other")
     client.force_login(other)
-    resp = client.post(
-        f"/annotate/assignments/{aid}/answer/", {"choice": "entailment", "csrfmiddlewaretoken": stale}, **HX
-    )
-    assert b'data-gone="1"' in resp.content and not Annotation.objects.exists()
+    for action in ("answer", "heartbeat"):
+        resp = client.post(
+            f"/annotate/assignments/{aid}/{action}/", {"choice": "entailment", "csrfmiddlewaretoken": stale}, **HX
+        )
+        assert b'data-gone="1"' in resp.content and not Annotation.objects.exists()
+        assert resp["HX-Retarget"] == "#stage"  # in place of the stage, not nested in the item
 
 
 def test_no_session_and_no_token_leads_to_log_in() -> None:
