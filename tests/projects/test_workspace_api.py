@@ -14,7 +14,7 @@ from projects.models import Candidate, LabelOverride, ProjectMembership
 from tests.annotate.factories import UserFactory, annotator, project_with_candidates, researcher
 from tests.projects.import_uploads import post_import
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres_too]
 
 
 def client_for(user):
