@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -192,16 +193,50 @@ def _unknown_options(
     return f"generator {name!r} does not take option(s) {', '.join(unknown)}; it takes: {takes}"
 
 
+_BOOL_WORDS = ("1", "0", "true", "false", "yes", "no", "on", "off")
+
+
+def _value_problem(option: str, default: object, value: object) -> str:
+    """Why ``value`` cannot be option ``option`` whose default is ``default`` (its kind read
+    from the default: a whole number, a number, true/false), or ``""``. Other options (no
+    default, a text, a list) are the constructor's to check when the run starts."""
+    if value is None or default is None or default is inspect.Parameter.empty:
+        return ""
+    if isinstance(default, bool):
+        ok = isinstance(value, bool) or (isinstance(value, str) and value.strip().lower() in _BOOL_WORDS)
+        return "" if ok else f"{option} must be true or false, got {value!r}"
+    if isinstance(default, int):
+        try:
+            number = float(value) if isinstance(value, int | float) else int(str(value).strip())
+            ok = not isinstance(value, bool) and float(number).is_integer()
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        return "" if ok else f"{option} must be a whole number, got {value!r}"
+    if isinstance(default, float):
+        try:
+            ok = not isinstance(value, bool) and math.isfinite(float(str(value).strip()))
+        except (TypeError, ValueError):
+            ok = False
+        return "" if ok else f"{option} must be a number, got {value!r}"
+    return ""
+
+
 def options_problem(name: str, options: Mapping[str, object] | None) -> str:
-    """Why generator ``name`` refuses ``options`` by name (an option its constructor does not
-    take), or ``""``: what :func:`create` would refuse first, checked when a run is created.
-    Imports the generator's module only (no model is loaded, nothing is built); a module
-    that cannot be imported gives ``""`` (the run's start reports it)."""
+    """Why generator ``name`` refuses ``options`` (an option its constructor does not take, or
+    a value that is not of its option's kind: ``per_original`` "abc", ``temperature`` "hot"),
+    or ``""``: what :func:`create` would refuse first, checked when a run is created. Imports
+    the generator's module only (no model is loaded, nothing is built); a module that cannot
+    be imported gives ``""`` (the run's start reports it)."""
     try:
         params, var_kw = _parameters(_load_factory(entry(name)))
     except GeneratorConfigError:
         return ""
-    return _unknown_options(name, params, var_kw, dict(options or {}))
+    options = dict(options or {})
+    if unknown := _unknown_options(name, params, var_kw, options):
+        return unknown
+    bad = [_value_problem(k, params[k].default, v) for k, v in options.items() if k in params]
+    bad = [b for b in bad if b]
+    return f"generator {name!r}: {'; '.join(bad)}" if bad else ""
 
 
 def create(

@@ -271,3 +271,22 @@ def test_a_start_sent_twice_at_once_is_one_run(rclient, project, monkeypatch, dj
     with django_capture_on_commit_callbacks(execute=True):
         rclient.post(f"/projects/{project.pk}/runs/new/", data)
     assert GenerationRun.objects.count() == 3 and len(sent) == 3
+
+
+def test_a_generator_option_of_the_wrong_kind_is_refused_by_the_page(rclient, project):
+    """Before: the run started, and the worker failed it with "invalid literal for int() with base
+    10: 'abc'", which named no option; the options had to be typed again."""
+    typed = '{"max_per_code": "abc", "min_words": 2.5, "seed": 1}'
+    resp = rclient.post(f"/projects/{project.pk}/runs/new/", {"generator": "rules", "generator_options": typed})
+    assert resp.status_code == 400
+    html = resp.content.decode()
+    assert (
+        "generator &#x27;rules&#x27;: max_per_code must be a whole number, got &#x27;abc&#x27;; "
+        "min_words must be a whole number, got 2.5" in html
+    )
+    assert "{&quot;max_per_code&quot;: &quot;abc&quot;, &quot;min_words&quot;: 2.5, &quot;seed&quot;: 1}" in html
+    assert not GenerationRun.objects.exists()
+    # the same kinds of value as text, or a whole float, still start
+    ok = '{"max_per_code": "3", "min_words": 2.0}'
+    resp = rclient.post(f"/projects/{project.pk}/runs/new/", {"generator": "rules", "generator_options": ok})
+    assert resp.status_code == 302 and GenerationRun.objects.count() == 1
