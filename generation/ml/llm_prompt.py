@@ -364,6 +364,11 @@ class LLMPromptGenerator(PerOriginalGenerator):
             raise GeneratorConfigError("span_mode must be 'phrases' or 'window'")
         if num_return_sequences < 1 or max_spans < 1 or max_new_tokens < 1:
             raise GeneratorConfigError("num_return_sequences, max_spans and max_new_tokens must be positive")
+        temperature, top_p = float(temperature), float(top_p)  # "0.5" from a form or the API reads as 0.5
+        if not 0 <= temperature <= 100:  # 0 decodes greedily; a negative one did so silently
+            raise GeneratorConfigError(f"temperature must be between 0 and 100 (0: greedy), got {temperature!r}")
+        if not 0 < top_p <= 1:
+            raise GeneratorConfigError(f"top_p must be above 0 and at most 1, got {top_p!r}")
         self.lm: LoadedModel | None = hf.load_generator_lm(path, device) if path else None
         if teacher is None and teacher_path:
             teacher = load_classifier(teacher_path, device=device)

@@ -207,6 +207,12 @@ def test_misconfiguration_fails_at_construction(tmp_path, gpt2_path) -> None:
         LLMPromptGenerator(causal_lm_path=gpt2_path, decoding="greedy-ish")
     with pytest.raises(GeneratorConfigError, match="classifier path does not exist"):
         LLMPromptGenerator(causal_lm_path=gpt2_path, teacher_path=str(tmp_path / "teacher"))
+    # before: a negative temperature decoded greedily and the run succeeded, saying nothing
+    with pytest.raises(GeneratorConfigError, match=r"temperature must be between 0 and 100 \(0: greedy\), got -1"):
+        LLMPromptGenerator(causal_lm_path=gpt2_path, temperature=-1)
+    with pytest.raises(GeneratorConfigError, match=r"top_p must be above 0 and at most 1, got 1\.5"):
+        LLMPromptGenerator(causal_lm_path=gpt2_path, top_p=1.5)
+    assert LLMPromptGenerator(causal_lm_path=gpt2_path, temperature="0", top_p="0.5").temperature == 0.0
 
 
 def test_chat_fills_rest_of_sentence_and_the_window_teacher(gpt2_path, monkeypatch) -> None:
