@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import transaction
 from django.db.models import Count, F, QuerySet
 from django.utils import timezone
@@ -271,6 +271,8 @@ def run_create(
         raise ValidationError(
             {"generator": f"unknown generator {generator!r}; choose one of {', '.join(registry.names())}"}
         )
+    if not Example.objects.filter(project=project).exists():  # else a run "succeeded" on 0 / 0, saying nothing
+        raise ValidationError({NON_FIELD_ERRORS: "this project has no originals to generate from: import some first"})
     clean = run_options_clean(project=project, options=options)
     problem = backend_problem(generator, clean["generator_options"])
     if problem:

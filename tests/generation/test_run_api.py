@@ -137,3 +137,20 @@ def test_generators_listed_and_schema_builds(api):
     schema = api.get("/api/schema/")
     assert schema.status_code == 200
     assert b"/api/v1/generation/runs/{run_id}/" in schema.content
+
+
+def test_a_project_without_originals_is_refused_with_the_reason(api, db, client):
+    """Before: the run was created and "succeeded" on 0 / 0 originals (100 %), its metrics all
+    zero, with nothing saying why it found nothing."""
+    from projects.services.projects import project_create
+
+    empty = project_create(name="empty", task="nli")
+    resp = api.post(f"/api/v1/generation/projects/{empty.pk}/runs/", {"generator": "test-echo"}, format="json")
+    assert resp.status_code == 400
+    assert resp.json() == {"__all__": ["this project has no originals to generate from: import some first"]}
+    client.force_login(_user("res2", permissions.RESEARCHER))
+    page = client.post(f"/projects/{empty.pk}/runs/new/", {"generator": "test-echo", "seed": "7"})
+    assert page.status_code == 400
+    html = page.content.decode()
+    assert "this project has no originals to generate from: import some first" in html and 'value="7"' in html
+    assert not GenerationRun.objects.exists()
