@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -216,6 +216,7 @@ def run_new(request: HttpRequest, project_id: int) -> HttpResponse:
         "form": form,
         "default_band": f"{band[0]},{band[1]}",
         "generators": available,
+        "field_errors": sum(1 for name in form.errors if name != NON_FIELD_ERRORS),  # shown next to their fields
     }
     if form.errors and status == 200:
         status = 400

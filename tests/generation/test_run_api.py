@@ -153,4 +153,5 @@ def test_a_project_without_originals_is_refused_with_the_reason(api, db, client)
     assert page.status_code == 400
     html = page.content.decode()
     assert "this project has no originals to generate from: import some first" in html and 'value="7"' in html
+    assert "to fix: see the messages next to them" not in html  # no field has a message (it said "1 field")
     assert not GenerationRun.objects.exists()
