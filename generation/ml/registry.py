@@ -196,6 +196,14 @@ def _unknown_options(
 _BOOL_WORDS = ("1", "0", "true", "false", "yes", "no", "on", "off")
 
 
+def _as_declared_bool(default: object, value: object) -> object:
+    """``value`` as a bool where the option's default is one and ``value`` is one of
+    :data:`_BOOL_WORDS`; anything else unchanged (the constructor checks it)."""
+    if isinstance(default, bool) and isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return value
+
+
 def _value_problem(option: str, default: object, value: object) -> str:
     """Why ``value`` cannot be option ``option`` whose default is ``default`` (its kind read
     from the default: a whole number, a number, true/false), or ``""``. Other options (no
@@ -262,7 +270,9 @@ def create(
     params, var_kw = _parameters(factory)
     if problem := _unknown_options(name, params, var_kw, options):
         raise GeneratorConfigError(problem)
-    kwargs = dict(options)
+    # an option of a true/false kind given as text ("false", "off", as a form or a JSON script
+    # may send it) is that truth value: bool("false") is True, so llm-prompt's chat stayed on
+    kwargs = {k: _as_declared_bool(params[k].default, v) if k in params else v for k, v in options.items()}
     for key, value in context.items():
         if key in params and key not in kwargs:
             kwargs[key] = value

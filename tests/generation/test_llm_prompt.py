@@ -213,6 +213,11 @@ def test_misconfiguration_fails_at_construction(tmp_path, gpt2_path) -> None:
     with pytest.raises(GeneratorConfigError, match=r"top_p must be above 0 and at most 1, got 1\.5"):
         LLMPromptGenerator(causal_lm_path=gpt2_path, top_p=1.5)
     assert LLMPromptGenerator(causal_lm_path=gpt2_path, temperature="0", top_p="0.5").temperature == 0.0
+    # a true/false option given as text is that truth value (QA: {"chat": "false"} left chat on)
+    ctx = {"causal_lm_path": gpt2_path, "seq2seq_path": "", "teacher_path": "", "device": "cpu"}
+    assert registry.create("llm-prompt", {"chat": "false"}, ctx).chat is False
+    assert registry.create("llm-prompt", {"chat": "On"}, ctx).chat is True
+    assert registry.create("llm-prompt", {"chat": False}, ctx).chat is False
 
 
 def test_chat_fills_rest_of_sentence_and_the_window_teacher(gpt2_path, monkeypatch) -> None:
