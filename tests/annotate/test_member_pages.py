@@ -42,6 +42,14 @@ def test_items_left_on_the_annotator_page(project):
     # one item is now leased to u: the rest are left
     assert f'data-testid="left">{n - 1}<' in page
     assert "items left for you" in login(u).get("/annotate/").content.decode()
+    # a member who may take no item (paused, flagged after failing the checks) is not told that
+    # items are left for them above the card that says they cannot go on (QA)
+    from projects.models import ProjectMembership
+    from projects.services.memberships import membership_pause
+
+    membership_pause(membership=ProjectMembership.objects.get(project=project, user=u), by=researcher())
+    page = login(u).get(f"/annotate/projects/{project.pk}/").content.decode()
+    assert "paused" in page and 'data-testid="left"' not in page and "items left" not in page
 
 
 def test_dashboard_says_why_agreement_is_na_with_one_annotator(project):
