@@ -64,6 +64,10 @@ class AutolabelRun(models.Model):
     auto_labeled = models.PositiveIntegerField(default=0)
     abstained = models.PositiveIntegerField(default=0)
     skipped = models.PositiveIntegerField(default=0, help_text="changed state meanwhile; left alone")
+    known_answers = models.PositiveIntegerField(
+        default=0, help_text="candidates it auto-labelled whose answer is known (a gold label)"
+    )
+    known_correct = models.PositiveIntegerField(default=0, help_text="of those, how many h labelled as the answer")
     seconds = models.FloatField(default=0.0)
     created_at = models.DateTimeField(auto_now_add=True)
     job = models.OneToOneField(
@@ -81,6 +85,12 @@ class AutolabelRun(models.Model):
                 condition=Q(min_confidence__gte=0) & Q(min_confidence__lte=1), name="autolabel_run_min_conf_0_1"
             ),
         ]
+
+    @property
+    def known_accuracy(self) -> float | None:
+        """h's accuracy on the candidates this run labelled whose answer is known; ``None``
+        when it labelled none."""
+        return self.known_correct / self.known_answers if self.known_answers else None
 
 
 class TaskTrainingExample(models.Model):

@@ -41,6 +41,7 @@ class FlipRates:
     by_perturbation: list[tuple[str, dict[str, FlipCell]]] = field(default_factory=list)
     by_direction: list[tuple[str, str, dict[str, int]]] = field(default_factory=list)  # (from, to, {source: n})
     model: PairwiseModel | None = None
+    last_run: Any = None  # the latest finished AutolabelRun: h measured where the answer is known
 
 
 def _flip_rows(project: Project) -> list[dict[str, Any]]:
@@ -82,6 +83,7 @@ def flip_rates_for(*, project: Project) -> FlipRates:
     out.by_perturbation = sorted(by_pert.items())
     out.by_direction = [(a, b, counts) for (a, b), counts in sorted(by_dir.items())]
     out.model = PairwiseModel.objects.filter(project=project).order_by("-version").first()
+    out.last_run = _h_latest(project)
     return out
 
 

@@ -760,7 +760,15 @@ def autolabel(
         base_qs = base_qs.filter(example_id__gt=run.cursor)
     rows = list(
         base_qs.values_list(
-            "pk", "state", "label_source", "label__name", "example_id", "meta__valid", "generator", *PAIR_VALUES
+            "pk",
+            "state",
+            "label_source",
+            "label__name",
+            "example_id",
+            "meta__valid",
+            "generator",
+            "gold_label__name",
+            *PAIR_VALUES,
         ).order_by("example_id", "pk")
     )
     # never a task label for a candidate judged invalid, or more likely invalid than valid
@@ -786,7 +794,7 @@ def autolabel(
         if should_stop is not None and should_stop():
             break
         cursor = block[-1][4]
-        pairs = [candidate_pair(*r[7:]) for r in block]
+        pairs = [candidate_pair(*r[8:]) for r in block]
         known = {
             i: r[3]
             for i, r in enumerate(block)
@@ -805,7 +813,7 @@ def autolabel(
                     key = f"{verdict['kind']}:{verdict['value']}"
                     held.setdefault(key, {**verdict, "held_back": 0})["held_back"] += 1
         with transaction.atomic():
-            labeled, abstained = _autolabel_block(
+            labeled, abstained, with_answer, correct = _autolabel_block(
                 block,
                 proba_all[keep],
                 bundle.labels,
@@ -818,6 +826,8 @@ def autolabel(
                 considered=F("considered") + len(block),
                 auto_labeled=F("auto_labeled") + labeled,
                 abstained=F("abstained") + abstained,
+                known_answers=F("known_answers") + with_answer,
+                known_correct=F("known_correct") + correct,
                 cursor=cursor,
             )
             done += len(block)
@@ -843,9 +853,9 @@ def _autolabel_block(
     valid: Any,
     threshold: float,
     chunk_size: int,
-) -> tuple[int, int]:
+) -> tuple[int, int, int, int]:
     """Write one block's labels (confident and judged valid) and abstentions; returns
-    (labelled, abstained)."""
+    (labelled, abstained, labelled with a known answer, of those labelled as the answer)."""
     labeled = abstained = 0
     was_abstained = np.asarray([r[1] == states.ABSTAINED for r in block])
     pred, conf = proba.argmax(axis=1), proba.max(axis=1)
@@ -874,7 +884,12 @@ def _autolabel_block(
             confidence=_confidence_case(id_list, conf[part].tolist()),
         )
         abstained += int(np.sum(was_abstained[part]))  # already abstained: they stay so
-    return labeled, abstained
+    # h measured where the answer is known (a gold label: imported CAD revisions, check items'
+    # candidates), on what it labelled: what its cross-validation on human labels estimates
+    gold = np.asarray([r[7] or "" for r in block], dtype=object)
+    named = np.asarray(labels, dtype=object)[pred]
+    known_mask = confident & (gold != "")
+    return labeled, abstained, int(known_mask.sum()), int((known_mask & (named == gold)).sum())
 
 
 # -- jobs (kinds ``train`` and ``autolabel``, registered in LabelingConfig.ready) -----------
@@ -990,6 +1005,8 @@ def autolabel_summary(run: AutolabelRun) -> dict[str, Any]:
         "auto_labeled": run.auto_labeled,
         "abstained": run.abstained,
         "skipped": run.skipped,
+        "known_answers": run.known_answers,
+        "known_correct": run.known_correct,
         "min_confidence": run.min_confidence,
         "seconds": run.seconds,
         "held_back": [

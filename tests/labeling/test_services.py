@@ -53,6 +53,18 @@ def test_train_then_autolabel_moves_pooled_candidates():
     assert set(auto.values_list("label_source", flat=True)) == {"auto"}
     correct = sum(1 for c in auto.select_related("label", "gold_label") if c.label_id == c.gold_label_id)
     assert correct / auto.count() >= 0.85
+    # the run measures h where the answer is known: those it labelled with a gold label (QA: no
+    # page showed h's accuracy against known answers), and the models page says it
+    with_gold = auto.filter(gold_label__isnull=False)
+    assert run.known_answers == with_gold.count() > 0
+    assert run.known_correct == sum(1 for c in with_gold if c.label_id == c.gold_label_id)
+    assert run.known_accuracy == pytest.approx(run.known_correct / run.known_answers)
+    assert services.autolabel_summary(run)["known_answers"] == run.known_answers
+    assert flip_rates_for(project=project).last_run.pk == run.pk
+    from django.template.loader import render_to_string
+
+    html = render_to_string("labeling/_flip_rates.html", {"project": project, "rates": flip_rates_for(project=project)})
+    assert 'id="h-known-answers"' in html and f"<strong>{run.known_correct}</strong> right" in html
     # confidences are per row: each is h's own confidence on that candidate (h here is sure
     # of nearly every pair, so they may all round to the same value)
     bundle = services.load_model(project, model)

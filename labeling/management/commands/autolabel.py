@@ -71,5 +71,10 @@ class Command(BaseCommand):
             f"abstained {run.abstained} (below {run.min_confidence:.2f}, or where h did not earn it), "
             f"skipped {run.skipped}; {run.seconds:.1f}s"
         )
+        if run.known_answers:
+            self.stdout.write(
+                f"  against known answers (gold): {run.known_correct} of {run.known_answers} labelled right "
+                f"({run.known_correct / run.known_answers:.3f})"
+            )
         for v in getattr(run, "held_back", []):
             self.stdout.write(f"  left to humans: {v['held_back']} candidates — {v['reason']}")
