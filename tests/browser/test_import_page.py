@@ -9,6 +9,7 @@ import os
 import zipfile
 
 import pytest
+from playwright.sync_api import expect
 
 from projects.models import Candidate, Example
 from projects.services.projects import project_create
@@ -42,9 +43,11 @@ def test_cad_uploads_through_the_import_page(page, live_server, worker, tmp_path
     _login(page, live_server, f"/projects/{nli.pk}/import/")
     page.wait_for_selector("#id_format")
     assert "manage.py" not in page.content()
-    assert page.locator("#cad-nli-files").is_hidden()  # pairs-jsonl is chosen first
+    # import.js (deferred) shows the fieldsets of the chosen format: wait for it, not for the
+    # page's first paint (a CI run read the fieldset before the script had run)
+    expect(page.locator("#cad-nli-files")).to_be_hidden()  # pairs-jsonl is chosen first
     page.select_option("#id_format", "cad-nli")
-    assert page.locator("#cad-nli-files").is_visible()
+    expect(page.locator("#cad-nli-files")).to_be_visible()
     assert page.locator("#id_split").evaluate("el => el.required")
     for part in ("original", "revised_premise", "revised_hypothesis"):
         f = tmp_path / part / "dev.tsv"
@@ -65,8 +68,8 @@ def test_cad_uploads_through_the_import_page(page, live_server, worker, tmp_path
         zf.writestr("cad/LICENSE", "MIT\n")
     page.goto(f"{live_server.url}/projects/{sentiment.pk}/import/")
     page.select_option("#id_format", "cad-sentiment")
-    assert page.locator("#cad-nli-files").is_hidden()
-    assert page.locator("[data-help=cad-sentiment]").is_visible()
+    expect(page.locator("#cad-nli-files")).to_be_hidden()
+    expect(page.locator("[data-help=cad-sentiment]")).to_be_visible()
     page.set_input_files("#id_file", str(z))
     page.fill("#id_split", "dev")
     page.click("form button[type=submit]:has-text('Import')")
