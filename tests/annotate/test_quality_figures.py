@@ -63,6 +63,8 @@ def test_agreement_with_the_majority_is_shown_with_its_n():
     page = login(researcher()).get(f"/annotate/projects/{project.pk}/dashboard/").content.decode()
     row = page.split("<td>a2<", 1)[1].split("</tr>", 1)[0]
     assert "0.50 <span" in row and "(n = 2)" in row
+    # the rate includes the annotator's own vote: the page says so (QA), as the code did
+    assert 'id="majority-own-vote"' in page and "counts the annotator's own answer" in page
 
 
 def test_median_active_time_is_the_median_of_an_even_count():
