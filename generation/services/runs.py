@@ -35,7 +35,6 @@ import math
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, cast
 
@@ -85,7 +84,6 @@ from projects.models import (
 from projects.selectors import example_splits, job_waiting_behind
 from projects.services.candidates import candidates_transition
 from projects.services.jobs import (
-    DOUBLE_SUBMIT_SECONDS,
     JobCancelled,
     JobContext,
     JobFailed,
@@ -94,6 +92,7 @@ from projects.services.jobs import (
     job_create,
     job_execute,
     job_wait_seconds,
+    jobs_just_started,
 )
 
 logger = logging.getLogger(__name__)
@@ -311,24 +310,15 @@ def run_start(
 def _double_submit(
     *, project: Project, generator: str, options: dict[str, Any] | None, created_by: Any
 ) -> GenerationRun | None:
-    """The run that an identical start created moments ago and that has not ended, if any.
-    Locks the project's row first (SQLite's ``IMMEDIATE`` transaction serializes there), so two
-    requests at once see each other's run. Options that do not clean are left to
-    :func:`run_create`, which refuses them."""
+    """The run that an identical start created moments ago and that has not ended, if any
+    (:func:`projects.services.jobs.jobs_just_started` finds the jobs and locks the project's
+    row). Options that do not clean are left to :func:`run_create`, which refuses them."""
     try:
         wanted = json.loads(json.dumps(run_options_clean(project=project, options=options), default=str))
     except ValidationError:
         return None
-    list(Project.objects.select_for_update().filter(pk=project.pk).values_list("pk", flat=True))
-    user = created_by if getattr(created_by, "is_authenticated", False) else None
-    since = timezone.now() - timedelta(seconds=DOUBLE_SUBMIT_SECONDS)
-    recent = GenerationRun.objects.select_related("job").filter(
-        project=project,
-        generator=generator,
-        job__created_by=user,
-        job__status__in=JOB_ACTIVE,
-        job__created_at__gte=since,
-    )
+    jobs = jobs_just_started(kind="generation", project=project, created_by=created_by)
+    recent = GenerationRun.objects.select_related("job").filter(job__in=jobs, generator=generator)
     return next((run for run in recent.order_by("-pk") if run.options == wanted), None)
 
 

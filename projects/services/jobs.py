@@ -55,7 +55,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Case, F, Q, When
+from django.db.models import Case, F, Q, QuerySet, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -294,17 +294,24 @@ def job_start(
 DOUBLE_SUBMIT_SECONDS = 10.0
 
 
-def _double_submit(*, kind: str, project: Project, params: dict[str, Any], created_by: Any) -> Job | None:
-    """The job that an identical start (a double click, a client that sent its request twice)
-    created moments ago and that has not ended, if any. Locks the project's row first (SQLite's
-    ``IMMEDIATE`` transaction serializes there), so two requests at once see each other's job."""
+def jobs_just_started(*, kind: str, project: Project, created_by: Any) -> QuerySet[Job]:
+    """The ``kind`` jobs ``created_by`` started on ``project`` in the last
+    :data:`DOUBLE_SUBMIT_SECONDS` that have not ended, newest first: where a double submit
+    (a double click, a client that sent its request twice) finds the first start. Locks the
+    project's row first (SQLite's ``IMMEDIATE`` transaction serializes there), so two requests
+    at once see each other's job; call it inside the transaction that creates the new one."""
     list(Project.objects.select_for_update().filter(pk=project.pk).values_list("pk", flat=True))
     user = created_by if getattr(created_by, "is_authenticated", False) else None
     since = timezone.now() - timedelta(seconds=DOUBLE_SUBMIT_SECONDS)
-    recent = Job.objects.filter(
+    return Job.objects.filter(
         kind=kind, project=project, created_by=user, status__in=JOB_ACTIVE, created_at__gte=since
     ).order_by("-pk")
+
+
+def _double_submit(*, kind: str, project: Project, params: dict[str, Any], created_by: Any) -> Job | None:
+    """The job that an identical start created moments ago and that has not ended, if any."""
     wanted = _jsonable(params)
+    recent = jobs_just_started(kind=kind, project=project, created_by=created_by)
     return next((job for job in recent if job.params == wanted), None)
 
 
@@ -899,6 +906,7 @@ __all__ = [
     "job_start",
     "job_wait_seconds",
     "job_waiting_behind",
+    "jobs_just_started",
     "jobs_sweep",
     "stop_if_cancelled",
     "sweep_after_start_seconds",
